@@ -1,0 +1,98 @@
+#include "configs/eval_config.h"
+
+#include "configs/yaml_reader.h"
+
+namespace kforge {
+
+std::map<std::string, std::map<std::string, Tolerance>> PrecisionConfig::default_profiles() {
+  return {
+      {"default", {{"float32", {1e-4, 1e-4}}, {"float16", {1e-2, 1e-2}}, {"bfloat16", {1e-2, 1e-2}}}},
+      // CUDA Agent's published numbers use 1e-2 everywhere.
+      {"cuda-agent", {{"float32", {1e-2, 1e-2}}, {"float16", {1e-2, 1e-2}}, {"bfloat16", {1e-2, 1e-2}}}},
+  };
+}
+
+Tolerance PrecisionConfig::for_dtype(const std::string& dtype) const {
+  auto p = profiles.find(profile);
+  KFORGE_CHECK(p != profiles.end(), config, "precision profile '" << profile << "' is not defined");
+  auto t = p->second.find(dtype);
+  KFORGE_CHECK(t != p->second.end(), config,
+               "precision profile '" << profile << "' has no tolerance for dtype " << dtype);
+  return t->second;
+}
+
+static Tolerance tolerance_from_yaml(const YamlNode& node) {
+  Tolerance t;
+  t.atol = node.req<double>("atol");
+  t.rtol = node.req<double>("rtol");
+  if (t.atol < 0 || t.rtol < 0) node.fail("atol and rtol must be >= 0");
+  if (t.atol == 0 && t.rtol == 0) node.fail("atol and rtol cannot both be 0");
+  node.check_no_unknown_keys();
+  return t;
+}
+
+PrecisionConfig PrecisionConfig::from_yaml(const YamlNode& node) {
+  PrecisionConfig c;
+  c.profile = node.get<std::string>("profile", c.profile);
+  if (auto profiles = node.find("profiles")) {
+    for (const auto& name : profiles->keys()) {
+      YamlNode p = profiles->at(name);
+      std::map<std::string, Tolerance> per_dtype;
+      for (const auto& dtype : p.keys()) {
+        if (dtype != "float32" && dtype != "float16" && dtype != "bfloat16")
+          p.at(dtype).fail("tolerances are given for float32, float16 or bfloat16, not '" + dtype + "'");
+        per_dtype[dtype] = tolerance_from_yaml(p.at(dtype));
+      }
+      c.profiles[name] = per_dtype;
+    }
+  }
+  if (!c.profiles.count(c.profile)) {
+    node.at("profile").fail("profile '" + c.profile + "' is not defined under precision.profiles");
+  }
+  node.check_no_unknown_keys();
+  return c;
+}
+
+TimingConfig TimingConfig::from_yaml(const YamlNode& node) {
+  TimingConfig c;
+  c.warmup_count = node.get<int>("warmup_count", c.warmup_count);
+  c.warmup_ms = node.get<double>("warmup_ms", c.warmup_ms);
+  c.min_reps = node.get<int>("min_reps", c.min_reps);
+  c.max_reps = node.get<int>("max_reps", c.max_reps);
+  c.target_rse = node.get<double>("target_rse", c.target_rse);
+  c.budget_ms = node.get<double>("budget_ms", c.budget_ms);
+  c.l2_flush = node.get<bool>("l2_flush", c.l2_flush);
+  c.l2_flush_factor = node.get<double>("l2_flush_factor", c.l2_flush_factor);
+  if (c.warmup_count < 0) node.at("warmup_count").fail("must be >= 0");
+  if (c.warmup_ms < 0) node.at("warmup_ms").fail("must be >= 0");
+  if (c.min_reps < 3) node.at("min_reps").fail("must be >= 3 (a median and a spread need samples)");
+  if (c.max_reps < c.min_reps) node.at("max_reps").fail("must be >= min_reps (" + std::to_string(c.min_reps) + ")");
+  if (!(c.target_rse > 0 && c.target_rse < 1)) node.at("target_rse").fail("must be in (0, 1)");
+  if (c.budget_ms <= 0) node.at("budget_ms").fail("must be > 0");
+  if (c.l2_flush_factor < 2) node.at("l2_flush_factor").fail("must be >= 2 (the flush writes at least twice the L2)");
+  node.check_no_unknown_keys();
+  return c;
+}
+
+DrawConfig DrawConfig::from_yaml(const YamlNode& node) {
+  DrawConfig c;
+  c.salt = node.get<uint64_t>("salt", c.salt);
+  node.check_no_unknown_keys();
+  return c;
+}
+
+EvalConfig EvalConfig::from_yaml(const YamlNode& node) {
+  EvalConfig c;
+  if (node.is_null()) return c;
+  if (auto n = node.find("precision")) c.precision = PrecisionConfig::from_yaml(*n);
+  if (auto n = node.find("timing")) c.timing = TimingConfig::from_yaml(*n);
+  if (auto n = node.find("draws")) c.draws = DrawConfig::from_yaml(*n);
+  node.check_no_unknown_keys();
+  return c;
+}
+
+EvalConfig EvalConfig::load(const std::string& path) {
+  return from_yaml(YamlNode::load_file(path, ErrorKind::config));
+}
+
+}  // namespace kforge
