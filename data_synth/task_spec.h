@@ -1,0 +1,89 @@
+#pragma once
+// A task on disk: what function a candidate must compute (an operator graph over named
+// dimensions), the arguments it receives in order with their draws, its outputs, tolerance, cost,
+// baselines and provenance. The format is documented in data_synth/TASK_FORMAT.md.
+//
+// Loading checks everything and fills what can be derived (argument list, outputs, cost,
+// tolerance); where the file states a derived field, it must agree with the graph.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "configs/eval_config.h"
+#include "data_synth/op_graph.h"
+
+namespace kforge {
+
+enum class TaskSource { synth, kernelbench, cuda_agent_ops, other };
+enum class Split { train, heldout };
+const char* task_source_name(TaskSource s);
+const char* split_name(Split s);
+
+struct TaskArgument {
+  ArgumentDecl decl;  // name, role, shape, dtype, default draw
+  Draw draw;          // the draw in effect (the spec's, else the default)
+};
+
+struct TaskOutput {
+  std::string name;
+  TensorMeta meta;
+};
+
+struct Baselines {
+  std::optional<double> eager_ms;
+  std::optional<double> compile_ms;
+  std::string gpu, torch_version, cuda_version, method;
+  std::map<std::string, std::string> flags;  // e.g. allow_tf32: "false"
+  bool empty() const { return !eager_ms && !compile_ms && gpu.empty() && method.empty(); }
+};
+
+struct Provenance {
+  std::string generator;  // "kforge-synth 0.1", "hand-written"
+  uint64_t seed = 0;      // the generator's seed
+};
+
+struct TaskSpec {
+  static constexpr int kFormatVersion = 1;
+
+  std::string id;
+  TaskSource source = TaskSource::synth;
+  Split split = Split::train;
+  std::string description;
+  uint64_t seed = 0;  // the task seed of every draw: (seed, trial, salt)
+  DType dtype = DType::float32;
+  DimEnv dims;
+  std::optional<DimEnv> check_dims;  // small dims for CPU consistency checks
+  OpGraph graph;
+
+  // Derived (and checked against the file when it states them).
+  ResolvedGraph resolved;
+  std::vector<TaskArgument> arguments;
+  std::vector<TaskOutput> outputs;
+  Tolerance tolerance;
+  Baselines baselines;
+  Provenance provenance;
+
+  // The same task with some dimensions replaced (draws kept by argument name).
+  TaskSpec with_dims(const DimEnv& overrides) const;
+  // The same task at its check_dims (or itself when it has none).
+  TaskSpec at_check_dims() const;
+};
+
+// Throws io errors for missing files and spec errors ("file:line:col: key: what") for the rest.
+TaskSpec load_task(const std::string& path);
+TaskSpec parse_task(const std::string& yaml_text, const std::string& origin);
+// The full spec, derived fields included; parse_task(task_to_yaml(t)) gives t back.
+std::string task_to_yaml(const TaskSpec& task);
+
+// Builds and checks a task from its parts (derived fields filled), e.g. one operator on its example.
+TaskSpec make_task(std::string id, OpGraph graph, DimEnv dims, DType dtype, uint64_t seed);
+
+// A one-operator task on the operator's example inputs (inputs x0, x1, ...; the node is 'y').
+TaskSpec make_op_example_task(const OpDef& op, DType dtype = DType::float32);
+
+// Re-derives arguments, outputs and cost after the graph or dims changed; keeps draws by name.
+void derive_task(TaskSpec& task);
+
+}  // namespace kforge
