@@ -1,0 +1,147 @@
+#include "env/timing.h"
+
+#include <chrono>
+#include <sstream>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#include <torch/version.h>
+
+#include "configs/error.h"
+
+namespace kforge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear a non-sticky error so later calls are not blamed
+    KFORGE_FAIL(runtime, what << ": " << cudaGetErrorString(e));
+  }
+}
+
+bool done(const std::vector<double>& s, const TimingConfig& c, Clock::time_point t0) {
+  int64_t n = static_cast<int64_t>(s.size());
+  if (n >= c.max_reps) return true;
+  if (n < c.min_reps) return false;
+  return relative_standard_error(s) < c.target_rse || ms_since(t0) > c.budget_ms;
+}
+
+std::string method_text(const TimingConfig& c, const at::Device& device, double flush_bytes, int warmup) {
+  std::ostringstream os;
+  if (device.is_cuda()) {
+    os << "cuda-events per call on the current stream; ";
+    if (c.l2_flush) os << "L2 flushed (" << static_cast<int64_t>(flush_bytes / (1 << 20)) << " MiB written) and persisting L2 reset before each call; ";
+    else os << "no L2 flush; ";
+  } else {
+    os << "steady_clock per call; ";
+  }
+  os << warmup << " warm-up calls (>= " << c.warmup_count << " and >= " << c.warmup_ms << " ms); median of n until rse < "
+     << c.target_rse * 100 << "% (n >= " << c.min_reps << ") or " << c.budget_ms << " ms or n = " << c.max_reps;
+  return os.str();
+}
+
+}  // namespace
+
+bool cuda_available() { return at::hasCUDA() && at::cuda::device_count() > 0; }
+
+DeviceInfo device_info(const at::Device& device) {
+  DeviceInfo info;
+  info.torch_version = TORCH_VERSION;
+  if (device.is_cpu()) {
+    info.name = "cpu";
+    return info;
+  }
+  KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available on this machine");
+  cudaDeviceProp prop{};
+  int index = device.has_index() ? device.index() : 0;
+  cuda_check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+  info.name = prop.name;
+  info.l2_bytes = prop.l2CacheSize;
+  info.sm_count = prop.multiProcessorCount;
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  info.cuda_version = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+  info.driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+  return info;
+}
+
+TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& c) {
+  TimedRun run;
+  auto t_warm = Clock::now();
+  if (device.is_cpu()) {
+    while (run.warmup_calls < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
+      fn();
+      ++run.warmup_calls;
+    }
+    auto t0 = Clock::now();
+    while (!done(run.samples_ms, c, t0)) {
+      auto t = Clock::now();
+      fn();
+      run.samples_ms.push_back(ms_since(t));
+    }
+  } else {
+    KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available on this machine");
+    c10::cuda::CUDAGuard guard(device);
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+    DeviceInfo info = device_info(device);
+    at::Tensor flush;
+    if (c.l2_flush) {
+      run.l2_flush_bytes = c.l2_flush_factor * static_cast<double>(info.l2_bytes);
+      flush = at::empty({static_cast<int64_t>(run.l2_flush_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
+    }
+    auto flush_l2 = [&](int i) {
+      if (!c.l2_flush) return;
+      cuda_check(cudaMemsetAsync(flush.data_ptr(), i & 0xff, flush.numel(), stream), "L2 flush");
+      cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
+    };
+    while (run.warmup_calls < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
+      flush_l2(run.warmup_calls);
+      fn();
+      cuda_check(cudaStreamSynchronize(stream), "warm-up");
+      ++run.warmup_calls;
+    }
+    // Events recorded in batches; a batch is read after one synchronisation.
+    constexpr int kBatch = 8;
+    std::vector<cudaEvent_t> start(kBatch), stop(kBatch);
+    for (int i = 0; i < kBatch; ++i) {
+      cuda_check(cudaEventCreate(&start[i]), "cudaEventCreate");
+      cuda_check(cudaEventCreate(&stop[i]), "cudaEventCreate");
+    }
+    auto t0 = Clock::now();
+    try {
+      while (!done(run.samples_ms, c, t0)) {
+        int batch = std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(run.samples_ms.size()));
+        for (int i = 0; i < batch; ++i) {
+          flush_l2(i);
+          cuda_check(cudaEventRecord(start[i], stream), "cudaEventRecord");
+          fn();
+          cuda_check(cudaEventRecord(stop[i], stream), "cudaEventRecord");
+        }
+        cuda_check(cudaStreamSynchronize(stream), "timed calls");
+        for (int i = 0; i < batch; ++i) {
+          float ms = 0;
+          cuda_check(cudaEventElapsedTime(&ms, start[i], stop[i]), "cudaEventElapsedTime");
+          run.samples_ms.push_back(ms);
+        }
+      }
+    } catch (...) {
+      for (int i = 0; i < kBatch; ++i) cudaEventDestroy(start[i]), cudaEventDestroy(stop[i]);
+      throw;
+    }
+    for (int i = 0; i < kBatch; ++i) cudaEventDestroy(start[i]), cudaEventDestroy(stop[i]);
+  }
+  run.stats = TimingStats::from_samples(run.samples_ms);
+  run.method = method_text(c, device, run.l2_flush_bytes, run.warmup_calls);
+  return run;
+}
+
+}  // namespace kforge

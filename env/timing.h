@@ -1,0 +1,41 @@
+#pragma once
+// Timing a function on a device, as the careful harnesses do (triton do_bench, NVBench):
+//   CUDA: warm-up by count and by time; before every timed call the L2 is flushed by writing
+//   l2_flush_factor x its size and persisting L2 lines are reset; every call is bracketed by its
+//   own CUDA events on the current stream; calls repeat until the relative standard error of the
+//   mean is below target_rse (after min_reps) or the budget is spent (or max_reps is reached).
+//   CPU: the same loop on a steady clock, without cache flushing.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "configs/eval_config.h"
+#include "reward/timing_stats.h"
+
+namespace kforge {
+
+struct TimedRun {
+  std::vector<double> samples_ms;
+  TimingStats stats;
+  int warmup_calls = 0;
+  double l2_flush_bytes = 0;
+  std::string method;  // how it was measured, in one line
+};
+
+TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& config);
+
+struct DeviceInfo {
+  std::string name;
+  std::string torch_version;
+  std::string cuda_version;    // the CUDA runtime libtorch was built with ("13.0"); "" on CPU
+  std::string driver_version;  // "" on CPU
+  int64_t l2_bytes = 0;
+  int sm_count = 0;
+};
+// Throws a runtime error for a CUDA device when none is present.
+DeviceInfo device_info(const at::Device& device);
+bool cuda_available();
+
+}  // namespace kforge
