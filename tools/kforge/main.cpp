@@ -1,0 +1,32 @@
+// The kforge command line.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "configs/error.h"
+#include "tools/kforge/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge: an RL environment in which policies learn to write fast CUDA kernels"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  kforge::cli::add_task_commands(app);
+  kforge::cli::add_ops_command(app);
+  try {
+    app.parse(argc, argv);
+    return kforge::cli::run_selected(app);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "kforge: usage error: " << e.what() << " (see kforge --help)\n";
+    return 2;
+  } catch (const kforge::Error& e) {
+    std::cerr << "kforge: " << kforge::error_kind_name(e.kind()) << ": " << e.what() << "\n";
+    return e.kind() == kforge::ErrorKind::usage ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "kforge: internal_error: " << e.what() << "\n";
+    return 1;
+  }
+}
