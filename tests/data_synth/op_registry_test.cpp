@@ -1,0 +1,125 @@
+#include "data_synth/op_registry.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "configs/error.h"
+#include "data_synth/op_graph.h"
+#include "data_synth/task_spec.h"
+
+using namespace kforge;
+
+namespace {
+
+OpCall call_for(const OpDef& op, const OpExample& ex) {
+  OpCall c;
+  c.op = &op;
+  c.id = "y";
+  for (const auto& s : ex.inputs) c.in.push_back({s, ex.dtype});
+  c.attrs = resolve_attrs(op, ex.attrs, {});
+  return c;
+}
+
+}  // namespace
+
+TEST(OpRegistry, HasAtLeast25OperatorsCoveringEveryCategory) {
+  const auto& ops = op_registry().all();
+  EXPECT_GE(ops.size(), 25u);
+  std::set<OpCategory> cats;
+  for (const auto& op : ops) cats.insert(op.category);
+  EXPECT_EQ(cats.size(), 7u);
+  for (const char* required : {"softmax", "logsumexp", "cumsum", "layer_norm", "rms_norm", "group_norm", "batch_norm",
+                               "matmul", "linear", "bmm", "conv2d", "transpose", "permute", "reshape", "concat"})
+    EXPECT_NE(op_registry().find(required), nullptr) << required;
+}
+
+TEST(OpRegistry, EveryOperatorAcceptsItsExampleWithCostAndPython) {
+  for (const auto& op : op_registry().all()) {
+    SCOPED_TRACE(op.name);
+    OpCall c = call_for(op, op.example);
+    TensorMeta out = op.infer(c);
+    EXPECT_GT(numel(out.shape), 0);
+    double flops = op.flops(c, out);
+    if (op.category == OpCategory::layout) EXPECT_EQ(flops, 0);
+    else EXPECT_GT(flops, 0);
+    std::vector<std::string> args;
+    for (size_t i = 0; i < c.in.size(); ++i) args.push_back("x" + std::to_string(i));
+    EXPECT_FALSE(op.py_expr(c, args, "self.y").empty());
+    if (op.params) {
+      EXPECT_TRUE(static_cast<bool>(op.py_module)) << "an operator with parameters is rendered as a module";
+      for (const auto& p : op.params(c)) p.draw.validate(p.dtype);
+    }
+  }
+}
+
+TEST(OpRegistry, EveryOperatorRefusesItsBadExampleWithAReason) {
+  for (const auto& op : op_registry().all()) {
+    SCOPED_TRACE(op.name);
+    ASSERT_FALSE(op.bad_example.refusal.empty()) << "each operator documents a shape or attribute it refuses";
+    try {
+      OpCall c = call_for(op, op.bad_example);
+      op.infer(c);
+      ADD_FAILURE() << "accepted its bad example";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(op.bad_example.refusal), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(OpRegistry, UnknownOperatorSuggestsTheClosest) {
+  try {
+    op_registry().get("gleu");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec);
+    EXPECT_STREQ(e.what(), "unknown operator 'gleu' (did you mean 'gelu'?)");
+  }
+}
+
+TEST(OpRegistry, AttributeErrorsNameTheAttribute) {
+  const OpDef& linear = op_registry().get("linear");
+  auto msg = [&](std::map<std::string, std::string> attrs) {
+    try {
+      resolve_attrs(linear, attrs, {{"N", 8}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg({}).find("needs attribute 'out_features'"), std::string::npos);
+  EXPECT_NE(msg({{"out_features", "8"}, {"bias_", "true"}}).find("no attribute 'bias_' (did you mean 'bias'?)"), std::string::npos);
+  EXPECT_NE(msg({{"out_features", "8"}, {"bias", "yes"}}).find("expected true or false"), std::string::npos);
+  EXPECT_NE(msg({{"out_features", "M"}}).find("unknown dimension 'M'"), std::string::npos);
+  Attrs a = resolve_attrs(linear, {{"out_features", "2*N"}}, {{"N", 8}});
+  EXPECT_EQ(a.at("out_features").i, 16);
+  EXPECT_EQ(a.at("out_features").py, "2*N");
+  EXPECT_TRUE(a.at("bias").b);
+}
+
+TEST(OpRegistry, ShapeRulesGiveTheRightShapes) {
+  auto out = [](const std::string& op, std::vector<Shape> in, std::map<std::string, std::string> attrs) {
+    const OpDef& d = op_registry().get(op);
+    return call_for(d, {in, attrs, ""}).op->infer(call_for(d, {in, attrs, ""})).shape;
+  };
+  EXPECT_EQ(out("matmul", {{7, 1, 5, 3}, {4, 3, 2}}, {}), (Shape{7, 4, 5, 2}));
+  EXPECT_EQ(out("conv2d", {{2, 4, 17, 9}}, {{"out_channels", "6"}, {"kernel_size", "3"}, {"stride", "2"}, {"padding", "1"}}),
+            (Shape{2, 6, 9, 5}));
+  EXPECT_EQ(out("sum", {{3, 4, 5}}, {{"dim", "-2"}, {"keepdim", "true"}}), (Shape{3, 1, 5}));
+  EXPECT_EQ(out("reshape", {{3, 4, 5}}, {{"shape", "[-1, 10]"}}), (Shape{6, 10}));
+  EXPECT_EQ(out("permute", {{3, 4, 5}}, {{"dims", "[2, 0, 1]"}}), (Shape{5, 3, 4}));
+  EXPECT_EQ(out("concat", {{3, 4}, {3, 1}}, {{"dim", "-1"}}), (Shape{3, 5}));
+  EXPECT_EQ(out("add", {{4, 1, 3}, {5, 1}}, {}), (Shape{4, 5, 3}));
+}
+
+TEST(OpRegistry, LinearOwnsWeightAndBiasInStateDictOrder) {
+  const OpDef& d = op_registry().get("linear");
+  OpCall c = call_for(d, {{{6, 40}}, {{"out_features", "24"}}, ""});
+  auto p = d.params(c);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].name, "weight");
+  EXPECT_EQ(p[0].shape, (Shape{24, 40}));
+  EXPECT_EQ(p[1].name, "bias");
+  EXPECT_EQ(p[1].shape, (Shape{24}));
+  EXPECT_EQ(d.py_module(c), "nn.Linear(40, 24, bias=True)");
+}

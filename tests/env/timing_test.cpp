@@ -1,0 +1,51 @@
+#include "env/timing.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+using namespace kforge;
+
+TEST(TimingCpu, MeasuresAKnownDurationAndStopsAtMaxReps) {
+  TimingConfig c;
+  c.warmup_count = 2;
+  c.warmup_ms = 0;
+  c.min_reps = 5;
+  c.max_reps = 12;
+  c.target_rse = 1e-9;  // never reached: max_reps stops it
+  int calls = 0;
+  TimedRun r = time_function(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      },
+      at::kCPU, c);
+  EXPECT_EQ(r.stats.n, 12);
+  EXPECT_EQ(r.warmup_calls, 2);
+  EXPECT_EQ(calls, 14);
+  EXPECT_GE(r.stats.median, 3.0);
+  EXPECT_LT(r.stats.median, 30.0);
+  EXPECT_NE(r.method.find("steady_clock"), std::string::npos);
+}
+
+TEST(TimingCpu, StopsEarlyOnceTheNoiseTargetIsMet) {
+  TimingConfig c;
+  c.warmup_count = 1;
+  c.warmup_ms = 0;
+  c.min_reps = 10;
+  c.max_reps = 100000;
+  c.target_rse = 0.5;  // easily met
+  TimedRun r = time_function([] { std::this_thread::sleep_for(std::chrono::microseconds(200)); }, at::kCPU, c);
+  EXPECT_EQ(r.stats.n, 10);
+}
+
+TEST(TimingCpu, WarmUpRunsForItsMinimumTime) {
+  TimingConfig c;
+  c.warmup_count = 0;
+  c.warmup_ms = 20;
+  c.min_reps = 3;
+  c.max_reps = 3;
+  TimedRun r = time_function([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }, at::kCPU, c);
+  EXPECT_GE(r.warmup_calls, 8);
+}

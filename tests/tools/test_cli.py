@@ -1,0 +1,112 @@
+"""The kforge command line: bad input gives one clear error line and a non-zero exit, never a
+crash; the task commands work on a shipped sample."""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data_synth"))
+from kforge_dump import SOURCE_DIR, run  # noqa: E402
+
+SAMPLE = os.path.join(SOURCE_DIR, "datasets", "samples", "linear_relu.yaml")
+
+
+def one_error_line(result, kind, *parts):
+    assert result.returncode in (1, 2), f"exit {result.returncode} (a negative code is a crash)\n{result.stderr}"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"kforge: {kind}: ") or lines[0].startswith(f"kforge: {kind}"), lines[0]
+    for p in parts:
+        assert p in lines[0], lines[0]
+    return lines[0]
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def sample_text():
+    with open(SAMPLE) as f:
+        return f.read()
+
+
+def test_malformed_yaml(tmp_path):
+    path = write(tmp_path, "bad.yaml", "kforge_task: 1\nid: [unclosed\n")
+    one_error_line(run("task", "show", path, check=False), "spec_error", path + ":", "not valid YAML")
+
+
+def test_unknown_operator(tmp_path):
+    path = write(tmp_path, "op.yaml", sample_text().replace("op: relu", "op: rleu"))
+    one_error_line(run("task", "run", path, "--check-dims", check=False), "spec_error",
+                   "unknown operator 'rleu' (did you mean 'relu'?)", path + ":")
+
+
+def test_impossible_shape(tmp_path):
+    text = sample_text().replace("{id: act, op: relu, in: [fc]}",
+                                 "{id: act, op: reshape, in: [fc], attrs: {shape: [7, -1]}}")
+    text = text.split("arguments:")[0] + "provenance: {generator: test}\n"
+    path = write(tmp_path, "shape.yaml", text)
+    one_error_line(run("task", "render", path, check=False), "shape_error", "node 1 'act' (reshape): cannot reshape")
+
+
+def test_missing_file():
+    one_error_line(run("task", "show", "/nonexistent/task.yaml", check=False), "io_error", "/nonexistent/task.yaml")
+
+
+def test_stated_argument_disagreeing_with_graph(tmp_path):
+    path = write(tmp_path, "arg.yaml", sample_text().replace("shape: [4096, 4096], dtype: float32, draw: {dist: uniform",
+                                                             "shape: [4096, 4095], dtype: float32, draw: {dist: uniform", 1))
+    one_error_line(run("task", "show", path, check=False), "spec_error", "shape of 'fc.weight' is [4096, 4096] by the graph")
+
+
+def test_unknown_config_key(tmp_path):
+    cfg = write(tmp_path, "eval.yaml", "timing:\n  warmup_cont: 3\n")
+    one_error_line(run("task", "run", SAMPLE, "--check-dims", "--config", cfg, check=False), "config_error",
+                   cfg + ":2:3: timing.warmup_cont: unknown key (did you mean 'warmup_count'?)")
+
+
+def test_usage_errors_exit_2():
+    r = run("task", "run", check=False)
+    one_error_line(r, "usage error")
+    assert r.returncode == 2
+    r = run("task", "run", SAMPLE, "--device", "tpu", check=False)
+    one_error_line(r, "usage_error", "--device is cpu or cuda")
+    r = run("frobnicate", check=False)
+    assert r.returncode == 2
+
+
+def test_cuda_request_without_a_device_is_one_line():
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    one_error_line(run("task", "run", SAMPLE, "--device", "cuda", "--check-dims", check=False), "runtime_error",
+                   "no CUDA device")
+
+
+def test_show_render_run_on_a_sample():
+    shown = run("task", "show", "linear_relu").stdout  # a sample name resolves to datasets/samples/
+    assert "id: linear_relu" in shown and "arguments:" in shown and "cost:" in shown
+    program = run("task", "render", "linear_relu").stdout
+    assert "class Model(nn.Module):" in program and "def get_inputs():" in program
+    out = run("task", "run", "linear_relu", "--check-dims").stdout
+    assert "reference time: median" in out and "method: steady_clock" in out
+
+
+def test_run_json_has_the_timing_and_device():
+    doc = json.loads(run("task", "run", SAMPLE, "--check-dims", "--json").stdout)
+    assert doc["task"] == "linear_relu"
+    assert doc["device"]["kind"] == "cpu"
+    assert doc["timing"]["n"] >= 10 and doc["timing"]["median_ms"] > 0
+    assert doc["outputs"][0]["shape"] == [8, 24] and doc["outputs"][0]["finite"]
+    assert doc["precision_flags"]["allow_tf32_cublas"] == "false"
+
+
+def test_fmt_rewrites_a_short_spec_into_full_form(tmp_path):
+    short = sample_text().split("arguments:")[0] + "provenance: {generator: hand-written sample, seed: 0}\n"
+    path = write(tmp_path, "short.yaml", short)
+    run("task", "fmt", "--write", path)
+    with open(path) as f:
+        assert f.read() == sample_text()
