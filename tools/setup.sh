@@ -10,6 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${KFORGE_VENV:-$root/.venv}
+python=${KFORGE_PYTHON:-python3}   # the interpreter the venv is made from
 torch_version=2.11.0          # the GPU hosts run torch 2.11.0+cu130: build against the same libtorch
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
@@ -32,7 +33,7 @@ fi
 # 4 GB wheel is not fetched twice.
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv"
-  python3 -m venv --system-site-packages "$venv"
+  "$python" -m venv --system-site-packages "$venv"
 fi
 py="$venv/bin/python"
 if ! "$py" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$torch_version' else 1)" 2>/dev/null; then
