@@ -7,7 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "env/timing.h"
+#include "tests/skip_without_cuda.h"
+
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -18,9 +19,6 @@ std::string source_dir() {
   const char* d = std::getenv("KFORGE_SOURCE_DIR");
   return d ? d : ".";
 }
-
-#define SKIP_WITHOUT_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device on this machine; run on a GPU host (ctest -L gpu)"
 
 void expect_close(const at::Tensor& gpu, const at::Tensor& cpu, const Tolerance& tol, const std::string& what) {
   at::Tensor g = gpu.cpu().to(at::kDouble), c = cpu.to(at::kDouble);
@@ -33,7 +31,7 @@ void expect_close(const at::Tensor& gpu, const at::Tensor& cpu, const Tolerance&
 }  // namespace
 
 TEST(ReferenceGpu, DrawsAreTheSameBytesOnCpuAndGpu) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   for (DType dt : {DType::float32, DType::float16, DType::bfloat16, DType::int64}) {
     Draw d = dtype_is_float(dt) ? Draw::normal(0, 1) : Draw::randint(-5, 5);
     at::Tensor c = draw_tensor(d, {{257, 1031}, dt}, 99, at::kCPU);
@@ -44,7 +42,7 @@ TEST(ReferenceGpu, DrawsAreTheSameBytesOnCpuAndGpu) {
 }
 
 TEST(ReferenceGpu, EveryOperatorAgreesWithTheCpuReference) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   apply_reference_precision();
   for (const auto& op : op_registry().all()) {
     TaskSpec t = make_op_example_task(op);
@@ -55,7 +53,7 @@ TEST(ReferenceGpu, EveryOperatorAgreesWithTheCpuReference) {
 }
 
 TEST(ReferenceGpu, EverySampleAgreesWithTheCpuReferenceAtCheckDims) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   apply_reference_precision();
   for (const auto& e : fs::directory_iterator(source_dir() + "/datasets/samples")) {
     if (e.path().extension() != ".yaml") continue;
@@ -69,7 +67,7 @@ TEST(ReferenceGpu, EverySampleAgreesWithTheCpuReferenceAtCheckDims) {
 }
 
 TEST(ReferenceGpu, Float32ReferencesRunWithTf32Off) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   auto flags = apply_reference_precision();
   EXPECT_EQ(flags["allow_tf32_cublas"], "false");
   EXPECT_EQ(flags["allow_tf32_cudnn"], "false");

@@ -1,17 +1,15 @@
 // Timing on a CUDA device: events per call, the L2 flush, the stopping rule. Skipped without a GPU.
-#include "env/timing.h"
 
 #include <gtest/gtest.h>
+
+#include "tests/skip_without_cuda.h"
 
 #include "data_synth/reference.h"
 
 using namespace kforge;
 
-#define SKIP_WITHOUT_CUDA() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device on this machine; run on a GPU host (ctest -L gpu)"
-
 TEST(TimingGpu, DeviceInfoReadsTheL2AndVersions) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   DeviceInfo info = device_info(at::Device(at::kCUDA, 0));
   EXPECT_GT(info.l2_bytes, 1 << 20);
   EXPECT_GT(info.sm_count, 0);
@@ -20,7 +18,7 @@ TEST(TimingGpu, DeviceInfoReadsTheL2AndVersions) {
 }
 
 TEST(TimingGpu, FlushesAtLeastTwiceTheL2AndTimesACopy) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   at::Device dev(at::kCUDA, 0);
   DeviceInfo info = device_info(dev);
   at::Tensor src = draw_tensor(Draw::normal(0, 1), {{64 << 20}, DType::float32}, 1, dev);  // 256 MiB
@@ -38,7 +36,7 @@ TEST(TimingGpu, FlushesAtLeastTwiceTheL2AndTimesACopy) {
 }
 
 TEST(TimingGpu, TimingTheSameThingTwiceAgrees) {
-  SKIP_WITHOUT_CUDA();
+  KFORGE_SKIP_WITHOUT_CUDA();
   at::Device dev(at::kCUDA, 0);
   at::Tensor a = draw_tensor(Draw::normal(0, 1), {{2048, 2048}, DType::float32}, 3, dev);
   at::Tensor out = at::empty_like(a);
