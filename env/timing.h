@@ -30,7 +30,7 @@ struct DeviceInfo {
   std::string name;
   std::string torch_version;
   std::string cuda_version;    // the CUDA runtime libtorch was built with ("13.0"); "" on CPU
-  std::string driver_version;  // "" on CPU
+  std::string driver_version;  // the CUDA driver API level ("13.0"); "" on CPU
   int64_t l2_bytes = 0;
   int sm_count = 0;
 };

@@ -57,12 +57,17 @@ def main():
         spread = abs(again["timing"]["median_ms"] - first) / first * 100
         figures["aa_median_spread_pct"] = spread
 
+    try:  # the NVIDIA driver's version (the CUDA runtime reports only its driver API level)
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True).stdout.strip().splitlines()[0]
+    except (OSError, IndexError):
+        driver = device["driver"] if device else ""
     in_window = sum(1 for r in rows if 1.0 <= r[1] <= 100.0)
     figures["samples_in_1_100ms_window_count"] = in_window
     figures["samples_failed_count"] = len(failures)
     result = {
         "gpu": device["name"] if device else "unknown",
-        "driver": device["driver"] if device else "",
+        "driver": driver,
         "cuda": device["cuda"] if device else "",
         "torch": device["torch"] if device else "",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
