@@ -74,6 +74,40 @@ TimingConfig TimingConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
+VerifyConfig VerifyConfig::from_yaml(const YamlNode& node) {
+  VerifyConfig c;
+  c.trials = node.get<int>("trials", c.trials);
+  c.submit_trials = node.get<int>("submit_trials", c.submit_trials);
+  c.report_mismatches = node.get<int>("report_mismatches", c.report_mismatches);
+  if (c.trials < 1) node.at("trials").fail("must be >= 1");
+  if (c.submit_trials < c.trials) node.at("submit_trials").fail("must be >= trials (" + std::to_string(c.trials) + ")");
+  if (c.report_mismatches < 0) node.at("report_mismatches").fail("must be >= 0");
+  node.check_no_unknown_keys();
+  return c;
+}
+
+WorkerConfig WorkerConfig::from_yaml(const YamlNode& node) {
+  WorkerConfig c;
+  c.compile_timeout_s = node.get<double>("compile_timeout_s", c.compile_timeout_s);
+  c.request_timeout_s = node.get<double>("request_timeout_s", c.request_timeout_s);
+  c.start_timeout_s = node.get<double>("start_timeout_s", c.start_timeout_s);
+  c.max_workspace_bytes = node.get<int64_t>("max_workspace_bytes", c.max_workspace_bytes);
+  c.max_file_bytes = node.get<int64_t>("max_file_bytes", c.max_file_bytes);
+  c.max_open_files = node.get<int>("max_open_files", c.max_open_files);
+  c.compile_address_space_bytes = node.get<int64_t>("compile_address_space_bytes", c.compile_address_space_bytes);
+  c.seccomp = node.get<bool>("seccomp", c.seccomp);
+  c.arch = node.get<std::string>("arch", c.arch);
+  for (const char* k : {"compile_timeout_s", "request_timeout_s", "start_timeout_s"})
+    if (node.has(k) && !(node.req<double>(k) > 0)) node.at(k).fail("must be > 0");
+  if (c.max_workspace_bytes < 0) node.at("max_workspace_bytes").fail("must be >= 0");
+  if (c.max_file_bytes < (1 << 20)) node.at("max_file_bytes").fail("must be >= 1 MiB");
+  if (c.max_open_files < 64) node.at("max_open_files").fail("must be >= 64");
+  if (c.compile_address_space_bytes < (int64_t{1} << 30)) node.at("compile_address_space_bytes").fail("must be >= 1 GiB");
+  if (!c.arch.empty() && c.arch.rfind("sm_", 0) != 0) node.at("arch").fail("must look like sm_90a, or be empty");
+  node.check_no_unknown_keys();
+  return c;
+}
+
 DrawConfig DrawConfig::from_yaml(const YamlNode& node) {
   DrawConfig c;
   c.salt = node.get<uint64_t>("salt", c.salt);
@@ -87,6 +121,8 @@ EvalConfig EvalConfig::from_yaml(const YamlNode& node) {
   if (auto n = node.find("precision")) c.precision = PrecisionConfig::from_yaml(*n);
   if (auto n = node.find("timing")) c.timing = TimingConfig::from_yaml(*n);
   if (auto n = node.find("draws")) c.draws = DrawConfig::from_yaml(*n);
+  if (auto n = node.find("verify")) c.verify = VerifyConfig::from_yaml(*n);
+  if (auto n = node.find("worker")) c.worker = WorkerConfig::from_yaml(*n);
   node.check_no_unknown_keys();
   return c;
 }

@@ -40,6 +40,28 @@ struct TimingConfig {
   static TimingConfig from_yaml(const YamlNode& node);
 };
 
+// How candidates are verified.
+struct VerifyConfig {
+  int trials = 5;               // trials in a verify; each with fresh inputs and parameters
+  int submit_trials = 10;       // trials in a final evaluation
+  int report_mismatches = 5;    // mismatching elements listed per output
+  static VerifyConfig from_yaml(const YamlNode& node);
+};
+
+// Limits on the worker processes that compile and run candidates.
+struct WorkerConfig {
+  double compile_timeout_s = 30;      // a compile taking longer kills its worker: `timeout`
+  double request_timeout_s = 120;     // a GPU request (load + verify + time) taking longer: `timeout`
+  double start_timeout_s = 120;       // starting a worker (CUDA context, warm-up)
+  int64_t max_workspace_bytes = int64_t{16} << 30;  // all workspace buffers of a candidate together
+  int64_t max_file_bytes = int64_t{1} << 30;        // RLIMIT_FSIZE of a worker
+  int max_open_files = 1024;                        // RLIMIT_NOFILE of a worker
+  int64_t compile_address_space_bytes = int64_t{16} << 30;  // RLIMIT_AS of a compile worker
+  bool seccomp = true;                // deny process creation, sockets, tracing in workers
+  std::string arch;                   // NVRTC target; "" = the GPU's own (sm_90a on an H200)
+  static WorkerConfig from_yaml(const YamlNode& node);
+};
+
 struct DrawConfig {
   // Mixed into every draw key. Tools that must reproduce draws fix it; the evaluator's server
   // replaces 0 with a random salt at start so the policy cannot know its inputs.
@@ -51,6 +73,8 @@ struct EvalConfig {
   PrecisionConfig precision;
   TimingConfig timing;
   DrawConfig draws;
+  VerifyConfig verify;
+  WorkerConfig worker;
 
   static EvalConfig from_yaml(const YamlNode& node);
   static EvalConfig load(const std::string& path);

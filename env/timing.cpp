@@ -27,11 +27,14 @@ void cuda_check(cudaError_t e, const char* what) {
   }
 }
 
-bool done(const std::vector<double>& s, const TimingConfig& c, Clock::time_point t0) {
-  int64_t n = static_cast<int64_t>(s.size());
+bool done(const std::vector<std::vector<double>>& all, const TimingConfig& c, Clock::time_point t0) {
+  int64_t n = static_cast<int64_t>(all.front().size());
   if (n >= c.max_reps) return true;
   if (n < c.min_reps) return false;
-  return relative_standard_error(s) < c.target_rse || ms_since(t0) > c.budget_ms;
+  if (ms_since(t0) > c.budget_ms) return true;
+  for (const auto& s : all)
+    if (relative_standard_error(s) >= c.target_rse) return false;
+  return true;
 }
 
 std::string method_text(const TimingConfig& c, const at::Device& device, double flush_bytes, int warmup) {
@@ -75,18 +78,29 @@ DeviceInfo device_info(const at::Device& device) {
 }
 
 TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& c) {
-  TimedRun run;
+  return time_interleaved({fn}, device, c).front();
+}
+
+std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>& fns, const at::Device& device,
+                                       const TimingConfig& c) {
+  KFORGE_CHECK(!fns.empty(), internal, "time_interleaved needs at least one function");
+  const size_t k = fns.size();
+  std::vector<std::vector<double>> samples(k);
+  int warmup = 0;
+  double flush_bytes = 0;
   auto t_warm = Clock::now();
   if (device.is_cpu()) {
-    while (run.warmup_calls < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
-      fn();
-      ++run.warmup_calls;
+    while (warmup < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
+      for (const auto& f : fns) f();
+      ++warmup;
     }
     auto t0 = Clock::now();
-    while (!done(run.samples_ms, c, t0)) {
-      auto t = Clock::now();
-      fn();
-      run.samples_ms.push_back(ms_since(t));
+    while (!done(samples, c, t0)) {
+      for (size_t j = 0; j < k; ++j) {
+        auto t = Clock::now();
+        fns[j]();
+        samples[j].push_back(ms_since(t));
+      }
     }
   } else {
     KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available on this machine");
@@ -95,53 +109,66 @@ TimedRun time_function(const std::function<void()>& fn, const at::Device& device
     DeviceInfo info = device_info(device);
     at::Tensor flush;
     if (c.l2_flush) {
-      run.l2_flush_bytes = c.l2_flush_factor * static_cast<double>(info.l2_bytes);
-      flush = at::empty({static_cast<int64_t>(run.l2_flush_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
+      flush_bytes = c.l2_flush_factor * static_cast<double>(info.l2_bytes);
+      flush = at::empty({static_cast<int64_t>(flush_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
     }
     auto flush_l2 = [&](int i) {
       if (!c.l2_flush) return;
       cuda_check(cudaMemsetAsync(flush.data_ptr(), i & 0xff, flush.numel(), stream), "L2 flush");
       cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
     };
-    while (run.warmup_calls < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
-      flush_l2(run.warmup_calls);
-      fn();
+    while (warmup < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
+      for (const auto& f : fns) {
+        flush_l2(warmup);
+        f();
+      }
       cuda_check(cudaStreamSynchronize(stream), "warm-up");
-      ++run.warmup_calls;
+      ++warmup;
     }
-    // Events recorded in batches; a batch is read after one synchronisation.
+    // Events are recorded in batches; a batch is read after one synchronisation.
     constexpr int kBatch = 8;
-    std::vector<cudaEvent_t> start(kBatch), stop(kBatch);
-    for (int i = 0; i < kBatch; ++i) {
-      cuda_check(cudaEventCreate(&start[i]), "cudaEventCreate");
-      cuda_check(cudaEventCreate(&stop[i]), "cudaEventCreate");
-    }
-    auto t0 = Clock::now();
+    std::vector<cudaEvent_t> events(2 * kBatch * k, nullptr);
+    auto destroy = [&] {
+      for (auto e : events)
+        if (e) cudaEventDestroy(e);
+    };
     try {
-      while (!done(run.samples_ms, c, t0)) {
-        int batch = std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(run.samples_ms.size()));
+      for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+      auto t0 = Clock::now();
+      while (!done(samples, c, t0)) {
+        int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(samples[0].size())));
         for (int i = 0; i < batch; ++i) {
-          flush_l2(i);
-          cuda_check(cudaEventRecord(start[i], stream), "cudaEventRecord");
-          fn();
-          cuda_check(cudaEventRecord(stop[i], stream), "cudaEventRecord");
+          for (size_t j = 0; j < k; ++j) {
+            flush_l2(i);
+            cuda_check(cudaEventRecord(events[2 * (i * k + j)], stream), "cudaEventRecord");
+            fns[j]();
+            cuda_check(cudaEventRecord(events[2 * (i * k + j) + 1], stream), "cudaEventRecord");
+          }
         }
         cuda_check(cudaStreamSynchronize(stream), "timed calls");
         for (int i = 0; i < batch; ++i) {
-          float ms = 0;
-          cuda_check(cudaEventElapsedTime(&ms, start[i], stop[i]), "cudaEventElapsedTime");
-          run.samples_ms.push_back(ms);
+          for (size_t j = 0; j < k; ++j) {
+            float ms = 0;
+            cuda_check(cudaEventElapsedTime(&ms, events[2 * (i * k + j)], events[2 * (i * k + j) + 1]), "cudaEventElapsedTime");
+            samples[j].push_back(ms);
+          }
         }
       }
     } catch (...) {
-      for (int i = 0; i < kBatch; ++i) cudaEventDestroy(start[i]), cudaEventDestroy(stop[i]);
+      destroy();
       throw;
     }
-    for (int i = 0; i < kBatch; ++i) cudaEventDestroy(start[i]), cudaEventDestroy(stop[i]);
+    destroy();
   }
-  run.stats = TimingStats::from_samples(run.samples_ms);
-  run.method = method_text(c, device, run.l2_flush_bytes, run.warmup_calls);
-  return run;
+  std::vector<TimedRun> runs(k);
+  for (size_t j = 0; j < k; ++j) {
+    runs[j].samples_ms = samples[j];
+    runs[j].stats = TimingStats::from_samples(samples[j]);
+    runs[j].warmup_calls = warmup;
+    runs[j].l2_flush_bytes = flush_bytes;
+    runs[j].method = method_text(c, device, flush_bytes, warmup) + (k > 1 ? "; interleaved with " + std::to_string(k - 1) + " other function(s)" : "");
+  }
+  return runs;
 }
 
 }  // namespace kforge

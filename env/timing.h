@@ -26,6 +26,12 @@ struct TimedRun {
 
 TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& config);
 
+// Times several functions interleaved call by call (f0, f1, f0, f1, ...), each call with its own
+// flush and events, so clock and thermal drift hit them alike. Stops when every function's
+// relative standard error is below target (after min_reps each), or on the budget or max_reps.
+std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>& fns, const at::Device& device,
+                                       const TimingConfig& config);
+
 struct DeviceInfo {
   std::string name;
   std::string torch_version;

@@ -12,6 +12,7 @@ namespace kforge::cli {
 // errors propagate to main's single handler (one line, non-zero exit).
 void add_task_commands(CLI::App& app);
 void add_ops_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 void set_action(CLI::App* sub, std::function<int()> action);
 int run_selected(CLI::App& app);
 

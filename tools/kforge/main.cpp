@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
   kforge::cli::add_task_commands(app);
   kforge::cli::add_ops_command(app);
+  kforge::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);
     return kforge::cli::run_selected(app);

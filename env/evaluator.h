@@ -1,0 +1,58 @@
+#pragma once
+// Judging a kernel candidate for a task, from the caller's side: it never creates a CUDA context.
+// Stages, each with a typed outcome: compile (in a compile worker, with a time limit), plan
+// (launch.yaml resolved against the task and the kernels' signatures), then load, verify and time
+// in a GPU worker. The report is one JSON document (schema in env/EVAL_REPORT.md).
+#include <memory>
+#include <string>
+
+#include "configs/eval_config.h"
+#include "data_synth/task_spec.h"
+#include "env/worker_client.h"
+
+namespace kforge {
+
+struct Candidate {
+  std::string dir;
+  std::string source;     // kernel.cu
+  std::string plan_text;  // launch.yaml
+  // Throws an io error naming the missing file.
+  static Candidate load(const std::string& dir);
+};
+
+struct EvalOptions {
+  int trials = 5;
+  bool time = true;
+  uint64_t salt = 0;
+  uint64_t first_trial = 0;
+};
+
+class Evaluator {
+ public:
+  // Worker executables are found with find_worker_executable unless given.
+  explicit Evaluator(EvalConfig config, int device = 0, std::string compile_worker = "", std::string gpu_worker = "");
+  ~Evaluator();
+
+  Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options);
+  // The compile and plan stages alone (no GPU needed): the report stops before loading.
+  Json check(const TaskSpec& task, const Candidate& candidate);
+
+  WorkerProcess& compile_worker() { return *compile_; }
+  WorkerProcess& gpu_worker() { return *gpu_; }
+  const EvalConfig& config() const { return config_; }
+
+ private:
+  Json front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, Json& gpu_plan,
+                    std::string& cubin_hash, std::vector<uint8_t>& cubin);
+
+  EvalConfig config_;
+  std::unique_ptr<WorkerProcess> compile_;
+  std::unique_ptr<WorkerProcess> gpu_;
+};
+
+// "pass", "fail" (computes the wrong function) or "error" (did not build or run).
+std::string report_verdict(const Json& report);
+// A human-readable table of a report.
+std::string format_report(const Json& report);
+
+}  // namespace kforge

@@ -1,0 +1,569 @@
+#include "env/gpu_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <set>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "configs/error.h"
+#include "data_synth/reference.h"
+#include "env/cuda_driver.h"
+#include "env/draw_kernel.h"
+#include "env/timing.h"
+#include "env/worker_loop.h"
+#include "reward/speedup.h"
+
+namespace kforge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Errors after which the context is unusable ("sticky"): the worker must exit.
+bool is_sticky(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A candidate failure with its typed kind; fatal when the context is lost.
+struct CandidateError : std::runtime_error {
+  std::string kind;
+  bool fatal;
+  CandidateError(std::string k, const std::string& msg, bool f) : std::runtime_error(msg), kind(std::move(k)), fatal(f) {}
+};
+
+[[noreturn]] void fail_cu(CUresult r, const std::string& what, const char* non_sticky_kind) {
+  if (is_sticky(r)) throw CandidateError(worker_error::runtime_error, what + ": " + cu_error_text(r), true);
+  throw CandidateError(non_sticky_kind, what + ": " + cu_error_text(r), false);
+}
+
+void check_harness_cu(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  if (is_sticky(r)) throw CandidateError(worker_error::runtime_error, std::string(what) + ": " + cu_error_text(r), true);
+  KFORGE_FAIL(runtime, what << ": " << cu_error_text(r));
+}
+
+// Bit patterns written into outputs before the candidate runs: NaN with a payload no arithmetic
+// produces for floats, a sentinel for integers. An element still holding it was never written.
+int64_t poison_bits(DType t) {
+  switch (t) {
+    case DType::float32: return 0x7FC0DEAD;
+    case DType::float16: return 0x7E5B;
+    case DType::bfloat16: return 0x7FDB;
+    case DType::int32: return 0x5A5A5A5A;
+    case DType::int64: return 0x5A5A5A5A5A5A5A5ALL;
+    case DType::boolean: return 0x5A;
+  }
+  return 0;
+}
+
+at::ScalarType bits_type(DType t) {
+  switch (dtype_size(t)) {
+    case 1: return at::kByte;
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    default: return at::kLong;
+  }
+}
+
+at::Tensor as_bits(const at::Tensor& t, DType dtype) { return t.reshape({-1}).view(bits_type(dtype)); }
+
+void poison(at::Tensor& t, DType dtype) { as_bits(t, dtype).fill_(poison_bits(dtype)); }
+
+struct WireArg {
+  enum Kind { argument, output, workspace, i32, u32, i64, u64, f32, f64 } kind;
+  int index = 0;
+  int64_t i = 0;
+  double f = 0;
+};
+struct WireLaunch {
+  std::string kernel, where;
+  uint32_t grid[3], block[3], smem;
+  std::vector<WireArg> args;
+};
+struct WireWorkspace {
+  std::string name;
+  DType dtype;
+  int64_t elements;
+  bool zero;
+};
+struct WirePlan {
+  std::vector<WireWorkspace> workspace;
+  std::vector<WireLaunch> launches;
+};
+
+WirePlan parse_plan(const Json& j, const TaskSpec& task, int64_t max_workspace_bytes) {
+  WirePlan p;
+  int64_t ws_bytes = 0;
+  for (const auto& w : j.at("workspace")) {
+    WireWorkspace ws{w.at("name").get<std::string>(), dtype_from_name(w.at("dtype").get<std::string>()),
+                     w.at("elements").get<int64_t>(), w.at("zero").get<bool>()};
+    KFORGE_CHECK(ws.elements >= 1, spec, "workspace " << ws.name << " has no elements");
+    ws_bytes += ws.elements * static_cast<int64_t>(dtype_size(ws.dtype));
+    p.workspace.push_back(ws);
+  }
+  if (ws_bytes > max_workspace_bytes)
+    throw CandidateError(worker_error::launch_error,
+                         "the workspace needs " + std::to_string(ws_bytes) + " bytes, over the limit of " +
+                             std::to_string(max_workspace_bytes),
+                         false);
+  static const std::map<std::string, WireArg::Kind> kinds = {
+      {"argument", WireArg::argument}, {"output", WireArg::output}, {"workspace", WireArg::workspace},
+      {"i32", WireArg::i32}, {"u32", WireArg::u32}, {"i64", WireArg::i64}, {"u64", WireArg::u64},
+      {"f32", WireArg::f32}, {"f64", WireArg::f64}};
+  for (const auto& l : j.at("launches")) {
+    WireLaunch wl;
+    wl.kernel = l.at("kernel").get<std::string>();
+    wl.where = l.value("where", "");
+    for (int d = 0; d < 3; ++d) {
+      wl.grid[d] = l.at("grid").at(d).get<uint32_t>();
+      wl.block[d] = l.at("block").at(d).get<uint32_t>();
+      KFORGE_CHECK(wl.grid[d] >= 1 && wl.block[d] >= 1, spec, "launch of " << wl.kernel << " has an empty grid or block");
+    }
+    wl.smem = l.at("shared_mem").get<uint32_t>();
+    for (const auto& a : l.at("args")) {
+      auto it = kinds.find(a.at("kind").get<std::string>());
+      KFORGE_CHECK(it != kinds.end(), spec, "unknown argument kind " << a.at("kind"));
+      WireArg w{it->second};
+      size_t limit = 0;
+      switch (w.kind) {
+        case WireArg::argument: limit = task.arguments.size(); break;
+        case WireArg::output: limit = task.outputs.size(); break;
+        case WireArg::workspace: limit = p.workspace.size(); break;
+        case WireArg::f32:
+        case WireArg::f64: w.f = a.at("value").get<double>(); break;
+        default: w.i = a.at("value").get<int64_t>(); break;
+      }
+      if (w.kind == WireArg::argument || w.kind == WireArg::output || w.kind == WireArg::workspace) {
+        w.index = a.at("index").get<int>();
+        KFORGE_CHECK(w.index >= 0 && static_cast<size_t>(w.index) < limit, spec, "buffer index " << w.index << " out of range");
+      }
+      wl.args.push_back(w);
+    }
+    p.launches.push_back(std::move(wl));
+  }
+  KFORGE_CHECK(!p.launches.empty(), spec, "the plan has no launches");
+  return p;
+}
+
+Json stats_json(const TimingStats& s) {
+  return {{"median_ms", s.median}, {"mean_ms", s.mean}, {"std_ms", s.std}, {"min_ms", s.min}, {"max_ms", s.max},
+          {"p10_ms", s.p10}, {"p90_ms", s.p90}, {"n", s.n}, {"rse", s.rse}};
+}
+
+std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return idx;
+}
+
+// Compares one candidate output with the reference's, in chunks so temporaries stay small.
+Json compare_output(const std::string& name, const at::Tensor& cand, const at::Tensor& ref_in, DType dtype,
+                    const Tolerance& tol, int max_examples) {
+  at::Tensor ref = ref_in.contiguous();
+  const Shape shape(ref.sizes().begin(), ref.sizes().end());
+  at::Tensor c_flat = cand.reshape({-1}), r_flat = ref.reshape({-1});
+  at::Tensor c_bits = as_bits(cand, dtype);
+  const int64_t n = c_flat.numel();
+  constexpr int64_t kChunk = int64_t{1} << 25;
+  int64_t mismatches = 0, unwritten = 0;
+  double max_abs = 0, max_rel = 0;
+  Json examples = Json::array();
+  for (int64_t start = 0; start < n; start += kChunk) {
+    int64_t len = std::min(kChunk, n - start);
+    at::Tensor c = c_flat.narrow(0, start, len).to(at::kDouble);
+    at::Tensor r = r_flat.narrow(0, start, len).to(at::kDouble);
+    unwritten += c_bits.narrow(0, start, len).eq(poison_bits(dtype)).sum().item<int64_t>();
+    at::Tensor both_finite = at::isfinite(c).logical_and(at::isfinite(r));
+    at::Tensor err = (c - r).abs();
+    at::Tensor over = err.gt(tol.atol + tol.rtol * r.abs());
+    // Non-finite values must match exactly: the same infinity, or NaN where the reference has NaN.
+    at::Tensor same_special = c.eq(r).logical_or(at::isnan(c).logical_and(at::isnan(r)));
+    at::Tensor bad = at::where(both_finite, over, same_special.logical_not());
+    int64_t nbad = bad.sum().item<int64_t>();
+    mismatches += nbad;
+    at::Tensor fin_err = at::where(both_finite, err, at::zeros_like(err));
+    max_abs = std::max(max_abs, fin_err.max().item<double>());
+    at::Tensor rel = at::where(both_finite.logical_and(r.ne(0)), err / r.abs(), at::zeros_like(err));
+    max_rel = std::max(max_rel, rel.max().item<double>());
+    for (int64_t s = 0; nbad > 0 && s < len && static_cast<int>(examples.size()) < max_examples; s += 1 << 20) {
+      int64_t sl = std::min<int64_t>(1 << 20, len - s);
+      at::Tensor idx = bad.narrow(0, s, sl).nonzero().reshape({-1});
+      for (int64_t k = 0; k < idx.numel() && static_cast<int>(examples.size()) < max_examples; ++k) {
+        int64_t local = s + idx[k].item<int64_t>();
+        int64_t flat = start + local;
+        examples.push_back({{"index", unravel(flat, shape)},
+                            {"candidate", c[local].item<double>()},
+                            {"reference", r[local].item<double>()}});
+      }
+    }
+  }
+  // JSON cannot hold NaN: a report of a NaN value says "nan".
+  for (auto& e : examples)
+    for (const char* k : {"candidate", "reference"})
+      if (std::isnan(e[k].get<double>())) e[k] = "nan";
+  return {{"name", name},  {"numel", n},         {"mismatches", mismatches},  {"unwritten", unwritten},
+          {"max_abs_error", max_abs}, {"max_rel_error", max_rel}, {"examples", examples}};
+}
+
+}  // namespace
+
+struct GpuWorker::State {
+  int device = 0;
+  at::Device dev{at::kCUDA, 0};
+  CUcontext ctx = nullptr;
+  Json info;
+  std::string arch;
+  std::unique_ptr<DeviceDrawer> drawer;
+  std::map<std::string, CUmodule> modules;     // by cubin hash
+  std::map<std::string, TaskSpec> tasks;       // by spec text
+  int64_t max_optin_smem = 0;
+
+  CUstream stream() const { return at::cuda::getCurrentCUDAStream(device).stream(); }
+
+  const TaskSpec& task_for(const std::string& yaml) {
+    auto it = tasks.find(yaml);
+    if (it != tasks.end()) return it->second;
+    if (tasks.size() > 64) tasks.clear();
+    return tasks.emplace(yaml, parse_task(yaml, "request.task_yaml")).first->second;
+  }
+
+  std::vector<at::Tensor> draw_args(const TaskSpec& t, uint64_t trial, uint64_t salt) {
+    std::vector<at::Tensor> args;
+    DrawKey key{t.seed, trial, salt};
+    for (size_t i = 0; i < t.arguments.size(); ++i) {
+      const TaskArgument& a = t.arguments[i];
+      at::Tensor x = at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(dev));
+      if (x.numel() > 0)
+        drawer->fill(a.draw, a.decl.meta.dtype, draw_stream(key, i), x.numel(),
+                     reinterpret_cast<CUdeviceptr>(x.data_ptr()), stream());
+      args.push_back(x);
+    }
+    return args;
+  }
+};
+
+GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
+  s_->device = device;
+  s_->dev = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device));
+  KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available");
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+  // Create the primary context through the runtime (as libtorch does), then use it from the driver API.
+  at::empty({1}, at::TensorOptions().device(s_->dev));
+  check_harness_cu(cuda_driver().CtxGetCurrent(&s_->ctx), "cuCtxGetCurrent");
+  apply_reference_precision();
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, device);
+  int optin = 0;
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  s_->max_optin_smem = optin;
+  // Hopper and Blackwell get their architecture-specific targets (wgmma, setmaxnreg need sm_90a).
+  s_->arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ((prop.major == 9 || prop.major == 10) ? "a" : "");
+  s_->drawer = std::make_unique<DeviceDrawer>(s_->arch);
+  DeviceInfo di = device_info(s_->dev);
+  s_->info = {{"name", prop.name},
+              {"arch", s_->arch},
+              {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+              {"sm_count", prop.multiProcessorCount},
+              {"l2_bytes", prop.l2CacheSize},
+              {"total_memory_bytes", prop.totalGlobalMem},
+              {"max_threads_per_block", prop.maxThreadsPerBlock},
+              {"max_block_dim", {prop.maxThreadsDim[0], prop.maxThreadsDim[1], prop.maxThreadsDim[2]}},
+              {"max_grid_dim", {prop.maxGridSize[0], prop.maxGridSize[1], prop.maxGridSize[2]}},
+              {"max_dynamic_shared_bytes", optin},
+              {"cuda", di.cuda_version},
+              {"driver_api", di.driver_version},
+              {"torch", di.torch_version}};
+}
+
+GpuWorker::~GpuWorker() = default;
+
+Json GpuWorker::hello() const { return {{"ok", true}, {"mode", "gpu"}, {"device", s_->info}}; }
+
+Json GpuWorker::evaluate(const Json& req) {
+  State& s = *s_;
+  auto t_req = Clock::now();
+  c10::cuda::CUDAGuard guard(s.dev);
+  const TaskSpec& task = s.task_for(req.at("task_yaml").get<std::string>());
+  Json reply = {{"ok", true}};
+  Json phases = Json::object();
+  try {
+    // ---- load ----
+    auto t_load = Clock::now();
+    WirePlan plan = parse_plan(req.at("plan"), task, req.value("max_workspace_bytes", int64_t{16} << 30));
+    std::string hash = req.at("cubin_hash").get<std::string>();
+    CUmodule mod = nullptr;
+    bool cached = s.modules.count(hash) > 0;
+    if (cached) {
+      mod = s.modules[hash];
+    } else {
+      const auto& bin = req.at("cubin").get_binary();
+      CUresult r = cuda_driver().ModuleLoadData(&mod, bin.data());
+      if (r != CUDA_SUCCESS) fail_cu(r, "loading the compiled module", worker_error::launch_error);
+      if (s.modules.size() > 256) s.modules.clear();  // modules of old candidates: let the driver keep them
+      s.modules[hash] = mod;
+    }
+    std::map<std::string, CUfunction> funcs;
+    Json kernels = Json::array();
+    for (const auto& l : plan.launches) {
+      if (funcs.count(l.kernel)) continue;
+      CUfunction f = nullptr;
+      CUresult r = cuda_driver().ModuleGetFunction(&f, mod, l.kernel.c_str());
+      if (r != CUDA_SUCCESS) throw CandidateError(worker_error::launch_error, l.where + ": kernel " + l.kernel + " is not in the compiled module", false);
+      funcs[l.kernel] = f;
+      auto attr = [&](CUfunction_attribute a) {
+        int v = 0;
+        cuda_driver().FuncGetAttribute(&v, a, f);
+        return v;
+      };
+      kernels.push_back({{"name", l.kernel},
+                         {"registers", attr(CU_FUNC_ATTRIBUTE_NUM_REGS)},
+                         {"static_shared_bytes", attr(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)},
+                         {"local_bytes", attr(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)},
+                         {"const_bytes", attr(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)},
+                         {"max_threads_per_block", attr(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)}});
+    }
+    reply["load"] = {{"kernels", kernels}, {"module_cached", cached}};
+    // Launch-time limits, checked before anything runs so the error names the launch.
+    for (const auto& l : plan.launches) {
+      CUfunction f = funcs[l.kernel];
+      int max_threads = 0, static_smem = 0;
+      cuda_driver().FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+      cuda_driver().FuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+      int64_t threads = int64_t{l.block[0]} * l.block[1] * l.block[2];
+      if (threads > max_threads)
+        throw CandidateError(worker_error::launch_error,
+                             l.where + ": " + l.kernel + " launched with " + std::to_string(threads) +
+                                 " threads per block; it can take at most " + std::to_string(max_threads) +
+                                 " (registers or __launch_bounds__)", false);
+      if (static_cast<int64_t>(l.smem) + static_smem > s.max_optin_smem)
+        throw CandidateError(worker_error::launch_error,
+                             l.where + ": " + l.kernel + " asks for " + std::to_string(l.smem) + " bytes of dynamic shared memory (+" +
+                                 std::to_string(static_smem) + " static); the GPU allows " + std::to_string(s.max_optin_smem) + " per block", false);
+      if (l.smem > 48 * 1024) {
+        CUresult r = cuda_driver().FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem));
+        if (r != CUDA_SUCCESS) fail_cu(r, l.where + ": raising the shared memory limit of " + l.kernel, worker_error::launch_error);
+      }
+    }
+    phases["load_ms"] = ms_since(t_load);
+
+    std::vector<at::Tensor> args, outputs, workspace;
+    // Launches the candidate's plan on the harness stream; the order of the list is the order of work.
+    std::vector<std::vector<uint64_t>> slots;
+    std::function<void()> run_candidate = [&] {
+      CUstream st = s.stream();
+      for (size_t w = 0; w < plan.workspace.size(); ++w)
+        if (plan.workspace[w].zero)
+          check_harness_cu(cuda_driver().MemsetD8Async(reinterpret_cast<CUdeviceptr>(workspace[w].data_ptr()), 0,
+                                           workspace[w].numel() * workspace[w].element_size(), st), "zeroing workspace");
+      for (const auto& l : plan.launches) {
+        std::vector<uint64_t> values(l.args.size(), 0);
+        std::vector<void*> params(l.args.size());
+        for (size_t i = 0; i < l.args.size(); ++i) {
+          const WireArg& a = l.args[i];
+          void* slot = &values[i];
+          switch (a.kind) {
+            case WireArg::argument: values[i] = reinterpret_cast<uint64_t>(args[a.index].data_ptr()); break;
+            case WireArg::output: values[i] = reinterpret_cast<uint64_t>(outputs[a.index].data_ptr()); break;
+            case WireArg::workspace: values[i] = reinterpret_cast<uint64_t>(workspace[a.index].data_ptr()); break;
+            case WireArg::i32: *static_cast<int32_t*>(slot) = static_cast<int32_t>(a.i); break;
+            case WireArg::u32: *static_cast<uint32_t*>(slot) = static_cast<uint32_t>(a.i); break;
+            case WireArg::i64: *static_cast<int64_t*>(slot) = a.i; break;
+            case WireArg::u64: *static_cast<uint64_t*>(slot) = static_cast<uint64_t>(a.i); break;
+            case WireArg::f32: *static_cast<float*>(slot) = static_cast<float>(a.f); break;
+            case WireArg::f64: *static_cast<double*>(slot) = a.f; break;
+          }
+          params[i] = slot;
+        }
+        CUresult r = cuda_driver().LaunchKernel(funcs[l.kernel], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                                    l.smem, st, params.data(), nullptr);
+        if (r != CUDA_SUCCESS) fail_cu(r, l.where + ": launching " + l.kernel, worker_error::launch_error);
+      }
+    };
+    auto sync_candidate = [&](const char* when) {
+      CUresult r = cuda_driver().StreamSynchronize(s.stream());
+      if (r != CUDA_SUCCESS) fail_cu(r, std::string("the candidate failed while running (") + when + ")", worker_error::runtime_error);
+    };
+    auto alloc_outputs = [&](uint64_t trial) {
+      // A new address every trial: the previous trial's buffers are still held while these are
+      // made, and each starts at a different offset into its allocation.
+      std::vector<at::Tensor> fresh;
+      for (const auto& o : task.outputs) {
+        int64_t pad = static_cast<int64_t>((trial * 7 + 1) % 13) * 256 / static_cast<int64_t>(dtype_size(o.meta.dtype));
+        at::Tensor base = at::empty({numel(o.meta.shape) + pad}, at::TensorOptions().dtype(to_scalar_type(o.meta.dtype)).device(s.dev));
+        at::Tensor t = base.narrow(0, pad, numel(o.meta.shape)).view(o.meta.shape);
+        poison(t, o.meta.dtype);
+        fresh.push_back(t);
+      }
+      return fresh;
+    };
+    auto alloc_workspace = [&] {
+      workspace.clear();
+      for (const auto& w : plan.workspace) {
+        at::Tensor t = at::empty({w.elements}, at::TensorOptions().dtype(to_scalar_type(w.dtype)).device(s.dev));
+        as_bits(t, w.dtype).fill_(-1);  // undefined contents: all ones (NaN for floats)
+        workspace.push_back(t);
+      }
+    };
+
+    // ---- verify ----
+    const Json& vreq = req.at("verify");
+    int trials = vreq.value("trials", 5);
+    uint64_t first_trial = vreq.value("first_trial", uint64_t{0});
+    uint64_t salt = vreq.value("salt", uint64_t{0});
+    int max_examples = vreq.value("report_mismatches", 5);
+    Tolerance tol = task.tolerance;
+    Json verify = {{"passed", true}, {"trials_run", 0}, {"failed_trial", nullptr}, {"reason", ""}};
+    double cand_ms = 0, ref_ms = 0;
+    auto t_verify = Clock::now();
+    std::vector<at::Tensor> previous_outputs;
+    cudaEvent_t ev[3];
+    for (auto& e : ev) cudaEventCreate(&e);
+    for (int t = 0; t < trials; ++t) {
+      uint64_t trial = first_trial + static_cast<uint64_t>(t);
+      args = s.draw_args(task, trial, salt);
+      std::vector<at::Tensor> originals;
+      for (const auto& a : args) originals.push_back(a.clone());
+      std::vector<at::Tensor> fresh = alloc_outputs(trial);
+      previous_outputs = outputs;
+      outputs = fresh;
+      alloc_workspace();
+      cudaEventRecord(ev[0], s.stream());
+      run_candidate();
+      cudaEventRecord(ev[1], s.stream());
+      sync_candidate("verification");
+      std::vector<at::Tensor> ref = run_reference(task, args);
+      cudaEventRecord(ev[2], s.stream());
+      cudaEventSynchronize(ev[2]);
+      float a_ms = 0, b_ms = 0;
+      cudaEventElapsedTime(&a_ms, ev[0], ev[1]);
+      cudaEventElapsedTime(&b_ms, ev[1], ev[2]);
+      cand_ms += a_ms;
+      ref_ms += b_ms;
+      Json outs = Json::array();
+      bool ok = true;
+      std::string reason;
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        Json c = compare_output(task.outputs[o].name, outputs[o], ref[o], task.outputs[o].meta.dtype, tol, max_examples);
+        if (c["mismatches"].get<int64_t>() > 0) {
+          ok = false;
+          if (reason.empty()) {
+            int64_t unwritten = c["unwritten"].get<int64_t>();
+            reason = "output " + task.outputs[o].name + ": " + std::to_string(c["mismatches"].get<int64_t>()) + " of " +
+                     std::to_string(c["numel"].get<int64_t>()) + " elements outside tolerance" +
+                     (unwritten ? " (" + std::to_string(unwritten) + " never written)" : "");
+          }
+        }
+        outs.push_back(c);
+      }
+      Json modified = Json::array();
+      for (size_t i = 0; i < args.size(); ++i) {
+        DType dt = task.arguments[i].decl.meta.dtype;
+        if (!at::equal(as_bits(args[i], dt), as_bits(originals[i], dt))) modified.push_back(task.arguments[i].decl.name);
+      }
+      if (!modified.empty()) {
+        ok = false;
+        if (reason.empty()) reason = "the candidate modified its input " + modified[0].get<std::string>();
+      }
+      verify["outputs"] = outs;
+      verify["inputs_modified"] = modified;
+      verify["trials_run"] = t + 1;
+      if (!ok) {
+        verify["passed"] = false;
+        verify["failed_trial"] = t;
+        verify["reason"] = reason;
+        break;
+      }
+    }
+    for (auto& e : ev) cudaEventDestroy(e);
+    previous_outputs.clear();
+    phases["verify_ms"] = ms_since(t_verify);
+    phases["verify_candidate_gpu_ms"] = cand_ms;
+    phases["verify_reference_gpu_ms"] = ref_ms;
+    reply["verify"] = verify;
+
+    // ---- time ----
+    if (req.contains("time") && !req["time"].is_null() && verify["passed"].get<bool>()) {
+      const Json& tj = req["time"];
+      TimingConfig tc;
+      tc.warmup_count = tj.value("warmup_count", tc.warmup_count);
+      tc.warmup_ms = tj.value("warmup_ms", tc.warmup_ms);
+      tc.min_reps = tj.value("min_reps", tc.min_reps);
+      tc.max_reps = tj.value("max_reps", tc.max_reps);
+      tc.target_rse = tj.value("target_rse", tc.target_rse);
+      tc.budget_ms = tj.value("budget_ms", tc.budget_ms);
+      tc.l2_flush = tj.value("l2_flush", tc.l2_flush);
+      tc.l2_flush_factor = tj.value("l2_flush_factor", tc.l2_flush_factor);
+      auto t_time = Clock::now();
+      // Fresh random inputs for timing (never zeros), the candidate and eager reference interleaved.
+      args = s.draw_args(task, first_trial + 1000003, salt);
+      outputs = alloc_outputs(first_trial + 1000003);
+      alloc_workspace();
+      std::vector<at::Tensor> last_ref;
+      auto runs = time_interleaved({[&] { run_candidate(); }, [&] { last_ref = run_reference(task, args); }}, s.dev, tc);
+      sync_candidate("timing");
+      // The last timed call's outputs must still be right.
+      bool still_right = true;
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        Json c = compare_output(task.outputs[o].name, outputs[o], last_ref[o], task.outputs[o].meta.dtype, tol, 1);
+        still_right = still_right && c["mismatches"].get<int64_t>() == 0;
+      }
+      SpeedupEstimate sp = estimate_speedup(runs[0].samples_ms, runs[1].samples_ms);
+      reply["timing"] = {{"candidate", stats_json(runs[0].stats)},
+                         {"reference", stats_json(runs[1].stats)},
+                         {"candidate_samples_ms", runs[0].samples_ms},
+                         {"reference_samples_ms", runs[1].samples_ms},
+                         {"speedup", {{"point", sp.point}, {"lo", sp.lo}, {"hi", sp.hi}, {"confidence", sp.confidence},
+                                      {"method", sp.method}}},
+                         {"outputs_right_after_timing", still_right},
+                         {"method", runs[0].method}};
+      phases["time_ms"] = ms_since(t_time);
+    }
+  } catch (const CandidateError& e) {
+    Json err = error_reply(e.kind, e.what(), e.fatal);
+    for (const char* k : {"load", "verify"})
+      if (reply.contains(k)) err[k] = reply[k];
+    phases["worker_ms"] = ms_since(t_req);
+    err["phases"] = phases;
+    if (e.fatal) throw FatalWorkerError(err);
+    return err;
+  } catch (const c10::Error& e) {
+    // libtorch failing after the candidate ran means the context may be gone.
+    CUresult r = cuda_driver().CtxSynchronize();
+    Json err = error_reply(is_sticky(r) ? worker_error::runtime_error : worker_error::internal,
+                           std::string("libtorch failed: ") + e.what_without_backtrace() +
+                               (is_sticky(r) ? " (after " + cu_error_text(r) + ")" : ""),
+                           is_sticky(r));
+    if (is_sticky(r)) throw FatalWorkerError(err);
+    return err;
+  }
+  phases["worker_ms"] = ms_since(t_req);
+  reply["phases"] = phases;
+  return reply;
+}
+
+}  // namespace kforge

@@ -1,0 +1,17 @@
+#pragma once
+// Restrictions a worker process places on itself once it is initialised (its CUDA context made,
+// its threads started): a seccomp filter that refuses, with EPERM, creating processes (fork,
+// vfork, clone without CLONE_THREAD, exec), sockets, tracing and reading other processes, and
+// mounting or changing namespaces. Threads may still be created (the CUDA driver makes some).
+// Resource limits (file size, open files, address space) are set by the supervisor before exec.
+#include <string>
+
+namespace kforge {
+
+// Throws a runtime error if the filter cannot be installed.
+void install_worker_seccomp();
+
+// What the sandbox lets through, tried for real (for tests): "fork: EPERM; socket: EPERM; ...".
+std::string probe_sandbox();
+
+}  // namespace kforge

@@ -1,0 +1,220 @@
+#include "env/worker_client.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "configs/error.h"
+
+#ifndef KFORGE_BUILD_DIR
+#define KFORGE_BUILD_DIR "."
+#endif
+
+namespace kforge {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+void set_limit(int resource, int64_t value) {
+  if (value <= 0) return;
+  rlimit r{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
+  setrlimit(resource, &r);
+}
+
+}  // namespace
+
+WorkerProcess::WorkerProcess(WorkerSpawn spawn) : spawn_(std::move(spawn)) {
+  // A worker that dies turns writes to its pipe into EPIPE errors, not a signal that kills us.
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+WorkerProcess::~WorkerProcess() { stop(); }
+
+std::string WorkerProcess::reap_description(int status) const {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "ended";
+}
+
+std::string WorkerProcess::kill_and_reap() {
+  if (pid_ <= 0) return "not running";
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string how = reap_description(status);
+  ::close(to_child_);
+  ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  pid_ = -1;
+  return how;
+}
+
+std::string WorkerProcess::start() {
+  int req[2], rep[2];
+  if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  std::vector<std::string> argv_s = {spawn_.executable};
+  argv_s.insert(argv_s.end(), spawn_.args.begin(), spawn_.args.end());
+  argv_s.insert(argv_s.end(), {"--request-fd", "3", "--reply-fd", "4"});
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return std::string("fork: ") + std::strerror(errno);
+  if (pid == 0) {
+    // Child: the protocol on fds 3 and 4; stdout joins stderr so a worker's prints never mix with
+    // the caller's output; it dies with its parent.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(111);
+    ::dup2(req[0], 3);
+    ::dup2(rep[1], 4);
+    ::dup2(2, 1);
+    for (int fd : {req[0], req[1], rep[0], rep[1]})
+      if (fd > 4) ::close(fd);
+    set_limit(RLIMIT_FSIZE, spawn_.max_file_bytes);
+    set_limit(RLIMIT_NOFILE, spawn_.max_open_files);
+    set_limit(RLIMIT_AS, spawn_.max_address_space);
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    for (const auto& [k, v] : spawn_.env) ::setenv(k.c_str(), v.c_str(), 1);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "kforge-worker: exec %s failed: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  ::close(req[0]);
+  ::close(rep[1]);
+  pid_ = pid;
+  to_child_ = req[1];
+  from_child_ = rep[0];
+  ++starts_;
+  // Hello: the worker replies once it is ready (a GPU worker after creating its context).
+  Json reply;
+  try {
+    write_frame(to_child_, Json{{"type", "hello"}});
+    ReadStatus st = read_frame(from_child_, reply, static_cast<int>(spawn_.start_timeout_s * 1000));
+    if (st == ReadStatus::timeout) return "no hello within " + std::to_string(spawn_.start_timeout_s) + " s (" + kill_and_reap() + ")";
+    if (st == ReadStatus::closed) return "worker " + kill_and_reap() + " before saying hello";
+  } catch (const Error& e) {
+    return std::string(e.what()) + " (" + kill_and_reap() + ")";
+  }
+  if (!reply.value("ok", false)) {
+    std::string msg = reply.contains("error") ? reply["error"].value("message", "") : "";
+    kill_and_reap();
+    return "worker refused to start: " + msg;
+  }
+  hello_ = reply;
+  return "";
+}
+
+const Json& WorkerProcess::hello() {
+  if (pid_ <= 0) {
+    std::string why = start();
+    if (!why.empty()) KFORGE_FAIL(runtime, "cannot start " << spawn_.executable << ": " << why);
+  }
+  return hello_;
+}
+
+WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
+  WorkerReply r;
+  auto t0 = std::chrono::steady_clock::now();
+  auto fail = [&](const std::string& kind, const std::string& msg) {
+    r.ok = false;
+    r.error_kind = kind;
+    r.error_message = msg;
+    r.wall_ms = ms_since(t0);
+    return r;
+  };
+  if (pid_ <= 0) {
+    std::string why = start();
+    if (!why.empty()) return fail(worker_error::worker_crashed, "the worker could not start: " + why);
+  }
+  Json reply;
+  try {
+    write_frame(to_child_, request);
+    ReadStatus st = read_frame(from_child_, reply, static_cast<int>(timeout_s * 1000));
+    if (st == ReadStatus::timeout) {
+      kill_and_reap();
+      return fail(worker_error::timeout, "no reply within " + std::to_string(static_cast<int>(timeout_s)) +
+                                             " s; the worker was killed and will be restarted");
+    }
+    if (st == ReadStatus::closed) return fail(worker_error::worker_crashed, "the worker " + kill_and_reap() + " during the request");
+  } catch (const Error& e) {
+    return fail(worker_error::worker_crashed, std::string(e.what()) + "; the worker " + kill_and_reap());
+  }
+  r.wall_ms = ms_since(t0);
+  r.body = reply;
+  r.ok = reply.value("ok", false);
+  if (!r.ok) {
+    const Json& e = reply.contains("error") ? reply["error"] : Json::object();
+    r.error_kind = e.value("kind", std::string(worker_error::internal));
+    r.error_message = e.value("message", std::string("the worker gave no reason"));
+  }
+  if (reply.value("fatal", false)) {
+    // The worker exits after a fatal reply; reap it so the next call starts a fresh one.
+    for (int i = 0; i < 200 && pid_ > 0; ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        ::close(to_child_);
+        ::close(from_child_);
+        to_child_ = from_child_ = -1;
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (pid_ > 0) kill_and_reap();
+  }
+  return r;
+}
+
+void WorkerProcess::stop() {
+  if (pid_ <= 0) return;
+  try {
+    write_frame(to_child_, Json{{"type", "shutdown"}});
+    for (int i = 0; i < 100; ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        ::close(to_child_);
+        ::close(from_child_);
+        to_child_ = from_child_ = -1;
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const Error&) {
+  }
+  kill_and_reap();
+}
+
+std::string find_worker_executable(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  if (const char* dir = std::getenv("KFORGE_WORKER_DIR")) candidates.push_back(fs::path(dir) / name);
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(self.parent_path() / name);
+    candidates.push_back(self.parent_path().parent_path() / "env" / name);
+  }
+  candidates.push_back(fs::path(KFORGE_BUILD_DIR) / "env" / name);
+  for (const auto& c : candidates)
+    if (fs::exists(c)) return c.string();
+  KFORGE_FAIL(io, "cannot find the " << name << " executable (set KFORGE_WORKER_DIR, or build the " << name << " target)");
+}
+
+}  // namespace kforge

@@ -1,0 +1,90 @@
+// Every shipped candidate judged on the GPU gets its expected verdict; after every faulting
+// candidate the next request (a correct candidate) succeeds in the same evaluator.
+#include "env/evaluator.h"
+
+#include <iostream>
+
+#include <gtest/gtest.h>
+
+#include "tests/env/candidates.h"
+#include "tests/skip_without_cuda.h"
+
+using namespace kforge;
+using namespace kforge::testing;
+
+namespace {
+
+EvalConfig test_config() {
+  EvalConfig c;
+  c.worker.compile_timeout_s = 10;
+  c.worker.request_timeout_s = 30;
+  c.timing.budget_ms = 1500;
+  return c;
+}
+
+std::string expected_verdict(const ShippedCandidate& c) {
+  if (c.verdict == "pass") return "pass";
+  if (c.verdict == "wrong") return "fail";
+  return "error";
+}
+
+}  // namespace
+
+TEST(EvaluatorGpu, EveryShippedCandidateGetsItsVerdict) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  auto all = shipped_candidates();
+  ASSERT_FALSE(all.empty());
+  for (const auto& c : all) {
+    SCOPED_TRACE(c.dir);
+    TaskSpec task = load_task(task_path(c.task));
+    EvalOptions opt;
+    opt.trials = 3;
+    opt.salt = 12345;
+    opt.time = c.verdict == "pass";
+    Json r = ev.evaluate(task, Candidate::load(c.dir), opt);
+    std::cout << c.task << "/" << c.name << ": " << report_verdict(r);
+    if (r["error"].is_object()) std::cout << " [" << r["error"]["kind"].get<std::string>() << "] " << r["error"]["message"].get<std::string>().substr(0, 160);
+    if (r["timing"].is_object()) std::cout << " speedup " << r["timing"]["speedup"]["point"] << " [" << r["timing"]["speedup"]["lo"] << ", " << r["timing"]["speedup"]["hi"] << "]";
+    if (r["verify"].is_object() && !r["verify"]["passed"].get<bool>()) std::cout << " (" << r["verify"]["reason"].get<std::string>() << ")";
+    std::cout << std::endl;
+    EXPECT_EQ(report_verdict(r), expected_verdict(c)) << format_report(r);
+    if (expected_verdict(c) == "error") {
+      EXPECT_EQ(r["error"]["kind"], c.verdict) << format_report(r);
+    }
+    if (c.beats_eager && r["timing"].is_object()) {
+      EXPECT_GT(r["timing"]["speedup"]["lo"].get<double>(), 1.05) << format_report(r);
+    }
+    if (c.verdict == "pass" && r["timing"].is_object()) {
+      EXPECT_TRUE(r["timing"]["outputs_right_after_timing"].get<bool>());
+    }
+    if (expected_verdict(c) != "pass") {
+      // The next request in the same evaluator succeeds: a correct candidate for the same task.
+      for (const auto& good : all) {
+        if (good.task != c.task || good.verdict != "pass") continue;
+        EvalOptions quick;
+        quick.trials = 1;
+        quick.time = false;
+        Json g = ev.evaluate(task, Candidate::load(good.dir), quick);
+        EXPECT_EQ(report_verdict(g), "pass") << "after " << c.name << ":\n" << format_report(g);
+        break;
+      }
+    }
+  }
+}
+
+TEST(EvaluatorGpu, OutputsOfAWrongCandidateAreReportedWithExamples) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  for (const auto& c : shipped_candidates()) {
+    if (c.verdict != "wrong") continue;
+    EvalOptions opt;
+    opt.trials = 2;
+    opt.time = false;
+    Json r = ev.evaluate(load_task(task_path(c.task)), Candidate::load(c.dir), opt);
+    ASSERT_EQ(report_verdict(r), "fail") << c.dir;
+    bool any_examples = false;
+    for (const auto& o : r["verify"]["outputs"]) any_examples |= !o["examples"].empty();
+    EXPECT_TRUE(any_examples || !r["verify"]["inputs_modified"].empty()) << format_report(r);
+  }
+}

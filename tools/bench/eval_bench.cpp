@@ -1,0 +1,154 @@
+// Benchmarks of the evaluation core on a GPU host, printing figures and writing one JSON result.
+//
+//   kforge_eval_bench overhead --out FILE [--repeats N]
+//       For every shipped correct candidate: verify-only requests (5 trials) in a warm evaluator.
+//       verify_overhead_ms = the request's wall time minus the GPU time of the candidate's and the
+//       reference's kernels in it (so it includes the harness's own GPU work: draws, poisoning,
+//       comparisons); verify_host_ms = the wall time minus the worker's own time (protocol, copies).
+//   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30]
+//       One candidate timed in N separate requests: the spread of its median, and how often a
+//       request's samples were judged more than 5 % faster than another's (CI lower bound > 1.05).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "configs/error.h"
+#include "env/evaluator.h"
+#include "reward/speedup.h"
+#include "reward/timing_stats.h"
+#include "tests/env/candidates.h"
+
+using namespace kforge;
+
+namespace {
+
+std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == key) return argv[i + 1];
+  return fallback;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void write_result(const std::string& path, const Json& device, const std::string& command, const Json& figures) {
+  Json j = {{"gpu", device.value("name", "")},
+            {"driver", std::getenv("KFORGE_DRIVER") ? std::getenv("KFORGE_DRIVER") : ""},
+            {"cuda", device.value("cuda", "")},
+            {"torch", device.value("torch", "")},
+            {"date", utc_now()},
+            {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
+            {"command", command},
+            {"figures", figures}};
+  std::ofstream(path) << j.dump(2) << "\n";
+}
+
+double median(std::vector<double> v) { return TimingStats::from_samples(std::move(v)).median; }
+
+int overhead(int argc, char** argv) {
+  int repeats = std::stoi(arg_value(argc, argv, "--repeats", "5"));
+  Evaluator ev(EvalConfig{});
+  std::vector<double> overhead_ms, host_ms;
+  std::printf("%-28s %-10s %10s %12s %12s %10s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms", "host ms");
+  for (const auto& c : kforge::testing::shipped_candidates()) {
+    if (c.verdict != "pass") continue;
+    TaskSpec task = load_task(kforge::testing::task_path(c.task));
+    Candidate cand = Candidate::load(c.dir);
+    EvalOptions opt;
+    opt.trials = 5;
+    opt.time = false;
+    ev.evaluate(task, cand, opt);  // warm: compile cache, module, reference
+    for (int i = 0; i < repeats; ++i) {
+      opt.first_trial = 100 + 10 * i;
+      Json r = ev.evaluate(task, cand, opt);
+      if (report_verdict(r) != "pass") {
+        std::printf("%s/%s: %s\n", c.task.c_str(), c.name.c_str(), report_verdict(r).c_str());
+        break;
+      }
+      double wall = r["gpu_request_wall_ms"].get<double>();
+      const Json& p = r["phases"];
+      double kernels = p["verify_candidate_gpu_ms"].get<double>() + p["verify_reference_gpu_ms"].get<double>();
+      double worker = p["worker_ms"].get<double>();
+      overhead_ms.push_back(wall - kernels);
+      host_ms.push_back(wall - worker);
+      if (i == repeats - 1)
+        std::printf("%-28s %-10s %10.2f %12.2f %12.2f %10.2f\n", c.task.c_str(), c.name.c_str(), wall, kernels, wall - kernels, wall - worker);
+    }
+  }
+  KFORGE_CHECK(!overhead_ms.empty(), runtime, "no verify ran");
+  std::sort(overhead_ms.begin(), overhead_ms.end());
+  std::sort(host_ms.begin(), host_ms.end());
+  Json fig = {{"verify_overhead_ms_p50", quantile_sorted(overhead_ms, 0.5)},
+              {"verify_overhead_ms_p95", quantile_sorted(overhead_ms, 0.95)},
+              {"verify_host_ms_p50", quantile_sorted(host_ms, 0.5)},
+              {"verify_host_ms_p95", quantile_sorted(host_ms, 0.95)},
+              {"verify_requests_count", overhead_ms.size()}};
+  std::cout << fig.dump(2) << "\n";
+  write_result(arg_value(argc, argv, "--out", "eval_overhead.json"), ev.gpu_worker().hello()["device"],
+               "kforge_eval_bench overhead --repeats " + std::to_string(repeats), fig);
+  return 0;
+}
+
+int aa(int argc, char** argv) {
+  int runs = std::stoi(arg_value(argc, argv, "--runs", "30"));
+  std::string task_name = arg_value(argc, argv, "--task", "");
+  std::string dir = arg_value(argc, argv, "--candidate", "");
+  TaskSpec task = load_task(kforge::testing::task_path(task_name));
+  Candidate cand = Candidate::load(dir);
+  Evaluator ev(EvalConfig{});
+  std::vector<double> medians;
+  std::vector<std::vector<double>> samples;
+  for (int i = 0; i < runs; ++i) {
+    EvalOptions opt;
+    opt.trials = 1;
+    opt.first_trial = static_cast<uint64_t>(i) * 17;
+    Json r = ev.evaluate(task, cand, opt);
+    KFORGE_CHECK(report_verdict(r) == "pass", runtime, "A/A run " << i << ": " << format_report(r));
+    medians.push_back(r["timing"]["candidate"]["median_ms"].get<double>());
+    samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
+    std::printf("run %2d: median %.4f ms (n %d)\n", i, medians.back(), static_cast<int>(samples.back().size()));
+  }
+  double m = median(medians);
+  double lo = *std::min_element(medians.begin(), medians.end()), hi = *std::max_element(medians.begin(), medians.end());
+  int judged_faster = 0, pairs = 0;
+  for (size_t i = 0; i < samples.size(); ++i)
+    for (size_t j = 0; j < samples.size(); ++j) {
+      if (i == j) continue;
+      ++pairs;
+      // "samples[i] faster than samples[j] by more than 5 %": the CI lower bound of ref/cand.
+      if (estimate_speedup(samples[i], samples[j]).lo > 1.05) ++judged_faster;
+    }
+  Json fig = {{"aa_runs_count", runs},
+              {"aa_median_ms", m},
+              {"aa_median_spread_pct", (hi - lo) / m * 100},
+              {"aa_median_max_dev_pct", std::max(hi - m, m - lo) / m * 100},
+              {"aa_pairs_count", pairs},
+              {"aa_judged_5pct_faster_count", judged_faster}};
+  std::cout << fig.dump(2) << "\n";
+  write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
+               "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs), fig);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string mode = argc > 1 ? argv[1] : "";
+    if (mode == "overhead") return overhead(argc, argv);
+    if (mode == "aa") return aa(argc, argv);
+    std::cerr << "usage: kforge_eval_bench overhead|aa [options] (see the header of tools/bench/eval_bench.cpp)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kforge_eval_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
