@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
     std::string gpu = run_command("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1");
     std::string driver = run_command("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1");
     if (commit.empty()) commit = run_command("git -C '" + root.string() + "' rev-parse HEAD 2>/dev/null");
-    if (commit.size() != 40 || commit.find_first_not_of("0123456789abcdef") != std::string::npos) commit.clear();
+    if (commit.size() < 7 || commit.size() > 40 || commit.find_first_not_of("0123456789abcdef") != std::string::npos) commit.clear();
     std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
