@@ -163,39 +163,32 @@ WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
     r.error_kind = e.value("kind", std::string(worker_error::internal));
     r.error_message = e.value("message", std::string("the worker gave no reason"));
   }
-  if (reply.value("fatal", false)) {
-    // The worker exits after a fatal reply; reap it so the next call starts a fresh one.
-    for (int i = 0; i < 200 && pid_ > 0; ++i) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        ::close(to_child_);
-        ::close(from_child_);
-        to_child_ = from_child_ = -1;
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (pid_ > 0) kill_and_reap();
-  }
+  // The worker exits after a fatal reply; reap it so the next call starts a fresh one.
+  if (reply.value("fatal", false) && !reap_within(2000)) kill_and_reap();
   return r;
+}
+
+bool WorkerProcess::reap_within(int ms) {
+  for (int waited = 0; pid_ > 0; waited += 10) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      ::close(to_child_);
+      ::close(from_child_);
+      to_child_ = from_child_ = -1;
+      pid_ = -1;
+      return true;
+    }
+    if (waited >= ms) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void WorkerProcess::stop() {
   if (pid_ <= 0) return;
   try {
     write_frame(to_child_, Json{{"type", "shutdown"}});
-    for (int i = 0; i < 100; ++i) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        ::close(to_child_);
-        ::close(from_child_);
-        to_child_ = from_child_ = -1;
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (reap_within(2000)) return;
   } catch (const Error&) {
   }
   kill_and_reap();

@@ -53,6 +53,8 @@ class WorkerProcess {
   std::string start();
   // Kills (SIGKILL) and reaps; returns a description of how it ended.
   std::string kill_and_reap();
+  // Reaps the worker if it exits within ms; false if it is still running.
+  bool reap_within(int ms);
   std::string reap_description(int status) const;
 
   WorkerSpawn spawn_;

@@ -5,16 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_paths.h"
+
 #include "configs/yaml_reader.h"
 
 using namespace kforge;
+using kforge::testing::source_dir;
 
 namespace {
-
-std::string source_dir() {
-  const char* d = std::getenv("KFORGE_SOURCE_DIR");
-  return d ? d : ".";
-}
 
 std::string error_text(const std::string& yaml) {
   try {

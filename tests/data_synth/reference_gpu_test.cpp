@@ -7,18 +7,16 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_paths.h"
+
 #include "tests/skip_without_cuda.h"
 
 
 using namespace kforge;
+using kforge::testing::source_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string source_dir() {
-  const char* d = std::getenv("KFORGE_SOURCE_DIR");
-  return d ? d : ".";
-}
 
 void expect_close(const at::Tensor& gpu, const at::Tensor& cpu, const Tolerance& tol, const std::string& what) {
   at::Tensor g = gpu.cpu().to(at::kDouble), c = cpu.to(at::kDouble);

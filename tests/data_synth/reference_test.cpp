@@ -8,18 +8,16 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_paths.h"
+
 #include "configs/error.h"
 #include "data_synth/op_exec.h"
 
 using namespace kforge;
+using kforge::testing::source_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string source_dir() {
-  const char* d = std::getenv("KFORGE_SOURCE_DIR");
-  return d ? d : ".";
-}
 
 std::vector<TaskSpec> samples_at_check_dims() {
   std::vector<TaskSpec> out;

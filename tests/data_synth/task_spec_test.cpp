@@ -7,17 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_paths.h"
+
 #include "configs/error.h"
 
 using namespace kforge;
+using kforge::testing::source_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string source_dir() {
-  const char* d = std::getenv("KFORGE_SOURCE_DIR");
-  return d ? d : ".";
-}
 
 std::vector<TaskSpec> samples() {
   std::vector<TaskSpec> out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "configs/yaml_reader.h"
+#include "tests/test_paths.h"
 
 namespace kforge::testing {
 
@@ -19,11 +20,6 @@ struct ShippedCandidate {
   std::string stage;      // compile | run: where a timeout happens
   bool beats_eager = false;
 };
-
-inline std::string source_dir() {
-  const char* d = std::getenv("KFORGE_SOURCE_DIR");
-  return d ? d : ".";
-}
 
 inline std::vector<ShippedCandidate> shipped_candidates() {
   namespace fs = std::filesystem;

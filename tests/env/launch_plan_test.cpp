@@ -11,9 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_paths.h"
+
 #include "configs/error.h"
 
 using namespace kforge;
+using kforge::testing::source_dir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -88,11 +91,6 @@ std::string one(const std::string& launch) { return "launches:\n  - " + launch; 
 ::testing::AssertionResult HasSubstr(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\n  message: " << text << "\n  expected to contain: " << part;
-}
-
-std::string source_dir() {
-  const char* d = std::getenv("KFORGE_SOURCE_DIR");
-  return d ? d : ".";
 }
 
 std::string read(const fs::path& p) {
