@@ -167,6 +167,19 @@ WirePlan parse_plan(const Json& j, const TaskSpec& task, int64_t max_workspace_b
   return p;
 }
 
+// Three CUDA events for a trial's phases, released however the trial ends.
+struct Events {
+  cudaEvent_t e[3] = {};
+  Events() {
+    for (auto& x : e) cudaEventCreate(&x);
+  }
+  ~Events() {
+    for (auto& x : e) cudaEventDestroy(x);
+  }
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+};
+
 Json stats_json(const TimingStats& s) {
   return {{"median_ms", s.median}, {"mean_ms", s.mean}, {"std_ms", s.std}, {"min_ms", s.min}, {"max_ms", s.max},
           {"p10_ms", s.p10}, {"p90_ms", s.p90}, {"n", s.n}, {"rse", s.rse}};
@@ -324,7 +337,10 @@ Json GpuWorker::evaluate(const Json& req) {
       const auto& bin = req.at("cubin").get_binary();
       CUresult r = cuda_driver().ModuleLoadData(&mod, bin.data());
       if (r != CUDA_SUCCESS) fail_cu(r, "loading the compiled module", worker_error::launch_error);
-      if (s.modules.size() > 256) s.modules.clear();  // modules of old candidates: let the driver keep them
+      if (s.modules.size() >= 256) {  // a long-running worker sees many candidates: drop the old modules
+        for (auto& [h, m] : s.modules) cuda_driver().ModuleUnload(m);
+        s.modules.clear();
+      }
       s.modules[hash] = mod;
     }
     std::map<std::string, CUfunction> funcs;
@@ -441,8 +457,7 @@ Json GpuWorker::evaluate(const Json& req) {
     double cand_ms = 0, ref_ms = 0;
     auto t_verify = Clock::now();
     std::vector<at::Tensor> previous_outputs;
-    cudaEvent_t ev[3];
-    for (auto& e : ev) cudaEventCreate(&e);
+    Events ev;
     for (int t = 0; t < trials; ++t) {
       uint64_t trial = first_trial + static_cast<uint64_t>(t);
       args = s.draw_args(task, trial, salt);
@@ -452,16 +467,16 @@ Json GpuWorker::evaluate(const Json& req) {
       previous_outputs = outputs;
       outputs = fresh;
       alloc_workspace();
-      cudaEventRecord(ev[0], s.stream());
+      cudaEventRecord(ev.e[0], s.stream());
       run_candidate();
-      cudaEventRecord(ev[1], s.stream());
+      cudaEventRecord(ev.e[1], s.stream());
       sync_candidate("verification");
       std::vector<at::Tensor> ref = run_reference(task, args);
-      cudaEventRecord(ev[2], s.stream());
-      cudaEventSynchronize(ev[2]);
+      cudaEventRecord(ev.e[2], s.stream());
+      cudaEventSynchronize(ev.e[2]);
       float a_ms = 0, b_ms = 0;
-      cudaEventElapsedTime(&a_ms, ev[0], ev[1]);
-      cudaEventElapsedTime(&b_ms, ev[1], ev[2]);
+      cudaEventElapsedTime(&a_ms, ev.e[0], ev.e[1]);
+      cudaEventElapsedTime(&b_ms, ev.e[1], ev.e[2]);
       cand_ms += a_ms;
       ref_ms += b_ms;
       Json outs = Json::array();
@@ -499,7 +514,6 @@ Json GpuWorker::evaluate(const Json& req) {
         break;
       }
     }
-    for (auto& e : ev) cudaEventDestroy(e);
     previous_outputs.clear();
     phases["verify_ms"] = ms_since(t_verify);
     phases["verify_candidate_gpu_ms"] = cand_ms;
