@@ -80,8 +80,13 @@ std::string WorkerProcess::start() {
     // the caller's output; it dies with its parent.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) _exit(111);
-    ::dup2(req[0], 3);
-    ::dup2(rep[1], 4);
+    // Move the pipe ends above the target numbers first: in a process with only 0-2 open they *are*
+    // 3 and 4, and dup2 onto itself would keep close-on-exec.
+    int in = ::fcntl(req[0], F_DUPFD, 10), out = ::fcntl(rep[1], F_DUPFD, 10);
+    ::dup2(in, 3);
+    ::dup2(out, 4);
+    ::close(in);
+    ::close(out);
     ::dup2(2, 1);
     for (int fd : {req[0], req[1], rep[0], rep[1]})
       if (fd > 4) ::close(fd);

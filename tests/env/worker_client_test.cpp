@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "configs/error.h"
@@ -151,4 +152,19 @@ TEST(WorkerProcess, AMissingExecutableIsAWorkerCrashWithTheReason) {
   WorkerReply r = w.call({{"type", "test_sleep"}}, 5);
   EXPECT_EQ(r.error_kind, "worker_crashed");
   EXPECT_NE(r.error_message.find("could not start"), std::string::npos) << r.error_message;
+}
+
+TEST(WorkerProcess, StartsFromAProcessWithOnlyTheStandardFilesOpen) {
+  // The pipe ends then take the very numbers the worker reads (3 and 4): the case kforge's CLI hits.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+    WorkerProcess w(compile_worker());
+    WorkerReply r = w.call({{"type", "test_sleep"}, {"seconds", 0.01}}, 30);
+    _exit(r.ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
