@@ -1,5 +1,7 @@
 #include "anticheat/static_checks.h"
 
+#include "anticheat/source_text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -124,37 +126,6 @@ void append_utf8(std::string& out, unsigned long cp) {
   }
 }
 
-// Translation phase 2: backslash-newline joins lines; every character keeps its original line.
-// A backslash followed by spaces is not a continuation for NVRTC, so it is not one here.
-struct Text {
-  std::string chars;
-  std::vector<int> lines;
-};
-
-Text splice_lines(const std::string& source) {
-  Text t;
-  t.chars.reserve(source.size());
-  t.lines.reserve(source.size());
-  int line = 1;
-  for (size_t i = 0; i < source.size(); ++i) {
-    char c = source[i];
-    if (c == '\\' && i + 1 < source.size() && source[i + 1] == '\n') {
-      ++line;
-      ++i;
-      continue;
-    }
-    if (c == '\\' && i + 2 < source.size() && source[i + 1] == '\r' && source[i + 2] == '\n') {
-      ++line;
-      i += 2;
-      continue;
-    }
-    t.chars.push_back(c);
-    t.lines.push_back(line);
-    if (c == '\n') ++line;
-  }
-  return t;
-}
-
 // Punctuators, longest first; digraphs map to what they stand for.
 const std::vector<std::pair<const char*, const char*>>& punctuators() {
   static const std::vector<std::pair<const char*, const char*>> p = {
@@ -234,20 +205,7 @@ class Lexer {
     return t_.lines[std::min(i, t_.lines.size() - 1)];
   }
 
-  bool skip_comment(size_t& i) const {
-    const std::string& s = t_.chars;
-    if (s[i] != '/' || i + 1 >= s.size()) return false;
-    if (s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') ++i;
-      return true;
-    }
-    if (s[i + 1] == '*') {
-      size_t e = s.find("*/", i + 2);
-      i = e == std::string::npos ? s.size() : e + 2;
-      return true;
-    }
-    return false;
-  }
+  bool skip_comment(size_t& i) const { return kforge::skip_comment(t_.chars, i); }
 
   // Decodes the escapes of a (non-raw) literal's content [b, e) into value / value_lines.
   void decode(size_t b, size_t e, Token& t) const {
@@ -502,7 +460,7 @@ class Lexer {
     bool skipping;
     bool inherited;  // inside a skipped group: every branch is skipped
   };
-  Text t_;
+  SplicedText t_;
   Lexed out_;
   std::vector<Cond> cond_;
 };

@@ -3,7 +3,7 @@
 add_library(kforge_compile
   ${CMAKE_CURRENT_SOURCE_DIR}/nvrtc_compiler.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/include_guard.cpp)
-target_link_libraries(kforge_compile PUBLIC kforge_config PRIVATE CUDA::nvrtc Threads::Threads)
+target_link_libraries(kforge_compile PUBLIC kforge_config PRIVATE kforge_anticheat CUDA::nvrtc Threads::Threads)
 # The toolkit this build found: where find_cccl_include_dir() looks first.
 list(GET CUDAToolkit_INCLUDE_DIRS 0 kforge_cuda_include_dir)
 target_compile_definitions(kforge_compile PRIVATE KFORGE_CUDA_TOOLKIT_INCLUDE="${kforge_cuda_include_dir}")

@@ -3,43 +3,10 @@
 #include <cctype>
 #include <sstream>
 
+#include "anticheat/source_text.h"
+
 namespace kforge {
 namespace {
-
-// Translation phase 2 as NVRTC's front end does it: a backslash immediately followed by a newline
-// ("\\\n" or "\\\r\n") joins two lines. A backslash followed by spaces is not a continuation
-// there, so it is not one here either (joining more than the compiler would could hide a
-// directive from the scan). Every character keeps the 1-based line it came from.
-struct Text {
-  std::string chars;
-  std::vector<int> lines;
-};
-
-Text splice_lines(const std::string& source) {
-  Text t;
-  t.chars.reserve(source.size());
-  t.lines.reserve(source.size());
-  int line = 1;
-  for (size_t i = 0; i < source.size(); ++i) {
-    char c = source[i];
-    if (c == '\\') {
-      if (i + 1 < source.size() && source[i + 1] == '\n') {
-        ++line;
-        ++i;
-        continue;
-      }
-      if (i + 2 < source.size() && source[i + 1] == '\r' && source[i + 2] == '\n') {
-        ++line;
-        i += 2;
-        continue;
-      }
-    }
-    t.chars.push_back(c);
-    t.lines.push_back(line);
-    if (c == '\n') ++line;
-  }
-  return t;
-}
 
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
@@ -85,7 +52,7 @@ bool file_pragma(const std::string& text, std::string* word) {
 
 class Scanner {
  public:
-  Scanner(const Text& text, const std::string& file, SourceScan& out) : t_(text), file_(file), out_(out) {}
+  Scanner(const SplicedText& text, const std::string& file, SourceScan& out) : t_(text), file_(file), out_(out) {}
 
   void run() {
     bool line_start = true;
@@ -131,21 +98,7 @@ class Scanner {
     if (out_.first_non_include_line == 0) out_.first_non_include_line = line;
   }
 
-  // At `/`: skips a comment (`//` to the end of the line, not its newline; `/* */`), if any.
-  bool skip_comment(size_t& i) const {
-    const std::string& s = t_.chars;
-    if (s[i] != '/' || i + 1 >= s.size()) return false;
-    if (s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') ++i;
-      return true;
-    }
-    if (s[i + 1] == '*') {
-      size_t end = s.find("*/", i + 2);
-      i = end == std::string::npos ? s.size() : end + 2;
-      return true;
-    }
-    return false;
-  }
+  bool skip_comment(size_t& i) const { return kforge::skip_comment(t_.chars, i); }
 
   // Skips horizontal space and comments within one logical line.
   void skip_space(size_t& i, size_t end) const {
@@ -414,7 +367,7 @@ class Scanner {
     i = end;
   }
 
-  const Text& t_;
+  const SplicedText& t_;
   const std::string& file_;
   SourceScan& out_;
 };
@@ -423,7 +376,7 @@ class Scanner {
 
 SourceScan scan_kernel_source(const std::string& source, const std::string& file_name) {
   SourceScan out;
-  Text text = splice_lines(source);
+  SplicedText text = splice_lines(source);
   Scanner(text, file_name, out).run();
   return out;
 }

@@ -1,0 +1,43 @@
+#include "anticheat/source_text.h"
+
+namespace kforge {
+
+SplicedText splice_lines(const std::string& source) {
+  SplicedText t;
+  t.chars.reserve(source.size());
+  t.lines.reserve(source.size());
+  int line = 1;
+  for (size_t i = 0; i < source.size(); ++i) {
+    char c = source[i];
+    if (c == '\\' && i + 1 < source.size() && source[i + 1] == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (c == '\\' && i + 2 < source.size() && source[i + 1] == '\r' && source[i + 2] == '\n') {
+      ++line;
+      i += 2;
+      continue;
+    }
+    t.chars.push_back(c);
+    t.lines.push_back(line);
+    if (c == '\n') ++line;
+  }
+  return t;
+}
+
+bool skip_comment(const std::string& s, size_t& i) {
+  if (i >= s.size() || s[i] != '/' || i + 1 >= s.size()) return false;
+  if (s[i + 1] == '/') {
+    while (i < s.size() && s[i] != '\n') ++i;
+    return true;
+  }
+  if (s[i + 1] == '*') {
+    size_t end = s.find("*/", i + 2);
+    i = end == std::string::npos ? s.size() : end + 2;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace kforge
