@@ -60,6 +60,7 @@ int overhead(int argc, char** argv) {
   std::printf("%-28s %-10s %10s %12s %12s %10s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms", "host ms");
   for (const auto& c : kforge::testing::shipped_candidates()) {
     if (c.verdict != "pass") continue;
+    std::fprintf(stderr, "overhead: %s/%s\n", c.task.c_str(), c.name.c_str());
     TaskSpec task = load_task(kforge::testing::task_path(c.task));
     Candidate cand = Candidate::load(c.dir);
     EvalOptions opt;
@@ -141,6 +142,7 @@ int aa(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress reaches a log even if the run is killed
   try {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "overhead") return overhead(argc, argv);
