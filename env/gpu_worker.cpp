@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <random>
 #include <set>
 
 #include <ATen/ATen.h>
@@ -14,6 +15,7 @@
 #include "configs/error.h"
 #include "data_synth/reference.h"
 #include "env/cuda_driver.h"
+#include "env/check_kernel.h"
 #include "env/draw_kernel.h"
 #include "env/timing.h"
 #include "env/worker_loop.h"
@@ -66,18 +68,6 @@ void check_harness_cu(CUresult r, const char* what) {
 
 // Bit patterns written into outputs before the candidate runs: NaN with a payload no arithmetic
 // produces for floats, a sentinel for integers. An element still holding it was never written.
-int64_t poison_bits(DType t) {
-  switch (t) {
-    case DType::float32: return 0x7FC0DEAD;
-    case DType::float16: return 0x7E5B;
-    case DType::bfloat16: return 0x7FDB;
-    case DType::int32: return 0x5A5A5A5A;
-    case DType::int64: return 0x5A5A5A5A5A5A5A5ALL;
-    case DType::boolean: return 0x5A;
-  }
-  return 0;
-}
-
 at::ScalarType bits_type(DType t) {
   switch (dtype_size(t)) {
     case 1: return at::kByte;
@@ -89,7 +79,18 @@ at::ScalarType bits_type(DType t) {
 
 at::Tensor as_bits(const at::Tensor& t, DType dtype) { return t.reshape({-1}).view(bits_type(dtype)); }
 
-void poison(at::Tensor& t, DType dtype) { as_bits(t, dtype).fill_(poison_bits(dtype)); }
+// The poison as the signed value a fill_ of the dtype's same-sized integer view takes.
+int64_t poison_fill_value(DType dtype, uint64_t trial) {
+  uint64_t bits = poison_bits_for_trial(dtype, trial);
+  switch (dtype_size(dtype)) {
+    case 1: return static_cast<int64_t>(static_cast<uint8_t>(bits));
+    case 2: return static_cast<int64_t>(static_cast<int16_t>(bits));
+    case 4: return static_cast<int64_t>(static_cast<int32_t>(bits));
+    default: return static_cast<int64_t>(bits);
+  }
+}
+
+void poison(at::Tensor& t, DType dtype, uint64_t trial) { as_bits(t, dtype).fill_(poison_fill_value(dtype, trial)); }
 
 struct WireArg {
   enum Kind { argument, output, workspace, i32, u32, i64, u64, f32, f64 } kind;
@@ -169,7 +170,13 @@ WirePlan parse_plan(const Json& j, const TaskSpec& task, int64_t max_workspace_b
 
 // Three CUDA events for a trial's phases, released however the trial ends.
 struct Events {
-  cudaEvent_t e[3] = {};
+  cudaEvent_t e[6] = {};
+  // Milliseconds between two recorded events (both complete).
+  double ms(int a, int b) const {
+    float v = 0;
+    cudaEventElapsedTime(&v, e[a], e[b]);
+    return v;
+  }
   Events() {
     for (auto& x : e) cudaEventCreate(&x);
   }
@@ -178,6 +185,25 @@ struct Events {
   }
   Events(const Events&) = delete;
   Events& operator=(const Events&) = delete;
+};
+
+// Device words for one trial's fused checks (zeroed), read back to the host with one copy.
+struct CheckScratch {
+  at::Tensor words, host;
+  int64_t used = 0;
+  CheckScratch(at::Device dev, int64_t n)
+      : words(at::zeros({std::max<int64_t>(n, 1)}, at::TensorOptions().dtype(at::kLong).device(dev))) {}
+  CUdeviceptr take(int64_t n) {
+    KFORGE_CHECK(used + n <= words.numel(), internal, "check scratch too small");
+    CUdeviceptr p = reinterpret_cast<CUdeviceptr>(words.data_ptr<int64_t>() + used);
+    used += n;
+    return p;
+  }
+  void read() { host = words.cpu(); }
+  const uint64_t* host_words(CUdeviceptr slot) const {
+    int64_t off = static_cast<int64_t>(slot - reinterpret_cast<CUdeviceptr>(words.data_ptr<int64_t>())) / 8;
+    return reinterpret_cast<const uint64_t*>(host.data_ptr<int64_t>()) + off;
+  }
 };
 
 Json stats_json(const TimingStats& s) {
@@ -195,8 +221,12 @@ std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
 }
 
 // Compares one candidate output with the reference's, in chunks so temporaries stay small.
+// The slow path (libtorch, double precision, in chunks): the same rule as the fused kernel
+// (check_kernel.h), plus a few mismatching elements with both values. Used when the fused
+// compare found mismatches, or when the reference's output is not of the declared dtype.
 Json compare_output(const std::string& name, const at::Tensor& cand, const at::Tensor& ref_in, DType dtype,
-                    const Tolerance& tol, int max_examples) {
+                    const Tolerance& tol, int max_examples, uint64_t trial) {
+  const int64_t poison = poison_fill_value(dtype, trial);
   at::Tensor ref = ref_in.contiguous();
   const Shape shape(ref.sizes().begin(), ref.sizes().end());
   at::Tensor c_flat = cand.reshape({-1}), r_flat = ref.reshape({-1});
@@ -210,13 +240,15 @@ Json compare_output(const std::string& name, const at::Tensor& cand, const at::T
     int64_t len = std::min(kChunk, n - start);
     at::Tensor c = c_flat.narrow(0, start, len).to(at::kDouble);
     at::Tensor r = r_flat.narrow(0, start, len).to(at::kDouble);
-    unwritten += c_bits.narrow(0, start, len).eq(poison_bits(dtype)).sum().item<int64_t>();
+    at::Tensor poisoned = c_bits.narrow(0, start, len).eq(poison);
+    unwritten += poisoned.sum().item<int64_t>();
     at::Tensor both_finite = at::isfinite(c).logical_and(at::isfinite(r));
     at::Tensor err = (c - r).abs();
     at::Tensor over = err.gt(tol.atol + tol.rtol * r.abs());
     // Non-finite values must match exactly: the same infinity, or NaN where the reference has NaN.
     at::Tensor same_special = c.eq(r).logical_or(at::isnan(c).logical_and(at::isnan(r)));
     at::Tensor bad = at::where(both_finite, over, same_special.logical_not());
+    if (dtype_is_float(dtype)) bad = bad.logical_or(poisoned);  // unwritten, even where the reference is NaN
     int64_t nbad = bad.sum().item<int64_t>();
     mismatches += nbad;
     at::Tensor fin_err = at::where(both_finite, err, at::zeros_like(err));
@@ -252,6 +284,8 @@ struct GpuWorker::State {
   Json info;
   std::string arch;
   std::unique_ptr<DeviceDrawer> drawer;
+  std::unique_ptr<DeviceChecker> checker;
+  std::mt19937_64 keys{std::random_device{}()};  // fingerprint keys: the candidate never sees them
   std::map<std::string, CUmodule> modules;     // by cubin hash
   std::map<std::string, TaskSpec> tasks;       // by spec text
   int64_t max_optin_smem = 0;
@@ -263,6 +297,14 @@ struct GpuWorker::State {
     if (it != tasks.end()) return it->second;
     if (tasks.size() > 64) tasks.clear();
     return tasks.emplace(yaml, parse_task(yaml, "request.task_yaml")).first->second;
+  }
+
+  // Enqueues the keyed fingerprint of a tensor's bytes into a new scratch word.
+  CUdeviceptr fingerprint(const at::Tensor& t, uint64_t key, CheckScratch& scratch) {
+    CUdeviceptr slot = scratch.take(DeviceChecker::kFingerprintWords);
+    checker->fingerprint(reinterpret_cast<CUdeviceptr>(t.data_ptr()), t.numel() * static_cast<int64_t>(t.element_size()), key,
+                         slot, stream());
+    return slot;
   }
 
   std::vector<at::Tensor> draw_args(const TaskSpec& t, uint64_t trial, uint64_t salt) {
@@ -297,6 +339,7 @@ GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
   // Hopper and Blackwell get their architecture-specific targets (wgmma, setmaxnreg need sm_90a).
   s_->arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ((prop.major == 9 || prop.major == 10) ? "a" : "");
   s_->drawer = std::make_unique<DeviceDrawer>(s_->arch);
+  s_->checker = std::make_unique<DeviceChecker>(s_->arch);
   DeviceInfo di = device_info(s_->dev);
   s_->info = {{"name", prop.name},
               {"arch", s_->arch},
@@ -432,7 +475,7 @@ Json GpuWorker::evaluate(const Json& req) {
         int64_t pad = static_cast<int64_t>((trial * 7 + 1) % 13) * 256 / static_cast<int64_t>(dtype_size(o.meta.dtype));
         at::Tensor base = at::empty({numel(o.meta.shape) + pad}, at::TensorOptions().dtype(to_scalar_type(o.meta.dtype)).device(s.dev));
         at::Tensor t = base.narrow(0, pad, numel(o.meta.shape)).view(o.meta.shape);
-        poison(t, o.meta.dtype);
+        poison(t, o.meta.dtype, trial);
         fresh.push_back(t);
       }
       return fresh;
@@ -446,60 +489,100 @@ Json GpuWorker::evaluate(const Json& req) {
       }
     };
 
+    const Tolerance tol = task.tolerance;
+    // Fused checks (check_kernel.h): compares of every output and fingerprints of every input,
+    // enqueued on the harness stream into one device scratch that is read back with one copy.
+    auto enqueue_compares = [&](CheckScratch& scratch, const std::vector<at::Tensor>& ref, uint64_t trial) {
+      std::vector<CUdeviceptr> slots(outputs.size(), 0);
+      for (size_t o = 0; o < outputs.size() && o < ref.size(); ++o) {
+        DType dt = task.outputs[o].meta.dtype;
+        if (ref[o].scalar_type() != to_scalar_type(dt) || ref[o].numel() != outputs[o].numel() || !ref[o].is_contiguous() ||
+            !outputs[o].is_contiguous())
+          continue;  // the slow path compares it
+        slots[o] = scratch.take(DeviceChecker::kCompareWords);
+        s.checker->compare(dt, reinterpret_cast<CUdeviceptr>(outputs[o].data_ptr()), reinterpret_cast<CUdeviceptr>(ref[o].data_ptr()),
+                           outputs[o].numel(), tol.atol, tol.rtol, poison_bits_for_trial(dt, trial), slots[o], s.stream());
+      }
+      return slots;
+    };
+    // Per output: the fused result where it is clean, else the slow path with examples.
+    auto read_compares = [&](const CheckScratch& scratch, const std::vector<CUdeviceptr>& slots, const std::vector<at::Tensor>& ref,
+                             uint64_t trial, int examples) {
+      Json outs = Json::array();
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        const std::string& name = task.outputs[o].name;
+        if (o >= ref.size()) {
+          outs.push_back({{"name", name}, {"numel", outputs[o].numel()}, {"mismatches", outputs[o].numel()}, {"unwritten", 0},
+                          {"max_abs_error", 0.0}, {"max_rel_error", 0.0}, {"examples", Json::array()}});
+          continue;
+        }
+        if (slots[o]) {
+          CompareStats st = CompareStats::from_words(scratch.host_words(slots[o]));
+          if (st.mismatches == 0) {
+            outs.push_back({{"name", name}, {"numel", outputs[o].numel()}, {"mismatches", 0}, {"unwritten", st.unwritten},
+                            {"max_abs_error", st.max_abs}, {"max_rel_error", st.max_rel}, {"examples", Json::array()}});
+            continue;
+          }
+        }
+        outs.push_back(compare_output(name, outputs[o], ref[o], task.outputs[o].meta.dtype, tol, examples, trial));
+      }
+      return outs;
+    };
+
     // ---- verify ----
     const Json& vreq = req.at("verify");
     int trials = vreq.value("trials", 5);
     uint64_t first_trial = vreq.value("first_trial", uint64_t{0});
     uint64_t salt = vreq.value("salt", uint64_t{0});
     int max_examples = vreq.value("report_mismatches", 5);
-    Tolerance tol = task.tolerance;
     Json verify = {{"passed", true}, {"trials_run", 0}, {"failed_trial", nullptr}, {"reason", ""}};
-    double cand_ms = 0, ref_ms = 0;
+    double cand_ms = 0, ref_ms = 0, harness_ms = 0;
     auto t_verify = Clock::now();
     std::vector<at::Tensor> previous_outputs;
     Events ev;
     for (int t = 0; t < trials; ++t) {
       uint64_t trial = first_trial + static_cast<uint64_t>(t);
+      cudaEventRecord(ev.e[0], s.stream());
       args = s.draw_args(task, trial, salt);
-      std::vector<at::Tensor> originals;
-      for (const auto& a : args) originals.push_back(a.clone());
+      CheckScratch scratch(s.dev, static_cast<int64_t>(2 * args.size() + DeviceChecker::kCompareWords * task.outputs.size()));
+      const uint64_t key = s.keys();
+      std::vector<CUdeviceptr> before, after;
+      for (const auto& a : args) before.push_back(s.fingerprint(a, key, scratch));
       std::vector<at::Tensor> fresh = alloc_outputs(trial);
       previous_outputs = outputs;
       outputs = fresh;
       alloc_workspace();
-      cudaEventRecord(ev.e[0], s.stream());
-      run_candidate();
       cudaEventRecord(ev.e[1], s.stream());
-      sync_candidate("verification");
-      std::vector<at::Tensor> ref = run_reference(task, args);
+      run_candidate();
       cudaEventRecord(ev.e[2], s.stream());
-      cudaEventSynchronize(ev.e[2]);
-      float a_ms = 0, b_ms = 0;
-      cudaEventElapsedTime(&a_ms, ev.e[0], ev.e[1]);
-      cudaEventElapsedTime(&b_ms, ev.e[1], ev.e[2]);
-      cand_ms += a_ms;
-      ref_ms += b_ms;
-      Json outs = Json::array();
+      for (const auto& a : args) after.push_back(s.fingerprint(a, key, scratch));
+      sync_candidate("verification");
+      cudaEventRecord(ev.e[3], s.stream());
+      std::vector<at::Tensor> ref = run_reference(task, args);
+      cudaEventRecord(ev.e[4], s.stream());
+      std::vector<CUdeviceptr> slots = enqueue_compares(scratch, ref, trial);
+      cudaEventRecord(ev.e[5], s.stream());
+      scratch.read();  // synchronises
+      cand_ms += ev.ms(1, 2);
+      ref_ms += ev.ms(3, 4);
+      harness_ms += ev.ms(0, 1) + ev.ms(2, 3) + ev.ms(4, 5);
+      Json outs = read_compares(scratch, slots, ref, trial, max_examples);
       bool ok = true;
       std::string reason;
-      for (size_t o = 0; o < outputs.size(); ++o) {
-        Json c = compare_output(task.outputs[o].name, outputs[o], ref[o], task.outputs[o].meta.dtype, tol, max_examples);
+      for (const Json& c : outs) {
         if (c["mismatches"].get<int64_t>() > 0) {
           ok = false;
           if (reason.empty()) {
             int64_t unwritten = c["unwritten"].get<int64_t>();
-            reason = "output " + task.outputs[o].name + ": " + std::to_string(c["mismatches"].get<int64_t>()) + " of " +
+            reason = "output " + c["name"].get<std::string>() + ": " + std::to_string(c["mismatches"].get<int64_t>()) + " of " +
                      std::to_string(c["numel"].get<int64_t>()) + " elements outside tolerance" +
                      (unwritten ? " (" + std::to_string(unwritten) + " never written)" : "");
           }
         }
-        outs.push_back(c);
       }
       Json modified = Json::array();
-      for (size_t i = 0; i < args.size(); ++i) {
-        DType dt = task.arguments[i].decl.meta.dtype;
-        if (!at::equal(as_bits(args[i], dt), as_bits(originals[i], dt))) modified.push_back(task.arguments[i].decl.name);
-      }
+      for (size_t i = 0; i < args.size(); ++i)
+        if (*scratch.host_words(before[i]) != *scratch.host_words(after[i])) modified.push_back(task.arguments[i].decl.name);
       if (!modified.empty()) {
         ok = false;
         if (reason.empty()) reason = "the candidate modified its input " + modified[0].get<std::string>();
@@ -518,6 +601,7 @@ Json GpuWorker::evaluate(const Json& req) {
     phases["verify_ms"] = ms_since(t_verify);
     phases["verify_candidate_gpu_ms"] = cand_ms;
     phases["verify_reference_gpu_ms"] = ref_ms;
+    phases["verify_harness_gpu_ms"] = harness_ms;
     reply["verify"] = verify;
 
     // ---- time ----
@@ -534,18 +618,20 @@ Json GpuWorker::evaluate(const Json& req) {
       tc.l2_flush_factor = tj.value("l2_flush_factor", tc.l2_flush_factor);
       auto t_time = Clock::now();
       // Fresh random inputs for timing (never zeros), the candidate and eager reference interleaved.
-      args = s.draw_args(task, first_trial + 1000003, salt);
-      outputs = alloc_outputs(first_trial + 1000003);
+      const uint64_t timing_trial = first_trial + 1000003;
+      args = s.draw_args(task, timing_trial, salt);
+      outputs = alloc_outputs(timing_trial);
       alloc_workspace();
       std::vector<at::Tensor> last_ref;
       auto runs = time_interleaved({[&] { run_candidate(); }, [&] { last_ref = run_reference(task, args); }}, s.dev, tc);
       sync_candidate("timing");
       // The last timed call's outputs must still be right.
+      CheckScratch scratch(s.dev, static_cast<int64_t>(DeviceChecker::kCompareWords * task.outputs.size()));
+      std::vector<CUdeviceptr> slots = enqueue_compares(scratch, last_ref, timing_trial);
+      scratch.read();
       bool still_right = true;
-      for (size_t o = 0; o < outputs.size(); ++o) {
-        Json c = compare_output(task.outputs[o].name, outputs[o], last_ref[o], task.outputs[o].meta.dtype, tol, 1);
+      for (const Json& c : read_compares(scratch, slots, last_ref, timing_trial, 1))
         still_right = still_right && c["mismatches"].get<int64_t>() == 0;
-      }
       SpeedupEstimate sp = estimate_speedup(runs[0].samples_ms, runs[1].samples_ms);
       reply["timing"] = {{"candidate", stats_json(runs[0].stats)},
                          {"reference", stats_json(runs[1].stats)},

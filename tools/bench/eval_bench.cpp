@@ -4,7 +4,9 @@
 //       For every shipped correct candidate: verify-only requests (5 trials) in a warm evaluator.
 //       verify_overhead_ms = the request's wall time minus the GPU time of the candidate's and the
 //       reference's kernels in it (so it includes the harness's own GPU work: draws, poisoning,
-//       comparisons); verify_host_ms = the wall time minus the worker's own time (protocol, copies).
+//       fingerprints, comparisons); verify_harness_gpu_ms = that harness GPU work alone (event
+//       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
+//       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30]
 //       One candidate timed in N separate requests: the spread of its median, and how often a
 //       request's samples were judged more than 5 % faster than another's (CI lower bound > 1.05).
@@ -56,8 +58,9 @@ double median(std::vector<double> v) { return TimingStats::from_samples(std::mov
 int overhead(int argc, char** argv) {
   int repeats = std::stoi(arg_value(argc, argv, "--repeats", "5"));
   Evaluator ev(EvalConfig{});
-  std::vector<double> overhead_ms, host_ms;
-  std::printf("%-28s %-10s %10s %12s %12s %10s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms", "host ms");
+  std::vector<double> overhead_ms, host_ms, harness_ms, host_overhead_ms;
+  std::printf("%-24s %-10s %9s %11s %11s %11s %11s %9s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms",
+              "harness ms", "host ms", "pipes ms");
   for (const auto& c : kforge::testing::shipped_candidates()) {
     if (c.verdict != "pass") continue;
     std::fprintf(stderr, "overhead: %s/%s\n", c.task.c_str(), c.name.c_str());
@@ -78,19 +81,29 @@ int overhead(int argc, char** argv) {
       const Json& p = r["phases"];
       double kernels = p["verify_candidate_gpu_ms"].get<double>() + p["verify_reference_gpu_ms"].get<double>();
       double worker = p["worker_ms"].get<double>();
+      double harness = p.value("verify_harness_gpu_ms", 0.0);
       overhead_ms.push_back(wall - kernels);
       host_ms.push_back(wall - worker);
+      harness_ms.push_back(harness);
+      host_overhead_ms.push_back(wall - kernels - harness);
       if (i == repeats - 1)
-        std::printf("%-28s %-10s %10.2f %12.2f %12.2f %10.2f\n", c.task.c_str(), c.name.c_str(), wall, kernels, wall - kernels, wall - worker);
+        std::printf("%-24s %-10s %9.2f %11.2f %11.2f %11.2f %11.2f %9.2f\n", c.task.c_str(), c.name.c_str(), wall, kernels,
+                    wall - kernels, harness, wall - kernels - harness, wall - worker);
     }
   }
   KFORGE_CHECK(!overhead_ms.empty(), runtime, "no verify ran");
   std::sort(overhead_ms.begin(), overhead_ms.end());
   std::sort(host_ms.begin(), host_ms.end());
+  std::sort(harness_ms.begin(), harness_ms.end());
+  std::sort(host_overhead_ms.begin(), host_overhead_ms.end());
   Json fig = {{"verify_overhead_ms_p50", quantile_sorted(overhead_ms, 0.5)},
               {"verify_overhead_ms_p95", quantile_sorted(overhead_ms, 0.95)},
-              {"verify_host_ms_p50", quantile_sorted(host_ms, 0.5)},
-              {"verify_host_ms_p95", quantile_sorted(host_ms, 0.95)},
+              {"verify_harness_gpu_ms_p50", quantile_sorted(harness_ms, 0.5)},
+              {"verify_harness_gpu_ms_p95", quantile_sorted(harness_ms, 0.95)},
+              {"verify_host_overhead_ms_p50", quantile_sorted(host_overhead_ms, 0.5)},
+              {"verify_host_overhead_ms_p95", quantile_sorted(host_overhead_ms, 0.95)},
+              {"verify_protocol_ms_p50", quantile_sorted(host_ms, 0.5)},
+              {"verify_protocol_ms_p95", quantile_sorted(host_ms, 0.95)},
               {"verify_requests_count", overhead_ms.size()}};
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_overhead.json"), ev.gpu_worker().hello()["device"],
