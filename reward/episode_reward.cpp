@@ -1,0 +1,227 @@
+#include "reward/episode_reward.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "configs/error.h"
+#include "reward/timing_stats.h"
+
+namespace kforge {
+
+using OJson = nlohmann::ordered_json;
+
+const char* verdict_name(SubmissionOutcome::Verdict v) {
+  switch (v) {
+    case SubmissionOutcome::Verdict::pass: return "pass";
+    case SubmissionOutcome::Verdict::fail: return "fail";
+    case SubmissionOutcome::Verdict::error: return "error";
+    case SubmissionOutcome::Verdict::cheat: return "cheat";
+  }
+  return "error";
+}
+
+namespace {
+
+OJson interval_json(const SpeedupEstimate& s) {
+  return {{"point", s.point}, {"lo", s.lo}, {"hi", s.hi}, {"confidence", s.confidence}, {"method", s.method},
+          {"resamples", s.resamples}};
+}
+
+SpeedupEstimate scaled(SpeedupEstimate s, double factor) {
+  s.point *= factor;
+  s.lo *= factor;
+  s.hi *= factor;
+  return s;
+}
+
+// The statistic the mode decides on, and whether it clears the threshold (strictly: a tie at the
+// threshold is not "more than").
+struct Decision {
+  double statistic = 0;
+  bool beats = false;
+};
+Decision decide(const DecisionConfig& d, const SpeedupEstimate& s, double threshold) {
+  Decision out;
+  out.statistic = d.mode == DecisionMode::ci_lower_bound ? s.lo : s.point;
+  out.beats = out.statistic > threshold;
+  return out;
+}
+
+RewardResult failure(double value, const char* rule, const SubmissionOutcome& o, OJson extra = OJson::object()) {
+  RewardResult r;
+  r.value = value;
+  r.rule = rule;
+  r.evidence = {{"rule", rule}, {"reward", value}, {"verdict", verdict_name(o.verdict)}};
+  if (!o.error_kind.empty()) r.evidence["error_kind"] = o.error_kind;
+  if (!o.reason.empty()) r.evidence["reason"] = o.reason;
+  for (auto& [k, v] : extra.items()) r.evidence[k] = v;
+  return r;
+}
+
+}  // namespace
+
+RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& o, const StoredBaseline& baseline) {
+  const FailureConfig& f = config.failures;
+  switch (o.verdict) {
+    case SubmissionOutcome::Verdict::cheat:
+      return failure(f.cheat, "cheat", o, {{"check", o.cheat_check}});
+    case SubmissionOutcome::Verdict::error:
+      if (o.compile_stage) return failure(f.compile_error, "compile_error", o);
+      return failure(f.run_error, "run_error", o);
+    case SubmissionOutcome::Verdict::fail:
+      return failure(f.verify_fail, "verify_fail", o);
+    case SubmissionOutcome::Verdict::pass:
+      break;
+  }
+
+  const DecisionConfig& d = config.decision;
+  RewardResult r;
+  r.evidence = {{"rule", nullptr}, {"reward", nullptr}, {"verdict", "pass"}, {"mode", decision_mode_name(d.mode)}};
+  if (!o.device.empty()) r.evidence["device"] = o.device;
+
+  // The speedup over eager: recomputed from the samples with the reward's own interval settings,
+  // else the evaluator's interval.
+  std::optional<SpeedupEstimate> eager;
+  std::string source;
+  std::string untimed_why;
+  const int min_n = d.interval.min_samples;
+  if (static_cast<int>(o.candidate_ms.size()) >= min_n && static_cast<int>(o.eager_ms.size()) >= min_n) {
+    try {
+      eager = estimate_speedup(o.candidate_ms, o.eager_ms, d.interval);
+      source = "recomputed from the timing samples";
+    } catch (const Error& e) {
+      untimed_why = std::string("the timing samples are unusable: ") + e.what();
+    }
+  }
+  if (!eager && untimed_why.empty() && o.reported_speedup) {
+    eager = o.reported_speedup;
+    source = "the evaluator's interval (too few samples to recompute)";
+  }
+  if (!eager) {
+    if (untimed_why.empty()) untimed_why = "the submission was not timed";
+    r.value = config.tiers.correct;
+    r.rule = "correct_untimed";
+    r.evidence["rule"] = r.rule;
+    r.evidence["reward"] = r.value;
+    r.evidence["why"] = untimed_why;
+    return r;
+  }
+
+  OJson eager_ev = {{"speedup", interval_json(*eager)}, {"source", source}};
+  double eager_now_ms = 0, cand_ms = 0;
+  if (!o.candidate_ms.empty() && !o.eager_ms.empty()) {
+    cand_ms = TimingStats::from_samples(o.candidate_ms).median;
+    eager_now_ms = TimingStats::from_samples(o.eager_ms).median;
+    eager_ev["candidate_median_ms"] = cand_ms;
+    eager_ev["eager_median_ms"] = eager_now_ms;
+    eager_ev["samples"] = {{"candidate", o.candidate_ms.size()}, {"eager", o.eager_ms.size()}};
+  }
+  Decision de = decide(d, *eager, d.eager_threshold);
+  eager_ev["threshold"] = d.eager_threshold;
+  eager_ev["statistic"] = de.statistic;
+  eager_ev["beats"] = de.beats;
+  r.evidence["eager"] = eager_ev;
+
+  // The speedup over torch.compile, from the stored baseline rescaled to now.
+  OJson comp_ev;
+  std::optional<double> factor;  // compile time now / eager time now
+  std::string missing;
+  if (!baseline.compile_ms) {
+    missing = "the task stores no torch.compile time";
+  } else if (!(*baseline.compile_ms > 0) || !std::isfinite(*baseline.compile_ms)) {
+    missing = "the task's stored torch.compile time is not a positive time";
+  } else if (baseline.eager_ms && *baseline.eager_ms > 0 && std::isfinite(*baseline.eager_ms)) {
+    factor = *baseline.compile_ms / *baseline.eager_ms;
+    comp_ev = {{"available", true},
+               {"stored_ms", *baseline.compile_ms},
+               {"stored_eager_ms", *baseline.eager_ms},
+               {"rescale", "stored torch.compile time x (eager median now / eager time stored)"}};
+    if (eager_now_ms > 0) {
+      comp_ev["eager_now_ms"] = eager_now_ms;
+      comp_ev["rescaled_ms"] = *baseline.compile_ms * eager_now_ms / *baseline.eager_ms;
+    }
+  } else if (config.compile_baseline.allow_unscaled && eager_now_ms > 0) {
+    // Unscaled: the stored compile time as it is, against the candidate's median now.
+    factor = *baseline.compile_ms / eager_now_ms;
+    comp_ev = {{"available", true},
+               {"stored_ms", *baseline.compile_ms},
+               {"stored_eager_ms", nullptr},
+               {"rescale", "none: no eager time stored beside it (compile_baseline.allow_unscaled)"},
+               {"rescaled_ms", *baseline.compile_ms}};
+  } else {
+    missing = "the task stores a torch.compile time but no eager time to rescale it by";
+  }
+  if (!baseline.gpu.empty() && comp_ev.is_object()) comp_ev["stored_gpu"] = baseline.gpu;
+
+  bool beats_compile = false;
+  if (!factor && config.compile_baseline.when_missing == MissingCompileBaseline::as_eager) {
+    factor = 1.0;
+    comp_ev = {{"available", false}, {"why", missing}, {"policy", "as_eager: torch.compile taken to be as fast as eager"}};
+  }
+  if (factor) {
+    SpeedupEstimate sc = scaled(*eager, *factor);
+    Decision dc = decide(d, sc, d.compile_threshold);
+    comp_ev["speedup"] = interval_json(sc);
+    comp_ev["threshold"] = d.compile_threshold;
+    comp_ev["statistic"] = dc.statistic;
+    comp_ev["beats"] = dc.beats;
+    beats_compile = dc.beats;
+  } else {
+    comp_ev = {{"available", false}, {"why", missing}, {"policy", "eager_only: faster_than_both cannot be reached"}, {"beats", false}};
+  }
+  r.evidence["torch_compile"] = comp_ev;
+
+  double tier;
+  if (de.beats && beats_compile) {
+    r.rule = "faster_than_both";
+    tier = config.tiers.faster_than_both;
+  } else if (de.beats) {
+    r.rule = "faster_than_eager";
+    tier = config.tiers.faster_than_eager;
+  } else {
+    r.rule = "correct";
+    tier = config.tiers.correct;
+  }
+  r.value = tier;
+  r.evidence["tier_reward"] = tier;
+  const ShapingConfig& s = config.shaping;
+  if (s.log_speedup_weight != 0) {
+    // On the same statistic the tiers use, so the shaping does not pay for noise either.
+    double stat = std::max(de.statistic, 1e-300);
+    double ln = std::clamp(std::log(stat), -s.log_speedup_clip, s.log_speedup_clip);
+    double bonus = s.log_speedup_weight * ln;
+    r.value += bonus;
+    r.evidence["log_speedup"] = {{"statistic", de.statistic}, {"ln_clipped", ln}, {"weight", s.log_speedup_weight}, {"bonus", bonus}};
+  }
+  r.evidence["rule"] = r.rule;
+  r.evidence["reward"] = r.value;
+  return r;
+}
+
+RewardResult no_submission_reward(const RewardConfig& config, const std::string& reason) {
+  RewardResult r;
+  r.value = config.failures.no_submission;
+  r.rule = "no_submission";
+  r.evidence = {{"rule", r.rule}, {"reward", r.value}, {"verdict", nullptr}, {"why", "the episode ended without a submission: " + reason}};
+  return r;
+}
+
+TurnShaping turn_shaping(const ShapingConfig& config, bool first_compile_now, bool first_verify_now) {
+  TurnShaping t;
+  t.evidence = OJson::object();
+  if (config.per_turn != 0) {
+    t.value += config.per_turn;
+    t.evidence["per_turn"] = config.per_turn;
+  }
+  if (first_compile_now && config.first_compile != 0) {
+    t.value += config.first_compile;
+    t.evidence["first_compile"] = config.first_compile;
+  }
+  if (first_verify_now && config.first_verify != 0) {
+    t.value += config.first_verify;
+    t.evidence["first_verify"] = config.first_verify;
+  }
+  return t;
+}
+
+}  // namespace kforge
