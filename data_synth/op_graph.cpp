@@ -112,6 +112,11 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
                                  {p.shape, p.dtype}, p.draw, p.used});
         }
       }
+      // Graph inputs an operator reads as indices are drawn in its range.
+      if (op.input_draw)
+        for (size_t k = 0; k < rn.inputs.size(); ++k)
+          if (!rn.inputs[k].is_node)
+            if (auto d = op.input_draw(rn.call, k)) g.arguments[rn.inputs[k].index].draw = *d;
       names[n.id] = TensorRef{true, static_cast<int>(ni)};
       g.flops += rn.flops;
       g.nodes.push_back(std::move(rn));

@@ -33,6 +33,10 @@ const char* category_name(OpCategory c) {
     case OpCategory::matmul: return "matmul";
     case OpCategory::convolution: return "convolution";
     case OpCategory::layout: return "layout";
+    case OpCategory::pooling: return "pooling";
+    case OpCategory::attention: return "attention";
+    case OpCategory::loss: return "loss";
+    case OpCategory::indexing: return "indexing";
   }
   return "?";
 }
@@ -62,6 +66,9 @@ OpRegistry::OpRegistry() {
   register_normalization_ops(*this);
   register_matmul_conv_ops(*this);
   register_layout_ops(*this);
+  register_pooling_ops(*this);
+  register_attention_loss_ops(*this);
+  register_indexing_ops(*this);
 }
 
 void OpRegistry::add(OpDef def) {

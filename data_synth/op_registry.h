@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ enum class OpCategory {
   matmul,
   convolution,
   layout,
+  pooling,    // pooling and upsampling
+  attention,
+  loss,
+  indexing,   // embedding lookups, index_add
 };
 const char* category_name(OpCategory c);
 
@@ -92,8 +97,10 @@ struct ParamDecl {
 struct OpExample {
   std::vector<Shape> inputs;
   std::map<std::string, std::string> attrs;
-  std::string refusal;
-  DType dtype = DType::float32;  // for a bad example: a piece of the reason it must give
+  std::string refusal;            // for a bad example: a piece of the reason it must give
+  DType dtype = DType::float32;   // the dtype of every input ...
+  std::vector<DType> input_dtypes;  // ... unless given per input (indices, masks)
+  DType input_dtype(size_t i) const { return i < input_dtypes.size() ? input_dtypes[i] : dtype; }
 };
 
 struct OpDef {
@@ -114,6 +121,13 @@ struct OpDef {
   std::function<std::string(const OpCall&)> py_module;
   // ... and the forward expression, given the inputs' names and "self.<id>".
   std::function<std::string(const OpCall&, const std::vector<std::string>& args, const std::string& self)> py_expr;
+
+  // How a graph input feeding input slot `i` must be drawn where the default (normal for floats,
+  // randint(0, 2) for integers) is wrong, e.g. indices within range. Unset or nullopt: the default.
+  std::function<std::optional<Draw>(const OpCall&, size_t input)> input_draw;
+  // Nondeterministic by nature on the GPU (floating atomics): hand-written tasks may use it, the
+  // synthesizer never does (a task must give the same answer twice).
+  bool nondeterministic = false;
 
   OpExample example;
   OpExample bad_example;
@@ -154,6 +168,9 @@ void register_reduction_ops(OpRegistry& r);
 void register_normalization_ops(OpRegistry& r);
 void register_matmul_conv_ops(OpRegistry& r);
 void register_layout_ops(OpRegistry& r);
+void register_pooling_ops(OpRegistry& r);
+void register_attention_loss_ops(OpRegistry& r);
+void register_indexing_ops(OpRegistry& r);
 
 // Shape helpers shared by the rules.
 int64_t normalize_dim(int64_t dim, size_t rank);  // refuses out-of-range dims

@@ -92,6 +92,56 @@ void register_elementwise_ops(OpRegistry& r) {
       [](const OpCall& c, const std::string& x) { return x + " * " + c.attr("alpha").py; },
       {{"alpha", AttrKind::real, "2.0", "the factor"}}, {{"alpha", "0.125"}}));
 
+  r.add(unary("mish", "x * tanh(softplus(x))", call("F.mish")));
+  r.add(unary("hardswish", "x * relu6(x + 3) / 6", call("F.hardswish")));
+  r.add(unary("hardsigmoid", "relu6(x + 3) / 6", call("F.hardsigmoid")));
+  r.add(unary(
+      "softplus", "log(1 + exp(beta * x)) / beta (linear above threshold)",
+      [](const OpCall& c, const std::string& x) {
+        return "F.softplus(" + x + ", beta=" + c.attr("beta").py + ", threshold=" + c.attr("threshold").py + ")";
+      },
+      {{"beta", AttrKind::real, "1.0", "sharpness"}, {"threshold", AttrKind::real, "20.0", "linear above beta * x > threshold"}},
+      {{"beta", "2.0"}}));
+  r.add(unary(
+      "elu", "x if x > 0 else alpha * (exp(x) - 1)",
+      [](const OpCall& c, const std::string& x) { return "F.elu(" + x + ", alpha=" + c.attr("alpha").py + ")"; },
+      {{"alpha", AttrKind::real, "1.0", "scale of the negative part"}}, {{"alpha", "0.5"}}));
+  r.add(unary("selu", "scaled exponential linear unit", call("torch.selu")));
+  r.add(unary("softsign", "x / (1 + |x|)", call("F.softsign")));
+  {
+    OpDef d = unary(
+        "hardtanh", "clamp to [min_val, max_val] (F.hardtanh)",
+        [](const OpCall& c, const std::string& x) {
+          return "F.hardtanh(" + x + ", min_val=" + c.attr("min_val").py + ", max_val=" + c.attr("max_val").py + ")";
+        },
+        {{"min_val", AttrKind::real, "-1.0", "lower bound"}, {"max_val", AttrKind::real, "1.0", "upper bound"}},
+        {{"min_val", "-0.25"}, {"max_val", "2.0"}});
+    d.infer = [](const OpCall& c) {
+      require_float(c);
+      if (!(c.f("min_val") < c.f("max_val"))) refuse("hardtanh needs min_val < max_val");
+      return c.in[0];
+    };
+    d.bad_example = {{{4, 33}}, {{"min_val", "1.0"}, {"max_val", "-1.0"}}, "min_val < max_val"};
+    r.add(d);
+  }
+  r.add(unary("square", "x * x", call("torch.square")));
+  r.add(unary("sin", "sine", call("torch.sin")));
+  {
+    // The rendered call passes training=False: the function must not depend on the module's mode.
+    OpDef d = unary(
+        "dropout", "dropout in evaluation mode: the identity",
+        [](const OpCall& c, const std::string& x) { return "F.dropout(" + x + ", p=" + c.attr("p").py + ", training=False)"; },
+        {{"p", AttrKind::real, "0.1", "drop probability (unused in evaluation)"}}, {{"p", "0.3"}});
+    d.flops = [](const OpCall&, const TensorMeta&) { return 0.0; };
+    d.infer = [](const OpCall& c) {
+      require_float(c);
+      if (!(c.f("p") >= 0 && c.f("p") < 1)) refuse("dropout needs 0 <= p < 1");
+      return c.in[0];
+    };
+    d.bad_example = {{{4, 33}}, {{"p", "1.5"}}, "0 <= p < 1"};
+    r.add(d);
+  }
+
   r.add(binary("add", "a + b (broadcasting)", [](const std::string& a, const std::string& b) { return a + " + " + b; }));
   r.add(binary("sub", "a - b (broadcasting)", [](const std::string& a, const std::string& b) { return a + " - " + b; }));
   r.add(binary("mul", "a * b (broadcasting)", [](const std::string& a, const std::string& b) { return a + " * " + b; }));
@@ -99,6 +149,35 @@ void register_elementwise_ops(OpRegistry& r) {
                [](const std::string& a, const std::string& b) { return "torch.maximum(" + a + ", " + b + ")"; }));
   r.add(binary("minimum", "elementwise min (broadcasting)",
                [](const std::string& a, const std::string& b) { return "torch.minimum(" + a + ", " + b + ")"; }));
+  {
+    OpDef d = binary("gt", "a > b (broadcasting), a boolean mask",
+                     [](const std::string& a, const std::string& b) { return "torch.gt(" + a + ", " + b + ")"; });
+    auto base = d.infer;
+    d.infer = [base](const OpCall& c) { return TensorMeta{base(c).shape, DType::boolean}; };
+    r.add(d);
+  }
+  {
+    OpDef d;
+    d.name = "where";
+    d.category = OpCategory::elementwise_binary;
+    d.summary = "cond ? a : b (broadcasting; cond is boolean)";
+    d.min_inputs = d.max_inputs = 3;
+    d.infer = [](const OpCall& c) {
+      if (c.in[0].dtype != DType::boolean) refuse(std::string("where's condition must be boolean, got ") + dtype_name(c.in[0].dtype));
+      for (size_t i = 1; i < 3; ++i)
+        if (!dtype_is_float(c.in[i].dtype)) refuse(std::string("where expects floating values, got ") + dtype_name(c.in[i].dtype));
+      if (c.in[1].dtype != c.in[2].dtype) refuse("where's values have different dtypes");
+      return TensorMeta{broadcast_shapes(c.shape(0), broadcast_shapes(c.shape(1), c.shape(2))), c.in[1].dtype};
+    };
+    d.flops = per_output_element;
+    d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string&) {
+      return "torch.where(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+    };
+    d.example = {{{4, 33}, {4, 33}, {33}}, {}, ""};
+    d.example.input_dtypes = {DType::boolean};
+    d.bad_example = {{{4, 33}, {4, 33}, {4, 33}}, {}, "must be boolean"};
+    r.add(d);
+  }
 }
 
 }  // namespace kforge

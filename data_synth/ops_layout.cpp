@@ -134,6 +134,51 @@ void register_layout_ops(OpRegistry& r) {
     d.bad_example = {{{3, 4, 5}, {2, 4, 5}}, {{"dim", "1"}}, "outside dim"};
     r.add(d);
   }
+  {
+    OpDef d;
+    d.name = "flatten";
+    d.category = OpCategory::layout;
+    d.summary = "merge dims start_dim..end_dim into one (torch.flatten)";
+    d.attrs = {{"start_dim", AttrKind::integer, "1", "first dimension merged"},
+               {"end_dim", AttrKind::integer, "-1", "last dimension merged"}};
+    d.infer = [](const OpCall& c) {
+      const Shape& s = c.shape();
+      if (s.empty()) refuse("flatten needs a tensor of rank >= 1");
+      int64_t a = normalize_dim(c.i("start_dim"), s.size()), b = normalize_dim(c.i("end_dim"), s.size());
+      if (a > b) refuse("start_dim " + std::to_string(a) + " comes after end_dim " + std::to_string(b));
+      Shape out(s.begin(), s.begin() + a);
+      out.push_back(numel(Shape(s.begin() + a, s.begin() + b + 1)));
+      out.insert(out.end(), s.begin() + b + 1, s.end());
+      return TensorMeta{out, c.dtype()};
+    };
+    d.flops = no_flops;
+    d.py_expr = [](const OpCall& c, const std::vector<std::string>& a, const std::string&) {
+      return "torch.flatten(" + a[0] + ", " + c.attr("start_dim").py + ", " + c.attr("end_dim").py + ")";
+    };
+    d.example = {{{3, 4, 5, 2}}, {{"start_dim", "1"}, {"end_dim", "2"}}, ""};
+    d.bad_example = {{{3, 4, 5}}, {{"start_dim", "2"}, {"end_dim", "1"}}, "comes after"};
+    r.add(d);
+  }
+  {
+    OpDef d;
+    d.name = "unsqueeze";
+    d.category = OpCategory::layout;
+    d.summary = "insert a dimension of size 1 (torch.unsqueeze)";
+    d.attrs = {{"dim", AttrKind::integer, "", "where the new dimension goes (in [-rank-1, rank])"}};
+    d.infer = [](const OpCall& c) {
+      Shape s = c.shape();
+      int64_t dim = normalize_dim(c.i("dim"), s.size() + 1);
+      s.insert(s.begin() + dim, 1);
+      return TensorMeta{s, c.dtype()};
+    };
+    d.flops = no_flops;
+    d.py_expr = [](const OpCall& c, const std::vector<std::string>& a, const std::string&) {
+      return "torch.unsqueeze(" + a[0] + ", " + c.attr("dim").py + ")";
+    };
+    d.example = {{{3, 4}}, {{"dim", "1"}}, ""};
+    d.bad_example = {{{3, 4}}, {{"dim", "3"}}, "out of range"};
+    r.add(d);
+  }
 }
 
 }  // namespace kforge

@@ -158,6 +158,58 @@ void register_normalization_ops(OpRegistry& r) {
     d.bad_example = {{{6}}, {}, "needs [N, C"};
     r.add(d);
   }
+  {
+    OpDef d;
+    d.name = "instance_norm";
+    d.category = OpCategory::normalization;
+    d.summary = "normalise each channel of each sample of [N, C, *] over its spatial dims (nn.InstanceNorm*d)";
+    d.attrs = {{"eps", AttrKind::real, "1e-5", "added to the variance"},
+               {"affine", AttrKind::boolean, "false", "learned weight and bias"}};
+    d.infer = [](const OpCall& c) {
+      const Shape& s = c.shape();
+      if (s.size() < 3 || s.size() > 5) refuse("instance_norm needs [N, C, L], [N, C, H, W] or [N, C, D, H, W], got " + shape_str(s));
+      return check_float_same(c);
+    };
+    d.params = [](const OpCall& c) {
+      std::vector<ParamDecl> p;
+      if (c.b("affine")) {
+        Shape s{c.shape()[1]};
+        p.push_back({"weight", s, c.dtype(), kScaleDraw});
+        p.push_back({"bias", s, c.dtype(), kShiftDraw});
+      }
+      return p;
+    };
+    d.flops = [](const OpCall& c, const TensorMeta&) { return 5.0 * numel(c.shape()); };
+    // Without running statistics the module normalises by the input's own in both modes.
+    d.py_module = [](const OpCall& c) {
+      return "nn.InstanceNorm" + std::to_string(c.shape().size() - 2) + "d(" + std::to_string(c.shape()[1]) +
+             ", eps=" + c.attr("eps").py + ", affine=" + c.attr("affine").py + ")";
+    };
+    d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string& self) { return self + "(" + a[0] + ")"; };
+    d.example = {{{3, 5, 6, 7}}, {{"affine", "true"}}, ""};
+    d.bad_example = {{{3, 5}}, {}, "needs [N, C, L]"};
+    r.add(d);
+  }
+  {
+    OpDef d;
+    d.name = "l2_normalize";
+    d.category = OpCategory::normalization;
+    d.summary = "x / max(||x||_2, eps) along a dimension (F.normalize)";
+    d.attrs = {{"dim", AttrKind::integer, "-1", "the dimension"}, {"eps", AttrKind::real, "1e-12", "lower bound of the norm"}};
+    d.infer = [](const OpCall& c) {
+      require_float(c);
+      if (c.shape().empty()) refuse("l2_normalize needs a tensor of rank >= 1");
+      normalize_dim(c.i("dim"), c.shape().size());
+      return c.in[0];
+    };
+    d.flops = [](const OpCall& c, const TensorMeta&) { return 3.0 * numel(c.shape()); };
+    d.py_expr = [](const OpCall& c, const std::vector<std::string>& a, const std::string&) {
+      return "F.normalize(" + a[0] + ", p=2.0, dim=" + c.attr("dim").py + ", eps=" + c.attr("eps").py + ")";
+    };
+    d.example = {{{6, 17, 5}}, {{"dim", "1"}}, ""};
+    d.bad_example = {{{6, 17}}, {{"dim", "3"}}, "out of range"};
+    r.add(d);
+  }
 }
 
 }  // namespace kforge

@@ -65,6 +65,17 @@ void register_reduction_ops(OpRegistry& r) {
   r.add(along("softmax", "softmax along a dimension", "torch.softmax", 3));
   r.add(along("log_softmax", "log of softmax along a dimension", "torch.log_softmax", 3));
   r.add(along("cumsum", "inclusive prefix sum along a dimension", "torch.cumsum", 1));
+  r.add(reduce("amin", "minimum along a dimension", "torch.amin", 1));
+  r.add(reduce("prod", "product along a dimension", "torch.prod", 1));
+  r.add(reduce("vector_norm", "Euclidean norm along a dimension", "torch.linalg.vector_norm", 2));
+  r.add(reduce("var", "unbiased variance along a dimension", "torch.var", 3));
+  {
+    OpDef d = reduce("argmax", "index of the maximum along a dimension (int64)", "torch.argmax", 1);
+    auto base = d.infer;
+    d.infer = [base](const OpCall& c) { return TensorMeta{base(c).shape, DType::int64}; };
+    r.add(d);
+  }
+  r.add(along("cumprod", "inclusive prefix product along a dimension", "torch.cumprod", 1));
 }
 
 }  // namespace kforge

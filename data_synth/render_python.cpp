@@ -15,7 +15,8 @@ std::string render_python(const TaskSpec& t) {
   for (const auto& n : t.resolved.nodes) {
     if (!n.call.op->py_module) continue;
     py << "        self." << n.call.id << " = " << n.call.op->py_module(n.call);
-    if (n.call.dtype() != DType::float32) py << ".to(" << dtype_torch_name(n.call.dtype()) << ")";
+    // The module's parameters take the dtype of its result (an embedding's input is int64).
+    if (n.out.dtype != DType::float32) py << ".to(" << dtype_torch_name(n.out.dtype) << ")";
     py << "\n";
   }
 

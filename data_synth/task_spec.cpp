@@ -116,7 +116,7 @@ TaskSpec make_op_example_task(const OpDef& op, DType dtype) {
     GraphInput in;
     in.name = "x" + std::to_string(i);
     for (int64_t d : op.example.inputs[i]) in.shape.push_back(DimExpr::constant(d));
-    in.dtype = dtype;
+    in.dtype = dtype_is_float(op.example.input_dtype(i)) ? dtype : op.example.input_dtype(i);
     g.inputs.push_back(in);
     node.inputs.push_back(in.name);
   }

@@ -36,7 +36,7 @@ def load_program(path):
 
 def test_dump_covers_every_operator_and_every_task():
     ops = [line.split()[0] for line in run("ops").stdout.splitlines()[:-1]]
-    assert len(ops) >= 25
+    assert len(ops) >= 60
     for op in ops:
         assert "op_" + op in _DIRS
     assert len(_DIRS) == len(ops) + len(_TASKS)
