@@ -42,6 +42,7 @@ AnticheatConfig AnticheatConfig::from_yaml(const YamlNode& node) {
   AnticheatConfig c;
   if (node.is_null()) return c;
   if (auto n = node.find("static")) c.static_checks = StaticCheckConfig::from_yaml(*n);
+  if (auto n = node.find("dynamic")) c.dynamic = DynamicCheckConfig::from_yaml(*n);
   node.check_no_unknown_keys();
   return c;
 }

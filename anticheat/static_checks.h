@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "anticheat/dynamic_checks.h"
+
 namespace kforge {
 
 class YamlNode;
@@ -49,6 +51,7 @@ struct StaticCheckConfig {
 
 struct AnticheatConfig {
   StaticCheckConfig static_checks;  // `static:`
+  DynamicCheckConfig dynamic;       // `dynamic:` (dynamic_checks.h)
 
   static AnticheatConfig from_yaml(const YamlNode& node);
   static AnticheatConfig load(const std::string& path);

@@ -115,6 +115,18 @@ Json Evaluator::front_stages(const TaskSpec& task, const Candidate& cand, const 
   Json report = {{"schema", "kforge.eval/1"}, {"task", task.id}, {"candidate", cand.dir}, {"verdict", "error"},
                  {"error", nullptr}, {"compile", nullptr}, {"plan", nullptr}, {"load", nullptr}, {"verify", nullptr},
                  {"timing", nullptr}};
+  // The static anti-cheat scan, before anything is compiled.
+  StaticReport st = run_static_checks(cand.source, cand.plan_text, anticheat_.static_checks);
+  Json static_check = {{"name", "static"}, {"passed", st.passed}, {"message", ""}, {"evidence", {{"findings", Json::array()}}}};
+  for (const CheckFinding& f : st.findings) {
+    static_check["evidence"]["findings"].push_back({{"check", f.check}, {"line", f.line}, {"evidence", f.evidence}, {"message", f.message}});
+    if (static_check["message"].get<std::string>().empty()) static_check["message"] = format_finding(f);
+  }
+  report["anticheat"] = anticheat_section({static_check});
+  if (!st.passed) {
+    report["verdict"] = "cheat";
+    return report;
+  }
   // The plan's syntax first: its compiler options are needed to compile.
   LaunchPlan plan;
   try {
@@ -200,6 +212,10 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
                   {"verify", {{"trials", opt.trials}, {"salt", opt.salt}, {"first_trial", opt.first_trial},
                               {"report_mismatches", config_.verify.report_mismatches}}},
                   {"time", nullptr}};
+  const DynamicCheckConfig& dc = anticheat_.dynamic;
+  request["anticheat"] = {{"state_checks", dc.state_checks},       {"verify_timed_calls", dc.verify_timed_calls},
+                          {"scrub_reference", dc.scrub_reference}, {"kernel_activity", dc.kernel_activity},
+                          {"speed_of_light", dc.speed_of_light},   {"sol_headroom", dc.sol_headroom}};
   if (opt.time) {
     const TimingConfig& t = config_.timing;
     request["time"] = {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps},
@@ -225,6 +241,12 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
   } else {
     report["verdict"] = "pass";
   }
+  // The anti-cheat section: the static scan, then what the worker checked.
+  std::vector<Json> checks = report["anticheat"]["checks"].get<std::vector<Json>>();
+  if (r.body.contains("anticheat_checks"))
+    for (const Json& c : r.body["anticheat_checks"]) checks.push_back(c);
+  report["anticheat"] = anticheat_section(checks);
+  if (report["anticheat"]["verdict"] == "cheat" && report["verdict"] != "error") report["verdict"] = "cheat";
   report["wall_ms"] = ms_since(t0);
   return report;
 }
@@ -278,6 +300,17 @@ std::string format_report(const Json& r) {
     os << std::setprecision(3) << "  speedup over eager " << sp.value("point", 0.0) << "x (" << static_cast<int>(sp.value("confidence", 0.95) * 100)
        << "% CI " << sp.value("lo", 0.0) << " - " << sp.value("hi", 0.0) << ")\n";
     os << "  method: " << t.value("method", "") << "\n";
+  }
+  if (r.contains("anticheat") && r["anticheat"].is_object()) {
+    const Json& a = r["anticheat"];
+    os << "anti-cheat: " << a.value("verdict", "") << " (";
+    bool first = true;
+    for (const auto& c : a["checks"]) {
+      os << (first ? "" : ", ") << c.value("name", "") << (c.value("passed", true) ? " ok" : " FAILED");
+      first = false;
+    }
+    os << ")\n";
+    if (a.value("verdict", "") == "cheat") os << "  " << a.value("check", "") << ": " << a.value("message", "") << "\n";
   }
   os << "verdict: " << report_verdict(r);
   if (r.contains("error") && r["error"].is_object()) os << " (" << r["error"].value("kind", "") << ": " << r["error"].value("message", "") << ")";

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
 #include "data_synth/task_spec.h"
 #include "env/worker_client.h"
@@ -40,17 +41,22 @@ class Evaluator {
   WorkerProcess& compile_worker() { return *compile_; }
   WorkerProcess& gpu_worker() { return *gpu_; }
   const EvalConfig& config() const { return config_; }
+  // The anti-cheat checks (configs/anticheat.yaml); all on by default.
+  void set_anticheat(AnticheatConfig config) { anticheat_ = std::move(config); }
+  const AnticheatConfig& anticheat() const { return anticheat_; }
 
  private:
   Json front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, Json& gpu_plan,
                     std::string& cubin_hash, std::vector<uint8_t>& cubin);
 
   EvalConfig config_;
+  AnticheatConfig anticheat_;
   std::unique_ptr<WorkerProcess> compile_;
   std::unique_ptr<WorkerProcess> gpu_;
 };
 
-// "pass", "fail" (computes the wrong function) or "error" (did not build or run).
+// "pass", "fail" (computes the wrong function), "cheat" (an anti-cheat check refused it: the
+// report's `anticheat.check` names which) or "error" (did not build or run).
 std::string report_verdict(const Json& report);
 // A human-readable table of a report.
 std::string format_report(const Json& report);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "configs/error.h"
 #include "data_synth/reference.h"
 #include "env/cuda_driver.h"
+#include "anticheat/dynamic_checks.h"
 #include "env/check_kernel.h"
 #include "env/draw_kernel.h"
 #include "env/timing.h"
@@ -307,6 +309,60 @@ struct GpuWorker::State {
     return slot;
   }
 
+  // Draws a trial's values into existing argument buffers (same addresses, new values).
+  void redraw_args(const TaskSpec& t, std::vector<at::Tensor>& args, uint64_t trial, uint64_t salt) {
+    DrawKey key{t.seed, trial, salt};
+    for (size_t i = 0; i < t.arguments.size() && i < args.size(); ++i)
+      if (args[i].numel() > 0)
+        drawer->fill(t.arguments[i].draw, t.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(),
+                     reinterpret_cast<CUdeviceptr>(args[i].data_ptr()), stream());
+  }
+
+  // The device's ceilings for the speed-of-light check, measured on first use: the best of a few
+  // 1 GiB device-to-device copies, and of 8192^3 matmuls in float32 (TF32 off) and float16.
+  DeviceCeilings ceilings_;
+  const DeviceCeilings& ceilings() {
+    if (ceilings_.valid()) return ceilings_;
+    CUstream st = stream();
+    cudaEvent_t a = nullptr, b = nullptr;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    auto best_ms = [&](const std::function<void()>& fn, int reps) {
+      fn();  // warm-up
+      float best = 1e30f;
+      for (int i = 0; i < reps; ++i) {
+        cudaEventRecord(a, st);
+        fn();
+        cudaEventRecord(b, st);
+        cudaEventSynchronize(b);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, a, b);
+        best = std::min(best, ms);
+      }
+      return static_cast<double>(best);
+    };
+    {
+      const int64_t bytes = int64_t{1} << 30;
+      at::Tensor src = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(dev)).fill_(7);
+      at::Tensor dst = at::empty_like(src);
+      double ms = best_ms([&] { cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, st); }, 5);
+      ceilings_.copy_gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+    }
+    const int64_t n = 8192;
+    const double flops = 2.0 * n * n * n;
+    for (auto dt : {at::kFloat, at::kHalf}) {
+      at::Tensor x = at::randn({n, n}, at::TensorOptions().dtype(dt).device(dev));
+      at::Tensor y = at::randn({n, n}, at::TensorOptions().dtype(dt).device(dev));
+      at::Tensor z = at::empty({n, n}, at::TensorOptions().dtype(dt).device(dev));
+      double ms = best_ms([&] { at::matmul_out(z, x, y); }, 3);
+      (dt == at::kFloat ? ceilings_.matmul_tflops_fp32 : ceilings_.matmul_tflops_fp16) = flops / (ms * 1e-3) / 1e12;
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    return ceilings_;
+  }
+
   std::vector<at::Tensor> draw_args(const TaskSpec& t, uint64_t trial, uint64_t salt) {
     std::vector<at::Tensor> args;
     DrawKey key{t.seed, trial, salt};
@@ -531,7 +587,29 @@ Json GpuWorker::evaluate(const Json& req) {
       return outs;
     };
 
+    // ---- anti-cheat options (anticheat/dynamic_checks.h; absent: everything on) ----
+    const Json ac = req.value("anticheat", Json::object());
+    const bool state_checks = ac.value("state_checks", true);
+    const bool verify_timed_calls = ac.value("verify_timed_calls", true);
+    const bool scrub_reference = ac.value("scrub_reference", true);
+    const bool sol_check = ac.value("speed_of_light", true);
+    const double sol_headroom = ac.value("sol_headroom", 1.5);
+    Json checks = Json::array();
+    // The reference's outputs never outlive their comparison: overwritten with poison, then freed.
+    auto scrub = [&](std::vector<at::Tensor>& ref) {
+      if (scrub_reference)
+        for (auto& r : ref) {
+          if (!r.defined() || r.numel() == 0) continue;
+          if (r.is_floating_point()) r.fill_(std::numeric_limits<double>::quiet_NaN());
+          else if (r.scalar_type() == at::kBool) r.fill_(true);
+          else r.fill_(-1);
+        }
+      ref.clear();
+    };
+
     // ---- verify ----
+    // Trials: `trials` with fresh inputs at new addresses, then (state_checks) one with new values
+    // at the last trial's addresses and one with the last values at new addresses.
     const Json& vreq = req.at("verify");
     int trials = vreq.value("trials", 5);
     uint64_t first_trial = vreq.value("first_trial", uint64_t{0});
@@ -540,25 +618,54 @@ Json GpuWorker::evaluate(const Json& req) {
     Json verify = {{"passed", true}, {"trials_run", 0}, {"failed_trial", nullptr}, {"reason", ""}};
     double cand_ms = 0, ref_ms = 0, harness_ms = 0;
     auto t_verify = Clock::now();
-    std::vector<at::Tensor> previous_outputs;
+    std::vector<at::Tensor> previous_outputs, previous_args;
     Events ev;
-    for (int t = 0; t < trials; ++t) {
-      uint64_t trial = first_trial + static_cast<uint64_t>(t);
+    enum class TrialMode { fresh, same_addresses, new_addresses };
+    struct TrialPlan {
+      uint64_t trial;
+      TrialMode mode;
+    };
+    std::vector<TrialPlan> plan_trials;
+    for (int t = 0; t < trials; ++t) plan_trials.push_back({first_trial + static_cast<uint64_t>(t), TrialMode::fresh});
+    if (state_checks && trials > 0) {
+      plan_trials.push_back({first_trial + static_cast<uint64_t>(trials), TrialMode::same_addresses});
+      plan_trials.push_back({first_trial + static_cast<uint64_t>(trials), TrialMode::new_addresses});
+    }
+    for (size_t t = 0; t < plan_trials.size(); ++t) {
+      const uint64_t trial = plan_trials[t].trial;
+      const TrialMode mode = plan_trials[t].mode;
       cudaEventRecord(ev.e[0], s.stream());
-      args = s.draw_args(task, trial, salt);
+      if (mode == TrialMode::fresh) {
+        previous_args = args;  // held while the new ones are made: new addresses
+        args = s.draw_args(task, trial, salt);
+        previous_args.clear();
+      } else if (mode == TrialMode::same_addresses) {
+        s.redraw_args(task, args, trial, salt);
+      } else {
+        std::vector<at::Tensor> moved;
+        for (const auto& a : args) moved.push_back(a.clone());
+        previous_args = args;
+        args = moved;
+      }
       CheckScratch scratch(s.dev, static_cast<int64_t>(2 * args.size() + DeviceChecker::kCompareWords * task.outputs.size()));
       const uint64_t key = s.keys();
       std::vector<CUdeviceptr> before, after;
       for (const auto& a : args) before.push_back(s.fingerprint(a, key, scratch));
-      std::vector<at::Tensor> fresh = alloc_outputs(trial);
-      previous_outputs = outputs;
-      outputs = fresh;
+      if (mode == TrialMode::same_addresses) {
+        for (size_t o = 0; o < outputs.size(); ++o) poison(outputs[o], task.outputs[o].meta.dtype, trial);
+      } else {
+        std::vector<at::Tensor> fresh = alloc_outputs(trial);
+        previous_outputs = outputs;
+        outputs = fresh;
+      }
       alloc_workspace();
       cudaEventRecord(ev.e[1], s.stream());
       run_candidate();
       cudaEventRecord(ev.e[2], s.stream());
       for (const auto& a : args) after.push_back(s.fingerprint(a, key, scratch));
       sync_candidate("verification");
+      previous_outputs.clear();
+      previous_args.clear();
       cudaEventRecord(ev.e[3], s.stream());
       std::vector<at::Tensor> ref = run_reference(task, args);
       cudaEventRecord(ev.e[4], s.stream());
@@ -569,6 +676,7 @@ Json GpuWorker::evaluate(const Json& req) {
       ref_ms += ev.ms(3, 4);
       harness_ms += ev.ms(0, 1) + ev.ms(2, 3) + ev.ms(4, 5);
       Json outs = read_compares(scratch, slots, ref, trial, max_examples);
+      scrub(ref);
       bool ok = true;
       std::string reason;
       for (const Json& c : outs) {
@@ -589,9 +697,22 @@ Json GpuWorker::evaluate(const Json& req) {
         ok = false;
         if (reason.empty()) reason = "the candidate modified its input " + modified[0].get<std::string>();
       }
+      if (mode != TrialMode::fresh) {
+        // A state trial: the candidate passed every fresh trial; failing here is answering from state.
+        const char* name = mode == TrialMode::same_addresses ? "state_same_addresses" : "state_new_addresses";
+        const char* what = mode == TrialMode::same_addresses
+                               ? "with new input values at the addresses of the previous call, the outputs were wrong: results must not "
+                                 "be kept or keyed across calls"
+                               : "with the same input values at new addresses, the outputs were wrong: results must not depend on "
+                                 "where the buffers are or on calls seen before";
+        checks.push_back({{"name", name}, {"passed", ok}, {"message", ok ? "" : what},
+                          {"evidence", {{"trial", trial}, {"reason", reason}, {"outputs", outs}}}});
+        if (!ok) break;
+        continue;
+      }
       verify["outputs"] = outs;
       verify["inputs_modified"] = modified;
-      verify["trials_run"] = t + 1;
+      verify["trials_run"] = static_cast<int>(t) + 1;
       if (!ok) {
         verify["passed"] = false;
         verify["failed_trial"] = t;
@@ -599,15 +720,17 @@ Json GpuWorker::evaluate(const Json& req) {
         break;
       }
     }
-    previous_outputs.clear();
     phases["verify_ms"] = ms_since(t_verify);
     phases["verify_candidate_gpu_ms"] = cand_ms;
     phases["verify_reference_gpu_ms"] = ref_ms;
     phases["verify_harness_gpu_ms"] = harness_ms;
     reply["verify"] = verify;
+    reply["anticheat_checks"] = checks;
+    bool state_ok = true;
+    for (const auto& c : checks) state_ok = state_ok && c.value("passed", true);
 
     // ---- time ----
-    if (req.contains("time") && !req["time"].is_null() && verify["passed"].get<bool>()) {
+    if (req.contains("time") && !req["time"].is_null() && verify["passed"].get<bool>() && state_ok) {
       const Json& tj = req["time"];
       TimingConfig tc;
       tc.warmup_count = tj.value("warmup_count", tc.warmup_count);
@@ -620,20 +743,75 @@ Json GpuWorker::evaluate(const Json& req) {
       tc.l2_flush_factor = tj.value("l2_flush_factor", tc.l2_flush_factor);
       auto t_time = Clock::now();
       // Fresh random inputs for timing (never zeros), the candidate and eager reference interleaved.
+      // With verify_timed_calls, every candidate call gets inputs drawn afresh in place (new values,
+      // same addresses), poisoned outputs and workspace, all before the L2 flush that precedes it;
+      // the reference then runs on the same inputs, and after the pair the outputs are compared
+      // (into counters that accumulate on the device) and the reference's scrubbed.
       const uint64_t timing_trial = first_trial + 1000003;
       args = s.draw_args(task, timing_trial, salt);
       outputs = alloc_outputs(timing_trial);
       alloc_workspace();
       std::vector<at::Tensor> last_ref;
-      auto runs = time_interleaved({[&] { run_candidate(); }, [&] { last_ref = run_reference(task, args); }}, s.dev, tc);
+      CheckScratch timed(s.dev, static_cast<int64_t>(DeviceChecker::kCompareWords * task.outputs.size()));
+      std::vector<CUdeviceptr> timed_slots;
+      uint64_t call_trial = timing_trial;
+      int64_t pairs = 0, unchecked = 0;
+      std::vector<TimedCall> calls(2);
+      calls[0].call = [&] { run_candidate(); };
+      calls[1].call = [&] { last_ref = run_reference(task, args); };
+      if (verify_timed_calls) {
+        calls[0].before = [&] {
+          ++call_trial;
+          s.redraw_args(task, args, call_trial, salt);
+          for (size_t o = 0; o < outputs.size(); ++o) poison(outputs[o], task.outputs[o].meta.dtype, call_trial);
+          alloc_workspace();
+        };
+        calls[1].after = [&] {
+          std::vector<CUdeviceptr> sl(outputs.size(), 0);
+          for (size_t o = 0; o < outputs.size() && o < last_ref.size(); ++o) {
+            DType dt = task.outputs[o].meta.dtype;
+            if (last_ref[o].scalar_type() != to_scalar_type(dt) || last_ref[o].numel() != outputs[o].numel()) continue;
+            at::Tensor r = last_ref[o].contiguous();
+            if (timed_slots.size() <= o) timed_slots.resize(o + 1, 0);
+            if (!timed_slots[o]) timed_slots[o] = timed.take(DeviceChecker::kCompareWords);
+            s.checker->compare(dt, reinterpret_cast<CUdeviceptr>(outputs[o].data_ptr()), reinterpret_cast<CUdeviceptr>(r.data_ptr()),
+                               outputs[o].numel(), tol.atol, tol.rtol, poison_bits_for_trial(dt, call_trial), timed_slots[o],
+                               s.stream());
+            sl[o] = timed_slots[o];
+          }
+          for (CUdeviceptr x : sl) unchecked += x ? 0 : 1;
+          ++pairs;
+          scrub(last_ref);
+        };
+      }
+      auto runs = time_interleaved(calls, s.dev, tc);
       sync_candidate("timing");
-      // The last timed call's outputs must still be right.
-      CheckScratch scratch(s.dev, static_cast<int64_t>(DeviceChecker::kCompareWords * task.outputs.size()));
-      std::vector<CUdeviceptr> slots = enqueue_compares(scratch, last_ref, timing_trial);
-      scratch.read();
       bool still_right = true;
-      for (const Json& c : read_compares(scratch, slots, last_ref, timing_trial, 1))
-        still_right = still_right && c["mismatches"].get<int64_t>() == 0;
+      if (verify_timed_calls) {
+        timed.read();
+        uint64_t mism = 0, unwritten = 0;
+        for (CUdeviceptr sl : timed_slots) {
+          if (!sl) continue;
+          CompareStats st = CompareStats::from_words(timed.host_words(sl));
+          mism += st.mismatches;
+          unwritten += st.unwritten;
+        }
+        still_right = mism == 0 && unchecked == 0;
+        checks.push_back({{"name", "timed_calls_verified"},
+                          {"passed", still_right},
+                          {"message", still_right ? "" : "outputs of timed calls were wrong although verification passed: every call "
+                                                         "must compute the task on its own inputs"},
+                          {"evidence", {{"timed_pairs", pairs}, {"mismatching_elements", mism}, {"unwritten_elements", unwritten},
+                                        {"outputs_not_compared", unchecked}}}});
+      } else {
+        // The last timed call's outputs must still be right.
+        CheckScratch scratch(s.dev, static_cast<int64_t>(DeviceChecker::kCompareWords * task.outputs.size()));
+        std::vector<CUdeviceptr> slots = enqueue_compares(scratch, last_ref, timing_trial);
+        scratch.read();
+        for (const Json& c : read_compares(scratch, slots, last_ref, timing_trial, 1))
+          still_right = still_right && c["mismatches"].get<int64_t>() == 0;
+      }
+      scrub(last_ref);
       SpeedupEstimate sp = estimate_speedup(runs[0].samples_ms, runs[1].samples_ms);
       reply["timing"] = {{"candidate", stats_json(runs[0].stats)},
                          {"reference", stats_json(runs[1].stats)},
@@ -642,7 +820,22 @@ Json GpuWorker::evaluate(const Json& req) {
                          {"speedup", {{"point", sp.point}, {"lo", sp.lo}, {"hi", sp.hi}, {"confidence", sp.confidence},
                                       {"method", sp.method}}},
                          {"outputs_right_after_timing", still_right},
-                         {"method", runs[0].method}};
+                         {"inputs_fresh_per_call", verify_timed_calls},
+                         {"method", runs[0].method + (verify_timed_calls ? "; inputs drawn afresh before every call, outputs checked after every pair" : "")}};
+      if (sol_check) {
+        const DeviceCeilings& ceil = s.ceilings();
+        SpeedOfLight sol = speed_of_light(task.resolved.min_bytes, task.resolved.flops, ceil, sol_headroom);
+        bool ok = runs[0].stats.median >= sol.floor_ms;
+        checks.push_back({{"name", "speed_of_light"},
+                          {"passed", ok},
+                          {"message", ok ? "" : "the measured time is below what the GPU's memory bandwidth and compute allow for this task"},
+                          {"evidence", {{"median_ms", runs[0].stats.median}, {"floor_ms", sol.floor_ms}, {"bytes_floor_ms", sol.bytes_ms},
+                                        {"flops_floor_ms", sol.flops_ms}, {"min_bytes", task.resolved.min_bytes},
+                                        {"flops", task.resolved.flops}, {"headroom", sol_headroom},
+                                        {"copy_gbps", ceil.copy_gbps}, {"matmul_tflops_fp32", ceil.matmul_tflops_fp32},
+                                        {"matmul_tflops_fp16", ceil.matmul_tflops_fp16}}}});
+      }
+      reply["anticheat_checks"] = checks;
       phases["time_ms"] = ms_since(t_time);
     }
   } catch (const CandidateError& e) {

@@ -83,23 +83,42 @@ TimedRun time_function(const std::function<void()>& fn, const at::Device& device
 
 std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>& fns, const at::Device& device,
                                        const TimingConfig& c) {
-  KFORGE_CHECK(!fns.empty(), internal, "time_interleaved needs at least one function");
-  const size_t k = fns.size();
+  std::vector<TimedCall> calls;
+  for (const auto& f : fns) calls.push_back({f, nullptr, nullptr});
+  return time_interleaved(calls, device, c);
+}
+
+std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device,
+                                       const TimingConfig& c) {
+  KFORGE_CHECK(!calls.empty(), internal, "time_interleaved needs at least one function");
+  const size_t k = calls.size();
+  auto before = [&](size_t j) {
+    if (calls[j].before) calls[j].before();
+  };
+  auto after = [&](size_t j) {
+    if (calls[j].after) calls[j].after();
+  };
   std::vector<std::vector<double>> samples(k);
   int warmup = 0;
   double flush_bytes = 0;
   auto t_warm = Clock::now();
   if (device.is_cpu()) {
     while (warmup < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
-      for (const auto& f : fns) f();
+      for (size_t j = 0; j < k; ++j) {
+        before(j);
+        calls[j].call();
+        after(j);
+      }
       ++warmup;
     }
     auto t0 = Clock::now();
     while (!done(samples, c, t0)) {
       for (size_t j = 0; j < k; ++j) {
+        before(j);
         auto t = Clock::now();
-        fns[j]();
+        calls[j].call();
         samples[j].push_back(ms_since(t));
+        after(j);
       }
     }
   } else {
@@ -118,9 +137,11 @@ std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>&
       cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
     };
     while (warmup < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
-      for (const auto& f : fns) {
+      for (size_t j = 0; j < k; ++j) {
+        before(j);
         flush_l2(warmup);
-        f();
+        calls[j].call();
+        after(j);
       }
       cuda_check(cudaStreamSynchronize(stream), "warm-up");
       ++warmup;
@@ -139,10 +160,12 @@ std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>&
         int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(samples[0].size())));
         for (int i = 0; i < batch; ++i) {
           for (size_t j = 0; j < k; ++j) {
+            before(j);
             flush_l2(i);
             cuda_check(cudaEventRecord(events[2 * (i * k + j)], stream), "cudaEventRecord");
-            fns[j]();
+            calls[j].call();
             cuda_check(cudaEventRecord(events[2 * (i * k + j) + 1], stream), "cudaEventRecord");
+            after(j);
           }
         }
         cuda_check(cudaStreamSynchronize(stream), "timed calls");

@@ -32,6 +32,17 @@ TimedRun time_function(const std::function<void()>& fn, const at::Device& device
 std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>& fns, const at::Device& device,
                                        const TimingConfig& config);
 
+// A timed call with work around it that stays outside the timed region: `before` runs before the
+// L2 flush that precedes the call's start event, `after` after its end event (both enqueue on the
+// current stream; either may be empty). Warm-up calls get them too.
+struct TimedCall {
+  std::function<void()> call;
+  std::function<void()> before;
+  std::function<void()> after;
+};
+std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device,
+                                       const TimingConfig& config);
+
 struct DeviceInfo {
   std::string name;
   std::string torch_version;
