@@ -306,8 +306,9 @@ StepResult KernelEnv::step(const Json& action) {
     RewardResult none = no_submission_reward(reward_, termination_);
     s.reward += none.value;
     reward_info = to_json(none.evidence);
-    result.observation += "the episode ended: " + termination_ + " reached without a submission; reward " +
-                          std::to_string(none.value) + "\n";
+    std::ostringstream os;
+    os << "the episode ended: " << termination_ << " reached without a submission; reward " << none.value << "\n";
+    result.observation += os.str();
   }
   running_ = !(s.terminated || s.truncated);
   total_reward_ += s.reward;

@@ -60,6 +60,9 @@ std::string interval(const Json& sp) {
 
 std::string compile_text(const Json& report, size_t log_max_chars) {
   std::ostringstream os;
+  // The static anti-cheat scan runs before the compiler.
+  if (report.value("verdict", std::string()) == "cheat" || (is_obj(report, "anticheat") && str(report["anticheat"], "verdict") == "cheat"))
+    return "compile: refused before compiling\n" + cheat_line(report);
   const Json& c = is_obj(report, "compile") ? report["compile"] : Json::object();
   bool ok = c.value("ok", false);
   if (!ok || (report.contains("error") && report["error"].is_object() && !is_obj(report, "plan"))) {
@@ -72,7 +75,9 @@ std::string compile_text(const Json& report, size_t log_max_chars) {
     for (const auto& k : c["resources"])
       os << "  kernel " << str(k, "name") << ": " << num(k, "registers") << " registers, " << num(k, "static_shared_bytes")
          << " B static shared memory, " << num(k, "local_bytes") << " B local memory, spills " << num(k, "spill_store_bytes") << "/"
-         << num(k, "spill_load_bytes") << " B (store/load), max " << num(k, "max_threads_per_block") << " threads per block\n";
+         << num(k, "spill_load_bytes") << " B (store/load)"
+         << (num(k, "max_threads_per_block") > 0 ? ", max " + fixed(num(k, "max_threads_per_block"), 0) + " threads per block" : std::string())
+         << "\n";
   std::string log = str(c, "log");
   if (!log.empty()) os << "compiler output:\n" << trim_middle(log, log_max_chars) << (log.back() == '\n' ? "" : "\n");
   if (is_obj(report, "plan"))
@@ -87,7 +92,8 @@ std::string verify_text(const Json& report, size_t log_max_chars) {
   bool cheat = verdict == "cheat" || (is_obj(report, "anticheat") && str(report["anticheat"], "verdict") == "cheat");
   if (cheat) return cheat_line(report);
   if (!is_obj(report, "verify")) {
-    if (!is_obj(report, "compile") || !report["compile"].value("ok", false)) return compile_text(report, log_max_chars);
+    // Stopped before verifying: at the compile or plan stage, or before the candidate was reached.
+    if (is_obj(report, "compile") && (!report["compile"].value("ok", false) || !is_obj(report, "plan"))) return compile_text(report, log_max_chars);
     return error_line(report, log_max_chars);
   }
   const Json& v = report["verify"];

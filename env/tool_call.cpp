@@ -162,8 +162,14 @@ std::string tool_summary() {
   std::string out;
   for (const auto& t : tool_schemas()) {
     const Json& f = t["function"];
+    // Required parameters in their declared order, then the optional ones.
     std::string args;
-    for (const auto& [k, v] : f["parameters"]["properties"].items()) args += (args.empty() ? "" : ", ") + k;
+    for (const auto& r : f["parameters"]["required"]) args += (args.empty() ? "" : ", ") + r.get<std::string>();
+    for (const auto& [k, v] : f["parameters"]["properties"].items()) {
+      bool required = false;
+      for (const auto& r : f["parameters"]["required"]) required = required || r == k;
+      if (!required) args += (args.empty() ? "" : ", ") + k;
+    }
     out += "- " + f["name"].get<std::string>() + "(" + args + "): " + f["description"].get<std::string>() + "\n";
   }
   return out;
@@ -195,8 +201,8 @@ ParsedAction parse_action_text(const std::string& text) {
       detail = again.dump();  // not reached: the first parse failed
     } catch (const Json::parse_error& e) {
       detail = e.what();
-      size_t colon = detail.find("]: ");  // drop the "[json.exception.parse_error.101] " prefix
-      if (colon != std::string::npos) detail = detail.substr(colon + 3);
+      size_t bracket = detail.find("] ");  // drop the "[json.exception.parse_error.101] " prefix
+      if (detail.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) detail = detail.substr(bracket + 2);
     }
     std::string shown = inner.size() > 200 ? inner.substr(0, 200) + "..." : inner;
     out.error = "the text inside <tool_call> is not valid JSON (" + detail + "): " + shown;

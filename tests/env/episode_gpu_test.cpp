@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/yaml_reader.h"
 #include "env/cuda_probe.h"
 #include "tests/env/episode_fixtures.h"
 
@@ -81,6 +82,21 @@ TEST_F(EpisodeGpuTest, TierMinusOneForWrongOutputs) {
   EXPECT_TRUE(last(steps).terminated);
   EXPECT_EQ(last(steps).reward, -1);
   EXPECT_EQ(last(steps).info["reward"]["rule"], "verify_fail") << last(steps).info["reward"].dump(2);
+}
+
+TEST_F(EpisodeGpuTest, TheCheatingPenaltyForCheatsCaughtStaticallyAndDynamically) {
+  RewardConfig rc;
+  rc.failures.cheat = -3;  // below -1, so the rule that fired is visible in the number
+  auto stat = run("cheat_static", Json::object(), rc);
+  EXPECT_NE(stat[2].result.observation.find("anti-cheat check 'static'"), std::string::npos) << stat[2].result.observation;
+  EXPECT_EQ(last(stat).reward, -3) << last(stat).info["reward"].dump(2);
+  EXPECT_EQ(last(stat).info["reward"]["check"], "static");
+  auto dyn = run("cheat_pointer_cache", Json::object(), rc);
+  EXPECT_EQ(last(dyn).reward, -3) << last(dyn).info["reward"].dump(2);
+  EXPECT_EQ(last(dyn).info["reward"]["rule"], "cheat");
+  YamlNode expect = YamlNode::load_file(source_dir() + "/anticheat/corpus/pointer_cache/expect.yaml");
+  EXPECT_EQ(last(dyn).info["reward"]["check"], expect.req<std::string>("check"));
+  EXPECT_NE(last(dyn).observation.find("caught by the anti-cheat check"), std::string::npos) << last(dyn).observation;
 }
 
 TEST_F(EpisodeGpuTest, TierOneForACorrectCandidateSlowerThanEager) {

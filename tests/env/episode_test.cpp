@@ -285,6 +285,18 @@ TEST_F(EpisodeTest, EndlessCompilesAreStoppedAndTheWallClockTruncates) {
   EXPECT_EQ(last.reward, -1);
 }
 
+TEST_F(EpisodeTest, CompileNamesTheStaticAntiCheatCheckThatRefusedTheSource) {
+  ScriptedPolicy p = ScriptedPolicy::load(policy_dir("cheat_static"));
+  KernelEnv env(test_env_config(), RewardConfig{}, judge);
+  env.reset(load_task(sample_task(p.task())), 1);
+  for (int i = 0; i < 3; ++i) env.step(*p.next());
+  // The third turn compiled; look at it again through a fresh compile.
+  StepResult c = env.step(call("compile"));
+  EXPECT_NE(c.observation.find("cheat: refused by the anti-cheat check 'static'"), std::string::npos) << c.observation;
+  EXPECT_EQ(c.info["verdict"], "cheat");
+  EXPECT_TRUE(env.running());
+}
+
 TEST_F(EpisodeTest, SubmitWithoutACandidateEndsAsACompileError) {
   KernelEnv env(test_env_config(), RewardConfig{}, judge);
   env.reset(load_task(sample_task("gelu_scale_residual")), 1);
@@ -303,7 +315,7 @@ TEST_F(EpisodeTest, VerifyWithoutAGpuIsAnObservationNotACrash) {
   env.reset(load_task(sample_task("gelu_scale_residual")), 1);
   write_candidate(env, "gelu_scale_residual", "fused");
   StepResult v = env.step(call("verify"));
-  EXPECT_TRUE(v.observation.find("verify: passed") != std::string::npos || v.observation.find("error (") != std::string::npos)
+  EXPECT_TRUE(v.observation.find("verify: passed") != std::string::npos || v.observation.find("error (worker_crashed)") == 0)
       << v.observation;
   EXPECT_TRUE(env.running());
   EXPECT_FALSE(v.terminated || v.truncated);

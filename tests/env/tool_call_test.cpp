@@ -23,7 +23,7 @@ TEST(ToolSchemas, AreFlatOpenAiFunctionSchemas) {
     for (const auto& r : f["parameters"]["required"]) EXPECT_TRUE(f["parameters"]["properties"].contains(r.get<std::string>()));
   }
   EXPECT_EQ(names, (std::set<std::string>{"write_file", "read_file", "list_files", "compile", "verify", "profile", "submit"}));
-  EXPECT_NE(tool_summary().find("- write_file(content, path): "), std::string::npos);
+  EXPECT_NE(tool_summary().find("- write_file(path, content): "), std::string::npos);
 }
 
 TEST(ParseAction, TakesAStructuredCall) {
@@ -72,6 +72,7 @@ TEST(ParseAction, MalformedTextSaysWhatWasWrong) {
   std::string bad_json = parse_action_text("<tool_call>{\"name\": \"compile\", \"arguments\": {</tool_call>").error;
   EXPECT_NE(bad_json.find("not valid JSON"), std::string::npos) << bad_json;
   EXPECT_NE(bad_json.find("{\"name\": \"compile\""), std::string::npos) << "shows what it read: " << bad_json;
+  EXPECT_NE(bad_json.find("(parse error at line 1, column"), std::string::npos) << bad_json;
   EXPECT_NE(parse_action_text("<tool_call>[\"compile\"]</tool_call>").error.find("must be a JSON object"), std::string::npos);
 }
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   kforge::cli::add_task_commands(app);
   kforge::cli::add_ops_command(app);
   kforge::cli::add_eval_command(app);
+  kforge::cli::add_demo_command(app);
   try {
     app.parse(argc, argv);
     return kforge::cli::run_selected(app);
