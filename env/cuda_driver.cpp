@@ -37,6 +37,7 @@ CudaDriver load() {
   resolve(d.FuncSetAttribute, "cuFuncSetAttribute");
   resolve(d.StreamSynchronize, "cuStreamSynchronize");
   resolve(d.MemsetD8Async, "cuMemsetD8Async");
+  resolve(d.OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   return d;
 }
 

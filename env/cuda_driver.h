@@ -24,6 +24,7 @@ struct CudaDriver {
   decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
   decltype(&::cuStreamSynchronize) StreamSynchronize = nullptr;
   decltype(&::cuMemsetD8Async) MemsetD8Async = nullptr;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) OccupancyMaxActiveBlocksPerMultiprocessor = nullptr;
 };
 
 // Resolved once; throws a runtime error when no driver is installed (and retries on the next call).

@@ -211,7 +211,9 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
                   {"max_workspace_bytes", config_.worker.max_workspace_bytes},
                   {"verify", {{"trials", opt.trials}, {"salt", opt.salt}, {"first_trial", opt.first_trial},
                               {"report_mismatches", config_.verify.report_mismatches}}},
-                  {"time", nullptr}};
+                  {"time", nullptr},
+                  {"profile", opt.profile},
+                  {"kernel_names", report["compile"].value("kernels", Json::array())}};
   const DynamicCheckConfig& dc = anticheat_.dynamic;
   request["anticheat"] = {{"state_checks", dc.state_checks},       {"verify_timed_calls", dc.verify_timed_calls},
                           {"scrub_reference", dc.scrub_reference}, {"kernel_activity", dc.kernel_activity},
@@ -224,7 +226,7 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
   }
   WorkerReply r = gpu_->call(request, config_.worker.request_timeout_s);
   report["gpu_request_wall_ms"] = r.wall_ms;
-  for (const char* k : {"load", "verify", "timing", "phases"})
+  for (const char* k : {"load", "verify", "timing", "profile", "phases"})
     if (r.body.contains(k)) report[k] = r.body[k];
   if (!r.ok) {
     std::string msg = r.error_message;

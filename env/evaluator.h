@@ -26,6 +26,8 @@ struct EvalOptions {
   bool time = true;
   uint64_t salt = 0;
   uint64_t first_trial = 0;
+  // One more call with CUPTI activity on after timing: the report's `profile` section.
+  bool profile = false;
 };
 
 class Evaluator {

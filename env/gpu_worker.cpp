@@ -19,6 +19,7 @@
 #include "anticheat/dynamic_checks.h"
 #include "env/check_kernel.h"
 #include "env/draw_kernel.h"
+#include "env/kernel_activity.h"
 #include "env/timing.h"
 #include "env/worker_loop.h"
 #include "reward/speedup.h"
@@ -187,6 +188,34 @@ struct Events {
   }
   Events(const Events&) = delete;
   Events& operator=(const Events&) = delete;
+};
+
+// CUPTI activity collection that is always switched off again, however the calls end.
+struct ActivityWindow {
+  bool on = false;
+  std::string unavailable;
+  explicit ActivityWindow(bool want) {
+    if (!want) return;
+    try {
+      KernelActivity::begin();
+      on = true;
+    } catch (const Error& e) {
+      unavailable = e.what();
+    }
+  }
+  std::vector<KernelRecord> finish() {
+    if (!on) return {};
+    on = false;
+    return KernelActivity::end();
+  }
+  ~ActivityWindow() {
+    if (on) {
+      try {
+        KernelActivity::end();
+      } catch (...) {
+      }
+    }
+  }
 };
 
 // Device words for one trial's fused checks (zeroed), read back to the host with one copy.
@@ -593,6 +622,25 @@ Json GpuWorker::evaluate(const Json& req) {
     const bool verify_timed_calls = ac.value("verify_timed_calls", true);
     const bool scrub_reference = ac.value("scrub_reference", true);
     const bool sol_check = ac.value("speed_of_light", true);
+    const bool activity_check = ac.value("kernel_activity", true);
+    // The candidate module's kernels (all of them, not only those the plan names).
+    std::set<std::string> module_kernels;
+    for (const auto& k : req.value("kernel_names", Json::array())) module_kernels.insert(k.get<std::string>());
+    for (const auto& l : plan.launches) module_kernels.insert(l.kernel);
+    auto kernel_json = [&](const KernelRecord& k, CUfunction f) {
+      int threads = k.block[0] * k.block[1] * k.block[2], blocks_per_sm = 0, max_threads_sm = 0;
+      if (f) cuda_driver().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, f, threads, static_cast<size_t>(k.dynamic_shared_bytes));
+      CUdevice d = 0;
+      cuda_driver().CtxGetDevice(&d);
+      cuda_driver().DeviceGetAttribute(&max_threads_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d);
+      double occ = max_threads_sm > 0 ? static_cast<double>(blocks_per_sm) * threads / max_threads_sm : 0.0;
+      return Json{{"name", k.name}, {"duration_ns", k.duration_ns()}, {"grid", {k.grid[0], k.grid[1], k.grid[2]}},
+                  {"block", {k.block[0], k.block[1], k.block[2]}}, {"registers", k.registers},
+                  {"shared_bytes", k.static_shared_bytes + k.dynamic_shared_bytes}, {"static_shared_bytes", k.static_shared_bytes},
+                  {"dynamic_shared_bytes", k.dynamic_shared_bytes}, {"local_bytes_per_thread", k.local_bytes_per_thread},
+                  {"stream", k.stream_id}, {"device_launched", k.device_launched}, {"occupancy", std::min(1.0, occ)},
+                  {"blocks_per_sm", blocks_per_sm}};
+    };
     const double sol_headroom = ac.value("sol_headroom", 1.5);
     Json checks = Json::array();
     // The reference's outputs never outlive their comparison: overwritten with poison, then freed.
@@ -631,6 +679,8 @@ Json GpuWorker::evaluate(const Json& req) {
       plan_trials.push_back({first_trial + static_cast<uint64_t>(trials), TrialMode::same_addresses});
       plan_trials.push_back({first_trial + static_cast<uint64_t>(trials), TrialMode::new_addresses});
     }
+    ActivityWindow activity(activity_check);
+    int64_t candidate_calls = 0;
     for (size_t t = 0; t < plan_trials.size(); ++t) {
       const uint64_t trial = plan_trials[t].trial;
       const TrialMode mode = plan_trials[t].mode;
@@ -661,6 +711,7 @@ Json GpuWorker::evaluate(const Json& req) {
       alloc_workspace();
       cudaEventRecord(ev.e[1], s.stream());
       run_candidate();
+      ++candidate_calls;
       cudaEventRecord(ev.e[2], s.stream());
       for (const auto& a : args) after.push_back(s.fingerprint(a, key, scratch));
       sync_candidate("verification");
@@ -718,6 +769,37 @@ Json GpuWorker::evaluate(const Json& req) {
         verify["failed_trial"] = t;
         verify["reason"] = reason;
         break;
+      }
+    }
+    // Every kernel of the candidate's module that ran during verification: on the harness stream,
+    // launched by the harness (not from the device), as many as the plan launches per call.
+    if (activity_check) {
+      if (activity.on) {
+        sync_candidate("verification");
+        std::vector<KernelRecord> recs = activity.finish();
+        uint32_t harness_stream = KernelActivity::stream_id(s.ctx, s.stream());
+        int64_t seen = 0, other_stream = 0, from_device = 0;
+        std::map<std::string, int64_t> per_kernel;
+        for (const auto& k : recs) {
+          if (!module_kernels.count(k.name)) continue;
+          ++seen;
+          ++per_kernel[k.name];
+          if (k.stream_id != harness_stream) ++other_stream;
+          if (k.device_launched) ++from_device;
+        }
+        const int64_t expected = static_cast<int64_t>(plan.launches.size()) * candidate_calls;
+        bool ok = seen == expected && other_stream == 0 && from_device == 0;
+        checks.push_back({{"name", "kernel_activity"},
+                          {"passed", ok},
+                          {"message", ok ? "" : "the candidate's kernels ran other than as its launch plan says (other streams, launches from "
+                                                "the device, or a different number of launches)"},
+                          {"evidence", {{"candidate_calls", candidate_calls}, {"launches_expected", expected}, {"launches_seen", seen},
+                                        {"per_kernel", per_kernel}, {"on_other_streams", other_stream},
+                                        {"launched_from_device", from_device}, {"harness_stream", harness_stream},
+                                        {"records_total", recs.size()}}}});
+      } else {
+        checks.push_back({{"name", "kernel_activity"}, {"passed", true}, {"message", ""},
+                          {"evidence", {{"unavailable", activity.unavailable}}}});
       }
     }
     phases["verify_ms"] = ms_since(t_verify);
@@ -837,6 +919,50 @@ Json GpuWorker::evaluate(const Json& req) {
       }
       reply["anticheat_checks"] = checks;
       phases["time_ms"] = ms_since(t_time);
+    }
+
+    // ---- profile ----
+    // One more call, on fresh inputs, with CUPTI activity on (never during timing): every kernel
+    // the candidate launched, its occupancy, and the achieved rates against the measured ceilings.
+    if (req.value("profile", false) && verify["passed"].get<bool>() && state_ok) {
+      auto t_prof = Clock::now();
+      const uint64_t prof_trial = first_trial + 2000003;
+      args = s.draw_args(task, prof_trial, salt);
+      outputs = alloc_outputs(prof_trial);
+      alloc_workspace();
+      sync_candidate("profile");
+      Json prof = {{"kernels", Json::array()}};
+      ActivityWindow window(true);
+      if (window.on) {
+        run_candidate();
+        sync_candidate("profile");
+        std::vector<KernelRecord> recs = window.finish();
+        uint64_t first = 0, last = 0, busy = 0;
+        for (const auto& k : recs) {
+          if (!module_kernels.count(k.name)) continue;
+          prof["kernels"].push_back(kernel_json(k, funcs.count(k.name) ? funcs[k.name] : nullptr));
+          first = first ? std::min(first, k.start_ns) : k.start_ns;
+          last = std::max(last, k.end_ns);
+          busy += k.duration_ns();
+        }
+        const DeviceCeilings& ceil = s.ceilings();
+        double span_s = last > first ? static_cast<double>(last - first) * 1e-9 : 0.0;
+        prof["span_ns"] = last > first ? last - first : 0;
+        prof["kernel_time_ns"] = busy;
+        prof["ceilings"] = {{"dram_gbps", ceil.copy_gbps}, {"fp32_tflops", ceil.matmul_tflops_fp32}, {"fp16_tflops", ceil.matmul_tflops_fp16},
+                            {"method", "best of 1 GiB device-to-device copies; best of 8192^3 matmuls (float32 TF32 off, float16)"}};
+        if (span_s > 0) {
+          double gbps = task.resolved.min_bytes / span_s / 1e9, tflops = task.resolved.flops / span_s / 1e12;
+          prof["achieved"] = {{"gbps", gbps}, {"tflops", tflops}, {"dram_fraction", gbps / ceil.copy_gbps},
+                              {"fp32_fraction", tflops / ceil.matmul_tflops_fp32},
+                              {"basis", "the task's minimum bytes and FLOPs over the span of the candidate's kernels in one call"}};
+        }
+      } else {
+        prof["unavailable"] = window.unavailable;
+      }
+      prof["counters"] = {{"unavailable", "hardware counters (CUPTI profiling API) are not collected by this worker"}};
+      reply["profile"] = prof;
+      phases["profile_ms"] = ms_since(t_prof);
     }
   } catch (const CandidateError& e) {
     Json err = error_reply(e.kind, e.what(), e.fatal);

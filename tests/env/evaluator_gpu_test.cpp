@@ -88,3 +88,48 @@ TEST(EvaluatorGpu, OutputsOfAWrongCandidateAreReportedWithExamples) {
     EXPECT_TRUE(any_examples || !r["verify"]["inputs_modified"].empty()) << format_report(r);
   }
 }
+
+// profile(): CUPTI sees every kernel the candidate launched, with the launch plan's grid and block,
+// and the kernel_activity check counts the verification calls' launches (two kernels per call for
+// the two-launch candidate).
+TEST(EvaluatorGpu, ProfileAndKernelActivitySeeEveryLaunch) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  struct Case {
+    const char* task;
+    const char* cand;
+    int launches;
+  };
+  for (const Case& c : {Case{"gelu_scale_residual", "fused", 1}, Case{"groupnorm_silu", "fused", 2}}) {
+    SCOPED_TRACE(c.task);
+    EvalOptions opt;
+    opt.trials = 3;
+    opt.profile = true;
+    Json r = ev.evaluate(load_task(task_path(c.task)),
+                         Candidate::load(source_dir() + "/datasets/samples/candidates/" + c.task + "/" + c.cand), opt);
+    ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
+    const Json& prof = r["profile"];
+    ASSERT_TRUE(prof.is_object()) << r.dump(2);
+    ASSERT_EQ(prof["kernels"].size(), static_cast<size_t>(c.launches)) << prof.dump(2);
+    for (const auto& k : prof["kernels"]) {
+      EXPECT_GT(k["duration_ns"].get<uint64_t>(), 0u);
+      EXPECT_GT(k["occupancy"].get<double>(), 0.0);
+      EXPECT_LE(k["occupancy"].get<double>(), 1.0);
+      EXPECT_FALSE(k["device_launched"].get<bool>());
+    }
+    EXPECT_GT(prof["achieved"]["gbps"].get<double>(), 10.0);
+    EXPECT_GT(prof["ceilings"]["dram_gbps"].get<double>(), 500.0);
+    EXPECT_GT(prof["ceilings"]["fp16_tflops"].get<double>(), prof["ceilings"]["fp32_tflops"].get<double>());
+    bool saw_activity = false;
+    for (const auto& chk : r["anticheat"]["checks"]) {
+      if (chk["name"] != "kernel_activity") continue;
+      saw_activity = true;
+      EXPECT_TRUE(chk["passed"].get<bool>()) << chk.dump(2);
+      // 3 trials + 2 state trials.
+      EXPECT_EQ(chk["evidence"]["launches_expected"].get<int64_t>(), 5 * c.launches) << chk.dump(2);
+      EXPECT_EQ(chk["evidence"]["launches_seen"].get<int64_t>(), 5 * c.launches) << chk.dump(2);
+    }
+    EXPECT_TRUE(saw_activity) << r["anticheat"].dump(2);
+    std::cout << c.task << "/" << c.cand << " profile: " << prof.dump() << std::endl;
+  }
+}

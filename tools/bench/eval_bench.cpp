@@ -8,6 +8,9 @@
 //       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
 //       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30]
+//   Both take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
+//   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
+//   light), to measure what the checks cost. aa also reports the wall time per timing request.
 //       One candidate timed in N separate requests: the spread of its median, and how often a
 //       request's samples were judged more than 5 % faster than another's (CI lower bound > 1.05).
 #include <algorithm>
@@ -55,9 +58,21 @@ void write_result(const std::string& path, const Json& device, const std::string
 
 double median(std::vector<double> v) { return TimingStats::from_samples(std::move(v)).median; }
 
+AnticheatConfig anticheat_from_args(int argc, char** argv) {
+  AnticheatConfig a;
+  std::string v = arg_value(argc, argv, "--anticheat", "on");
+  KFORGE_CHECK(v == "on" || v == "off", usage, "--anticheat takes on or off");
+  if (v == "off") {
+    a.dynamic.state_checks = a.dynamic.verify_timed_calls = a.dynamic.scrub_reference = false;
+    a.dynamic.kernel_activity = a.dynamic.speed_of_light = false;
+  }
+  return a;
+}
+
 int overhead(int argc, char** argv) {
   int repeats = std::stoi(arg_value(argc, argv, "--repeats", "5"));
   Evaluator ev(EvalConfig{});
+  ev.set_anticheat(anticheat_from_args(argc, argv));
   std::vector<double> overhead_ms, host_ms, harness_ms, host_overhead_ms;
   std::printf("%-24s %-10s %9s %11s %11s %11s %11s %9s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms",
               "harness ms", "host ms", "pipes ms");
@@ -107,7 +122,9 @@ int overhead(int argc, char** argv) {
               {"verify_requests_count", overhead_ms.size()}};
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_overhead.json"), ev.gpu_worker().hello()["device"],
-               "kforge_eval_bench overhead --repeats " + std::to_string(repeats), fig);
+               "kforge_eval_bench overhead --repeats " + std::to_string(repeats) + " --anticheat " +
+                   arg_value(argc, argv, "--anticheat", "on"),
+               fig);
   return 0;
 }
 
@@ -118,7 +135,8 @@ int aa(int argc, char** argv) {
   TaskSpec task = load_task(kforge::testing::task_path(task_name));
   Candidate cand = Candidate::load(dir);
   Evaluator ev(EvalConfig{});
-  std::vector<double> medians;
+  ev.set_anticheat(anticheat_from_args(argc, argv));
+  std::vector<double> medians, walls;
   std::vector<std::vector<double>> samples;
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
@@ -127,6 +145,7 @@ int aa(int argc, char** argv) {
     Json r = ev.evaluate(task, cand, opt);
     KFORGE_CHECK(report_verdict(r) == "pass", runtime, "A/A run " << i << ": " << format_report(r));
     medians.push_back(r["timing"]["candidate"]["median_ms"].get<double>());
+    walls.push_back(r["gpu_request_wall_ms"].get<double>());
     samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
     std::printf("run %2d: median %.4f ms (n %d)\n", i, medians.back(), static_cast<int>(samples.back().size()));
   }
@@ -145,10 +164,13 @@ int aa(int argc, char** argv) {
               {"aa_median_spread_pct", (hi - lo) / m * 100},
               {"aa_median_max_dev_pct", std::max(hi - m, m - lo) / m * 100},
               {"aa_pairs_count", pairs},
-              {"aa_judged_5pct_faster_count", judged_faster}};
+              {"aa_judged_5pct_faster_count", judged_faster},
+              {"timing_request_wall_ms_p50", median(walls)}};
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
-               "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs), fig);
+               "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) +
+                   " --anticheat " + arg_value(argc, argv, "--anticheat", "on"),
+               fig);
   return 0;
 }
 
