@@ -17,7 +17,9 @@ for s in $steps; do
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     overhead_off) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --anticheat off --out "$out/eval_overhead_anticheat_off.json" >"$out/overhead_off.txt" 2>&1 ;;
     audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 300 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
-    gputests) timeout 200 ctest --test-dir "$b" -L gpu -E EvaluatorGpu --output-on-failure >"$out/ctest_gpu.txt" 2>&1 ;;
+    gputests) for t in draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests; do
+                KFORGE_SOURCE_DIR="$PWD" timeout 120 "$b/tests/$t" >"$out/$t.txt" 2>&1; echo "$t rc $?" >>"$out/gputests_rc.txt"
+              done ;;
     evaluator) timeout 200 "$b/tests/evaluator_gpu_tests" >"$out/evaluator_gpu_tests.txt" 2>&1 ;;
     aa) timeout 200 "$b/tools/kforge_eval_bench" aa --task gelu_scale_residual \
           --candidate datasets/samples/candidates/gelu_scale_residual/fused --runs 30 --out "$out/eval_aa.json" >"$out/aa.txt" 2>&1 ;;
