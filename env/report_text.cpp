@@ -145,6 +145,8 @@ std::string profile_text(const Json& report) {
   if (!is_obj(report, "profile")) return "profiling unavailable (the evaluator reported no kernel profile)\n";
   const Json& p = report["profile"];
   std::ostringstream os;
+  if (p.contains("unavailable") && !p.contains("kernels"))
+    return "profiling unavailable: " + (p["unavailable"].is_string() ? p["unavailable"].get<std::string>() : p["unavailable"].dump()) + "\n";
   os << "profile:\n";
   if (p.contains("kernels") && p["kernels"].is_array()) {
     for (const auto& k : p["kernels"]) {
@@ -176,7 +178,10 @@ std::string profile_text(const Json& report) {
     for (const auto& [k, v] : ceil.items()) os << " " << k << " " << (v.is_number() ? fixed(v.get<double>(), 1) : v.dump());
     os << "\n";
   }
-  if (p.contains("counters") && p["counters"].is_object() && !p["counters"].empty()) {
+  if (is_obj(p, "counters") && p["counters"].contains("unavailable")) {
+    const Json& u = p["counters"]["unavailable"];
+    os << "  hardware counters unavailable: " << (u.is_string() ? u.get<std::string>() : u.dump()) << "\n";
+  } else if (p.contains("counters") && p["counters"].is_object() && !p["counters"].empty()) {
     os << "  counters:";
     for (const auto& [k, v] : p["counters"].items()) os << " " << k << "=" << v.dump();
     os << "\n";

@@ -6,3 +6,6 @@ kforge_test(episode_tests
 kforge_test(episode_gpu_tests GPU SOURCES env/episode_gpu_test.cpp LIBS kforge_episode kforge_cuda_probe)
 add_dependencies(episode_tests kforge-worker kforge-compile-worker)
 add_dependencies(episode_gpu_tests kforge-worker kforge-compile-worker)
+# kforge demo without a GPU: one line, non-zero exit.
+add_test(NAME python.demo COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_demo.py)
+set_tests_properties(python.demo PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu)

@@ -430,7 +430,7 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
                                               {"registers", 30}, {"shared_bytes", 0}, {"stream", 13}, {"occupancy", 0.75}}})},
                     {"ceilings", {{"dram_gbps", 4000.0}, {"fp32_tflops", 60.0}}},
                     {"achieved", {{"gbps", 2200.0}, {"tflops", 0.8}}},
-                    {"unavailable", "CUPTI profiling API: insufficient privileges"}};
+                    {"counters", {{"unavailable", "CUPTI profiling API: insufficient privileges"}}}};
   replay.reports.push_back(rep);
   StepResult p = env.step(call("profile"));
   EXPECT_NE(p.observation.find("kernel gelu_fused: 0.9877 ms, grid [65536, 1, 1], block [256, 1, 1], 30 registers"), std::string::npos)
@@ -439,6 +439,11 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_NE(p.observation.find("2200.0 GB/s of 4000 GB/s DRAM (55.0 %)"), std::string::npos) << p.observation;
   EXPECT_NE(p.observation.find("hardware counters unavailable: CUPTI profiling API: insufficient privileges"), std::string::npos);
   EXPECT_NE(replay.options[1].first_trial, replay.options[0].first_trial) << "fresh inputs for every call";
+
+  Json off = pass_report(1.0, 3.0);
+  off["profile"] = {{"unavailable", "CUPTI could not be initialised"}};
+  replay.reports.push_back(off);
+  EXPECT_NE(env.step(call("profile")).observation.find("profiling unavailable: CUPTI could not be initialised"), std::string::npos);
 }
 
 TEST_F(EpisodeTest, TheGpuTimeBudgetTruncatesAndShapingPaysTheFirstVerify) {
