@@ -126,7 +126,8 @@ TEST_F(EpisodeGpuTest, TierTwoForTheDemoPolicy) {
   EXPECT_EQ(s.info["reward"]["rule"], "faster_than_eager");
   EXPECT_GT(s.info["reward"]["eager"]["speedup"]["lo"].get<double>(), 1.05);
   EXPECT_FALSE(s.info["reward"]["torch_compile"]["available"].get<bool>());
-  EXPECT_EQ(s.info["report"]["verify"]["trials_run"], evaluator->config().verify.submit_trials);
+  // submit() verifies with the submit trials (the anti-cheat state checks may add their own).
+  EXPECT_GE(s.info["report"]["verify"]["trials_run"].get<int>(), evaluator->config().verify.submit_trials);
 }
 
 TEST_F(EpisodeGpuTest, TierThreeWithAStoredTorchCompileBaseline) {
