@@ -284,6 +284,11 @@ StepResult KernelEnv::step(const Json& action) {
       result = ToolResult();
       result.observation = tool_name + ": the harness failed (" + std::string(error_kind_name(e.kind())) + "): " + e.what() + "\n";
       result.report = {{"harness_error", {{"kind", error_kind_name(e.kind())}, {"message", e.what()}}}};
+    } catch (const std::exception& e) {
+      // A bug of kforge's (a report it cannot read): reported, not fatal to the episode.
+      result = ToolResult();
+      result.observation = tool_name + ": the harness failed (internal_error): " + e.what() + "\n";
+      result.report = {{"harness_error", {{"kind", "internal_error"}, {"message", e.what()}}}};
     }
     if (!parsed.note.empty()) result.observation = "note: " + parsed.note + "\n" + result.observation;
   }

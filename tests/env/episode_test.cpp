@@ -467,3 +467,14 @@ TEST_F(EpisodeTest, TheGpuTimeBudgetTruncatesAndShapingPaysTheFirstVerify) {
   EXPECT_NEAR(v2.reward, -0.01 - 1, 1e-12);
   EXPECT_NEAR(v2.info["episode_reward"].get<double>(), -0.02 - 0.02 + 0.5 - 1, 1e-12) << "two writes, two verifies";
 }
+
+TEST_F(EpisodeTest, AReportTheEpisodeCannotReadIsAHarnessFailureNotACrash) {
+  KernelEnv env(test_env_config(), RewardConfig{}, replay);
+  env.reset(load_task(sample_task("gelu_scale_residual")), 1);
+  write_candidate(env, "gelu_scale_residual", "fused");
+  replay.reports.push_back({{"verdict", "pass"}, {"verify", {{"passed", "yes"}}}});
+  StepResult v = env.step(call("verify"));
+  EXPECT_NE(v.observation.find("verify: the harness failed (internal_error)"), std::string::npos) << v.observation;
+  EXPECT_TRUE(v.info["report"].contains("harness_error"));
+  EXPECT_TRUE(env.running());
+}
