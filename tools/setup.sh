@@ -42,8 +42,8 @@ if ! "$py" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] 
 else
   echo "setup: torch $torch_version present"
 fi
-pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py)
-if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py" 2>/dev/null; then
+pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib)
+if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib" 2>/dev/null; then
   echo "setup: installing Python packages: ${pydeps[*]}"
   "$py" -m pip install -q "${pydeps[@]}"
 else

@@ -22,7 +22,8 @@ torch.backends.cudnn.allow_tf32 = False
 
 _DUMP = tempfile.mkdtemp(prefix="kforge_consistency_")
 _TASKS = sorted(glob.glob(os.path.join(SOURCE_DIR, "datasets", "samples", "*.yaml"))) + \
-    sorted(glob.glob(os.path.join(SOURCE_DIR, "tests", "data_synth", "graphs", "*.yaml")))
+    sorted(glob.glob(os.path.join(SOURCE_DIR, "tests", "data_synth", "graphs", "*.yaml"))) + \
+    [p for p in os.environ.get("KFORGE_CONSISTENCY_TASKS", "").split(os.pathsep) if p]  # test_synth.py adds synthesised ones
 run("task", "dump", "--all-ops", "--check-dims", "--trial", "3", "--salt", "17", "--out", _DUMP, *_TASKS)
 _DIRS = sorted(os.listdir(_DUMP))
 

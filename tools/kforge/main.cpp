@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kforge::cli::add_ops_command(app);
   kforge::cli::add_eval_command(app);
   kforge::cli::add_demo_command(app);
+  kforge::cli::add_synth_commands(app);
   try {
     app.parse(argc, argv);
     return kforge::cli::run_selected(app);
