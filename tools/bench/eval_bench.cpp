@@ -8,7 +8,12 @@
 //       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
 //       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30]
-//   Both take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
+//   kforge_eval_bench profile --out FILE
+//       For every shipped correct candidate, in a warm worker (ceilings measured by a first request):
+//       profile_overhead_ms = the worker's wall time of the profile phase (one call on fresh
+//       inputs with CUPTI activity on, records read, occupancy computed) minus the GPU time of the
+//       candidate's kernels in it. Timing never runs with CUPTI on.
+//   All take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
 //   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
 //   light), to measure what the checks cost. aa also reports the wall time per timing request.
 //       One candidate timed in N separate requests: the spread of its median, and how often a
@@ -128,6 +133,40 @@ int overhead(int argc, char** argv) {
   return 0;
 }
 
+int profile(int argc, char** argv) {
+  Evaluator ev(EvalConfig{});
+  ev.set_anticheat(anticheat_from_args(argc, argv));
+  std::vector<double> over;
+  std::printf("%-24s %-10s %11s %11s %12s\n", "task", "candidate", "profile ms", "kernels ms", "overhead ms");
+  bool warm = false;
+  for (const auto& c : kforge::testing::shipped_candidates()) {
+    if (c.verdict != "pass") continue;
+    TaskSpec task = load_task(kforge::testing::task_path(c.task));
+    Candidate cand = Candidate::load(c.dir);
+    EvalOptions opt;
+    opt.trials = 1;
+    opt.time = false;
+    opt.profile = true;
+    if (!warm) {
+      ev.evaluate(task, cand, opt);  // the first profile measures the device's ceilings
+      warm = true;
+    }
+    Json r = ev.evaluate(task, cand, opt);
+    KFORGE_CHECK(report_verdict(r) == "pass" && r["profile"].is_object(), runtime, c.dir << ": " << format_report(r));
+    double prof_ms = r["phases"]["profile_ms"].get<double>();
+    double kern_ms = r["profile"]["kernel_time_ns"].get<double>() / 1e6;
+    over.push_back(prof_ms - kern_ms);
+    std::printf("%-24s %-10s %11.2f %11.3f %12.2f\n", c.task.c_str(), c.name.c_str(), prof_ms, kern_ms, prof_ms - kern_ms);
+  }
+  std::sort(over.begin(), over.end());
+  Json fig = {{"profile_overhead_ms_p50", quantile_sorted(over, 0.5)},
+              {"profile_overhead_ms_p95", quantile_sorted(over, 0.95)},
+              {"profile_requests_count", over.size()}};
+  std::cout << fig.dump(2) << "\n";
+  write_result(arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"], "kforge_eval_bench profile", fig);
+  return 0;
+}
+
 int aa(int argc, char** argv) {
   int runs = std::stoi(arg_value(argc, argv, "--runs", "30"));
   std::string task_name = arg_value(argc, argv, "--task", "");
@@ -182,7 +221,8 @@ int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "overhead") return overhead(argc, argv);
     if (mode == "aa") return aa(argc, argv);
-    std::cerr << "usage: kforge_eval_bench overhead|aa [options] (see the header of tools/bench/eval_bench.cpp)\n";
+    if (mode == "profile") return profile(argc, argv);
+    std::cerr << "usage: kforge_eval_bench overhead|aa|profile [options] (see the header of tools/bench/eval_bench.cpp)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "kforge_eval_bench: " << e.what() << "\n";
