@@ -15,6 +15,7 @@ DynamicCheckConfig DynamicCheckConfig::from_yaml(const YamlNode& node) {
   c.scrub_reference = node.get<bool>("scrub_reference", c.scrub_reference);
   c.kernel_activity = node.get<bool>("kernel_activity", c.kernel_activity);
   c.speed_of_light = node.get<bool>("speed_of_light", c.speed_of_light);
+  c.precision_probe = node.get<bool>("precision_probe", c.precision_probe);
   c.sol_headroom = node.get<double>("sol_headroom", c.sol_headroom);
   if (!(c.sol_headroom >= 1.0 && c.sol_headroom <= 100.0))
     node.at("sol_headroom").fail("must be between 1 and 100 (the measured ceilings are multiplied by it)");

@@ -217,7 +217,8 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
   const DynamicCheckConfig& dc = anticheat_.dynamic;
   request["anticheat"] = {{"state_checks", dc.state_checks},       {"verify_timed_calls", dc.verify_timed_calls},
                           {"scrub_reference", dc.scrub_reference}, {"kernel_activity", dc.kernel_activity},
-                          {"speed_of_light", dc.speed_of_light},   {"sol_headroom", dc.sol_headroom}};
+                          {"speed_of_light", dc.speed_of_light},   {"sol_headroom", dc.sol_headroom},
+                          {"precision_probe", dc.precision_probe}};
   if (opt.time) {
     const TimingConfig& t = config_.timing;
     request["time"] = {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps},

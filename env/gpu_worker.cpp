@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -623,6 +624,7 @@ Json GpuWorker::evaluate(const Json& req) {
     const bool scrub_reference = ac.value("scrub_reference", true);
     const bool sol_check = ac.value("speed_of_light", true);
     const bool activity_check = ac.value("kernel_activity", true);
+    const bool precision_probe = ac.value("precision_probe", false);
     // The candidate module's kernels (all of them, not only those the plan names).
     std::set<std::string> module_kernels;
     for (const auto& k : req.value("kernel_names", Json::array())) module_kernels.insert(k.get<std::string>());
@@ -669,7 +671,7 @@ Json GpuWorker::evaluate(const Json& req) {
     auto t_verify = Clock::now();
     std::vector<at::Tensor> previous_outputs, previous_args;
     Events ev;
-    enum class TrialMode { fresh, same_addresses, new_addresses };
+    enum class TrialMode { fresh, same_addresses, new_addresses, precision_probe };
     struct TrialPlan {
       uint64_t trial;
       TrialMode mode;
@@ -680,16 +682,34 @@ Json GpuWorker::evaluate(const Json& req) {
       plan_trials.push_back({first_trial + static_cast<uint64_t>(trials), TrialMode::same_addresses});
       plan_trials.push_back({first_trial + static_cast<uint64_t>(trials), TrialMode::new_addresses});
     }
+    // The precision probe: float32 inputs drawn as usual, then each element scaled by 2^k, k uniform
+    // in [-6, 6]: a dynamic range of 2^12 and the cancellations it brings, under the same tolerance.
+    bool has_float32_input = false;
+    for (const auto& a : task.arguments) has_float32_input |= a.decl.meta.dtype == DType::float32 && a.draw.dist != DrawDist::constant &&
+                                                             a.draw.dist != DrawDist::randint;
+    if (precision_probe && has_float32_input && trials > 0) {
+      plan_trials.push_back({first_trial + static_cast<uint64_t>(trials) + 1, TrialMode::precision_probe});
+    }
     ActivityWindow activity(activity_check);
     int64_t candidate_calls = 0;
     for (size_t t = 0; t < plan_trials.size(); ++t) {
       const uint64_t trial = plan_trials[t].trial;
       const TrialMode mode = plan_trials[t].mode;
       cudaEventRecord(ev.e[0], s.stream());
-      if (mode == TrialMode::fresh) {
+      if (mode == TrialMode::fresh || mode == TrialMode::precision_probe) {
         previous_args = args;  // held while the new ones are made: new addresses
         args = s.draw_args(task, trial, salt);
         previous_args.clear();
+        if (mode == TrialMode::precision_probe) {
+          at::Generator gen = at::cuda::detail::createCUDAGenerator(static_cast<c10::DeviceIndex>(s.device));
+          gen.set_current_seed(trial * 0x9e3779b97f4a7c15ULL + task.seed);
+          for (size_t i = 0; i < args.size(); ++i) {
+            const TaskArgument& ta = task.arguments[i];
+            if (ta.decl.meta.dtype != DType::float32 || ta.draw.dist == DrawDist::constant || ta.draw.dist == DrawDist::randint) continue;
+            at::Tensor k = at::randint(-6, 7, args[i].sizes(), gen, args[i].options());
+            args[i].mul_(at::exp2(k));
+          }
+        }
       } else if (mode == TrialMode::same_addresses) {
         s.redraw_args(task, args, trial, salt);
       } else {
@@ -750,13 +770,19 @@ Json GpuWorker::evaluate(const Json& req) {
         if (reason.empty()) reason = "the candidate modified its input " + modified[0].get<std::string>();
       }
       if (mode != TrialMode::fresh) {
-        // A state trial: the candidate passed every fresh trial; failing here is answering from state.
-        const char* name = mode == TrialMode::same_addresses ? "state_same_addresses" : "state_new_addresses";
+        // A state trial or the precision probe: the candidate passed every fresh trial; failing here
+        // is answering from state, or computing below the task's precision.
+        const char* name = mode == TrialMode::same_addresses   ? "state_same_addresses"
+                           : mode == TrialMode::new_addresses  ? "state_new_addresses"
+                                                               : "precision_probe";
         const char* what = mode == TrialMode::same_addresses
                                ? "with new input values at the addresses of the previous call, the outputs were wrong: results must not "
                                  "be kept or keyed across calls"
-                               : "with the same input values at new addresses, the outputs were wrong: results must not depend on "
-                                 "where the buffers are or on calls seen before";
+                           : mode == TrialMode::new_addresses
+                               ? "with the same input values at new addresses, the outputs were wrong: results must not depend on "
+                                 "where the buffers are or on calls seen before"
+                               : "with float32 inputs spread over a wider range (each scaled by 2^-6 .. 2^6), the outputs left the "
+                                 "task's tolerance: the candidate computes below the task's float32 precision";
         checks.push_back({{"name", name}, {"passed", ok}, {"message", ok ? "" : what},
                           {"evidence", {{"trial", trial}, {"reason", reason}, {"outputs", outs}}}});
         if (!ok) break;

@@ -1,7 +1,8 @@
 // The anti-cheat audit (a GPU test): every exploit under anticheat/corpus/ is refused as its
 // expect.yaml says, and every honest control (the shipped candidates that should pass, under
 // datasets/samples/candidates/) passes with a clean anti-cheat section, all in one evaluator with
-// the default anti-cheat config (configs/anticheat.yaml). Prints the table: candidate, expected,
+// the default anti-cheat config (configs/anticheat.yaml; an entry's expect.yaml may switch a
+// dynamic check for itself under `anticheat:`, e.g. the precision probe). Prints the table: candidate, expected,
 // verdict, the check that fired. With KFORGE_AUDIT_OUT=FILE it also writes the rows as JSON.
 #include "env/evaluator.h"
 
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -28,7 +31,21 @@ struct Entry {
   std::string verdict;  // pass | cheat | fail | refused (any of fail, cheat, error)
   std::string check;    // cheat: the anti-cheat check; fail: outputs_written | inputs_unchanged | verify
   bool control = false;
+  std::map<std::string, bool> overrides;  // expect.yaml's `anticheat:` (dynamic checks switched for this entry)
 };
+
+// The base config with an entry's dynamic-check switches applied.
+AnticheatConfig with_overrides(AnticheatConfig c, const std::map<std::string, bool>& o) {
+  for (const auto& [k, v] : o) {
+    if (k == "precision_probe") c.dynamic.precision_probe = v;
+    else if (k == "state_checks") c.dynamic.state_checks = v;
+    else if (k == "verify_timed_calls") c.dynamic.verify_timed_calls = v;
+    else if (k == "kernel_activity") c.dynamic.kernel_activity = v;
+    else if (k == "speed_of_light") c.dynamic.speed_of_light = v;
+    else ADD_FAILURE() << "unknown anticheat override " << k;
+  }
+  return c;
+}
 
 std::vector<Entry> corpus() {
   std::vector<Entry> out;
@@ -41,6 +58,11 @@ std::vector<Entry> corpus() {
     x.task = e.req<std::string>("task");
     x.verdict = e.req<std::string>("verdict");
     x.check = e.get<std::string>("check", "");
+    if (auto a = e.find("anticheat")) {
+      for (const char* k : {"precision_probe", "state_checks", "verify_timed_calls", "kernel_activity", "speed_of_light"})
+        if (a->find(k)) x.overrides[k] = a->get<bool>(k, false);
+      a->check_no_unknown_keys();
+    }
     e.check_no_unknown_keys();
     out.push_back(x);
   }
@@ -74,7 +96,7 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
   cfg.worker.request_timeout_s = 60;
   cfg.timing.budget_ms = 1500;
   Evaluator ev(cfg);
-  ev.set_anticheat(AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml"));
+  const AnticheatConfig base = AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml");
 
   std::vector<Entry> entries = corpus();
   ASSERT_GE(entries.size(), 15u) << "the corpus holds at least 15 exploits";
@@ -91,6 +113,7 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
     EvalOptions opt;
     opt.trials = 5;
     opt.salt = 777;
+    ev.set_anticheat(with_overrides(base, e.overrides));
     Json r = ev.evaluate(task, Candidate::load(e.dir), opt);
     std::string v = report_verdict(r), f = fired(r);
     std::string expected = e.verdict + (e.check.empty() ? "" : " (" + e.check + ")");
@@ -110,4 +133,39 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
     }
   }
   if (const char* out = std::getenv("KFORGE_AUDIT_OUT")) std::ofstream(out) << rows.dump(2) << "\n";
+}
+
+// The precision probe on honest float32 candidates: the elementwise and row-reduction controls
+// must pass it; the others are printed (GEMMs and scans whose summation order differs from the
+// reference's may leave a 1e-4 tolerance on its inputs: why the probe is off by default).
+TEST(AnticheatAuditGpu, PrecisionProbeOnTheFloat32Controls) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  EvalConfig cfg;
+  cfg.worker.request_timeout_s = 60;
+  Evaluator ev(cfg);
+  AnticheatConfig ac = AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml");
+  ac.dynamic.precision_probe = true;
+  ev.set_anticheat(ac);
+  const std::set<std::string> must_pass = {"gelu_scale_residual/fused", "gelu_scale_residual/naive", "logsumexp_sub/fused",
+                                           "logsumexp_sub/naive", "softmax_rows/fused", "transpose_add/tiled", "transpose_add/naive"};
+  int probed = 0;
+  for (const auto& c : shipped_candidates()) {
+    if (c.verdict != "pass") continue;
+    TaskSpec task = load_task(task_path(c.task));
+    if (task.dtype != DType::float32) continue;
+    EvalOptions opt;
+    opt.trials = 2;
+    opt.time = false;
+    Json r = ev.evaluate(task, Candidate::load(c.dir), opt);
+    std::string name = c.task + "/" + c.name, v = report_verdict(r);
+    std::string detail;
+    for (const auto& chk : r["anticheat"]["checks"])
+      if (chk["name"] == "precision_probe") {
+        ++probed;
+        detail = chk["passed"].get<bool>() ? "probe passed" : "probe failed: " + chk["evidence"].value("reason", "");
+      }
+    std::printf("precision probe %-32s %-6s %s\n", name.c_str(), v.c_str(), detail.c_str());
+    if (must_pass.count(name)) EXPECT_EQ(v, "pass") << format_report(r);
+  }
+  EXPECT_GE(probed, 7);
 }
