@@ -355,6 +355,13 @@ const char* protocol_error_kind_name(ProtocolErrorKind kind) {
     case Kind::unknown_method: return "unknown_method";
     case Kind::bad_params: return "bad_params";
     case Kind::internal: return "internal";
+    case Kind::unknown_task: return "unknown_task";
+    case Kind::unknown_episode: return "unknown_episode";
+    case Kind::episode_over: return "episode_over";
+    case Kind::episode_busy: return "episode_busy";
+    case Kind::busy: return "busy";
+    case Kind::cancelled: return "cancelled";
+    case Kind::shutting_down: return "shutting_down";
   }
   return "internal";
 }
@@ -513,6 +520,7 @@ Json error_payload(const ProtocolError& error) {
   Json j = {{"kind", protocol_error_kind_name(error.kind)}, {"message", error.message}};
   if (!error.field.empty()) j["field"] = error.field;
   if (error.kind == Kind::unsupported_version) j["supported"] = Json::array({kProtocolVersion});
+  if (error.retry_after) j["retry_after"] = *error.retry_after;
   return j;
 }
 

@@ -50,6 +50,14 @@ enum class ProtocolErrorKind {
   unknown_method,       // the method frame names no method
   bad_params,           // unknown, missing or mistyped field, or a value out of range
   internal,             // a server bug; the request was not acted on
+  // The server's own kinds (rollout/server.h):
+  unknown_task,         // reset names no task the server serves
+  unknown_episode,      // no open episode has this id (never opened, closed, or reaped when idle)
+  episode_over,         // step on an episode that already ended (close it, reset another)
+  episode_busy,         // step while the episode's previous step is still queued or running
+  busy,                 // the server is at capacity (episodes or a queue); retry after `retry_after` s
+  cancelled,            // a queued step abandoned by cancel, close or shutdown
+  shutting_down,        // the server stopped accepting work (SIGTERM)
 };
 
 const char* protocol_error_kind_name(ProtocolErrorKind kind);
@@ -58,6 +66,7 @@ struct ProtocolError {
   ProtocolErrorKind kind = ProtocolErrorKind::internal;
   std::string message;
   std::string field;  // the offending parameter for bad_params/unsupported_version; "" otherwise
+  std::optional<double> retry_after;  // seconds, for busy (backpressure): when a retry is likely to succeed
 };
 
 // Who a reply goes to: the ROUTER's identity frame, whether the client put an empty delimiter

@@ -1,0 +1,152 @@
+#include "rollout/lanes.h"
+
+#include <algorithm>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "configs/error.h"
+#include "env/tool_call.h"
+
+namespace kforge {
+
+const char* lane_name(Lane lane) {
+  switch (lane) {
+    case Lane::front: return "front";
+    case Lane::compile: return "compile";
+    case Lane::gpu: return "gpu";
+  }
+  return "?";
+}
+
+Lane lane_for_action(const Json& action) {
+  ParsedAction parsed = parse_action(action);
+  if (!parsed.call) return Lane::front;
+  const std::string& tool = parsed.call->name;
+  if (tool == "compile") return Lane::compile;
+  if (tool == "verify" || tool == "profile" || tool == "submit") return Lane::gpu;
+  return Lane::front;
+}
+
+bool WorkQueue::push(StepJobPtr job) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    if (stopped_ || q_.size() >= max_) return false;
+    q_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+StepJobPtr WorkQueue::pop() {
+  std::unique_lock<std::mutex> lock(m_);
+  cv_.wait(lock, [this] { return stopped_ || !q_.empty(); });
+  if (stopped_) return nullptr;
+  StepJobPtr job = std::move(q_.front());
+  q_.pop_front();
+  job->state = StepJob::running;
+  ++running_;
+  return job;
+}
+
+bool WorkQueue::remove(const StepJobPtr& job) {
+  std::lock_guard<std::mutex> lock(m_);
+  auto it = std::find(q_.begin(), q_.end(), job);
+  if (it == q_.end()) return false;
+  q_.erase(it);
+  job->state = StepJob::cancelled;
+  return true;
+}
+
+std::deque<StepJobPtr> WorkQueue::drain() {
+  std::lock_guard<std::mutex> lock(m_);
+  std::deque<StepJobPtr> out;
+  out.swap(q_);
+  for (auto& j : out) j->state = StepJob::cancelled;
+  return out;
+}
+
+void WorkQueue::stop() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+}
+
+void WorkQueue::finished(double service_s) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    mean_service_s_ = 0.8 * mean_service_s_ + 0.2 * service_s;
+  }
+  --running_;
+  ++done_;
+}
+
+size_t WorkQueue::queued() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return q_.size();
+}
+
+double WorkQueue::retry_after(int threads, double min_s) const {
+  std::lock_guard<std::mutex> lock(m_);
+  double ahead = static_cast<double>(q_.size()) + 1;
+  double s = ahead * mean_service_s_ / std::max(1, threads);
+  return std::clamp(s, min_s, 300.0);
+}
+
+Inbox::Inbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  KFORGE_CHECK(fd_ >= 0, runtime, "eventfd failed");
+}
+
+Inbox::~Inbox() { ::close(fd_); }
+
+void Inbox::post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    q_.push_back(std::move(fn));
+  }
+  uint64_t one = 1;
+  ssize_t n = ::write(fd_, &one, sizeof one);
+  (void)n;  // a full counter already wakes the reader
+}
+
+size_t Inbox::run_all() {
+  uint64_t count = 0;
+  ssize_t n = ::read(fd_, &count, sizeof count);
+  (void)n;
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    batch.swap(q_);
+  }
+  for (auto& fn : batch) fn();
+  return batch.size();
+}
+
+namespace {
+thread_local Evaluator* bound_compile = nullptr;
+thread_local Evaluator* bound_gpu = nullptr;
+}  // namespace
+
+LaneJudge::Binding::Binding(Evaluator* compile, Evaluator* gpu) {
+  bound_compile = compile;
+  bound_gpu = gpu;
+}
+
+LaneJudge::Binding::~Binding() { bound_compile = bound_gpu = nullptr; }
+
+Json LaneJudge::check(const TaskSpec& task, const Candidate& candidate) {
+  KFORGE_CHECK(bound_compile, internal, "compile() reached a thread without a compile worker (a scheduling bug)");
+  return bound_compile->check(task, candidate);
+}
+
+Json LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) {
+  KFORGE_CHECK(has_gpus_, unsupported,
+               "this server has no GPU (none visible, or scheduler.gpus is 0): verify, profile and submit need one; "
+               "compile() still works");
+  KFORGE_CHECK(bound_gpu, internal, "a GPU tool reached a thread without a GPU worker (a scheduling bug)");
+  return bound_gpu->evaluate(task, candidate, options);
+}
+
+}  // namespace kforge

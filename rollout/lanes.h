@@ -1,0 +1,121 @@
+#pragma once
+// Where a step runs. The front thread (the one that owns the ROUTER socket) answers everything
+// that needs no compiler and no GPU itself; compile() steps go to a pool of CPU threads, each
+// with its own compile worker process; verify/profile/submit go to the queue of the episode's
+// GPU, whose one thread owns that GPU's Evaluator, so at most one candidate is timed on a GPU at
+// a time. Finished steps come back to the front thread through an Inbox; nothing but the front
+// thread touches a socket.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "env/episode.h"
+#include "rollout/protocol.h"
+
+namespace kforge {
+
+using Clock = std::chrono::steady_clock;
+
+struct Session;
+
+enum class Lane { front, compile, gpu };
+const char* lane_name(Lane lane);
+// Which lane an action's step needs: the tool it calls (an action that does not parse is answered
+// by the front thread: the episode reads the parse error).
+Lane lane_for_action(const Json& action);
+
+// One step of one episode, from the request to its reply.
+struct StepJob {
+  enum State { queued, running, done, cancelled };
+  uint64_t id = 0;
+  std::shared_ptr<Session> session;
+  Envelope to;
+  Json action;
+  Lane lane = Lane::front;
+  int gpu = -1;
+  Clock::time_point received, started, finished;
+  std::optional<StepResult> result;
+  std::string failure;  // set when step() itself threw (a server bug): answered as `internal`
+  std::atomic<int> state{queued};
+};
+using StepJobPtr = std::shared_ptr<StepJob>;
+
+// A FIFO of steps served by one or more threads, with a bound and cancellation of queued steps.
+class WorkQueue {
+ public:
+  explicit WorkQueue(size_t max_queued) : max_(max_queued) {}
+  // False when the queue is full (the caller answers `busy`).
+  bool push(StepJobPtr job);
+  // Blocks for the next job; nullptr once stopped.
+  StepJobPtr pop();
+  // Takes a queued job out; false when it already started (or was never here).
+  bool remove(const StepJobPtr& job);
+  std::deque<StepJobPtr> drain();
+  void stop();
+  void finished(double service_s);
+  size_t queued() const;
+  int running() const { return running_; }
+  uint64_t done() const { return done_; }
+  // Seconds until a slot is likely free: the queue ahead divided among the threads, at the recent
+  // mean service time; at least min_s.
+  double retry_after(int threads, double min_s) const;
+
+ private:
+  mutable std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<StepJobPtr> q_;
+  size_t max_;
+  bool stopped_ = false;
+  std::atomic<int> running_{0};
+  std::atomic<uint64_t> done_{0};
+  double mean_service_s_ = 1.0;  // exponentially weighted
+};
+
+// Work handed back to the front thread: closures it runs, and a file descriptor (an eventfd) it
+// polls beside its sockets to learn that some are waiting.
+class Inbox {
+ public:
+  Inbox();
+  ~Inbox();
+  void post(std::function<void()> fn);
+  // Runs everything posted so far (on the front thread).
+  size_t run_all();
+  int fd() const { return fd_; }
+
+ private:
+  std::mutex m_;
+  std::deque<std::function<void()>> q_;
+  int fd_ = -1;
+};
+
+// The judge every episode of a server shares. The thread a step runs on says which Evaluator
+// does the work: a compile thread binds its own (check), a GPU thread its GPU's (check and
+// evaluate). A GPU tool on a server without GPUs is a harness error the policy reads; the
+// episode goes on.
+class LaneJudge final : public CandidateJudge {
+ public:
+  LaneJudge(EvalConfig config, bool has_gpus) : config_(std::move(config)), has_gpus_(has_gpus) {}
+  Json check(const TaskSpec& task, const Candidate& candidate) override;
+  Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override;
+  const EvalConfig& eval_config() const override { return config_; }
+
+  // Binds evaluators to the calling thread for the lifetime of the binding.
+  class Binding {
+   public:
+    Binding(Evaluator* compile, Evaluator* gpu);
+    ~Binding();
+  };
+
+ private:
+  EvalConfig config_;
+  bool has_gpus_;
+};
+
+}  // namespace kforge

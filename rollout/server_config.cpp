@@ -1,0 +1,87 @@
+#include "rollout/server_config.h"
+
+#include <filesystem>
+
+#include "configs/error.h"
+#include "configs/yaml_reader.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string resolve(const std::string& path, const std::string& base_dir) {
+  if (path.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(base_dir) / path).lexically_normal().string();
+}
+
+std::string path_key(const YamlNode& node, const char* key, const std::string& base_dir) {
+  return resolve(node.get<std::string>(key, ""), base_dir);
+}
+
+}  // namespace
+
+ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& base_dir) {
+  ServerConfig c;
+  if (node.is_null()) return c;
+  c.bind = node.get<std::string>("bind", c.bind);
+  if (c.bind.empty()) node.at("bind").fail("must name an endpoint such as tcp://127.0.0.1:5555");
+  c.env_config = path_key(node, "env_config", base_dir);
+  c.reward_config = path_key(node, "reward_config", base_dir);
+  c.eval_config = path_key(node, "eval_config", base_dir);
+  c.anticheat_config = path_key(node, "anticheat_config", base_dir);
+  if (auto n = node.find("protocol")) c.protocol = ProtocolLimits::from_yaml(*n);
+  if (auto n = node.find("tasks"); n && !n->is_null()) {
+    c.tasks.samples = n->get<bool>("samples", c.tasks.samples);
+    for (const auto& d : n->get<std::vector<std::string>>("dirs", {})) c.tasks.dirs.push_back(resolve(d, base_dir));
+    for (const auto& d : n->get<std::vector<std::string>>("datasets", {})) c.tasks.datasets.push_back(resolve(d, base_dir));
+    n->check_no_unknown_keys();
+  }
+  if (auto n = node.find("sessions"); n && !n->is_null()) {
+    c.sessions.max_episodes = n->get<int>("max_episodes", c.sessions.max_episodes);
+    c.sessions.idle_timeout_s = n->get<double>("idle_timeout_s", c.sessions.idle_timeout_s);
+    if (c.sessions.max_episodes < 1) n->at("max_episodes").fail("must be >= 1");
+    if (c.sessions.idle_timeout_s <= 0) n->at("idle_timeout_s").fail("must be > 0");
+    n->check_no_unknown_keys();
+  }
+  if (auto n = node.find("scheduler"); n && !n->is_null()) {
+    auto& s = c.scheduler;
+    s.compile_workers = n->get<int>("compile_workers", s.compile_workers);
+    s.max_compile_queue = n->get<int>("max_compile_queue", s.max_compile_queue);
+    s.gpus = n->get<int>("gpus", s.gpus);
+    s.max_gpu_queue = n->get<int>("max_gpu_queue", s.max_gpu_queue);
+    s.min_retry_after_s = n->get<double>("min_retry_after_s", s.min_retry_after_s);
+    if (s.compile_workers < 1 || s.compile_workers > 256) n->at("compile_workers").fail("must be in [1, 256]");
+    if (s.max_compile_queue < 0) n->at("max_compile_queue").fail("must be >= 0");
+    if (s.gpus < -1 || s.gpus > 64) n->at("gpus").fail("must be -1 (every visible GPU), 0 (none) or a count up to 64");
+    if (s.max_gpu_queue < 0) n->at("max_gpu_queue").fail("must be >= 0");
+    if (s.min_retry_after_s <= 0) n->at("min_retry_after_s").fail("must be > 0");
+    n->check_no_unknown_keys();
+  }
+  if (auto n = node.find("stream"); n && !n->is_null()) {
+    c.stream.bind = n->get<std::string>("bind", c.stream.bind);
+    c.stream.max_backlog = n->get<int>("max_backlog", c.stream.max_backlog);
+    if (c.stream.max_backlog < 1) n->at("max_backlog").fail("must be >= 1");
+    n->check_no_unknown_keys();
+  }
+  if (auto n = node.find("record"); n && !n->is_null()) {
+    c.record.path = path_key(*n, "path", base_dir);
+    c.record.fsync = n->get<bool>("fsync", c.record.fsync);
+    n->check_no_unknown_keys();
+  }
+  if (auto n = node.find("shutdown"); n && !n->is_null()) {
+    c.shutdown.grace_s = n->get<double>("grace_s", c.shutdown.grace_s);
+    if (c.shutdown.grace_s < 0) n->at("grace_s").fail("must be >= 0");
+    n->check_no_unknown_keys();
+  }
+  node.check_no_unknown_keys();
+  return c;
+}
+
+ServerConfig ServerConfig::load(const std::string& path) {
+  std::string dir = fs::path(path).parent_path().string();
+  return from_yaml(YamlNode::load_file(path, ErrorKind::config), dir.empty() ? "." : dir);
+}
+
+}  // namespace kforge

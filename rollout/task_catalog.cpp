@@ -1,0 +1,112 @@
+#include "rollout/task_catalog.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "configs/error.h"
+#include "data_synth/dataset_h5.h"
+#include "data_synth/dtype.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> split_ops(const std::string& csv) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= csv.size()) {
+    size_t end = csv.find(',', start);
+    if (end == std::string::npos) end = csv.size();
+    if (end > start) out.push_back(csv.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void TaskCatalog::insert(CatalogEntry e) {
+  auto it = entries_.find(e.name);
+  KFORGE_CHECK(it == entries_.end(), config,
+               "task '" << e.name << "' is served twice: from " << it->second.origin << " and from " << e.origin);
+  std::string name = e.name;
+  entries_.emplace(std::move(name), std::move(e));
+}
+
+void TaskCatalog::add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin) {
+  CatalogEntry e;
+  e.name = spec->id;
+  e.split = split_name(spec->split);
+  e.source = task_source_name(spec->source);
+  e.dtype = dtype_name(spec->dtype);
+  e.description = spec->description;
+  e.origin = origin;
+  for (const auto& n : spec->graph.nodes) e.ops.push_back(n.op);
+  e.spec = std::move(spec);
+  insert(std::move(e));
+}
+
+void TaskCatalog::add_spec_dir(const std::string& dir) {
+  KFORGE_CHECK(fs::is_directory(dir), io, dir << ": no such task directory");
+  std::vector<fs::path> files;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.is_regular_file() && f.path().extension() == ".yaml") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) add_task(std::make_shared<const TaskSpec>(load_task(f.string())), f.string());
+}
+
+void TaskCatalog::add_dataset(const std::string& path) {
+  std::string file = fs::is_directory(path) ? (fs::path(path) / "dataset.h5").string() : path;
+  Dataset d = read_dataset(file);
+  for (auto& row : d.rows) {
+    if (row.status.rfind("rejected", 0) == 0) continue;  // filtered out by a GPU stage
+    CatalogEntry e;
+    e.name = row.id;
+    e.split = row.split;
+    e.source = row.source;
+    e.dtype = row.dtype;
+    e.ops = split_ops(row.ops);
+    e.origin = file;
+    e.spec_yaml = std::move(row.spec_yaml);
+    insert(std::move(e));
+  }
+}
+
+std::shared_ptr<const TaskSpec> TaskCatalog::find(const std::string& name) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return nullptr;
+  CatalogEntry& e = it->second;
+  if (!e.spec) {
+    e.spec = std::make_shared<const TaskSpec>(parse_task(e.spec_yaml, e.origin + ":" + e.name));
+    e.description = e.spec->description;
+    e.spec_yaml.clear();
+    e.spec_yaml.shrink_to_fit();
+  }
+  return e.spec;
+}
+
+Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
+  Json tasks = Json::array();
+  int64_t total = 0;
+  const int64_t limit = f.limit.value_or(default_limit);
+  for (const auto& [name, e] : entries_) {
+    if (f.split && e.split != *f.split) continue;
+    if (f.source && e.source != *f.source) continue;
+    bool has_all = std::all_of(f.ops.begin(), f.ops.end(),
+                               [&](const std::string& op) { return std::find(e.ops.begin(), e.ops.end(), op) != e.ops.end(); });
+    if (!has_all) continue;
+    if (total >= f.offset && static_cast<int64_t>(tasks.size()) < limit) {
+      tasks.push_back({{"name", e.name}, {"split", e.split}, {"source", e.source}, {"dtype", e.dtype},
+                       {"ops", e.ops}, {"n_ops", e.ops.size()}, {"description", e.description}});
+    }
+    ++total;
+  }
+  Json out = {{"tasks", tasks}, {"total", total}, {"offset", f.offset}};
+  int64_t next = f.offset + static_cast<int64_t>(tasks.size());
+  out["next_offset"] = next < total ? Json(next) : Json();
+  return out;
+}
+
+}  // namespace kforge

@@ -1,0 +1,41 @@
+#pragma once
+// The tasks a server offers: the shipped samples, directories of task specs and synthesised
+// datasets (data_synth/DATASET_FORMAT.md). Facts for listing and filtering are kept for every
+// task; a spec is parsed when an episode first asks for it and kept (tasks are immutable).
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data_synth/task_spec.h"
+#include "rollout/protocol.h"
+
+namespace kforge {
+
+struct CatalogEntry {
+  std::string name, split, source, dtype, description, origin;
+  std::vector<std::string> ops;  // operator names in node order
+  std::string spec_yaml;         // for dataset rows: the spec text, parsed on first use
+  std::shared_ptr<const TaskSpec> spec;
+};
+
+class TaskCatalog {
+ public:
+  // Throws config/io/spec errors naming the file when a source cannot be read.
+  void add_spec_dir(const std::string& dir);
+  void add_dataset(const std::string& path);  // a dataset.h5, or a directory holding one
+  void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
+
+  size_t size() const { return entries_.size(); }
+  // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
+  std::shared_ptr<const TaskSpec> find(const std::string& name);
+  // The `tasks` method's result: {"tasks": [facts], "total": matches, "offset", "next_offset"?}.
+  Json list(const TasksParams& filter, int64_t default_limit = 100) const;
+
+ private:
+  void insert(CatalogEntry e);
+  std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
+};
+
+}  // namespace kforge
