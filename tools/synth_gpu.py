@@ -1,0 +1,1217 @@
+#!/usr/bin/env python3
+"""The GPU stage of the synthesizer (issue 7): runs every task of a `kforge synth` dataset on the
+device, applies the filters the CPU stages could not, and measures the eager and torch.compile
+baselines with one timing method. Resumable by row; shardable; one JSON line per task.
+
+    python tools/synth_gpu.py DIR/dataset.h5 --shard k/N [--device cuda] [--out DIR/gpu]
+           [--limit N] [--time-budget-s S] [--workers W]
+    python tools/synth_gpu.py --merge DIR/dataset.h5 [--out DIR/gpu]
+
+Measuring (tools/SYNTH_GPU.md has the whole story and the H200 commands):
+  per task, Model(*get_init_inputs()) and get_inputs() are built on the device (the rendered program
+  already gives the task dtype), eval(), under torch.no_grad(), TF32 off for matmul and cuDNN;
+  1. probe (serial): eager runs, runs twice bitwise alike, varies with a second draw, finite, clear
+     of the tolerance floor and of a constant answer, at the task's full dims (the CPU filters only
+     ran the C++ reference at the small check dims); a short probe of the eager time rejects tasks
+     far outside the window before anything is compiled;
+  2. compile (parallel): torch.compile(model) in worker processes, which fills Inductor's on-disk
+     caches; a failure or a timeout rejects the task (torch_compile_build);
+  3. time (serial, one task at a time on the GPU): torch.compile(model) again in this process (warm
+     cache), its output checked against eager with the task tolerance (compile_mismatch), then eager
+     and compiled timed call by call, interleaved: CUDA events around each call, the L2 flushed
+     before every call by a read-modify-write of a buffer of at least 2x L2, fresh get_inputs() draw
+     for every call, warm-up by count and by time, median of n with a relative-standard-error stop;
+     a task whose eager median is outside the config's window is rejected (eager_runtime_window).
+  With --device cpu (CI) the same code runs at the check dims, host clock, no cache flush: the
+  records say so in their method and merge refuses them unless --allow-cpu.
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = "tools/synth_gpu.py 1"
+
+# The GPU stage's rejection reasons, in report order.
+REASONS = [
+    "build_failed",               # exec of the program, Model(*get_init_inputs()) or get_inputs() raised
+    "eager_failed",               # the eager forward raised (out of memory included)
+    "spec_mismatch",              # output count, shape or dtype differs from the spec (full dims only)
+    "nondeterministic_gpu",       # two eager runs on the same inputs differ (bitwise)
+    "nonfinite_gpu",              # NaN or inf in an output
+    "invariant_to_inputs_gpu",    # two draws give outputs within tolerance of each other
+    "below_tolerance_floor_gpu",  # an all-zeros answer passes on too many elements
+    "near_constant_gpu",          # the best constant answer passes on too many elements
+    "eager_runtime_window",       # eager median outside [window_ms_low, window_ms_high]
+    "torch_compile_build",        # torch.compile failed, crashed or timed out
+    "compile_mismatch",           # torch.compile's output fails the task tolerance against eager
+]
+RUNTIME_BINS = ["<1", "1-2", "2-5", "5-10", "10-20", "20-50", "50-100", ">100"]  # as data_synth's runtime_bins()
+SPEEDUP_BINS = ["<0.5", "0.5-0.8", "0.8-0.95", "0.95-1.05", "1.05-1.25", "1.25-1.5", "1.5-2", "2-3", ">=3"]
+
+
+class InputError(Exception):
+    """A problem with what the user gave: reported as one line, exit code 1."""
+
+
+def runtime_bin(ms):
+    for edge, name in zip([1, 2, 5, 10, 20, 50, 100], RUNTIME_BINS):
+        if ms < edge:
+            return name
+    return RUNTIME_BINS[-1]
+
+
+def speedup_bin(x):
+    for edge, name in zip([0.5, 0.8, 0.95, 1.05, 1.25, 1.5, 2, 3], SPEEDUP_BINS):
+        if x < edge:
+            return name
+    return SPEEDUP_BINS[-1]
+
+
+def duration(s):
+    if s is None or not math.isfinite(s) or s < 0:
+        return "?"
+    s = int(s)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s // 60 % 60:02d}m"
+
+
+def error_line(e):
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    text = lines[-1] if lines else ""
+    return (type(e).__name__ + (": " + text if text else ""))[:300]
+
+
+# ----------------------------------------------------------------------------------------------
+# Inputs: the dataset, the shard, the config.
+
+def read_dataset(path, columns):
+    """Returns (attrs, {column: list}) for a kforge dataset; InputError naming the file otherwise."""
+    import h5py
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a dataset.h5")
+    if not h5py.is_hdf5(path):
+        raise InputError(f"{path}: not an HDF5 file")
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
+            if attrs.get("format") != "kforge-dataset":
+                raise InputError(f"{path}: not a kforge dataset (format attribute missing)")
+            if attrs.get("format_version") != "1":
+                raise InputError(f"{path}: dataset format version {attrs.get('format_version')} (this tool reads 1)")
+            if "tasks" not in f:
+                raise InputError(f"{path}: not a kforge dataset (no /tasks)")
+            out = {}
+            for c in columns:
+                if c not in f["tasks"]:
+                    raise InputError(f"{path}: not a kforge dataset (no /tasks/{c})")
+                ds = f["tasks"][c]
+                out[c] = list(ds.asstr()[:]) if h5py.check_string_dtype(ds.dtype) else ds[:].tolist()
+            n = {len(v) for v in out.values()}
+            if len(n) > 1:
+                raise InputError(f"{path}: /tasks columns have different lengths")
+            return attrs, out
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({error_line(e)})")
+
+
+def parse_shard(text):
+    m = re.fullmatch(r"(\d+)/(\d+)", text or "")
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
+        raise InputError(f"--shard is k/N with 0 <= k < N, not '{text}'")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_rows(n_rows, k, n):
+    """Shard k of n: a contiguous block of rows (sizes differ by at most one)."""
+    return range(k * n_rows // n, (k + 1) * n_rows // n)
+
+
+def load_config(path):
+    import yaml
+    try:
+        with open(path) as f:
+            cfg = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the config ({error_line(e)})")
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not valid YAML ({error_line(e)})")
+    if not isinstance(cfg, dict):
+        raise InputError(f"{path}: the config is not a mapping")
+    try:
+        lo = float(cfg.get("window_ms_low", 1))
+        hi = float(cfg.get("window_ms_high", 100))
+        frac = float((cfg.get("cpu_check") or {}).get("min_informative_fraction", 0.01))
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{path}: window_ms_low, window_ms_high and cpu_check.min_informative_fraction are numbers ({e})")
+    if not (0 <= lo < hi):
+        raise InputError(f"{path}: window_ms_low must be >= 0 and below window_ms_high")
+    return {"window_ms": [lo, hi], "min_informative_fraction": frac}
+
+
+def spec_info(spec_yaml):
+    """What the GPU stage needs from a task spec: seed, dims, check_dims, outputs, tolerance."""
+    import yaml
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    s = yaml.load(spec_yaml, Loader=loader)
+    tol = s.get("tolerance") or {}
+    dtype = s.get("dtype", "float32")
+    default_tol = 1e-4 if dtype == "float32" else 1e-2
+    return {
+        "seed": int(s.get("seed", 0)),
+        "dims": s.get("dims") or {},
+        "check_dims": s.get("check_dims"),
+        "outputs": s.get("outputs") or [],
+        "atol": float(tol.get("atol", default_tol)),
+        "rtol": float(tol.get("rtol", default_tol)),
+        "dtype": dtype,
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# The part files: one JSON line per task, flushed per row; a killed run resumes.
+
+def part_files(out_dir):
+    return sorted(glob.glob(os.path.join(out_dir, "part-*.jsonl")))
+
+
+def read_records(out_dir):
+    """Every complete record in every part file, in file order (a torn last line is ignored)."""
+    recs = []
+    for p in part_files(out_dir):
+        with open(p) as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(r, dict) and "id" in r and "status" in r:
+                    recs.append(r)
+    return recs
+
+
+class PartWriter:
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        # A run killed mid-write leaves a torn last line: cut it off before appending.
+        if os.path.exists(path):
+            with open(path, "rb+") as f:
+                data = f.read()
+                if data and not data.endswith(b"\n"):
+                    f.truncate(data.rfind(b"\n") + 1)
+        self.f = open(path, "a")
+
+    def write(self, rec):
+        self.f.write(json.dumps(rec, allow_nan=False) + "\n")
+        self.f.flush()
+        os.fsync(self.f.fileno())
+
+    def close(self):
+        self.f.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# Torch side. Everything below imports torch lazily so that --merge and errors stay fast.
+
+def apply_flags(torch):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.benchmark = False
+
+
+def flags_record(torch):
+    return {
+        "allow_tf32_cublas": str(torch.backends.cuda.matmul.allow_tf32).lower(),
+        "allow_tf32_cudnn": str(torch.backends.cudnn.allow_tf32).lower(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn_benchmark": str(torch.backends.cudnn.benchmark).lower(),
+        "grad_mode": "no_grad",
+        "module_mode": "eval",
+        "compile_mode": "default",
+    }
+
+
+def environment(torch, device):
+    env = {"torch": torch.__version__, "cuda": torch.version.cuda or "", "python": platform.python_version(),
+           "host": socket.gethostname(), "device": device}
+    try:
+        import triton
+        env["triton"] = triton.__version__
+    except Exception:
+        env["triton"] = ""
+    if device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(torch.device(device))
+        env["gpu"] = props.name
+        env["l2_bytes"] = int(getattr(props, "L2_cache_size", 0))
+        env["sm_count"] = props.multi_processor_count
+        env["memory_gb"] = round(props.total_memory / 2**30, 1)
+        env["cudnn"] = str(torch.backends.cudnn.version())
+        try:
+            idx = torch.device(device).index or 0
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+            env["driver"] = out[min(idx, len(out) - 1)].strip() if out else ""
+        except (OSError, subprocess.SubprocessError):
+            env["driver"] = ""
+    else:
+        cpu = platform.processor() or platform.machine()
+        try:
+            with open("/proc/cpuinfo") as f:
+                m = re.search(r"model name\s*:\s*(.*)", f.read())
+                cpu = m.group(1).strip() if m else cpu
+        except OSError:
+            pass
+        env["gpu"] = f"none (cpu: {cpu})"
+        env["driver"] = ""
+        env["threads"] = torch.get_num_threads()
+    return env
+
+
+def build_task(torch, task_id, program, dims, device, seed):
+    """exec the rendered program; Model and a draw() of fresh inputs on the device."""
+    ns = {"__name__": "kforge_task_" + task_id}
+    exec(compile(program, f"<kforge task {task_id}>", "exec"), ns)
+    for k, v in (dims or {}).items():  # the check dims replace the module-level dims (CPU mode)
+        if k in ns:
+            ns[k] = int(v)
+    torch.manual_seed(seed % (2**63))
+    dev = torch.device(device)
+    with dev:
+        model = ns["Model"](*ns["get_init_inputs"]())
+    model = model.to(dev).eval()
+
+    def draw():
+        with dev:
+            xs = ns["get_inputs"]()
+        return [x.to(dev) if torch.is_tensor(x) else x for x in xs]
+
+    return model, draw
+
+
+def as_outputs(torch, out):
+    if torch.is_tensor(out):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [o for o in out if torch.is_tensor(o)]
+    return []
+
+
+def failing_fraction(torch, ref, answer, atol, rtol):
+    """Share of elements where `answer` fails the tolerance test against `ref` (as the C++ filters
+    and the verifier: |a - r| > atol + rtol * |r|, in double), chunked to bound memory."""
+    r = ref.reshape(-1)
+    a = answer.reshape(-1) if answer.numel() == ref.numel() else answer.expand_as(ref).reshape(-1)
+    n = r.numel()
+    if n == 0:
+        return 0.0
+    bad = 0
+    step = 1 << 26
+    for i in range(0, n, step):
+        rr = r[i:i + step].double()
+        aa = a[i:i + step].double()
+        bad += int(((aa - rr).abs() > (atol + rtol * rr.abs())).sum().item())
+    return bad / n
+
+
+def run_checks(torch, model, draw, info, cfg, full_dims):
+    """The output checks at the dims in effect. Returns (reason or "", details)."""
+    atol, rtol = info["atol"], info["rtol"]
+    frac_min = cfg["min_informative_fraction"]
+    with torch.no_grad():
+        xa = draw()
+        a1 = as_outputs(torch, model(*xa))
+        a2 = as_outputs(torch, model(*xa))
+        del xa
+        xb = draw()
+        b = as_outputs(torch, model(*xb))
+        del xb
+    d = {"outputs": [[list(o.shape), str(o.dtype).replace("torch.", "")] for o in a1]}
+    if full_dims and info["outputs"]:
+        want = [[list(o.get("shape", [])), o.get("dtype")] for o in info["outputs"]]
+        if want != d["outputs"]:
+            d["spec_outputs"] = want
+            return "spec_mismatch", d
+    if not a1:
+        return "eager_failed", dict(d, error="the model returned no tensor")
+    for x, y in zip(a1, a2):
+        if not torch.equal(x, y) and not (x.is_floating_point() and torch.equal(torch.isnan(x), torch.isnan(y))
+                                          and torch.equal(x.nan_to_num(0), y.nan_to_num(0))):
+            if x.is_floating_point():
+                d["max_abs_diff_same_inputs"] = float((x.double() - y.double()).abs().max().item())
+            return "nondeterministic_gpu", d
+    varies = False
+    informative = []
+    for x, y in zip(a1, b):
+        if not x.is_floating_point():
+            varies = varies or not torch.equal(x, y)
+            continue
+        if not bool(torch.isfinite(x).all()) or not bool(torch.isfinite(y).all()):
+            return "nonfinite_gpu", d
+        f_vary = failing_fraction(torch, x, y, atol, rtol)
+        varies = varies or f_vary > 0
+        f_zero = failing_fraction(torch, x, torch.zeros((), dtype=x.dtype, device=x.device), atol, rtol)
+        f_const = 1.0
+        if x.numel() > 1:
+            c = torch.full((), torch.mean(x, dtype=torch.float64).item(), dtype=torch.float64, device=x.device)
+            f_const = failing_fraction(torch, x, c, atol, rtol)
+        informative.append({"vary": round(f_vary, 6), "zeros_fail": round(f_zero, 6), "constant_fail": round(f_const, 6)})
+        d["informative"] = informative
+        if f_zero < frac_min:
+            return "below_tolerance_floor_gpu", d
+        if f_const < frac_min:
+            return "near_constant_gpu", d
+    if not varies:
+        return "invariant_to_inputs_gpu", d
+    return "", d
+
+
+class Timer:
+    """One timing method for eager and compiled: time(fn, args) -> (ms, output)."""
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.cuda = device.startswith("cuda")
+        self.dev = torch.device(device)
+        if self.cuda:
+            l2 = int(getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0)) or (64 << 20)
+            self.flush_bytes = max(2 * l2, 128 << 20)
+            self.flush = torch.randint(0, 256, (self.flush_bytes,), dtype=torch.uint8, device=self.dev)
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+        else:
+            self.flush_bytes = 0
+
+    def method(self, a):
+        both = ("eager and torch.compile(model) (default mode) timed by the same loop, call by call, "
+                "alternating which goes first each round; fresh get_inputs() draw (random, never zeros) before "
+                f"every call; warm-up >= {a.warmup_calls} calls and >= {a.warmup_ms:g} ms each; "
+                f"median of n in [{a.min_n}, {a.max_n}], stopping once the relative standard error of the mean "
+                f"is <= {a.rse:g} for both, or after {a.max_task_s:g} s of samples; no_grad, eval(), TF32 off")
+        if self.cuda:
+            return (f"CUDA events around each call, synchronized per call; L2 flushed before every call by a "
+                    f"read-modify-write of {self.flush_bytes >> 20} MiB (>= 2x L2); " + both)
+        return ("CPU MODE (CI only, not a GPU baseline): host perf_counter around each call; NO cache flush "
+                "(L2/LLC are not flushed on the CPU); at the task's check_dims; " + both)
+
+    def time(self, fn, args):
+        torch = self.torch
+        with torch.no_grad():
+            if self.cuda:
+                self.flush.add_(1)
+                self.start.record()
+                out = fn(*args)
+                self.end.record()
+                self.end.synchronize()
+                return self.start.elapsed_time(self.end), out
+            t0 = time.perf_counter()
+            out = fn(*args)
+            return (time.perf_counter() - t0) * 1e3, out
+
+
+def stats(samples):
+    s = sorted(samples)
+    n = len(s)
+    if n == 0:
+        return {"n": 0}
+    mean = sum(s) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) if n > 1 else 0.0
+    q = lambda p: s[min(n - 1, max(0, int(round(p * (n - 1)))))]  # noqa: E731
+    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return {"median_ms": med, "mean_ms": mean, "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "max_ms": s[-1],
+            "n": n, "rse": (sd / math.sqrt(n) / mean) if n > 1 and mean > 0 else 0.0}
+
+
+def measure(timer, fns, draw, a, warmup=True, n_fixed=None):
+    """Times each fn in fns with fresh inputs per call, interleaved. Returns one stats dict per fn."""
+    if warmup:
+        for fn in fns:
+            k, spent = 0, 0.0
+            while k < a.warmup_calls or (spent < a.warmup_ms and k < 50):
+                x = draw()
+                ms, out = timer.time(fn, x)
+                del out, x
+                spent += ms
+                k += 1
+    samples = [[] for _ in fns]
+    t0 = time.monotonic()
+    r = 0
+    while True:
+        order = list(range(len(fns))) if r % 2 == 0 else list(reversed(range(len(fns))))
+        for i in order:
+            x = draw()
+            ms, out = timer.time(fns[i], x)
+            del out, x
+            samples[i].append(ms)
+        r += 1
+        n = len(samples[0])
+        if n_fixed is not None:
+            if n >= n_fixed:
+                break
+            continue
+        if n >= a.max_n:
+            break
+        if n >= a.min_n and all(stats(s)["rse"] <= a.rse for s in samples):
+            break
+        if n >= a.min_n and time.monotonic() - t0 > a.max_task_s:
+            break
+    return [stats(s) for s in samples]
+
+
+def cuda_healthy(torch, device):
+    if not device.startswith("cuda"):
+        return True
+    try:
+        torch.cuda.synchronize()
+        return torch.ones(1, device=device).add_(1).item() == 2
+    except Exception:
+        return False
+
+
+def release(torch, device):
+    import gc
+    gc.collect()
+    try:
+        torch._dynamo.reset()
+    except Exception:
+        pass
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------------------------------------
+# The compile pool: torch.compile in worker processes, filling Inductor's on-disk caches, while
+# the main process alone times on the GPU (in its own stage, never at the same time).
+
+def _compile_worker(jobs, results, wid, device):
+    import torch
+    apply_flags(torch)
+    results.put(("ready", wid, None))
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        task_id, program, dims, seed = job
+        t0 = time.monotonic()
+        err = ""
+        try:
+            model, draw = build_task(torch, task_id, program, dims, device, seed)
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                x = draw()
+                compiled(*x)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            del model, compiled, x
+        except Exception as e:  # noqa: BLE001 - any failure is the task's
+            err = error_line(e)
+        release(torch, device)
+        results.put(("done", wid, (task_id, err, time.monotonic() - t0)))
+        if err and not cuda_healthy(torch, device):
+            sys.exit(3)  # a broken CUDA context: the pool starts a fresh worker
+
+
+class CompilePool:
+    def __init__(self, n, device):
+        import multiprocessing as mp
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # W workers, not W x cores processes
+        self.ctx = mp.get_context("spawn")
+        self.device = device
+        self.results = self.ctx.Queue()
+        self.workers = {}
+        for wid in range(n):
+            self._start(wid)
+
+    def _start(self, wid):
+        q = self.ctx.Queue()
+        p = self.ctx.Process(target=_compile_worker, args=(q, self.results, wid, self.device), daemon=True)
+        p.start()
+        self.workers[wid] = {"p": p, "q": q, "job": None, "t": 0.0, "mem": 0.0}
+
+    def _restart(self, wid):
+        w = self.workers[wid]
+        if w["p"].is_alive():
+            w["p"].kill()
+        w["p"].join(timeout=10)
+        self._start(wid)
+
+    def run(self, jobs, deadline, timeout_s, mem_budget):
+        """jobs: [(task_id, program, dims, seed, mem_bytes)]. Returns {task_id: (error, seconds)};
+        jobs not finished by `deadline` (time.monotonic()) are left out (the next run redoes them)."""
+        pending = list(jobs)
+        done = {}
+        while pending or any(w["job"] for w in self.workers.values()):
+            now = time.monotonic()
+            if now > deadline:
+                for wid, w in self.workers.items():
+                    if w["job"]:
+                        self._restart(wid)  # unfinished: not recorded
+                break
+            in_use = sum(w["mem"] for w in self.workers.values() if w["job"])
+            busy = any(w["job"] for w in self.workers.values())
+            for wid, w in self.workers.items():
+                if w["job"] or not pending:
+                    continue
+                pick = next((j for j in pending if in_use + j[4] <= mem_budget), None)
+                if pick is None and not busy:
+                    pick = pending[0]  # alone it may use the whole device
+                if pick is None:
+                    break
+                pending.remove(pick)
+                w["q"].put(pick[:4])
+                w.update(job=pick, t=now, mem=pick[4])
+                in_use += pick[4]
+                busy = True
+            try:
+                kind, wid, payload = self.results.get(timeout=0.5)
+                if kind == "done" and self.workers[wid]["job"] and payload[0] == self.workers[wid]["job"][0]:
+                    done[payload[0]] = (payload[1], payload[2])
+                    self.workers[wid].update(job=None, mem=0.0)
+            except Exception:  # queue.Empty
+                pass
+            now = time.monotonic()
+            for wid, w in list(self.workers.items()):
+                if w["job"] and now - w["t"] > timeout_s:
+                    done[w["job"][0]] = (f"timeout: torch.compile took more than {timeout_s:g} s", now - w["t"])
+                    self._restart(wid)
+                elif w["job"] and not w["p"].is_alive():
+                    code = w["p"].exitcode
+                    if w["job"][0] not in done:
+                        done[w["job"][0]] = (f"compile worker died (exit code {code})", now - w["t"])
+                    self._restart(wid)
+                elif not w["job"] and not w["p"].is_alive():
+                    self._restart(wid)
+        return done
+
+    def close(self):
+        for w in self.workers.values():
+            try:
+                w["q"].put(None)
+            except Exception:
+                pass
+        for w in self.workers.values():
+            w["p"].join(timeout=5)
+            if w["p"].is_alive():
+                w["p"].kill()
+
+
+# ----------------------------------------------------------------------------------------------
+# The run.
+
+class Run:
+    def __init__(self, a, torch):
+        self.a = a
+        self.torch = torch
+        self.t0 = float(os.environ.get("KFORGE_SYNTH_GPU_T0", time.monotonic()))
+        os.environ["KFORGE_SYNTH_GPU_T0"] = repr(self.t0)  # a re-exec keeps the original clock
+        self.deadline = self.t0 + a.time_budget_s if a.time_budget_s else float("inf")
+        self.timer = Timer(torch, a.device)
+        self.env = environment(torch, a.device)
+        self.flags = flags_record(torch)
+        self.method = self.timer.method(a)
+        self.cuda = a.device.startswith("cuda")
+        self.written = self.ok = 0
+        self.rejected = {}
+        self.serial_s = []   # per task: probe + timing seconds
+        self.compile_s = []  # per task: cold compile seconds (in a worker)
+        self.last_progress = 0.0
+        self.pool = self.writer = None
+        self.total = self.resumed = 0
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def est_task_s(self):
+        serial = sum(self.serial_s) / len(self.serial_s) if self.serial_s else (4.0 if self.cuda else 5.0)
+        comp = sum(self.compile_s) / len(self.compile_s) if self.compile_s else 40.0
+        return serial + comp / max(1, self.a.workers)
+
+    def reserve_s(self):
+        """Time kept in hand before starting one more task."""
+        worst = max(self.serial_s) if self.serial_s else 10.0
+        return min(120.0, max(5.0, 1.5 * worst))
+
+    def record(self, task, status, reason="", **fields):
+        rec = {"id": task["id"], "row": task["row"], "status": status, "reason": reason, "dtype": task["dtype"],
+               "dims": "full" if task["dims"] is None else "check", "window_ms": self.a.cfg["window_ms"]}
+        rec.update(fields)
+        rec.update({"env": self.env, "method": self.method, "flags": self.flags, "tool": TOOL,
+                    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        for k in ("eager_ms", "compile_ms", "probe_eager_ms"):
+            if k in rec and rec[k] is not None and not math.isfinite(rec[k]):
+                rec[k] = None
+        self.writer.write(rec)
+        self.written += 1
+        if status == "ok":
+            self.ok += 1
+        else:
+            self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self.progress()
+
+    def progress(self, force=False):
+        now = time.monotonic()
+        if not force and now - self.last_progress < self.a.progress_s:
+            return
+        self.last_progress = now
+        el = now - self.t0
+        rate = self.written / el if el > 0 else 0
+        todo = self.total - self.written
+        left = todo / rate if rate > 0 else None
+        rej = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
+        budget = f" | budget left {duration(self.left())}" if math.isfinite(self.deadline) else ""
+        print(f"synth_gpu: shard {self.a.shard} | {self.written}/{self.total} this run (+{self.resumed} resumed) | "
+              f"ok {self.ok} | rejected {sum(self.rejected.values())} ({rej}) | {rate * 60:.1f} tasks/min | "
+              f"elapsed {duration(el)} | left ~{duration(left)}{budget}", file=sys.stderr, flush=True)
+
+    # -- stage 1: build, checks, probe -----------------------------------------------------------
+    def probe(self, task):
+        torch, a = self.torch, self.a
+        t0 = time.monotonic()
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+        try:
+            model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
+        except Exception as e:  # noqa: BLE001
+            return self.fail_row(task, "build_failed", e, t0)
+        try:
+            reason, checks = run_checks(torch, model, draw, task["info"], a.cfg, task["dims"] is None)
+        except Exception as e:  # noqa: BLE001
+            del model, draw
+            return self.fail_row(task, "eager_failed", e, t0)
+        probe_ms = None
+        if not reason:
+            try:
+                (st,) = measure(self.timer, [model], draw, a, warmup=False, n_fixed=a.probe_n)
+                probe_ms = st["median_ms"]
+            except Exception as e:  # noqa: BLE001
+                del model, draw
+                return self.fail_row(task, "eager_failed", e, t0)
+            lo, hi = a.cfg["window_ms"]
+            if probe_ms < lo / a.probe_margin or probe_ms > hi * a.probe_margin:
+                reason = "eager_runtime_window"
+        peak = (torch.cuda.max_memory_allocated() - base) if self.cuda else 0
+        del model, draw
+        release(torch, a.device)
+        task["peak_mem_bytes"] = peak
+        task["probe_ms"] = probe_ms
+        task["checks"] = checks
+        task["probe_s"] = time.monotonic() - t0
+        if reason:
+            self.record(task, "rejected:" + reason, reason, eager_ms=probe_ms, probe_eager_ms=probe_ms,
+                        checks=checks, peak_mem_gb=round(peak / 2**30, 3), wall_s=round(task["probe_s"], 3),
+                        note="rejected by the probe (n=%d)" % a.probe_n if probe_ms is not None else "")
+            self.serial_s.append(task["probe_s"])
+            return False
+        return True
+
+    def fail_row(self, task, reason, e, t0):
+        tb = traceback.format_exc(limit=3)
+        self.record(task, "rejected:" + reason, reason, error=error_line(e), wall_s=round(time.monotonic() - t0, 3),
+                    traceback=tb[-2000:])
+        release(self.torch, self.a.device)
+        self.serial_s.append(time.monotonic() - t0)
+        if not cuda_healthy(self.torch, self.a.device):
+            self.restart("the CUDA context broke on task %s (%s)" % (task["id"], error_line(e)))
+        return False
+
+    def restart(self, why):
+        n = int(os.environ.get("KFORGE_SYNTH_GPU_RESTARTS", "0"))
+        print(f"synth_gpu: {why}; restarting the process (restart {n + 1})", file=sys.stderr, flush=True)
+        if self.pool:
+            self.pool.close()
+        self.writer.close()
+        if n >= self.a.max_restarts:
+            print("synth_gpu: error: too many restarts; stopping (rerun to continue)", file=sys.stderr, flush=True)
+            sys.exit(3)
+        os.environ["KFORGE_SYNTH_GPU_RESTARTS"] = str(n + 1)
+        os.execv(sys.executable, [sys.executable] + sys.argv)
+
+    # -- stage 3: compile (warm), compare, time --------------------------------------------------
+    def time_task(self, task, cold):
+        torch, a = self.torch, self.a
+        t0 = time.monotonic()
+        try:
+            model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
+        except Exception as e:  # noqa: BLE001
+            return self.fail_row(task, "build_failed", e, t0)
+        counters = None
+        try:
+            from torch._dynamo.utils import counters
+            hits0 = counters["inductor"]["fxgraph_cache_hit"]
+            miss0 = counters["inductor"]["fxgraph_cache_miss"]
+        except Exception:
+            hits0 = miss0 = 0
+        tc = time.monotonic()
+        try:
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                x = draw()
+                out_c = as_outputs(torch, compiled(*x))
+            if self.cuda:
+                torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            del model, draw
+            return self.fail_row(task, "torch_compile_build", e, t0)
+        warm_s = time.monotonic() - tc
+        cache = {}
+        if counters is not None:
+            cache = {"fxgraph_hit": counters["inductor"]["fxgraph_cache_hit"] - hits0,
+                     "fxgraph_miss": counters["inductor"]["fxgraph_cache_miss"] - miss0}
+        try:
+            with torch.no_grad():
+                out_e = as_outputs(torch, model(*x))
+            mism = 0.0
+            for e_, c_ in zip(out_e, out_c):
+                if e_.shape != c_.shape or e_.dtype != c_.dtype:
+                    mism = 1.0
+                elif e_.is_floating_point():
+                    mism = max(mism, failing_fraction(torch, e_, c_, task["info"]["atol"], task["info"]["rtol"]))
+                elif not torch.equal(e_, c_):
+                    mism = 1.0
+            del out_e, out_c, x
+        except Exception as e:  # noqa: BLE001
+            del model, compiled, draw
+            return self.fail_row(task, "eager_failed", e, t0)
+        common = dict(probe_eager_ms=task["probe_ms"], checks=task["checks"], compile_cold_s=round(cold, 3),
+                      compile_warm_s=round(warm_s, 3), compile_cache=cache,
+                      peak_mem_gb=round(task["peak_mem_bytes"] / 2**30, 3))
+        if mism > 0:
+            del model, compiled, draw
+            release(torch, a.device)
+            self.serial_s.append(task["probe_s"] + time.monotonic() - t0)
+            self.record(task, "rejected:compile_mismatch", "compile_mismatch", compile_mismatch_fraction=mism,
+                        wall_s=round(task["probe_s"] + time.monotonic() - t0, 3), **common)
+            return False
+        try:
+            st_e, st_c = measure(self.timer, [model, compiled], draw, a)
+        except Exception as e:  # noqa: BLE001
+            del model, compiled, draw
+            return self.fail_row(task, "eager_failed", e, t0)
+        del model, compiled, draw
+        release(torch, a.device)
+        wall = task["probe_s"] + time.monotonic() - t0
+        self.serial_s.append(wall)
+        lo, hi = a.cfg["window_ms"]
+        eager_ms, compile_ms = st_e["median_ms"], st_c["median_ms"]
+        ok = lo <= eager_ms <= hi
+        self.record(task, "ok" if ok else "rejected:eager_runtime_window", "" if ok else "eager_runtime_window",
+                    eager_ms=eager_ms, compile_ms=compile_ms, speedup=eager_ms / compile_ms if compile_ms > 0 else None,
+                    eager=st_e, compile=st_c, wall_s=round(wall, 3), **common)
+        return ok
+
+    # -- the loop --------------------------------------------------------------------------------
+    def go(self, tasks, resumed):
+        a = self.a
+        self.total, self.resumed = len(tasks), resumed
+        self.pool = CompilePool(a.workers, a.device) if a.workers > 0 and tasks else None
+        self.writer = PartWriter(os.path.join(a.out, f"part-{a.shard_k}.jsonl"))
+        mem_total = self.torch.cuda.get_device_properties(self.torch.device(a.device)).total_memory if self.cuda else 0
+        stopped = ""
+        try:
+            i = 0
+            while i < len(tasks):
+                room = (self.left() - self.reserve_s()) / self.est_task_s()
+                fit = int(room) if math.isfinite(room) else len(tasks)
+                if fit < 1:
+                    stopped = "time budget"
+                    break
+                batch = tasks[i:i + min(a.batch, fit)]
+                i += len(batch)
+                passed = []
+                for t in batch:  # stage 1
+                    if self.left() < self.reserve_s():
+                        stopped = "time budget"
+                        break
+                    if self.probe(t):
+                        passed.append(t)
+                if not passed:
+                    if stopped:
+                        break
+                    continue
+                cold = {}
+                if self.pool:  # stage 2
+                    serial_est = (sum(self.serial_s) / len(self.serial_s) if self.serial_s else 4.0) * len(passed)
+                    hard = time.monotonic() + self.left() - self.reserve_s() - serial_est
+                    budget = 0.8 * mem_total - (self.torch.cuda.memory_reserved() if self.cuda else 0)
+                    jobs = [(t["id"], t["program"], t["dims"], t["seed"], 1.5 * t["peak_mem_bytes"] + (1 << 30))
+                            for t in passed]
+                    res = self.pool.run(jobs, hard, a.compile_timeout_s, budget)
+                    for t in passed:
+                        if t["id"] not in res:
+                            continue
+                        err, secs = res[t["id"]]
+                        self.compile_s.append(secs)
+                        if err:
+                            self.record(t, "rejected:torch_compile_build", "torch_compile_build", error=err,
+                                        probe_eager_ms=t["probe_ms"], checks=t["checks"], compile_cold_s=round(secs, 3),
+                                        wall_s=round(t["probe_s"], 3))
+                        else:
+                            cold[t["id"]] = secs
+                    if len(res) < len(passed):
+                        stopped = "time budget (during compilation)"
+                else:
+                    cold = {t["id"]: 0.0 for t in passed}
+                for t in passed:  # stage 3
+                    if t["id"] not in cold:
+                        continue
+                    if self.left() < self.reserve_s() / 2:
+                        stopped = "time budget"
+                        break
+                    self.time_task(t, cold[t["id"]])
+                if stopped:
+                    break
+        finally:
+            if self.pool:
+                self.pool.close()
+            self.writer.close()
+        self.progress(force=True)
+        left = self.total - self.written
+        print(f"synth_gpu: shard {a.shard}: wrote {self.written} row(s) to {self.writer.path} (ok {self.ok}, rejected "
+              f"{sum(self.rejected.values())}); {left} of this run's tasks left"
+              + (f" (stopped: {stopped}; rerun the same command to continue)" if left else ""), flush=True)
+        return 0
+
+
+def cmd_run(a):
+    a.shard_k, a.shard_n = parse_shard(a.shard)
+    a.cfg = load_config(a.config)
+    attrs, cols = read_dataset(a.dataset, ["id", "dtype", "program_py", "spec_yaml"])
+    a.out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "gpu")
+    n_rows = len(cols["id"])
+    rows = list(shard_rows(n_rows, a.shard_k, a.shard_n))
+    done = {r["id"] for r in read_records(a.out)} if os.path.isdir(a.out) else set()
+    todo = [i for i in rows if cols["id"][i] not in done]
+    resumed = len(rows) - len(todo)
+    if a.limit is not None:
+        todo = todo[:a.limit]
+
+    # One process-wide setting for the timing process and the compile workers: no background pool of
+    # Inductor compile processes competing with the timed calls (set before torch is imported).
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import torch  # after the cheap checks: a bad input fails fast
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"--device {a.device}: no CUDA device is available (use --device cpu for the CI mode)")
+    if a.device.startswith("cuda") and torch.device(a.device).index is not None:
+        torch.cuda.set_device(torch.device(a.device))
+    apply_flags(torch)
+    dims_mode = a.dims if a.dims != "auto" else ("full" if a.device.startswith("cuda") else "check")
+    tasks = []
+    for i in todo:
+        try:
+            info = spec_info(cols["spec_yaml"][i])
+        except Exception as e:  # noqa: BLE001
+            raise InputError(f"{a.dataset}: row {i} ({cols['id'][i]}): spec_yaml does not parse ({error_line(e)})")
+        if dims_mode == "check" and not info["check_dims"]:
+            raise InputError(f"{a.dataset}: task {cols['id'][i]} has no check_dims (needed by --dims check)")
+        tasks.append({"id": cols["id"][i], "row": i, "dtype": cols["dtype"][i], "program": cols["program_py"][i],
+                      "info": info, "seed": info["seed"], "dims": info["check_dims"] if dims_mode == "check" else None})
+    os.makedirs(a.out, exist_ok=True)
+    print(f"synth_gpu: {a.dataset}: {n_rows} tasks; shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-"
+          f"{rows[-1] if rows else -1}), {resumed} already written, {len(tasks)} to do in this run; device {a.device} "
+          f"at {dims_mode} dims; window {a.cfg['window_ms'][0]:g}-{a.cfg['window_ms'][1]:g} ms; {a.workers} compile "
+          f"worker(s); out {a.out}", file=sys.stderr, flush=True)
+    if a.device == "cpu" and a.threads:
+        torch.set_num_threads(a.threads)
+    return Run(a, torch).go(tasks, resumed)
+
+
+# ----------------------------------------------------------------------------------------------
+# Merge: the records back into the dataset, the baselines into each spec, a summary.
+
+def yaml_str(s):
+    return json.dumps(str(s))  # a JSON string is a YAML double-quoted scalar
+
+
+def yaml_num(x):
+    return repr(float(f"{x:.6g}"))
+
+
+def baselines_block(rec):
+    env = rec.get("env", {})
+    lines = ["baselines:", f"  eager_ms: {yaml_num(rec['eager_ms'])}"]
+    if rec.get("compile_ms"):
+        lines.append(f"  compile_ms: {yaml_num(rec['compile_ms'])}")
+    lines += [f"  gpu: {yaml_str(env.get('gpu', ''))}", f"  torch: {yaml_str(env.get('torch', ''))}",
+              f"  cuda: {yaml_str(env.get('cuda', ''))}", f"  method: {yaml_str(rec.get('method', ''))}"]
+    flags = rec.get("flags") or {}
+    if flags:
+        lines.append("  flags: {" + ", ".join(f"{k}: {yaml_str(v)}" for k, v in sorted(flags.items())) + "}")
+    return "\n".join(lines) + "\n"
+
+
+def spec_with_baselines(spec, rec):
+    """The spec text with its top-level `baselines:` block replaced (or inserted before
+    `provenance:`, where kforge writes it); every other line is kept as it was."""
+    lines = spec.splitlines(keepends=True)
+    out, skip = [], False
+    for ln in lines:
+        top = ln[:1] not in (" ", "\t", "#", "-", "\n", "") and ":" in ln
+        if top:
+            skip = ln.startswith("baselines:")
+        if not skip:
+            out.append(ln)
+    block = baselines_block(rec)
+    for i, ln in enumerate(out):
+        if ln.startswith("provenance:"):
+            return "".join(out[:i]) + block + "".join(out[i:])
+    text = "".join(out)
+    return text + ("" if text.endswith("\n") or not text else "\n") + block
+
+
+def pick_records(recs):
+    """One record per id: the last one written (files and lines in order)."""
+    by_id = {}
+    for r in recs:
+        by_id[r["id"]] = r
+    return by_id
+
+
+def percentile(xs, p):
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, int(round(p * (len(s) - 1)))))] if s else None
+
+
+def gpu_summary(ids, by_id, n_tasks):
+    kept = [by_id[i] for i in ids if i in by_id and by_id[i]["status"] == "ok"]
+    measured = [by_id[i] for i in ids if i in by_id]
+    rejected = {k: 0 for k in REASONS}
+    for r in measured:
+        if r["status"] != "ok":
+            rejected[r.get("reason") or r["status"].split(":", 1)[-1]] = rejected.get(r.get("reason"), 0) + 1
+    hist = {b: 0 for b in RUNTIME_BINS}
+    hist_c = {b: 0 for b in RUNTIME_BINS}
+    sp_hist = {b: 0 for b in SPEEDUP_BINS}
+    speedups = []
+    for r in kept:
+        hist[runtime_bin(r["eager_ms"])] += 1
+        if r.get("compile_ms"):
+            hist_c[runtime_bin(r["compile_ms"])] += 1
+            s = r["eager_ms"] / r["compile_ms"]
+            speedups.append(s)
+            sp_hist[speedup_bin(s)] += 1
+    env = (kept or measured or [{}])[-1].get("env", {})
+    sp = {}
+    if speedups:
+        sp = {"median": percentile(speedups, 0.5), "p10": percentile(speedups, 0.1), "p90": percentile(speedups, 0.9),
+              "geomean": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
+              "compile_faster_share": sum(1 for s in speedups if s > 1.05) / len(speedups),
+              "compile_slower_share": sum(1 for s in speedups if s < 0.95) / len(speedups)}
+    return {
+        "tool": TOOL,
+        "tasks": n_tasks,
+        "measured": len(measured),
+        "pending": n_tasks - len(measured),
+        "kept": len(kept),
+        "rejected": rejected,
+        "eager_runtime_ms": hist,
+        "compile_runtime_ms": hist_c,
+        "compile_speedup": sp_hist,
+        "compile_speedup_stats": sp,
+        "seconds": {"serial_wall_s": round(sum(r.get("wall_s") or 0 for r in measured), 1),
+                    "compile_cold_s": round(sum(r.get("compile_cold_s") or 0 for r in measured), 1),
+                    "compile_warm_s": round(sum(r.get("compile_warm_s") or 0 for r in measured), 1)},
+        "gpu": env.get("gpu", ""), "driver": env.get("driver", ""), "torch": env.get("torch", ""),
+        "cuda": env.get("cuda", ""), "device": env.get("device", ""),
+        "dims": sorted({r.get("dims", "") for r in measured}),
+        "window_ms": (measured[-1].get("window_ms") if measured else None),
+        "method": (measured[-1].get("method") if measured else ""),
+        "flags": (measured[-1].get("flags") if measured else {}),
+    }
+
+
+def summary_table(g):
+    def pct(c, n):
+        return f"{c:<8d} ({100.0 * c / n:.1f} %)" if n else str(c)
+    rows = [("GPU stage (tools/synth_gpu.py)", ""), ("  tasks", str(g["tasks"])), ("  measured", str(g["measured"])),
+            ("  pending", str(g["pending"]))]
+    for k, v in g["rejected"].items():
+        rows.append((f"  rejected: {k}", pct(v, g["measured"])))
+    rows.append(("  kept (status ok)", pct(g["kept"], g["measured"])))
+    rows.append(("  device", f"{g['gpu']} (driver {g['driver'] or '?'}, torch {g['torch']}, CUDA {g['cuda'] or '-'})"))
+    rows.append(("eager runtime (ms, measured, kept)", ""))
+    rows += [(f"  {b}", pct(c, g["kept"])) for b, c in g["eager_runtime_ms"].items()]
+    rows.append(("torch.compile speedup (eager / compiled, kept)", ""))
+    rows += [(f"  {b}", pct(c, g["kept"])) for b, c in g["compile_speedup"].items()]
+    s = g["compile_speedup_stats"]
+    if s:
+        rows.append(("  median / geomean / p10 / p90", f"{s['median']:.2f} / {s['geomean']:.2f} / {s['p10']:.2f} / {s['p90']:.2f}"))
+    rows.append(("  serial GPU wall / cold compile (s)", f"{g['seconds']['serial_wall_s']} / {g['seconds']['compile_cold_s']}"))
+    return "".join(f"{a:<38s}{b}\n" if b else f"{a}\n" for a, b in rows)
+
+
+def cmd_merge(a):
+    import h5py
+    import numpy as np
+    path = a.dataset
+    attrs, _ = read_dataset(path, ["id"])  # validates the file (one error line otherwise)
+    out_dir = a.out or os.path.join(os.path.dirname(os.path.abspath(path)), "gpu")
+    if not os.path.isdir(out_dir) or not part_files(out_dir):
+        raise InputError(f"{out_dir}: no part-*.jsonl files to merge (run the GPU stage first)")
+    by_id = pick_records(read_records(out_dir))
+    cpu = [r["id"] for r in by_id.values() if not str(r.get("env", {}).get("device", "")).startswith("cuda")]
+    if cpu and not a.allow_cpu:
+        raise InputError(f"{out_dir}: {len(cpu)} record(s) were measured with --device cpu (e.g. {cpu[0]}); they are "
+                         f"not GPU baselines (pass --allow-cpu to merge them anyway, for tests)")
+    with h5py.File(path, "r") as f:
+        cols = {}
+        for name, ds in f["tasks"].items():
+            cols[name] = (list(ds.asstr()[:]) if h5py.check_string_dtype(ds.dtype) else ds[:], ds.dtype)
+        file_attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+    ids = cols["id"][0]
+    n = len(ids)
+    eager = np.array(cols["eager_ms"][0], dtype=np.float64)
+    comp = np.array(cols["compile_ms"][0], dtype=np.float64)
+    bjson, status, spec = list(cols["baseline_json"][0]), list(cols["status"][0]), list(cols["spec_yaml"][0])
+    updated = 0
+    for i, tid in enumerate(ids):
+        r = by_id.get(tid)
+        if r is None:
+            continue
+        updated += 1
+        env = r.get("env", {})
+        status[i] = r["status"]
+        eager[i] = r["eager_ms"] if r.get("eager_ms") is not None else math.nan
+        comp[i] = r["compile_ms"] if r.get("compile_ms") is not None else math.nan
+        b = {"gpu": env.get("gpu", ""), "driver": env.get("driver", ""), "torch": env.get("torch", ""),
+             "cuda": env.get("cuda", ""), "method": r.get("method", ""), "flags": r.get("flags", {}),
+             "status": r["status"], "dims": r.get("dims"), "date": r.get("date"), "tool": r.get("tool"),
+             "eager": r.get("eager"), "compile": r.get("compile"), "probe_eager_ms": r.get("probe_eager_ms"),
+             "compile_cold_s": r.get("compile_cold_s"), "compile_warm_s": r.get("compile_warm_s"),
+             "peak_mem_gb": r.get("peak_mem_gb"), "checks": r.get("checks"), "error": r.get("error"),
+             "env": env}
+        bjson[i] = json.dumps({k: v for k, v in b.items() if v is not None}, allow_nan=False)
+        if r["status"] == "ok":
+            spec[i] = spec_with_baselines(spec[i], r)
+    cols["eager_ms"] = (eager, cols["eager_ms"][1])
+    cols["compile_ms"] = (comp, cols["compile_ms"][1])
+    cols["baseline_json"] = (bjson, cols["baseline_json"][1])
+    cols["status"] = (status, cols["status"][1])
+    cols["spec_yaml"] = (spec, cols["spec_yaml"][1])
+
+    g = gpu_summary(ids, by_id, n)
+    try:
+        summary = json.loads(file_attrs.get("summary_json") or "{}")
+    except ValueError:
+        summary = {}
+    summary["gpu"] = g
+    file_attrs["summary_json"] = json.dumps(summary)
+    stages = "eager_runtime_window, torch_compile_build, baselines"
+    file_attrs["gpu_stages"] = (f"done: {stages} ({g['kept']} ok, {g['measured'] - g['kept']} rejected; {g['gpu']})"
+                                if g["pending"] == 0 else
+                                f"partial: {stages} ({g['measured']} of {n} measured, {g['pending']} pending)")
+
+    # A fresh file (the layout of data_synth/dataset_h5.cpp), moved into place when complete.
+    tmp = path + ".merge.tmp"
+    sdt = h5py.string_dtype("utf-8")
+    with h5py.File(tmp, "w") as f:
+        for k, v in file_attrs.items():
+            if isinstance(v, str):
+                f.attrs.create(k, v, dtype=sdt)
+            else:
+                f.attrs[k] = v
+        t = f.create_group("tasks")
+        for name, (data, dt) in cols.items():
+            if h5py.check_string_dtype(dt):
+                t.create_dataset(name, data=np.array(data, dtype=object), dtype=sdt)
+            else:
+                t.create_dataset(name, data=np.asarray(data, dtype=dt), dtype=dt)
+    os.replace(tmp, path)
+
+    d = os.path.dirname(os.path.abspath(path))
+    sj = os.path.join(d, "summary.json")
+    try:
+        with open(sj) as f:
+            file_summary = json.load(f)
+    except (OSError, ValueError):
+        file_summary = {k: v for k, v in summary.items() if k != "gpu"}
+    file_summary["gpu"] = g
+    with open(sj, "w") as f:
+        json.dump(file_summary, f, indent=2)
+        f.write("\n")
+    table = summary_table(g)
+    st = os.path.join(d, "summary.txt")
+    old = open(st).read() if os.path.exists(st) else ""
+    marker = "GPU stage (tools/synth_gpu.py)"
+    if marker in old:
+        old = old[:old.index(marker)]
+    with open(st, "w") as f:
+        f.write(old + table)
+    print(table, end="")
+    print(f"synth_gpu: merged {updated} record(s) into {path} ({g['kept']} ok, {g['measured'] - g['kept']} rejected, "
+          f"{g['pending']} pending); wrote summary.json, summary.txt", flush=True)
+    plots = os.path.join(ROOT, "tools", "synth_plots.py")
+    if os.path.exists(plots) and not a.no_plots:
+        r = subprocess.run([sys.executable, plots, sj], capture_output=True, text=True)
+        print((r.stdout or r.stderr).strip(), flush=True)
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dataset", help="DIR/dataset.h5 written by kforge synth")
+    ap.add_argument("--merge", action="store_true", help="write the part files back into the dataset, with a summary")
+    ap.add_argument("--shard", default="0/1", help="k/N: this run takes the k-th of N contiguous blocks of rows")
+    ap.add_argument("--device", default="cuda", help="cuda, cuda:I, or cpu (the CI mode: check dims, no cache flush)")
+    ap.add_argument("--out", default=None, help="folder of the part-k.jsonl files (default: DIR/gpu)")
+    ap.add_argument("--config", default=os.path.join(ROOT, "configs", "synth.yaml"),
+                    help="synthesis config: window_ms_low/high, cpu_check.min_informative_fraction")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many tasks in this run")
+    ap.add_argument("--time-budget-s", type=float, default=None,
+                    help="start no task that would end after this many seconds (from the first start)")
+    ap.add_argument("--workers", type=int, default=None, help="compile worker processes (0: compile in this process)")
+    ap.add_argument("--batch", type=int, default=None, help="tasks per probe/compile/time round (default 4 x workers)")
+    ap.add_argument("--dims", choices=["auto", "full", "check"], default="auto",
+                    help="full dims (auto on cuda) or the spec's check_dims (auto on cpu)")
+    ap.add_argument("--warmup-calls", type=int, default=3)
+    ap.add_argument("--warmup-ms", type=float, default=50.0)
+    ap.add_argument("--min-n", type=int, default=10)
+    ap.add_argument("--max-n", type=int, default=100)
+    ap.add_argument("--rse", type=float, default=0.01, help="stop once the relative standard error is at most this")
+    ap.add_argument("--max-task-s", type=float, default=3.0, help="stop sampling a task after this many seconds")
+    ap.add_argument("--probe-n", type=int, default=3)
+    ap.add_argument("--probe-margin", type=float, default=1.25,
+                    help="the probe rejects only beyond the window by this factor; the final median decides")
+    ap.add_argument("--compile-timeout-s", type=float, default=300.0)
+    ap.add_argument("--max-restarts", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=0, help="CPU mode: torch threads (0: torch's default)")
+    ap.add_argument("--progress-s", type=float, default=5.0)
+    ap.add_argument("--allow-cpu", action="store_true", help="merge: accept records measured with --device cpu")
+    ap.add_argument("--no-plots", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        if a.merge:
+            return cmd_merge(a)
+        if a.limit is not None and a.limit < 0:
+            raise InputError("--limit must be >= 0")
+        if a.workers is None:
+            a.workers = max(1, (os.cpu_count() or 2) - 2) if a.device.startswith("cuda") else 1
+        if a.workers < 0:
+            raise InputError("--workers must be >= 0")
+        a.batch = a.batch or max(4, 4 * a.workers)
+        return cmd_run(a)
+    except InputError as e:
+        print(f"synth_gpu: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
