@@ -120,6 +120,7 @@ std::string read_attr(hid_t obj, const char* name) {
   H5Handle a(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
   H5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(type.id, H5T_VARIABLE);
+  H5Tset_cset(type.id, H5T_CSET_UTF8);
   char* p = nullptr;
   if (H5Aread(a.id, type.id, &p) < 0 || !p) return "";
   std::string s(p);
@@ -152,7 +153,8 @@ TrajectorySummary TrajectorySummary::of(const Json& t) {
   s.task = text(t, "task");
   s.termination_reason = text(t, "termination_reason");
   s.end_cause = text(t, "end_cause");
-  if (t.contains("seed") && t["seed"].is_number_unsigned()) s.seed = t["seed"].get<uint64_t>();
+  if (t.contains("seed") && t["seed"].is_number_integer() && (t["seed"].is_number_unsigned() || t["seed"].get<int64_t>() >= 0))
+    s.seed = t["seed"].get<uint64_t>();
   s.gpu = static_cast<int32_t>(number(t, "gpu", -1));
   s.turns = t.contains("turns") && t["turns"].is_array() ? static_cast<int32_t>(t["turns"].size()) : 0;
   s.episode_reward = number(t, "episode_reward");

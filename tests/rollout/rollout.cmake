@@ -22,3 +22,8 @@ if(KFORGE_FUZZ)
     message(WARNING "KFORGE_FUZZ needs clang (libFuzzer); ${CMAKE_CXX_COMPILER_ID} found, no fuzz target")
   endif()
 endif()
+
+# The server over real sockets in process (no GPU: compile() runs the real compile worker), the
+# trajectory file, the server config.
+kforge_test(rollout_server_tests SOURCES rollout/server_test.cpp LIBS kforge_server Threads::Threads)
+add_dependencies(rollout_server_tests kforge-worker kforge-compile-worker)
