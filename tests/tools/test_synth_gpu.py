@@ -1,0 +1,239 @@
+"""tools/synth_gpu.py (the GPU stage of the synthesizer) in its CPU mode, on a tiny dataset made by
+`kforge synth`: records, the window rejection, the time budget and --limit, a run killed after a
+row and resumed without redoing it, the merge back into dataset.h5 (and into each spec, which
+kforge's task parser must still accept), and the one-line errors. No GPU needed."""
+import importlib.util
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import pytest
+import yaml
+
+KFORGE = os.environ.get("KFORGE_BIN", "kforge")
+SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+TOOL = os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")
+N_TASKS = 4
+FAST = ["--min-n", "3", "--max-n", "8", "--max-task-s", "0.5", "--warmup-calls", "1", "--warmup-ms", "1",
+        "--progress-s", "0", "--threads", "1"]
+
+
+def kforge(*args, check=True):
+    return subprocess.run([KFORGE, *args], capture_output=True, text=True, check=check)
+
+
+def tool(*args, check=True, timeout=600):
+    r = subprocess.run([sys.executable, TOOL, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"synth_gpu failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def records(out):
+    rows = []
+    for name in sorted(os.listdir(out)):
+        if name.startswith("part-") and name.endswith(".jsonl"):
+            with open(os.path.join(out, name)) as f:
+                rows += [json.loads(line) for line in f if line.endswith("\n")]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth_gpu")
+    (d / "synth.yaml").write_text(f"seed: 7\ntarget_tasks: {N_TASKS}\nshard_candidates: 10\n")
+    kforge("synth", "--config", str(d / "synth.yaml"), "--out", str(d / "ds"), "--quiet")
+    (d / "wide.yaml").write_text("window_ms_low: 0\nwindow_ms_high: 1.0e+9\n")
+    (d / "narrow.yaml").write_text("window_ms_low: 1.0e+6\nwindow_ms_high: 1.0e+7\n")
+    return d
+
+
+def fresh_copy(dataset, tmp_path):
+    shutil.copytree(dataset / "ds", tmp_path / "ds")
+    return tmp_path / "ds" / "dataset.h5"
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("synth_gpu", TOOL)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+# -- pure helpers -------------------------------------------------------------------------------
+
+def test_shards_cover_every_row_once():
+    m = load_tool()
+    for n_rows in (0, 1, 7, 6000):
+        for n in (1, 3, 8):
+            rows = [r for k in range(n) for r in m.shard_rows(n_rows, k, n)]
+            assert rows == list(range(n_rows))
+    assert m.parse_shard("2/8") == (2, 8)
+    for bad in ("8/8", "1", "a/b", "-1/2", "0/0"):
+        with pytest.raises(m.InputError):
+            m.parse_shard(bad)
+
+
+def test_stats_median_and_rse():
+    m = load_tool()
+    s = m.stats([3.0, 1.0, 2.0, 4.0])
+    assert s["median_ms"] == 2.5 and s["n"] == 4 and s["min_ms"] == 1.0 and s["max_ms"] == 4.0
+    assert abs(s["rse"] - (math.sqrt(5 / 3) / 2 / 2.5)) < 1e-12
+    assert m.stats([5.0] * 10)["rse"] == 0.0
+
+
+def test_baselines_go_into_the_spec_as_the_parser_reads_them(dataset):
+    m = load_tool()
+    with h5py.File(dataset / "ds" / "dataset.h5") as f:
+        spec = f["tasks/spec_yaml"].asstr()[0]
+    rec = {"eager_ms": 2.5, "compile_ms": 1.25, "method": 'CUDA events; "quoted" and: colons',
+           "env": {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "cuda": "13.0"},
+           "flags": {"allow_tf32_cublas": "false", "allow_tf32_cudnn": "false"}}
+    new = m.spec_with_baselines(spec, rec)
+    before, after = yaml.safe_load(spec), yaml.safe_load(new)
+    b = after.pop("baselines")
+    assert after == before  # nothing else changed
+    assert b == {"eager_ms": 2.5, "compile_ms": 1.25, "gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "cuda": "13.0",
+                 "method": rec["method"], "flags": rec["flags"]}
+    assert list(yaml.safe_load(new).keys())[-2:] == ["baselines", "provenance"]  # where kforge writes it
+    again = m.spec_with_baselines(new, dict(rec, eager_ms=3.0))  # a second merge replaces the block
+    assert again.count("baselines:") == 1 and yaml.safe_load(again)["baselines"]["eager_ms"] == 3.0
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+def one_error_line(r, *needles):
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("synth_gpu: error: "), lines[0]
+    for n in needles:
+        assert str(n) in lines[0], lines[0]
+
+
+def test_bad_inputs_give_one_clear_line(tmp_path, dataset):
+    one_error_line(tool(tmp_path / "missing.h5", "--device", "cpu", check=False), "missing.h5", "no such file")
+    junk = tmp_path / "junk.h5"
+    junk.write_text("not hdf5")
+    one_error_line(tool(junk, "--device", "cpu", check=False), "junk.h5", "not an HDF5 file")
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["x"] = [1, 2, 3]
+    one_error_line(tool(other, "--device", "cpu", check=False), "other.h5", "not a kforge dataset")
+    one_error_line(tool("--merge", junk, check=False), "junk.h5", "not an HDF5 file")
+    ds = dataset / "ds" / "dataset.h5"
+    one_error_line(tool(ds, "--device", "cpu", "--shard", "3/3", check=False), "--shard", "3/3")
+    one_error_line(tool(ds, "--device", "cpu", "--config", tmp_path / "nope.yaml", check=False), "nope.yaml")
+    bad_cfg = tmp_path / "bad.yaml"
+    bad_cfg.write_text("window_ms_low: 5\nwindow_ms_high: 1\n")
+    one_error_line(tool(ds, "--device", "cpu", "--config", bad_cfg, check=False), "bad.yaml", "window_ms_low")
+    one_error_line(tool("--merge", ds, "--out", tmp_path / "empty", check=False), "no part-*.jsonl")
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
+    ds = fresh_copy(dataset, tmp_path)
+    out = tmp_path / "ds" / "gpu"
+    # A budget too small for one task: nothing starts, the run says so.
+    r = tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--time-budget-s", "1", *FAST)
+    assert "stopped: time budget" in r.stdout and records(out) == []
+    # --limit: two rows, then a rerun finishes the rest; the narrow window rejects all (by the probe,
+    # before anything is compiled).
+    tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--limit", "2", *FAST)
+    assert len(records(out)) == 2
+    r = tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", *FAST)
+    assert f"{N_TASKS - 2} to do" in r.stderr and "2 already written" in r.stderr
+    recs = records(out)
+    assert len(recs) == N_TASKS and len({x["id"] for x in recs}) == N_TASKS
+    for x in recs:
+        assert x["status"] == "rejected:eager_runtime_window" and x["reason"] == "eager_runtime_window"
+        assert x["eager_ms"] > 0 and x["window_ms"] == [1e6, 1e7] and "compile_ms" not in x
+        assert x["dims"] == "check" and "NO cache flush" in x["method"] and x["env"]["device"] == "cpu"
+        assert x["flags"]["allow_tf32_cublas"] == "false" and x["flags"]["allow_tf32_cudnn"] == "false"
+    # Merge refuses CPU records unless told; then counts the rejections.
+    one_error_line(tool("--merge", ds, check=False), "--device cpu", "--allow-cpu")
+    r = tool("--merge", ds, "--allow-cpu", "--no-plots")
+    assert "rejected: eager_runtime_window" in r.stdout
+    s = json.load(open(tmp_path / "ds" / "summary.json"))
+    assert s["drawn"] > 0  # the CPU summary is kept
+    g = s["gpu"]
+    assert g["rejected"]["eager_runtime_window"] == N_TASKS and g["kept"] == 0 and g["pending"] == 0
+    with h5py.File(ds) as f:
+        assert all(x == "rejected:eager_runtime_window" for x in f["tasks/status"].asstr()[:])
+        assert all("baselines:" not in x for x in f["tasks/spec_yaml"].asstr()[:])
+        assert f.attrs["gpu_stages"].startswith("done: ")
+        assert json.loads(f.attrs["summary_json"])["gpu"]["rejected"]["eager_runtime_window"] == N_TASKS
+    assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
+
+
+def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
+    ds = fresh_copy(dataset, tmp_path)
+    out = tmp_path / "ds" / "gpu"
+    part = out / "part-0.jsonl"
+    args = [sys.executable, TOOL, str(ds), "--device", "cpu", "--config", str(dataset / "wide.yaml"),
+            "--workers", "1", *FAST]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and p.poll() is None:
+            if part.exists() and part.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.2)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)  # the run and its compile worker
+        p.communicate()
+    first = records(out)
+    assert 1 <= len(first) < N_TASKS, "the run finished before it could be killed"
+    with open(part, "a") as f:
+        f.write('{"id": "torn')  # as if killed in the middle of a write
+    r = tool(*args[2:])
+    assert f"{len(first)} already written" in r.stderr, r.stderr
+    assert "synth_gpu: shard 0/1 |" in r.stderr  # progress lines
+    recs = records(out)
+    assert len(recs) == N_TASKS and len({x["id"] for x in recs}) == N_TASKS
+    assert recs[:len(first)] == first  # not redone
+    ok = [x for x in recs if x["status"] == "ok"]
+    assert ok, [x.get("error") or x["status"] for x in recs]
+    for x in ok:
+        assert x["eager_ms"] > 0 and x["compile_ms"] > 0 and x["eager"]["n"] >= 3 and x["compile"]["n"] == x["eager"]["n"]
+        assert all(c["zeros_fail"] >= 0.01 for c in x["checks"].get("informative", []))
+    assert any(x.get("compile_cache", {}).get("fxgraph_hit") for x in ok)  # the worker warmed Inductor's cache
+
+    r = tool("--merge", ds, "--allow-cpu", "--no-plots")
+    assert "torch.compile speedup" in r.stdout and "eager runtime" in r.stdout
+    by_id = {x["id"]: x for x in recs}
+    with h5py.File(ds) as f:
+        t = f["tasks"]
+        ids = list(t["id"].asstr()[:])
+        for i, tid in enumerate(ids):
+            x = by_id[tid]
+            assert t["status"].asstr()[i] == x["status"]
+            b = json.loads(t["baseline_json"].asstr()[i])
+            assert b["method"] == x["method"] and b["flags"]["allow_tf32_cudnn"] == "false"
+            if x["status"] == "ok":
+                assert t["eager_ms"][i] == x["eager_ms"] and t["compile_ms"][i] == x["compile_ms"]
+                assert yaml.safe_load(t["spec_yaml"].asstr()[i])["baselines"]["gpu"].startswith("none (cpu")
+        g = json.loads(f.attrs["summary_json"])["gpu"]
+        assert g["kept"] == len(ok) and g["measured"] == N_TASKS
+        assert sum(g["compile_speedup"].values()) == len(ok) and sum(g["eager_runtime_ms"].values()) == len(ok)
+    # kforge still reads the dataset, and its task parser accepts every spec with its baselines.
+    assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
+    kb = tmp_path / "kb"
+    kforge("tasks", "export", str(ds), "--format", "kernelbench", "--out", str(kb), "--specs")
+    for x in ok:
+        shown = kforge("task", "show", str(kb / (x["id"] + ".yaml"))).stdout
+        assert "baselines:" in shown and "eager_ms:" in shown and "CPU MODE" in shown
+    # Merging again changes nothing.
+    with h5py.File(ds) as f:
+        before = list(f["tasks/spec_yaml"].asstr()[:])
+    tool("--merge", ds, "--allow-cpu", "--no-plots")
+    with h5py.File(ds) as f:
+        assert list(f["tasks/spec_yaml"].asstr()[:]) == before
