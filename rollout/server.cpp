@@ -582,8 +582,10 @@ struct RolloutServer::Impl {
         s->closed = true;  // recorded when the running step comes back
       }
     }
-    if (!step_running) finalize(s, s->ended ? "finished" : "closed");
-    reply(to, {{"episode", id}, {"closed", true}, {"step_running", step_running}});
+    Json data = {{"episode", id}, {"closed", true}, {"step_running", step_running}};
+    if (step_running) return reply(to, data);
+    // Like the step that ends an episode, the close reply waits for the trajectory to be on disk.
+    finalize(s, s->ended ? "finished" : "closed", [this, to, data] { reply(to, data); });
   }
 
   // Takes the session's queued step out of its queue and answers it `cancelled`; false when it is running.

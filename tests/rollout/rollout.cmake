@@ -27,3 +27,9 @@ endif()
 # trajectory file, the server config.
 kforge_test(rollout_server_tests SOURCES rollout/server_test.cpp LIBS kforge_server Threads::Threads)
 add_dependencies(rollout_server_tests kforge-worker kforge-compile-worker)
+
+# The Python client (tools/python/kforge_client) against the real `kforge serve` binary.
+add_test(NAME python.rollout_client
+  COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/rollout/test_client.py)
+set_tests_properties(python.rollout_client PROPERTIES LABELS cpu TIMEOUT 300
+  ENVIRONMENT "KFORGE_BIN=$<TARGET_FILE:kforge>;KFORGE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")

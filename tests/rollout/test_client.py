@@ -1,0 +1,295 @@
+"""The Python client (tools/python/kforge_client) against the real `kforge serve` binary on ipc and
+loopback endpoints, without a GPU: the Gymnasium-style env, errors as exceptions with kinds, busy
+backpressure, the asyncio client with many episodes, the trajectory reader, `kforge record`, a
+server killed and restarted (finished trajectories stay on disk, the client reconnects), SIGTERM,
+the verl-style tool and the OpenAI-compatible evaluation loop against a scripted stand-in endpoint."""
+import asyncio
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import h5py
+import pytest
+
+SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "python"))
+KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
+
+from kforge_client import AsyncClient, Client, KernelEnv, KforgeError, ServerUnavailable, TrajectoryReader  # noqa: E402
+from kforge_client import read_trajectories  # noqa: E402
+from kforge_client.adapters import ChatEvaluator, KforgeVerlTool  # noqa: E402
+
+CAND = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
+
+
+def candidate(name):
+    with open(os.path.join(CAND, name)) as f:
+        return f.read()
+
+
+def write(path, content):
+    return {"name": "write_file", "arguments": {"path": path, "content": content}}
+
+
+def call(name, **args):
+    return {"name": name, "arguments": args}
+
+
+class Server:
+    """`kforge serve` as a subprocess with a config written for the test."""
+
+    def __init__(self, tmp_path, endpoint=None, record=True, stream=None, **sections):
+        self.tmp_path = tmp_path
+        self.endpoint = endpoint or f"ipc://{tmp_path}/kforge.sock"
+        self.record = str(tmp_path / "trajectories.h5") if record else None
+        config = {"scheduler": {"gpus": 0, "compile_workers": 1}}
+        for k, v in sections.items():
+            config.setdefault(k, {}).update(v)
+        if self.record:
+            config["record"] = {"path": self.record, "fsync": False}
+        if stream:
+            config["stream"] = {"bind": stream}
+        self.config = tmp_path / "server.yaml"
+        self.config.write_text(json.dumps(config))  # JSON is YAML
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.log = open(self.tmp_path / "serve.log", "a")
+        self.proc = subprocess.Popen([KFORGE, "serve", "--config", str(self.config), "--bind", self.endpoint],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("kforge serve: listening on"), line + open(self.tmp_path / "serve.log").read()
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def terminate(self, timeout=30):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.terminate()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path)
+    yield s
+    s.stop()
+
+
+def test_gym_env_episode_without_gpu_and_its_recorded_trajectory(server):
+    with KernelEnv(server.endpoint, task="gelu_scale_residual") as env:
+        obs, info = env.reset(seed=11, options={"max_turns": 8})
+        assert "gelu_scale_residual" in obs and info["turn"] == 0
+        assert {t["function"]["name"] for t in env.tools} >= {"write_file", "compile", "submit"}
+        env.step(write("kernel.cu", candidate("kernel.cu")))
+        obs, reward, term, trunc, info = env.step(write("launch.yaml", candidate("launch.yaml")))
+        assert obs.startswith("wrote launch.yaml") and reward == 0 and not term and not trunc
+        obs, *_ = env.step(call("list_files"))
+        assert "kernel.cu" in obs and "launch.yaml" in obs
+        obs, _, _, _, info = env.step('Compiling.\n<tool_call>{"name": "compile", "arguments": {}}</tool_call>')
+        assert obs.startswith("compile: ok"), obs
+        assert info["verdict"] == "checked"
+        obs, _, term, trunc, info = env.step(call("verify"))
+        assert "no GPU" in obs and not term and not trunc
+        episode = env.episode
+    # close() recorded it: the client-side reader finds every turn.
+    trajectories = read_trajectories(server.record)
+    assert len(trajectories) == 1
+    t = trajectories[0]
+    assert t["episode"] == episode and t["seed"] == 11 and t["end_cause"] == "closed"
+    assert [turn["info"]["tool"] for turn in t["turns"]] == ["write_file", "write_file", "list_files", "compile", "verify"]
+    assert t["turns"][3]["timings"]["lane"] == "compile"
+    with h5py.File(server.record, "r", locking=False) as f:  # plain h5py works too
+        assert f["trajectories/index"]["episode"][0].decode() == episode
+
+
+def test_errors_are_exceptions_with_kinds_and_busy_carries_retry_after(tmp_path):
+    s = Server(tmp_path, sessions={"max_episodes": 1})
+    try:
+        c = Client(s.endpoint, busy_retries=0)
+        with pytest.raises(KforgeError) as e:
+            c.step("ep-nope", call("list_files"))
+        assert e.value.kind == "unknown_episode" and e.value.field == "episode"
+        with pytest.raises(KforgeError) as e:
+            c.reset("no_such_task")
+        assert e.value.kind == "unknown_task"
+        with pytest.raises(KforgeError) as e:
+            c.call("reset", task="softmax_rows", sed=3)
+        assert e.value.kind == "bad_params" and e.value.field == "sed"
+        first = c.reset("softmax_rows")
+        with pytest.raises(KforgeError) as e:
+            c.reset("softmax_rows")
+        assert e.value.kind == "busy" and e.value.retry_after > 0
+        # A client that retries busy replies gets in once a slot frees up.
+        patient = Client(s.endpoint, busy_retries=50)
+        threading.Timer(0.5, lambda: Client(s.endpoint).close_episode(first["episode"])).start()
+        second = patient.reset("softmax_rows")
+        assert second["episode"] != first["episode"]
+    finally:
+        s.stop()
+
+
+def test_async_client_runs_many_concurrent_episodes(server):
+    async def one(c, i):
+        ep = await c.reset("softmax_rows", seed=i)
+        obs, *_ = await ep.step(write(f"notes_{i}.md", f"episode {i}"))
+        assert obs.startswith(f"wrote notes_{i}.md")
+        obs, *_ = await ep.step(call("read_file", path=f"notes_{i}.md"))
+        await ep.close()
+        return obs
+
+    async def main():
+        async with AsyncClient(server.endpoint) as c:
+            return await asyncio.gather(*[one(c, i) for i in range(64)])
+
+    assert asyncio.run(main()) == [f"episode {i}" for i in range(64)]
+    assert len(read_trajectories(server.record)) == 64
+
+
+def test_killed_server_keeps_finished_trajectories_and_the_client_reconnects(tmp_path):
+    s = Server(tmp_path, endpoint="tcp://127.0.0.1:%d" % (20000 + os.getpid() % 20000))
+    c = Client(s.endpoint, timeout=2.0, backoff=0.05)
+    for i in range(3):
+        ep = c.reset("softmax_rows", seed=i)["episode"]
+        c.step(ep, call("list_files"))
+        c.close_episode(ep)
+    c.reset("softmax_rows")  # open, never finished: lost with the process
+    s.kill()  # SIGKILL: no chance to flush anything
+    assert len(read_trajectories(s.record)) == 3
+    with pytest.raises(ServerUnavailable):
+        c.reset("softmax_rows")  # not repeated: it might have been acted on
+    s.start()  # same endpoint, same file
+    assert c.health()["status"] == "ok"  # the same client object, reconnected
+    ep = c.reset("softmax_rows")["episode"]
+    c.close_episode(ep)
+    s.stop()
+    index = TrajectoryReader(s.record).index
+    assert len(index) == 4 and index["episode"][3].decode() == ep
+
+
+def test_sigterm_finishes_running_steps_and_records_open_episodes(server):
+    c = Client(server.endpoint)
+    ep = c.reset("gelu_scale_residual")["episode"]
+    c.step(ep, write("kernel.cu", candidate("kernel.cu")))
+    c.step(ep, write("launch.yaml", candidate("launch.yaml")))
+    idle = c.reset("softmax_rows")["episode"]
+    result = {}
+    t = threading.Thread(target=lambda: result.update(c.step(ep, call("compile"))))
+    t.start()
+    time.sleep(0.5)  # the compile is running
+    assert server.terminate() == 0
+    t.join()
+    assert result["observation"].startswith("compile: ok")
+    by_episode = {t["episode"]: t for t in read_trajectories(server.record)}
+    assert by_episode[ep]["end_cause"] == "shutdown" and len(by_episode[ep]["turns"]) == 3
+    assert by_episode[idle]["end_cause"] == "shutdown"
+
+
+def test_kforge_record_appends_the_stream(tmp_path):
+    stream = f"ipc://{tmp_path}/stream.sock"
+    s = Server(tmp_path, record=False, stream=stream)
+    out = tmp_path / "recorded.h5"
+    rec = subprocess.Popen([KFORGE, "record", "--connect", stream, "--out", str(out), "--count", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        c = Client(s.endpoint)
+        eps = []
+        for i in range(2):
+            ep = c.reset("transpose_add", seed=i)["episode"]
+            c.step(ep, write("a.md", str(i)))
+            c.close_episode(ep)
+            eps.append(ep)
+        stdout, stderr = rec.communicate(timeout=30)
+        assert rec.returncode == 0, stderr
+        assert "2 trajectories recorded" in stdout
+        assert [t["episode"] for t in read_trajectories(str(out))] == eps
+    finally:
+        rec.kill()
+        s.stop()
+
+
+def test_verl_style_tool_create_execute_release(server):
+    async def main():
+        async with AsyncClient(server.endpoint) as c:
+            tool = KforgeVerlTool(c, default_task="gelu_scale_residual")
+            schemas = await tool.for_function("compile").get_openai_tool_schemas()
+            assert [s["function"]["name"] for s in schemas] == ["compile"]
+            iid, prompt = await tool.create(seed=3)
+            assert "gelu_scale_residual" in prompt
+            text, reward, metrics = await tool.execute(iid, {"path": "kernel.cu", "content": candidate("kernel.cu")},
+                                                       name="write_file")
+            assert text.startswith("wrote kernel.cu") and metrics["turn"] == 1
+            text, reward, metrics = await tool.for_function("list_files").execute(iid, {})
+            assert "kernel.cu" in text and metrics["turn"] == 2
+            assert await tool.calc_reward(iid) == 0
+            await tool.release(iid)
+            return (await c.health())["episodes"]["open"]
+
+    assert asyncio.run(main()) == 0
+    assert len(read_trajectories(server.record)) == 1
+
+
+class ScriptedChat(http.server.BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible endpoint: replays scripted assistant messages, records requests."""
+    script = []
+    requests = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        ScriptedChat.requests.append(body)
+        message = ScriptedChat.script[len(ScriptedChat.requests) - 1]
+        data = json.dumps({"id": "x", "object": "chat.completion",
+                           "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def tool_call(i, name, **args):
+    return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def test_openai_evaluation_loop_against_a_scripted_endpoint(server):
+    ScriptedChat.requests = []
+    ScriptedChat.script = [
+        {"role": "assistant", "content": None, "tool_calls": [
+            tool_call(1, "write_file", path="kernel.cu", content=candidate("kernel.cu")),
+            tool_call(2, "write_file", path="launch.yaml", content=candidate("launch.yaml"))]},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call(3, "compile")]},
+        {"role": "assistant", "content": "Looks fine. Now I will think about it some more."},
+        {"role": "assistant", "content": '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'},
+    ]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ScriptedChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        ev = ChatEvaluator(f"http://127.0.0.1:{httpd.server_address[1]}/v1", "stand-in", Client(server.endpoint))
+        result = ev.run_episode("gelu_scale_residual", seed=1, options={"max_turns": 5})
+    finally:
+        httpd.shutdown()
+    assert result.turns == 5 and result.termination_reason == "max_turns"
+    assert result.episode_reward == -1  # no submission that counted: the no-GPU submit was a harness error
+    first = ScriptedChat.requests[0]
+    assert first["model"] == "stand-in" and {t["function"]["name"] for t in first["tools"]} >= {"compile"}
+    third = ScriptedChat.requests[2]["messages"]
+    tool_msgs = [m for m in third if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["call_1", "call_2", "call_3"]
+    assert tool_msgs[2]["content"].startswith("compile: ok")
+    fourth = ScriptedChat.requests[3]["messages"]
+    assert fourth[-1]["role"] == "user" and fourth[-1]["content"].startswith("error: ")
+    t = read_trajectories(server.record)[0]
+    assert [turn["info"]["tool"] for turn in t["turns"]] == ["write_file", "write_file", "compile", None, "submit"]

@@ -1,0 +1,18 @@
+"""Python client of the kforge rollout server (rollout/PROTOCOL.md).
+
+- ``Client``: synchronous requests over one DEALER socket, busy retries and reconnects with backoff;
+- ``KernelEnv``: a Gymnasium-style environment, ``reset(seed=None, options=None)`` / ``step(action)``;
+- ``AsyncClient``: asyncio, many concurrent episodes over one socket;
+- ``TrajectoryReader`` / ``read_trajectories``: recorded trajectories (rollout/TRAJECTORY_FORMAT.md);
+- ``adapters``: a verl-style tool and an evaluation loop over an OpenAI-compatible chat endpoint.
+"""
+from .errors import KforgeError, ServerUnavailable
+from .client import Client
+from .env import KernelEnv
+from .async_client import AsyncClient, AsyncEpisode
+from .trajectories import TrajectoryReader, read_trajectories
+
+PROTOCOL_VERSION = 1
+
+__all__ = ["Client", "KernelEnv", "AsyncClient", "AsyncEpisode", "KforgeError", "ServerUnavailable",
+           "TrajectoryReader", "read_trajectories", "PROTOCOL_VERSION"]

@@ -1,0 +1,60 @@
+"""A Gymnasium-style environment over the server (one episode at a time)."""
+from .client import Client
+from .errors import KforgeError
+
+
+class KernelEnv:
+    """``reset(seed=None, options=None) -> (observation, info)`` and
+    ``step(action) -> (observation, reward, terminated, truncated, info)``.
+
+    ``action`` is a tool call ``{"name", "arguments"}``, an OpenAI tool call, or assistant text with a
+    Hermes ``<tool_call>``. ``options`` are the episode's (max_turns, wall_clock_s, gpu_time_s, files)
+    plus ``task`` to switch tasks. Observations are text; ``info`` is the server's structured info.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, endpoint_or_client, task=None, **client_kwargs):
+        self.client = endpoint_or_client if isinstance(endpoint_or_client, Client) else Client(endpoint_or_client,
+                                                                                           **client_kwargs)
+        self._own_client = not isinstance(endpoint_or_client, Client)
+        self.task = task
+        self.episode = None
+        self.tools = None
+
+    def reset(self, seed=None, options=None):
+        options = dict(options or {})
+        self.task = options.pop("task", self.task)
+        if self.task is None:
+            raise ValueError("no task: pass task= to KernelEnv or options={'task': ...} to reset")
+        self._close_episode()
+        r = self.client.reset(self.task, seed=seed, options=options or None)
+        self.episode = r["episode"]
+        self.tools = r["info"].get("tools")
+        return r["observation"], r["info"]
+
+    def step(self, action):
+        if self.episode is None:
+            raise RuntimeError("call reset() before step()")
+        r = self.client.step(self.episode, action)
+        return r["observation"], r["reward"], r["terminated"], r["truncated"], r["info"]
+
+    def _close_episode(self):
+        if self.episode is not None:
+            try:
+                self.client.close_episode(self.episode)
+            except KforgeError as e:
+                if e.kind != "unknown_episode":  # already reaped: nothing to close
+                    raise
+            self.episode = None
+
+    def close(self):
+        self._close_episode()
+        if self._own_client:
+            self.client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
