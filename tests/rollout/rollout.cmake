@@ -33,3 +33,7 @@ add_test(NAME python.rollout_client
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/rollout/test_client.py)
 set_tests_properties(python.rollout_client PROPERTIES LABELS cpu TIMEOUT 300
   ENVIRONMENT "KFORGE_BIN=$<TARGET_FILE:kforge>;KFORGE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+
+# On a GPU host: the GPU worker killed mid-request through the server (skipped without a GPU).
+kforge_test(rollout_server_gpu_tests GPU SOURCES rollout/server_gpu_test.cpp LIBS kforge_server kforge_cuda_probe Threads::Threads)
+add_dependencies(rollout_server_gpu_tests kforge-worker kforge-compile-worker)
