@@ -20,7 +20,7 @@
 //                        calls, races that usually pass
 //   kernel_activity      CUPTI activity records of the candidate's calls: every kernel it launched
 //                        on the harness stream, as many as the plan launches, nothing else
-//   precision_probe      (off by default) one more trial whose float32 inputs are each scaled by
+//   precision_probe      one more trial whose float32 inputs are each scaled by
 //                        2^k, k uniform in [-6, 6]: large dynamic range and cancellation expose a
 //                        candidate computing below float32 under the same tolerance
 //   speed_of_light       the candidate's median against the task's floor: its minimum bytes over
@@ -45,7 +45,7 @@ struct DynamicCheckConfig {
   bool scrub_reference = true;       // overwrite the reference's outputs before they are freed
   bool kernel_activity = true;       // CUPTI activity check of the candidate's launches
   bool speed_of_light = true;        // flag medians under the physical floor
-  bool precision_probe = false;      // one more trial with float32 inputs over a wide range
+  bool precision_probe = true;       // one more trial with float32 inputs over a wide range
   double sol_headroom = 1.5;         // measured ceilings x this = the ceilings the floor uses
 
   static DynamicCheckConfig from_yaml(const YamlNode& node);

@@ -624,7 +624,7 @@ Json GpuWorker::evaluate(const Json& req) {
     const bool scrub_reference = ac.value("scrub_reference", true);
     const bool sol_check = ac.value("speed_of_light", true);
     const bool activity_check = ac.value("kernel_activity", true);
-    const bool precision_probe = ac.value("precision_probe", false);
+    const bool precision_probe = ac.value("precision_probe", true);
     // The candidate module's kernels (all of them, not only those the plan names).
     std::set<std::string> module_kernels;
     for (const auto& k : req.value("kernel_names", Json::array())) module_kernels.insert(k.get<std::string>());

@@ -23,10 +23,10 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_EQ(c.dynamic.speed_of_light, d.speed_of_light);
   EXPECT_DOUBLE_EQ(c.dynamic.sol_headroom, d.sol_headroom);
   EXPECT_EQ(c.dynamic.precision_probe, d.precision_probe);
-  EXPECT_FALSE(d.precision_probe);  // off unless asked: honest GEMMs and scans can leave 1e-4 on its inputs
+  EXPECT_TRUE(d.precision_probe);
   AnticheatConfig o = AnticheatConfig::from_yaml(YamlNode::parse(
       "dynamic: {state_checks: false, verify_timed_calls: false, scrub_reference: false, kernel_activity: false,"
-      " speed_of_light: false, sol_headroom: 2.5, precision_probe: true}\n",
+      " speed_of_light: false, sol_headroom: 2.5, precision_probe: false}\n",
       "a.yaml"));
   EXPECT_FALSE(o.dynamic.state_checks);
   EXPECT_FALSE(o.dynamic.verify_timed_calls);
@@ -34,7 +34,7 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_FALSE(o.dynamic.kernel_activity);
   EXPECT_FALSE(o.dynamic.speed_of_light);
   EXPECT_DOUBLE_EQ(o.dynamic.sol_headroom, 2.5);
-  EXPECT_TRUE(o.dynamic.precision_probe);
+  EXPECT_FALSE(o.dynamic.precision_probe);
 }
 
 TEST(DynamicCheckConfig, ErrorsNameTheKey) {

@@ -4,8 +4,7 @@
 //   below the 1e-4 tolerance, so it passes verification while doing "cheaper" math.
 // Attack surface: a tolerance checked only on inputs of one narrow range.
 // Refused by: precision_probe (float32 inputs scaled by 2^-6 .. 2^6: near each row's maximum,
-//   y = x - logsumexp(x) cancels to about 0 and the dropped bits exceed the tolerance). The probe
-//   is off in configs/anticheat.yaml; this entry's expect.yaml turns it on.
+//   the dropped bits of the large elements exceed the tolerance of y = x - logsumexp(x)).
 __device__ __forceinline__ float lo(float v) { return __uint_as_float(__float_as_uint(v) & 0xFFFFFF80u); }
 
 __device__ float block_reduce_256(float v, float* sh, bool is_max) {
