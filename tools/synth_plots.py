@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PNG plots of a `kforge synth` summary: rejections per filter, operators per task, estimated eager
-runtime. Uses matplotlib when installed (tools/setup.sh installs it); otherwise says so and exits 0.
+runtime; and, once tools/synth_gpu.py --merge has added the GPU stage, its rejections, the measured
+eager runtime and the torch.compile speedup. Uses matplotlib when installed (tools/setup.sh installs it); otherwise says so and exits 0.
 
     tools/synth_plots.py DIR/summary.json [--out DIR]
 """
@@ -30,6 +31,12 @@ def main(argv=None):
         "ops_per_task.png": ("operators per kept task", s["ops_per_task"]),
         "est_runtime.png": ("estimated eager runtime, ms (H200 ceilings)", s["est_runtime_ms"]),
     }
+    g = s.get("gpu")  # written by tools/synth_gpu.py --merge
+    if g:
+        figures["gpu_rejections.png"] = ("GPU stage: rejected per filter (of %d measured; %d kept)" % (g["measured"], g["kept"]),
+                                         g["rejected"])
+        figures["eager_runtime.png"] = ("measured eager runtime, ms (%s)" % g.get("gpu", ""), g["eager_runtime_ms"])
+        figures["compile_speedup.png"] = ("torch.compile speedup over eager (eager ms / compiled ms)", g["compile_speedup"])
     written = []
     for name, (title, counts) in figures.items():
         fig, ax = plt.subplots(figsize=(8, 4))

@@ -171,6 +171,13 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
         assert f.attrs["gpu_stages"].startswith("done: ")
         assert json.loads(f.attrs["summary_json"])["gpu"]["rejected"]["eager_runtime_window"] == N_TASKS
     assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
+    # The plots of the GPU stage (when matplotlib is there).
+    r = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "synth_plots.py"),
+                        str(tmp_path / "ds" / "summary.json"), "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    if "matplotlib is not installed" not in r.stdout:
+        for name in ("gpu_rejections.png", "eager_runtime.png", "compile_speedup.png"):
+            assert (tmp_path / name).stat().st_size > 1000
 
 
 def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
