@@ -41,6 +41,7 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = "tools/synth_gpu.py 1"
+START = time.monotonic()  # --time-budget-s counts from here (and across a re-exec, see Run.restart)
 
 # The GPU stage's rejection reasons, in report order.
 REASONS = [
@@ -131,10 +132,12 @@ def read_dataset(path, columns):
 
 
 def parse_shard(text):
-    m = re.fullmatch(r"(\d+)/(\d+)", text or "")
-    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
-        raise InputError(f"--shard is k/N with 0 <= k < N, not '{text}'")
-    return int(m.group(1)), int(m.group(2))
+    """k/N -> ([k], N); all/N -> ([0..N-1], N): every shard in order, each into its own part file."""
+    m = re.fullmatch(r"(\d+|all)/(\d+)", text or "")
+    if not m or int(m.group(2)) < 1 or (m.group(1) != "all" and int(m.group(1)) >= int(m.group(2))):
+        raise InputError(f"--shard is k/N with 0 <= k < N, or all/N, not '{text}'")
+    n = int(m.group(2))
+    return (list(range(n)) if m.group(1) == "all" else [int(m.group(1))]), n
 
 
 def shard_rows(n_rows, k, n):
@@ -620,7 +623,7 @@ class Run:
     def __init__(self, a, torch):
         self.a = a
         self.torch = torch
-        self.t0 = float(os.environ.get("KFORGE_SYNTH_GPU_T0", time.monotonic()))
+        self.t0 = float(os.environ.get("KFORGE_SYNTH_GPU_T0", START))
         os.environ["KFORGE_SYNTH_GPU_T0"] = repr(self.t0)  # a re-exec keeps the original clock
         self.deadline = self.t0 + a.time_budget_s if a.time_budget_s else float("inf")
         self.timer = Timer(torch, a.device)
@@ -633,7 +636,8 @@ class Run:
         self.serial_s = []   # per task: probe + timing seconds
         self.compile_s = []  # per task: cold compile seconds (in a worker)
         self.last_progress = 0.0
-        self.pool = self.writer = None
+        self.pool = None
+        self.writers = {}
         self.total = self.resumed = 0
 
     def left(self):
@@ -650,7 +654,7 @@ class Run:
         return min(120.0, max(5.0, 1.5 * worst))
 
     def record(self, task, status, reason="", **fields):
-        rec = {"id": task["id"], "row": task["row"], "status": status, "reason": reason, "dtype": task["dtype"],
+        rec = {"id": task["id"], "row": task["row"], "shard": f"{task['shard']}/{self.a.shard_n}", "status": status, "reason": reason, "dtype": task["dtype"],
                "dims": "full" if task["dims"] is None else "check", "window_ms": self.a.cfg["window_ms"]}
         rec.update(fields)
         rec.update({"env": self.env, "method": self.method, "flags": self.flags, "tool": TOOL,
@@ -658,7 +662,10 @@ class Run:
         for k in ("eager_ms", "compile_ms", "probe_eager_ms"):
             if k in rec and rec[k] is not None and not math.isfinite(rec[k]):
                 rec[k] = None
-        self.writer.write(rec)
+        k = task["shard"]
+        if k not in self.writers:
+            self.writers[k] = PartWriter(os.path.join(self.a.out, f"part-{k}.jsonl"))
+        self.writers[k].write(rec)
         self.written += 1
         if status == "ok":
             self.ok += 1
@@ -738,7 +745,8 @@ class Run:
         print(f"synth_gpu: {why}; restarting the process (restart {n + 1})", file=sys.stderr, flush=True)
         if self.pool:
             self.pool.close()
-        self.writer.close()
+        for w in self.writers.values():
+            w.close()
         if n >= self.a.max_restarts:
             print("synth_gpu: error: too many restarts; stopping (rerun to continue)", file=sys.stderr, flush=True)
             sys.exit(3)
@@ -823,7 +831,8 @@ class Run:
         a = self.a
         self.total, self.resumed = len(tasks), resumed
         self.pool = CompilePool(a.workers, a.device) if a.workers > 0 and tasks else None
-        self.writer = PartWriter(os.path.join(a.out, f"part-{a.shard_k}.jsonl"))
+        for k in sorted({t["shard"] for t in tasks}):  # cut a torn last line before anything else
+            self.writers[k] = PartWriter(os.path.join(a.out, f"part-{k}.jsonl"))
         mem_total = self.torch.cuda.get_device_properties(self.torch.device(a.device)).total_memory if self.cuda else 0
         stopped = ""
         try:
@@ -882,22 +891,24 @@ class Run:
         finally:
             if self.pool:
                 self.pool.close()
-            self.writer.close()
+            for w in self.writers.values():
+                w.close()
         self.progress(force=True)
         left = self.total - self.written
-        print(f"synth_gpu: shard {a.shard}: wrote {self.written} row(s) to {self.writer.path} (ok {self.ok}, rejected "
+        print(f"synth_gpu: shard {a.shard}: wrote {self.written} row(s) to {', '.join(w.path for w in self.writers.values()) or '-'} (ok {self.ok}, rejected "
               f"{sum(self.rejected.values())}); {left} of this run's tasks left"
               + (f" (stopped: {stopped}; rerun the same command to continue)" if left else ""), flush=True)
         return 0
 
 
 def cmd_run(a):
-    a.shard_k, a.shard_n = parse_shard(a.shard)
+    shards, a.shard_n = parse_shard(a.shard)
     a.cfg = load_config(a.config)
     attrs, cols = read_dataset(a.dataset, ["id", "dtype", "program_py", "spec_yaml"])
     a.out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "gpu")
     n_rows = len(cols["id"])
-    rows = list(shard_rows(n_rows, a.shard_k, a.shard_n))
+    shard_of = {i: k for k in shards for i in shard_rows(n_rows, k, a.shard_n)}
+    rows = sorted(shard_of)
     done = {r["id"] for r in read_records(a.out)} if os.path.isdir(a.out) else set()
     todo = [i for i in rows if cols["id"][i] not in done]
     resumed = len(rows) - len(todo)
@@ -922,7 +933,7 @@ def cmd_run(a):
             raise InputError(f"{a.dataset}: row {i} ({cols['id'][i]}): spec_yaml does not parse ({error_line(e)})")
         if dims_mode == "check" and not info["check_dims"]:
             raise InputError(f"{a.dataset}: task {cols['id'][i]} has no check_dims (needed by --dims check)")
-        tasks.append({"id": cols["id"][i], "row": i, "dtype": cols["dtype"][i], "program": cols["program_py"][i],
+        tasks.append({"id": cols["id"][i], "row": i, "shard": shard_of[i], "dtype": cols["dtype"][i], "program": cols["program_py"][i],
                       "info": info, "seed": info["seed"], "dims": info["check_dims"] if dims_mode == "check" else None})
     os.makedirs(a.out, exist_ok=True)
     print(f"synth_gpu: {a.dataset}: {n_rows} tasks; shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-"

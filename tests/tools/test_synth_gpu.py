@@ -74,7 +74,7 @@ def test_shards_cover_every_row_once():
         for n in (1, 3, 8):
             rows = [r for k in range(n) for r in m.shard_rows(n_rows, k, n)]
             assert rows == list(range(n_rows))
-    assert m.parse_shard("2/8") == (2, 8)
+    assert m.parse_shard("2/8") == ([2], 8) and m.parse_shard("all/3") == ([0, 1, 2], 3)
     for bad in ("8/8", "1", "a/b", "-1/2", "0/0"):
         with pytest.raises(m.InputError):
             m.parse_shard(bad)
@@ -144,13 +144,18 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
     # A budget too small for one task: nothing starts, the run says so.
     r = tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--time-budget-s", "1", *FAST)
     assert "stopped: time budget" in r.stdout and records(out) == []
-    # --limit: two rows, then a rerun finishes the rest; the narrow window rejects all (by the probe,
-    # before anything is compiled).
-    tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--limit", "2", *FAST)
-    assert len(records(out)) == 2
-    r = tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", *FAST)
-    assert f"{N_TASKS - 2} to do" in r.stderr and "2 already written" in r.stderr
+    # --limit: one row of shard 1/2; then all/2 does every shard left, each into its own part file.
+    # The narrow window rejects every task (by the probe, before anything is compiled).
+    tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--shard", "1/2", "--limit", "1",
+         *FAST)
+    assert [x["row"] for x in records(out)] == [N_TASKS // 2]
+    assert (out / "part-1.jsonl").read_text().count("\n") == 1
+    r = tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--shard", "all/2", *FAST)
+    assert f"{N_TASKS - 1} to do" in r.stderr and "1 already written" in r.stderr
+    assert sorted(os.listdir(out)) == ["part-0.jsonl", "part-1.jsonl"]
     recs = records(out)
+    assert sorted(x["row"] for x in recs) == list(range(N_TASKS))
+    assert all(x["shard"] == f"{0 if x['row'] < N_TASKS // 2 else 1}/2" for x in recs)
     assert len(recs) == N_TASKS and len({x["id"] for x in recs}) == N_TASKS
     for x in recs:
         assert x["status"] == "rejected:eager_runtime_window" and x["reason"] == "eager_runtime_window"
