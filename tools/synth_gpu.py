@@ -404,16 +404,13 @@ class Timer:
             self.flush_bytes = 0
 
     def method(self, a):
-        both = ("eager and torch.compile(model) (default mode) timed by the same loop, call by call, "
-                "alternating which goes first each round; fresh get_inputs() draw (random, never zeros) before "
-                f"every call; warm-up >= {a.warmup_calls} calls and >= {a.warmup_ms:g} ms each; "
-                f"median of n in [{a.min_n}, {a.max_n}], stopping once the relative standard error of the mean "
-                f"is <= {a.rse:g} for both, or after {a.max_task_s:g} s of samples; no_grad, eval(), TF32 off")
+        both = (f"eager and torch.compile (default mode) interleaved call by call, fresh get_inputs() before each call; "
+                f"warm-up >= {a.warmup_calls} calls and >= {a.warmup_ms:g} ms; median of n in [{a.min_n}, {a.max_n}], "
+                f"stop at RSE <= {a.rse:g} (or {a.max_task_s:g} s); no_grad, eval, TF32 off")
         if self.cuda:
-            return (f"CUDA events around each call, synchronized per call; L2 flushed before every call by a "
-                    f"read-modify-write of {self.flush_bytes >> 20} MiB (>= 2x L2); " + both)
-        return ("CPU MODE (CI only, not a GPU baseline): host perf_counter around each call; NO cache flush "
-                "(L2/LLC are not flushed on the CPU); at the task's check_dims; " + both)
+            return f"CUDA events per call; L2 flushed before each call (RMW of {self.flush_bytes >> 20} MiB >= 2x L2); " + both
+        return ("CPU MODE (CI only, not a GPU baseline): host perf_counter per call; NO cache flush on the CPU; "
+                "at check_dims; " + both)
 
     def time(self, fn, args):
         torch = self.torch
@@ -733,7 +730,7 @@ class Run:
     def fail_row(self, task, reason, e, t0):
         tb = traceback.format_exc(limit=3)
         self.record(task, "rejected:" + reason, reason, error=error_line(e), wall_s=round(time.monotonic() - t0, 3),
-                    traceback=tb[-2000:])
+                    traceback=tb[-1000:])
         release(self.torch, self.a.device)
         self.serial_s.append(time.monotonic() - t0)
         if not cuda_healthy(self.torch, self.a.device):
@@ -1102,13 +1099,15 @@ def cmd_merge(a):
         status[i] = r["status"]
         eager[i] = r["eager_ms"] if r.get("eager_ms") is not None else math.nan
         comp[i] = r["compile_ms"] if r.get("compile_ms") is not None else math.nan
+        short = ("median_ms", "p10_ms", "p90_ms", "n", "rse")
         b = {"gpu": env.get("gpu", ""), "driver": env.get("driver", ""), "torch": env.get("torch", ""),
-             "cuda": env.get("cuda", ""), "method": r.get("method", ""), "flags": r.get("flags", {}),
+             "cuda": env.get("cuda", ""), "cudnn": env.get("cudnn"), "triton": env.get("triton"),
+             "method": r.get("method", ""), "flags": r.get("flags", {}),
              "status": r["status"], "dims": r.get("dims"), "date": r.get("date"), "tool": r.get("tool"),
-             "eager": r.get("eager"), "compile": r.get("compile"), "probe_eager_ms": r.get("probe_eager_ms"),
-             "compile_cold_s": r.get("compile_cold_s"), "compile_warm_s": r.get("compile_warm_s"),
-             "peak_mem_gb": r.get("peak_mem_gb"), "checks": r.get("checks"), "error": r.get("error"),
-             "env": env}
+             "eager": {k: r["eager"][k] for k in short if k in r["eager"]} if r.get("eager") else None,
+             "compile": {k: r["compile"][k] for k in short if k in r["compile"]} if r.get("compile") else None,
+             "probe_eager_ms": r.get("probe_eager_ms"), "compile_cold_s": r.get("compile_cold_s"),
+             "compile_warm_s": r.get("compile_warm_s"), "peak_mem_gb": r.get("peak_mem_gb"), "error": r.get("error")}
         bjson[i] = json.dumps({k: v for k, v in b.items() if v is not None}, allow_nan=False)
         if r["status"] == "ok":
             spec[i] = spec_with_baselines(spec[i], r)
