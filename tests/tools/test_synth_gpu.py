@@ -28,8 +28,8 @@ def kforge(*args, check=True):
     return subprocess.run([KFORGE, *args], capture_output=True, text=True, check=check)
 
 
-def tool(*args, check=True, timeout=600):
-    r = subprocess.run([sys.executable, TOOL, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+def tool(*args, check=True, timeout=600, env=None):
+    r = subprocess.run([sys.executable, TOOL, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
     if check and r.returncode != 0:
         raise AssertionError(f"synth_gpu failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r
@@ -191,7 +191,9 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     part = out / "part-0.jsonl"
     args = [sys.executable, TOOL, str(ds), "--device", "cpu", "--config", str(dataset / "wide.yaml"),
             "--workers", "1", *FAST]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # A cache of its own: a hit in the timing process then comes from the compile worker.
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor_cache"))
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     try:
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline and p.poll() is None:
@@ -206,7 +208,7 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     assert 1 <= len(first) < N_TASKS, "the run finished before it could be killed"
     with open(part, "a") as f:
         f.write('{"id": "torn')  # as if killed in the middle of a write
-    r = tool(*args[2:])
+    r = tool(*args[2:], env=env)
     assert f"{len(first)} already written" in r.stderr, r.stderr
     assert "synth_gpu: shard 0/1 |" in r.stderr  # progress lines
     recs = records(out)
