@@ -251,3 +251,73 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     tool("--merge", ds, "--allow-cpu", "--no-plots")
     with h5py.File(ds) as f:
         assert list(f["tasks/spec_yaml"].asstr()[:]) == before
+
+
+# -- planted faults: each GPU-stage filter and the compile pool's failure paths ----------------------
+
+def program(forward, head=""):
+    return f"""import time
+import torch
+import torch.nn as nn
+{head}
+
+@torch._dynamo.disable
+def boom():
+    raise RuntimeError("planted compile failure")
+
+
+class Model(nn.Module):
+    def forward(self, x):
+{forward}
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def plant(ds, programs):
+    with h5py.File(ds, "r+") as f:
+        col = f["tasks/program_py"]
+        for i, p in enumerate(programs):
+            col[i] = p
+
+
+def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
+    # Torch.compile failing (only when compiled), torch.compile hanging (killed by the timeout, the
+    # worker restarted), a nondeterministic forward, a constant answer.
+    ds = fresh_copy(dataset, tmp_path)
+    plant(ds, [program("        if torch.compiler.is_compiling():\n            boom()\n        return torch.relu(x) * 2"),
+               program("        if torch.compiler.is_compiling():\n            time.sleep(120)\n        return torch.relu(x) * 2"),
+               program("        return x + torch.rand_like(x)"),
+               program("        return x * 0 + 1.0")])
+    tool(ds, "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", "--compile-timeout-s", "8", *FAST)
+    by_row = {x["row"]: x for x in records(tmp_path / "ds" / "gpu")}
+    assert by_row[0]["status"] == "rejected:torch_compile_build" and "planted compile failure" in by_row[0]["error"]
+    assert by_row[1]["status"] == "rejected:torch_compile_build" and by_row[1]["error"].startswith("timeout")
+    assert by_row[2]["status"] == "rejected:nondeterministic_gpu"
+    assert by_row[3]["status"] == "rejected:near_constant_gpu"
+    # A module that does not build, non-finite outputs, outputs that ignore the inputs, and one that
+    # passes (compiled in this process: --workers 0).
+    ds2 = tmp_path / "ds2"
+    shutil.copytree(dataset / "ds", ds2)
+    plant(ds2 / "dataset.h5", [program("        return x", head="raise ValueError('planted build failure')"),
+                               program("        return x / 0.0"),
+                               program("        return torch.arange(64.0) + 1"),
+                               program("        return torch.relu(x) * 2")])
+    tool(ds2 / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "0", *FAST)
+    by_row = {x["row"]: x for x in records(ds2 / "gpu")}
+    assert by_row[0]["status"] == "rejected:build_failed" and "planted build failure" in by_row[0]["error"]
+    assert by_row[1]["status"] == "rejected:nonfinite_gpu"
+    assert by_row[2]["status"] == "rejected:invariant_to_inputs_gpu"
+    assert by_row[3]["status"] == "ok" and by_row[3]["compile_ms"] > 0
+    r = tool("--merge", ds2 / "dataset.h5", "--allow-cpu", "--no-plots")
+    g = json.load(open(ds2 / "summary.json"))["gpu"]
+    assert g["kept"] == 1 and g["pending"] == 0
+    assert {k: v for k, v in g["rejected"].items() if v} == {"build_failed": 1, "nonfinite_gpu": 1,
+                                                             "invariant_to_inputs_gpu": 1}
+    assert "rejected: nonfinite_gpu" in r.stdout
