@@ -1066,6 +1066,41 @@ def summary_table(g):
     return "".join(f"{a:<38s}{b}\n" if b else f"{a}\n" for a, b in rows)
 
 
+def write_results(out_path, g, by_id, dataset):
+    """The run in the format of tools/bench/results/ (DESIGN.md, "Tests and benchmarks")."""
+    kept = sorted(r["eager_ms"] for r in by_id.values() if r["status"] == "ok")
+    figures = {"tasks_count": g["tasks"], "tasks_measured_count": g["measured"], "tasks_kept_count": g["kept"],
+               "tasks_pending_count": g["pending"]}
+    for k, v in g["rejected"].items():
+        figures[f"rejected_{k}_count"] = v
+    if kept:
+        figures["eager_ms_p50"] = percentile(kept, 0.5)
+    s = g["compile_speedup_stats"]
+    if s:
+        figures["compile_speedup_median_ratio"] = s["median"]
+        figures["compile_speedup_geomean_ratio"] = s["geomean"]
+        figures["compile_faster_share_pct"] = 100 * s["compile_faster_share"]
+    figures["serial_wall_s_total"] = g["seconds"]["serial_wall_s"]
+    figures["compile_cold_s_total"] = g["seconds"]["compile_cold_s"]
+    if g["measured"]:
+        figures["serial_wall_s_per_task"] = g["seconds"]["serial_wall_s"] / g["measured"]
+        figures["compile_cold_s_per_task"] = g["seconds"]["compile_cold_s"] / g["measured"]
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    doc = {"gpu": g["gpu"], "driver": g["driver"], "cuda": g["cuda"], "torch": g["torch"],
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "commit": os.environ.get("KFORGE_COMMIT", commit),
+           "command": f"python3 tools/synth_gpu.py {dataset} --shard ...; python3 tools/synth_gpu.py --merge {dataset}",
+           "figures": figures}
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
 def cmd_merge(a):
     import h5py
     import numpy as np
@@ -1168,6 +1203,8 @@ def cmd_merge(a):
     print(table, end="")
     print(f"synth_gpu: merged {updated} record(s) into {path} ({g['kept']} ok, {g['measured'] - g['kept']} rejected, "
           f"{g['pending']} pending); wrote summary.json, summary.txt", flush=True)
+    if a.results:
+        write_results(a.results, g, by_id, path)
     plots = os.path.join(ROOT, "tools", "synth_plots.py")
     if os.path.exists(plots) and not a.no_plots:
         r = subprocess.run([sys.executable, plots, sj], capture_output=True, text=True)
@@ -1206,6 +1243,8 @@ def main(argv=None):
     ap.add_argument("--progress-s", type=float, default=5.0)
     ap.add_argument("--allow-cpu", action="store_true", help="merge: accept records measured with --device cpu")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--results", default=None,
+                    help="merge: also write the run's figures as a tools/bench/results/ JSON file here")
     a = ap.parse_args(argv)
     try:
         if a.merge:

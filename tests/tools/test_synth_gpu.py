@@ -315,8 +315,11 @@ def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
     assert by_row[1]["status"] == "rejected:nonfinite_gpu"
     assert by_row[2]["status"] == "rejected:invariant_to_inputs_gpu"
     assert by_row[3]["status"] == "ok" and by_row[3]["compile_ms"] > 0
-    r = tool("--merge", ds2 / "dataset.h5", "--allow-cpu", "--no-plots")
+    r = tool("--merge", ds2 / "dataset.h5", "--allow-cpu", "--no-plots", "--results", tmp_path / "res.json")
     g = json.load(open(ds2 / "summary.json"))["gpu"]
+    res = json.load(open(tmp_path / "res.json"))
+    assert set(res) == {"gpu", "driver", "cuda", "torch", "date", "commit", "command", "figures"}
+    assert res["figures"]["tasks_kept_count"] == 1 and res["figures"]["rejected_nonfinite_gpu_count"] == 1
     assert g["kept"] == 1 and g["pending"] == 0
     assert {k: v for k, v in g["rejected"].items() if v} == {"build_failed": 1, "nonfinite_gpu": 1,
                                                              "invariant_to_inputs_gpu": 1}
