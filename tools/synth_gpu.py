@@ -546,11 +546,15 @@ class CompilePool:
         p.start()
         self.workers[wid] = {"p": p, "q": q, "job": None, "t": 0.0, "mem": 0.0}
 
-    def _restart(self, wid):
+    def _kill(self, wid):
         w = self.workers[wid]
         if w["p"].is_alive():
             w["p"].kill()
         w["p"].join(timeout=10)
+        w.update(job=None, mem=0.0)
+
+    def _restart(self, wid):
+        self._kill(wid)
         self._start(wid)
 
     def run(self, jobs, deadline, timeout_s, mem_budget):
@@ -563,13 +567,16 @@ class CompilePool:
             if now > deadline:
                 for wid, w in self.workers.items():
                     if w["job"]:
-                        self._restart(wid)  # unfinished: not recorded
+                        self._kill(wid)  # unfinished: not recorded (restarted if the pool is used again)
                 break
             in_use = sum(w["mem"] for w in self.workers.values() if w["job"])
             busy = any(w["job"] for w in self.workers.values())
             for wid, w in self.workers.items():
                 if w["job"] or not pending:
                     continue
+                if not w["p"].is_alive():
+                    self._restart(wid)
+                    w = self.workers[wid]
                 pick = next((j for j in pending if in_use + j[4] <= mem_budget), None)
                 if pick is None and not busy:
                     pick = pending[0]  # alone it may use the whole device
@@ -603,14 +610,19 @@ class CompilePool:
 
     def close(self):
         for w in self.workers.values():
-            try:
-                w["q"].put(None)
-            except Exception:
-                pass
+            if w["job"] and w["p"].is_alive():
+                w["p"].kill()  # busy compiling: nothing to wait for
+            elif w["p"].is_alive():
+                try:
+                    w["q"].put(None)
+                except Exception:
+                    pass
+        end = time.monotonic() + 10
         for w in self.workers.values():
-            w["p"].join(timeout=5)
+            w["p"].join(timeout=max(0.1, end - time.monotonic()))
             if w["p"].is_alive():
                 w["p"].kill()
+                w["p"].join(timeout=5)
 
 
 # ----------------------------------------------------------------------------------------------
