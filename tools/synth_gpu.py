@@ -654,7 +654,7 @@ class Run:
 
     def est_task_s(self):
         serial = sum(self.serial_s) / len(self.serial_s) if self.serial_s else (4.0 if self.cuda else 5.0)
-        comp = sum(self.compile_s) / len(self.compile_s) if self.compile_s else 40.0
+        comp = sum(self.compile_s) / len(self.compile_s) if self.compile_s else 20.0
         return serial + comp / max(1, self.a.workers)
 
     def reserve_s(self):
