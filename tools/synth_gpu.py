@@ -711,7 +711,6 @@ class Run:
         try:
             reason, checks = run_checks(torch, model, draw, task["info"], a.cfg, task["dims"] is None)
         except Exception as e:  # noqa: BLE001
-            del model, draw
             return self.fail_row(task, "eager_failed", e, t0)
         probe_ms = None
         if not reason:
@@ -719,7 +718,6 @@ class Run:
                 (st,) = measure(self.timer, [model], draw, a, warmup=False, n_fixed=a.probe_n)
                 probe_ms = st["median_ms"]
             except Exception as e:  # noqa: BLE001
-                del model, draw
                 return self.fail_row(task, "eager_failed", e, t0)
             lo, hi = a.cfg["window_ms"]
             if probe_ms < lo / a.probe_margin or probe_ms > hi * a.probe_margin:
@@ -786,7 +784,6 @@ class Run:
             if self.cuda:
                 torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001
-            del model, draw
             return self.fail_row(task, "torch_compile_build", e, t0)
         warm_s = time.monotonic() - tc
         cache = {}
@@ -806,7 +803,6 @@ class Run:
                     mism = 1.0
             del out_e, out_c, x
         except Exception as e:  # noqa: BLE001
-            del model, compiled, draw
             return self.fail_row(task, "eager_failed", e, t0)
         common = dict(probe_eager_ms=task["probe_ms"], checks=task["checks"], compile_cold_s=round(cold, 3),
                       compile_warm_s=round(warm_s, 3), compile_cache=cache,
@@ -821,7 +817,6 @@ class Run:
         try:
             st_e, st_c = measure(self.timer, [model, compiled], draw, a)
         except Exception as e:  # noqa: BLE001
-            del model, compiled, draw
             return self.fail_row(task, "eager_failed", e, t0)
         del model, compiled, draw
         release(torch, a.device)
