@@ -97,6 +97,7 @@ WorkerConfig WorkerConfig::from_yaml(const YamlNode& node) {
   c.compile_address_space_bytes = node.get<int64_t>("compile_address_space_bytes", c.compile_address_space_bytes);
   c.seccomp = node.get<bool>("seccomp", c.seccomp);
   c.arch = node.get<std::string>("arch", c.arch);
+  c.compile_cache_dir = node.get<std::string>("compile_cache_dir", c.compile_cache_dir);
   for (const char* k : {"compile_timeout_s", "request_timeout_s", "start_timeout_s"})
     if (node.has(k) && !(node.req<double>(k) > 0)) node.at(k).fail("must be > 0");
   if (c.max_workspace_bytes < 0) node.at("max_workspace_bytes").fail("must be >= 0");

@@ -59,6 +59,7 @@ struct WorkerConfig {
   int64_t compile_address_space_bytes = int64_t{16} << 30;  // RLIMIT_AS of a compile worker
   bool seccomp = true;                // deny process creation, sockets, tracing in workers
   std::string arch;                   // NVRTC target; "" = the GPU's own (sm_90a on an H200)
+  std::string compile_cache_dir;      // compile results on disk, shared by compile workers ("" = memory only)
   static WorkerConfig from_yaml(const YamlNode& node);
 };
 

@@ -1,6 +1,7 @@
 // kforge-compile-worker: compiles kernel candidates with NVRTC (no CUDA context, no libtorch).
 // Started and supervised by env/worker_client.h, which enforces the compile time limit by killing
 // it; it keeps its precompiled headers warm between requests.
+#include <filesystem>
 #include <iostream>
 
 #include "configs/error.h"
@@ -46,7 +47,14 @@ int main(int argc, char** argv) {
   std::unique_ptr<NvrtcCompiler> compiler;
   Json hello;
   try {
-    compiler = std::make_unique<NvrtcCompiler>();
+    CompilerConfig cc;
+    if (!args.cache_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(args.cache_dir, ec);
+      KFORGE_CHECK(std::filesystem::is_directory(args.cache_dir), io, "compile cache directory " << args.cache_dir << " cannot be made");
+      cc.cache_dir = args.cache_dir;
+    }
+    compiler = std::make_unique<NvrtcCompiler>(cc);
     // Create the shared CUB prelude's precompiled header before the first candidate arrives.
     CompileResult warm = compiler->warm_up();
     hello = {{"ok", true}, {"mode", "compile"}, {"nvrtc", compiler->nvrtc_version()}, {"warm_up_ms", warm.compile_ms},

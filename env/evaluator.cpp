@@ -100,8 +100,10 @@ Evaluator::Evaluator(EvalConfig config, int device, std::string compile_worker, 
   if (gpu_worker.empty()) gpu_worker = find_worker_executable("kforge-worker");
   const WorkerConfig& w = config_.worker;
   std::string seccomp = w.seccomp ? "1" : "0";
-  WorkerSpawn cs{compile_worker, {"--mode", "compile", "--seccomp", seccomp}, {}, w.max_file_bytes, w.max_open_files,
-                 w.compile_address_space_bytes, w.start_timeout_s};
+  std::vector<std::string> compile_args = {"--mode", "compile", "--seccomp", seccomp};
+  if (!w.compile_cache_dir.empty()) compile_args.insert(compile_args.end(), {"--cache-dir", w.compile_cache_dir});
+  WorkerSpawn cs{compile_worker, compile_args, {}, w.max_file_bytes, w.max_open_files, w.compile_address_space_bytes,
+                 w.start_timeout_s};
   WorkerSpawn gs{gpu_worker, {"--mode", "gpu", "--device", std::to_string(device), "--seccomp", seccomp},
                  {{"CUDA_CACHE_DISABLE", "1"}}, w.max_file_bytes, w.max_open_files, 0, w.start_timeout_s};
   compile_ = std::make_unique<WorkerProcess>(cs);

@@ -20,9 +20,10 @@ struct WorkerArgs {
   int request_fd = 0;
   int reply_fd = 1;
   bool seccomp = true;
+  std::string cache_dir;  // compile workers: the on-disk result cache ("" = none)
 };
 
-// Parses --device --request-fd --reply-fd --seccomp (and --mode, checked against `mode`).
+// Parses --device --request-fd --reply-fd --seccomp --cache-dir (and --mode, checked against `mode`).
 WorkerArgs parse_worker_args(int argc, char** argv, const std::string& mode);
 
 // Serves requests until shutdown. `hello` answers "hello" (a hello with ok=false makes the worker

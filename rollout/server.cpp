@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <random>
@@ -10,6 +12,8 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include <unistd.h>
 
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -214,6 +218,31 @@ struct RolloutServer::Impl {
   uint64_t streamed = 0, stream_dropped = 0, trajectories = 0, requests = 0;
 
   Impl(ServerConfig c, ServerSetup s) : config(std::move(c)), setup(std::move(s)) {}
+  ~Impl() {
+    if (!private_cache_dir.empty()) remove_flat_dir(private_cache_dir);
+  }
+  static void remove_flat_dir(const std::string& dir) {  // one file per compile result, no subfolders
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      std::filesystem::remove(it->path(), ec);
+    std::filesystem::remove(dir, ec);
+  }
+  // Caches of servers that were killed (SIGKILL skips the destructor): kforge-serve-cache-PID-*
+  // whose PID no longer runs.
+  static void remove_dead_servers_caches(const std::string& root) {
+    const std::string prefix = "kforge-serve-cache-";
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      std::string rest = name.substr(prefix.size());
+      size_t dash = rest.find('-');
+      if (dash == std::string::npos || dash == 0 || rest.find_first_not_of("0123456789") != dash) continue;
+      if (std::filesystem::exists("/proc/" + rest.substr(0, dash))) continue;
+      remove_flat_dir(it->path().string());
+    }
+  }
+  std::string private_cache_dir;  // the compile cache made for this server ("" if configured)
 
   // ---- set-up ------------------------------------------------------------------------------
   void start() {
@@ -224,6 +253,20 @@ struct RolloutServer::Impl {
     // The policy must never know its inputs: a salt of 0 (reproducible draws for tools) is
     // replaced by a random one for this server's life.
     if (setup.eval.draws.salt == 0) setup.eval.draws.salt = rng() | 1;
+    // One compile cache on disk for every compile worker of this server (the compile pool's and
+    // the GPU lanes'): a source compile() already built is not compiled again while a GPU waits.
+    if (setup.eval.worker.compile_cache_dir.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      const std::string root = tmp && *tmp ? tmp : "/tmp";
+      remove_dead_servers_caches(root);
+      std::string templ = root + "/kforge-serve-cache-" + std::to_string(::getpid()) + "-XXXXXX";
+      std::vector<char> buf(templ.begin(), templ.end());
+      buf.push_back('\0');
+      if (mkdtemp(buf.data())) {
+        private_cache_dir = buf.data();
+        setup.eval.worker.compile_cache_dir = private_cache_dir;
+      }
+    }
     judge = std::make_unique<LaneJudge>(setup.eval, setup.gpus > 0);
 
     router.set(zmq::sockopt::linger, 0);

@@ -3,6 +3,10 @@
 // compile time limit and the next compile succeeds.
 #include "env/evaluator.h"
 
+#include <filesystem>
+
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "tests/env/candidates.h"
@@ -92,4 +96,45 @@ TEST(EvaluatorCheck, PlanErrorsNameTheirLine) {
 
 TEST(EvaluatorCheck, MissingCandidateFilesAreIoErrors) {
   EXPECT_THROW(Candidate::load("/nonexistent/candidate"), Error);
+}
+
+// worker.compile_cache_dir: a second evaluator (its own compile worker process) finds what the
+// first compiled in the shared directory instead of compiling again; without the directory it
+// compiles anew.
+TEST(EvaluatorCheck, CompileWorkersShareTheOnDiskCache) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kforge-cache-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  EvalConfig cfg = test_config();
+  cfg.worker.compile_cache_dir = dir.string();
+  TaskSpec task = load_task(task_path("gelu_scale_residual"));
+  Candidate cand = Candidate::load(source_dir() + "/datasets/samples/candidates/gelu_scale_residual/naive");
+  // A source no earlier run compiled: a unique comment.
+  cand.source += "\n// cache test " + std::to_string(::getpid()) + "\n";
+  Json first, second, third;
+  {
+    Evaluator a(cfg);
+    first = a.check(task, cand);
+  }
+  {
+    Evaluator b(cfg);
+    second = b.check(task, cand);
+  }
+  {
+    Evaluator c(test_config());
+    third = c.check(task, cand);
+  }
+  ASSERT_EQ(report_verdict(first), "checked") << format_report(first);
+  ASSERT_EQ(report_verdict(second), "checked") << format_report(second);
+  EXPECT_FALSE(first["compile"]["cache_hit"].get<bool>());
+  EXPECT_TRUE(second["compile"]["cache_hit"].get<bool>());
+  EXPECT_FALSE(third["compile"]["cache_hit"].get<bool>());
+  EXPECT_EQ(first["compile"]["hash"], second["compile"]["hash"]);
+  EXPECT_EQ(second["compile"]["resources"], first["compile"]["resources"]);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".kfnvrtc";
+  EXPECT_EQ(files, 1u);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);
+  fs::remove(dir, ec);
 }
