@@ -321,7 +321,9 @@ TEST(RolloutServer, CancelTakesAQueuedStepOutAndLeavesARunningOne) {
 
 TEST(RolloutServer, AVanishedClientsEpisodeIsReapedAndRecordedWhileOthersAreServed) {
   ServerConfig cfg = cpu_config();
-  cfg.sessions.idle_timeout_s = 0.4;
+  // Long enough that the episode kept alive by a step every loop round is not reaped on a loaded
+  // machine (CI runs tests in parallel), short enough to keep the test quick.
+  cfg.sessions.idle_timeout_s = 1.5;
   cfg.record.path = temp_path("reaped.h5");
   cfg.stream.bind = "tcp://127.0.0.1:*";
   TestServer server(cfg);
@@ -337,8 +339,14 @@ TEST(RolloutServer, AVanishedClientsEpisodeIsReapedAndRecordedWhileOthersAreServ
   }  // the client's socket closes mid-episode
   Client stays(ctx, server.endpoint());
   std::string ep = stays.reset("softmax_rows");
+  auto last_step = std::chrono::steady_clock::now();
   bool reaped = eventually([&] {
-    EXPECT_TRUE(stays.step(ep, tool("list_files")).ok());  // keeps this episode alive
+    // A step every 0.3 s keeps this episode alive (each step costs a turn: not every round).
+    if (std::chrono::steady_clock::now() - last_step > std::chrono::milliseconds(300)) {
+      Reply kept = stays.step(ep, tool("list_files"));
+      EXPECT_TRUE(kept.ok()) << kept.payload.dump();
+      last_step = std::chrono::steady_clock::now();
+    }
     if (stays.call("health").payload["episodes"]["open"] != 1) return false;
     try {
       return read_trajectory_index(cfg.record.path).size() == 1;
