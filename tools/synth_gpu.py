@@ -663,7 +663,8 @@ class Run:
         return min(120.0, max(5.0, 1.5 * worst))
 
     def record(self, task, status, reason="", **fields):
-        rec = {"id": task["id"], "row": task["row"], "shard": f"{task['shard']}/{self.a.shard_n}", "status": status, "reason": reason, "dtype": task["dtype"],
+        rec = {"id": task["id"], "row": task["row"], "shard": f"{task['shard']}/{self.a.shard_n}",
+               "graph_hash": task["graph_hash"], "est_runtime_ms": task["est_ms"], "status": status, "reason": reason, "dtype": task["dtype"],
                "dims": "full" if task["dims"] is None else "check", "window_ms": self.a.cfg["window_ms"]}
         rec.update(fields)
         rec.update({"env": self.env, "method": self.method, "flags": self.flags, "tool": TOOL,
@@ -908,13 +909,15 @@ class Run:
 def cmd_run(a):
     shards, a.shard_n = parse_shard(a.shard)
     a.cfg = load_config(a.config)
-    attrs, cols = read_dataset(a.dataset, ["id", "dtype", "program_py", "spec_yaml"])
+    attrs, cols = read_dataset(a.dataset, ["id", "dtype", "program_py", "spec_yaml", "graph_hash", "est_runtime_ms"])
     a.out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "gpu")
     n_rows = len(cols["id"])
     shard_of = {i: k for k in shards for i in shard_rows(n_rows, k, a.shard_n)}
     rows = sorted(shard_of)
-    done = {r["id"] for r in read_records(a.out)} if os.path.isdir(a.out) else set()
-    todo = [i for i in rows if cols["id"][i] not in done]
+    # Done: a record of this id for this task (same graph hash: a record of another dataset whose
+    # ids happen to match does not count).
+    done = {(r["id"], r.get("graph_hash")) for r in read_records(a.out)} if os.path.isdir(a.out) else set()
+    todo = [i for i in rows if (cols["id"][i], cols["graph_hash"][i]) not in done]
     resumed = len(rows) - len(todo)
     if a.limit is not None:
         todo = todo[:a.limit]
@@ -937,7 +940,8 @@ def cmd_run(a):
             raise InputError(f"{a.dataset}: row {i} ({cols['id'][i]}): spec_yaml does not parse ({error_line(e)})")
         if dims_mode == "check" and not info["check_dims"]:
             raise InputError(f"{a.dataset}: task {cols['id'][i]} has no check_dims (needed by --dims check)")
-        tasks.append({"id": cols["id"][i], "row": i, "shard": shard_of[i], "dtype": cols["dtype"][i], "program": cols["program_py"][i],
+        tasks.append({"graph_hash": cols["graph_hash"][i], "est_ms": cols["est_runtime_ms"][i],
+                      "id": cols["id"][i], "row": i, "shard": shard_of[i], "dtype": cols["dtype"][i], "program": cols["program_py"][i],
                       "info": info, "seed": info["seed"], "dims": info["check_dims"] if dims_mode == "check" else None})
     os.makedirs(a.out, exist_ok=True)
     print(f"synth_gpu: {a.dataset}: {n_rows} tasks; shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-"
@@ -1030,6 +1034,14 @@ def gpu_summary(ids, by_id, n_tasks):
               "geomean": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
               "compile_faster_share": sum(1 for s in speedups if s > 1.05) / len(speedups),
               "compile_slower_share": sum(1 for s in speedups if s < 0.95) / len(speedups)}
+    # The cost model's estimate against the measurement (every task with an eager time), to tune
+    # configs/synth.yaml's cost_model and target window.
+    ratios = [r["eager_ms"] / r["est_runtime_ms"] for r in measured
+              if r.get("eager_ms") and (r.get("est_runtime_ms") or 0) > 0]
+    est = {}
+    if ratios:
+        est = {"median": percentile(ratios, 0.5), "p10": percentile(ratios, 0.1), "p90": percentile(ratios, 0.9),
+               "n": len(ratios)}
     return {
         "tool": TOOL,
         "tasks": n_tasks,
@@ -1041,6 +1053,7 @@ def gpu_summary(ids, by_id, n_tasks):
         "compile_runtime_ms": hist_c,
         "compile_speedup": sp_hist,
         "compile_speedup_stats": sp,
+        "eager_over_estimate": est,
         "seconds": {"serial_wall_s": round(sum(r.get("wall_s") or 0 for r in measured), 1),
                     "compile_cold_s": round(sum(r.get("compile_cold_s") or 0 for r in measured), 1),
                     "compile_warm_s": round(sum(r.get("compile_warm_s") or 0 for r in measured), 1)},
@@ -1069,6 +1082,9 @@ def summary_table(g):
     s = g["compile_speedup_stats"]
     if s:
         rows.append(("  median / geomean / p10 / p90", f"{s['median']:.2f} / {s['geomean']:.2f} / {s['p10']:.2f} / {s['p90']:.2f}"))
+    e = g.get("eager_over_estimate")
+    if e:
+        rows.append(("measured eager / estimated (all)", f"median {e['median']:.2f}, p10 {e['p10']:.2f}, p90 {e['p90']:.2f}"))
     rows.append(("  serial GPU wall / cold compile (s)", f"{g['seconds']['serial_wall_s']} / {g['seconds']['compile_cold_s']}"))
     return "".join(f"{a:<38s}{b}\n" if b else f"{a}\n" for a, b in rows)
 
@@ -1116,7 +1132,8 @@ def cmd_merge(a):
     out_dir = a.out or os.path.join(os.path.dirname(os.path.abspath(path)), "gpu")
     if not os.path.isdir(out_dir) or not part_files(out_dir):
         raise InputError(f"{out_dir}: no part-*.jsonl files to merge (run the GPU stage first)")
-    by_id = pick_records(read_records(out_dir))
+    all_recs = read_records(out_dir)
+    by_id = pick_records(all_recs)
     cpu = [r["id"] for r in by_id.values() if not str(r.get("env", {}).get("device", "")).startswith("cuda")]
     if cpu and not a.allow_cpu:
         raise InputError(f"{out_dir}: {len(cpu)} record(s) were measured with --device cpu (e.g. {cpu[0]}); they are "
@@ -1131,6 +1148,11 @@ def cmd_merge(a):
     eager = np.array(cols["eager_ms"][0], dtype=np.float64)
     comp = np.array(cols["compile_ms"][0], dtype=np.float64)
     bjson, status, spec = list(cols["baseline_json"][0]), list(cols["status"][0]), list(cols["spec_yaml"][0])
+    # Only records of these tasks (same id and graph hash: not another dataset's that shares an id).
+    hash_of = dict(zip(ids, cols["graph_hash"][0]))
+    fits = [r.get("graph_hash") in (None, hash_of.get(r["id"])) for r in all_recs]
+    stale = sum(1 for r, ok in zip(all_recs, fits) if not ok and r["id"] in hash_of)
+    by_id = pick_records([r for r, ok in zip(all_recs, fits) if ok])
     updated = 0
     for i, tid in enumerate(ids):
         r = by_id.get(tid)
@@ -1209,7 +1231,8 @@ def cmd_merge(a):
         f.write(old + table)
     print(table, end="")
     print(f"synth_gpu: merged {updated} record(s) into {path} ({g['kept']} ok, {g['measured'] - g['kept']} rejected, "
-          f"{g['pending']} pending); wrote summary.json, summary.txt", flush=True)
+          f"{g['pending']} pending); wrote summary.json, summary.txt"
+          + (f"; ignored {stale} record(s) of another task with the same id" if stale else ""), flush=True)
     if a.results:
         write_results(a.results, g, by_id, path)
     plots = os.path.join(ROOT, "tools", "synth_plots.py")

@@ -176,6 +176,17 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
         assert f.attrs["gpu_stages"].startswith("done: ")
         assert json.loads(f.attrs["summary_json"])["gpu"]["rejected"]["eager_runtime_window"] == N_TASKS
     assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
+    # A record of another task that happens to share an id is neither skipped by a run nor merged.
+    part0 = out / "part-0.jsonl"
+    lines = part0.read_text().splitlines(keepends=True)
+    other = dict(json.loads(lines[0]), graph_hash="0" * 16, status="ok", reason="", compile_ms=1.0)
+    part0.write_text(json.dumps(other) + "\n" + "".join(lines[1:]))
+    r = tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--shard", "all/2", *FAST)
+    assert "1 to do" in r.stderr
+    r = tool("--merge", ds, "--allow-cpu", "--no-plots")
+    assert "ignored 1 record(s) of another task" in r.stdout
+    with h5py.File(ds) as f:
+        assert all(x == "rejected:eager_runtime_window" for x in f["tasks/status"].asstr()[:])
     # The plots of the GPU stage (when matplotlib is there).
     r = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "synth_plots.py"),
                         str(tmp_path / "ds" / "summary.json"), "--out", str(tmp_path)], capture_output=True, text=True)
@@ -238,6 +249,7 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
         g = json.loads(f.attrs["summary_json"])["gpu"]
         assert g["kept"] == len(ok) and g["measured"] == N_TASKS
         assert sum(g["compile_speedup"].values()) == len(ok) and sum(g["eager_runtime_ms"].values()) == len(ok)
+        assert g["eager_over_estimate"]["n"] == len(ok)
     # kforge still reads the dataset, and its task parser accepts every spec with its baselines.
     assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
     kb = tmp_path / "kb"
