@@ -134,6 +134,9 @@ def test_bad_inputs_give_one_clear_line(tmp_path, dataset):
     bad_cfg.write_text("window_ms_low: 5\nwindow_ms_high: 1\n")
     one_error_line(tool(ds, "--device", "cpu", "--config", bad_cfg, check=False), "bad.yaml", "window_ms_low")
     one_error_line(tool("--merge", ds, "--out", tmp_path / "empty", check=False), "no part-*.jsonl")
+    import torch
+    if not torch.cuda.is_available():
+        one_error_line(tool(ds, "--out", tmp_path / "o", check=False), "--device cuda", "no CUDA device")
 
 
 # -- runs ---------------------------------------------------------------------------------------
