@@ -660,7 +660,8 @@ Json GpuWorker::evaluate(const Json& req) {
 
     // ---- verify ----
     // Trials: `trials` with fresh inputs at new addresses, then (state_checks) one with new values
-    // at the last trial's addresses and one with the last values at new addresses.
+    // at the last trial's addresses and one with the last values at new addresses, then (the
+    // precision probe, for tasks with float32 inputs) one with those inputs over a wide range.
     const Json& vreq = req.at("verify");
     int trials = vreq.value("trials", 5);
     uint64_t first_trial = vreq.value("first_trial", uint64_t{0});
