@@ -215,6 +215,7 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
                               {"report_mismatches", config_.verify.report_mismatches}}},
                   {"time", nullptr},
                   {"profile", opt.profile},
+                  {"counters", opt.counters},
                   {"kernel_names", report["compile"].value("kernels", Json::array())}};
   const DynamicCheckConfig& dc = anticheat_.dynamic;
   request["anticheat"] = {{"state_checks", dc.state_checks},       {"verify_timed_calls", dc.verify_timed_calls},

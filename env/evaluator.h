@@ -28,6 +28,9 @@ struct EvalOptions {
   uint64_t first_trial = 0;
   // One more call with CUPTI activity on after timing: the report's `profile` section.
   bool profile = false;
+  // With profile: hardware counters of the candidate's kernels through CUPTI's range profiler
+  // (kernel replay; the profile's `counters`). Not yet exercised on a GPU: off by default.
+  bool counters = false;
 };
 
 class Evaluator {

@@ -21,6 +21,7 @@
 #include "env/check_kernel.h"
 #include "env/draw_kernel.h"
 #include "env/kernel_activity.h"
+#include "env/kernel_counters.h"
 #include "env/timing.h"
 #include "env/worker_loop.h"
 #include "reward/speedup.h"
@@ -988,7 +989,30 @@ Json GpuWorker::evaluate(const Json& req) {
       } else {
         prof["unavailable"] = window.unavailable;
       }
-      prof["counters"] = {{"unavailable", "hardware counters (CUPTI profiling API) are not collected by this worker"}};
+      if (!req.value("counters", false)) {
+        prof["counters"] = {{"unavailable", "hardware counters were not requested (EvalOptions::counters)"}};
+      } else if (!window.unavailable.empty()) {
+        prof["counters"] = {{"unavailable", window.unavailable}};
+      } else {
+        // One more call under CUPTI's range profiler (kernel replay: CUPTI reruns each kernel
+        // once per pass, restoring the memory it writes).
+        CounterReport cr = collect_kernel_counters(s.ctx, s.device, default_counter_metrics(), [&] {
+          run_candidate();
+          sync_candidate("counters");
+        });
+        if (!cr.available) {
+          prof["counters"] = {{"unavailable", cr.unavailable}};
+        } else {
+          Json kernels = Json::array();
+          for (const auto& r : cr.ranges) {
+            Json values = Json::object();
+            for (size_t m = 0; m < cr.metrics.size() && m < r.values.size(); ++m) values[cr.metrics[m]] = r.values[m];
+            kernels.push_back({{"range", r.name}, {"metrics", values}});
+          }
+          prof["counters"] = {{"metrics", cr.metrics}, {"unsupported", cr.unsupported}, {"passes", cr.passes}, {"kernels", kernels},
+                              {"method", "CUPTI range profiler, auto ranges (one per kernel), kernel replay"}};
+        }
+      }
       reply["profile"] = prof;
       phases["profile_ms"] = ms_since(t_prof);
     }

@@ -181,6 +181,16 @@ std::string profile_text(const Json& report) {
   if (is_obj(p, "counters") && p["counters"].contains("unavailable")) {
     const Json& u = p["counters"]["unavailable"];
     os << "  hardware counters unavailable: " << (u.is_string() ? u.get<std::string>() : u.dump()) << "\n";
+  } else if (is_obj(p, "counters") && p["counters"].contains("kernels") && p["counters"]["kernels"].is_array()) {
+    // The range profiler's values, one line per kernel (worker's gpu_worker.cpp, kernel_counters.h).
+    const Json& c = p["counters"];
+    os << "  hardware counters (" << c.value("passes", 0) << " replay pass(es)):\n";
+    for (const auto& k : c["kernels"]) {
+      os << "    " << k.value("range", std::string("kernel")) << ":";
+      if (k.contains("metrics") && k["metrics"].is_object())
+        for (const auto& [m, v] : k["metrics"].items()) os << " " << m << " " << (v.is_number() ? fixed(v.get<double>(), 1) : v.dump());
+      os << "\n";
+    }
   } else if (p.contains("counters") && p["counters"].is_object() && !p["counters"].empty()) {
     os << "  counters:";
     for (const auto& [k, v] : p["counters"].items()) os << " " << k << "=" << v.dump();

@@ -440,6 +440,19 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_NE(p.observation.find("hardware counters unavailable: CUPTI profiling API: insufficient privileges"), std::string::npos);
   EXPECT_NE(replay.options[1].first_trial, replay.options[0].first_trial) << "fresh inputs for every call";
 
+  // Counters the range profiler collected: one line per kernel with its metrics.
+  Json counted = rep;
+  counted["profile"]["counters"] = {{"metrics", {"gpu__time_duration.sum", "dram__bytes_read.sum"}},
+                                    {"passes", 2},
+                                    {"kernels", Json::array({{{"range", "gelu_fused"},
+                                                              {"metrics", {{"gpu__time_duration.sum", 612345.0},
+                                                                           {"dram__bytes_read.sum", 1073741824.0}}}}})}};
+  replay.reports.push_back(counted);
+  StepResult pc = env.step(call("profile"));
+  EXPECT_NE(pc.observation.find("hardware counters (2 replay pass(es)):"), std::string::npos) << pc.observation;
+  EXPECT_NE(pc.observation.find("gelu_fused: dram__bytes_read.sum 1073741824.0 gpu__time_duration.sum 612345.0"), std::string::npos)
+      << pc.observation;
+
   Json off = pass_report(1.0, 3.0);
   off["profile"] = {{"unavailable", "CUPTI could not be initialised"}};
   replay.reports.push_back(off);

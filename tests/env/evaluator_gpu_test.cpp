@@ -134,3 +134,31 @@ TEST(EvaluatorGpu, ProfileAndKernelActivitySeeEveryLaunch) {
     std::cout << c.task << "/" << c.cand << " profile: " << prof.dump() << std::endl;
   }
 }
+
+// Hardware counters through CUPTI's range profiler (EvalOptions::counters): either the values of
+// the candidate's kernel (its duration, and DRAM bytes read of at least the 1 GiB input it
+// streams), or a reason they are unavailable on this machine — never a failed evaluation.
+TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  EvalOptions opt;
+  opt.trials = 1;
+  opt.time = false;
+  opt.profile = true;
+  opt.counters = true;
+  Json r = ev.evaluate(load_task(task_path("gelu_scale_residual")),
+                       Candidate::load(source_dir() + "/datasets/samples/candidates/gelu_scale_residual/fused"), opt);
+  ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
+  const Json& c = r["profile"]["counters"];
+  ASSERT_TRUE(c.is_object()) << r["profile"].dump(2);
+  std::cout << "counters: " << c.dump() << std::endl;
+  if (c.contains("unavailable")) {
+    EXPECT_FALSE(c["unavailable"].get<std::string>().empty());
+    return;
+  }
+  ASSERT_EQ(c["kernels"].size(), 1u) << c.dump(2);
+  const Json& m = c["kernels"][0]["metrics"];
+  ASSERT_TRUE(m.contains("gpu__time_duration.sum")) << c.dump(2);
+  EXPECT_GT(m["gpu__time_duration.sum"].get<double>(), 0.0);
+  if (m.contains("dram__bytes_read.sum")) EXPECT_GT(m["dram__bytes_read.sum"].get<double>(), 1.0e9);
+}

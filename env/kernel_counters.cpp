@@ -1,0 +1,218 @@
+#include "env/kernel_counters.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+namespace kforge {
+
+namespace {
+
+std::string cupti_text(CUptiResult r) {
+  const char* s = nullptr;
+  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "CUPTI error " + std::to_string(static_cast<int>(r));
+  std::string out = s;
+  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+    out += " (the driver keeps GPU performance counters to administrators on this machine)";
+  return out;
+}
+
+// A failed step: its name and CUPTI's message.
+struct Failed {
+  std::string what;
+};
+
+void ok(CUptiResult r, const char* step) {
+  if (r != CUPTI_SUCCESS) throw Failed{std::string(step) + ": " + cupti_text(r)};
+}
+
+template <typename P>
+P params(size_t size) {
+  P p;
+  std::memset(&p, 0, sizeof p);
+  p.structSize = size;
+  return p;
+}
+
+// Everything made along the way, released however collection ends.
+struct Session {
+  CUpti_Profiler_Host_Object* host = nullptr;
+  CUpti_RangeProfiler_Object* ranges = nullptr;
+  bool profiler_initialized = false;
+  ~Session() {
+    if (ranges) {
+      auto d = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+      d.pRangeProfilerObject = ranges;
+      cuptiRangeProfilerDisable(&d);
+    }
+    if (host) {
+      auto d = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+      d.pHostObject = host;
+      cuptiProfilerHostDeinitialize(&d);
+    }
+    if (profiler_initialized) {
+      auto d = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
+      cuptiProfilerDeInitialize(&d);
+    }
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& default_counter_metrics() {
+  static const std::vector<std::string> m = {
+      "gpu__time_duration.sum",
+      "dram__bytes_read.sum",
+      "dram__bytes_write.sum",
+      "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+      "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+      "sm__warps_active.avg.pct_of_peak_sustained_active",
+      "lts__t_sector_hit_rate.pct",
+  };
+  return m;
+}
+
+CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
+                                      const std::function<void()>& run) {
+  CounterReport report;
+  Session s;
+  try {
+    auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+    ok(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
+    s.profiler_initialized = true;
+
+    auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+    chip.deviceIndex = static_cast<size_t>(device_index);
+    ok(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+
+    auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+    avail.ctx = ctx;
+    ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability (size)");
+    std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
+    avail.pCounterAvailabilityImage = availability.data();
+    ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
+
+    auto hi = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+    hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    hi.pChipName = chip.pChipName;
+    hi.pCounterAvailabilityImage = availability.data();
+    ok(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
+    s.host = hi.pHostObject;
+
+    // Metrics one at a time, so that a name this chip does not know costs only itself.
+    for (const std::string& m : metrics) {
+      const char* name = m.c_str();
+      auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+      add.pHostObject = s.host;
+      add.ppMetricNames = &name;
+      add.numMetrics = 1;
+      if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) report.metrics.push_back(m);
+      else report.unsupported.push_back(m);
+    }
+    if (report.metrics.empty()) throw Failed{"none of the metrics is supported on " + std::string(chip.pChipName ? chip.pChipName : "this GPU")};
+
+    auto csize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+    csize.pHostObject = s.host;
+    ok(cuptiProfilerHostGetConfigImageSize(&csize), "cuptiProfilerHostGetConfigImageSize");
+    std::vector<uint8_t> config(csize.configImageSize);
+    auto cimg = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+    cimg.pHostObject = s.host;
+    cimg.configImageSize = config.size();
+    cimg.pConfigImage = config.data();
+    ok(cuptiProfilerHostGetConfigImage(&cimg), "cuptiProfilerHostGetConfigImage");
+    auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+    passes.configImageSize = config.size();
+    passes.pConfigImage = config.data();
+    ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
+    report.passes = passes.numOfPasses;
+
+    auto en = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+    en.ctx = ctx;
+    ok(cuptiRangeProfilerEnable(&en), "cuptiRangeProfilerEnable");
+    s.ranges = en.pRangeProfilerObject;
+
+    std::vector<const char*> names;
+    for (const std::string& m : report.metrics) names.push_back(m.c_str());
+    constexpr size_t kMaxRanges = 64;  // kernels per call
+    auto dsize = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    dsize.pRangeProfilerObject = s.ranges;
+    dsize.pMetricNames = names.data();
+    dsize.numMetrics = names.size();
+    dsize.maxNumOfRanges = kMaxRanges;
+    dsize.maxNumRangeTreeNodes = kMaxRanges;
+    ok(cuptiRangeProfilerGetCounterDataSize(&dsize), "cuptiRangeProfilerGetCounterDataSize");
+    std::vector<uint8_t> data(dsize.counterDataSize);
+    auto dinit = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    dinit.pRangeProfilerObject = s.ranges;
+    dinit.counterDataSize = data.size();
+    dinit.pCounterData = data.data();
+    ok(cuptiRangeProfilerCounterDataImageInitialize(&dinit), "cuptiRangeProfilerCounterDataImageInitialize");
+
+    auto set = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    set.pRangeProfilerObject = s.ranges;
+    set.configSize = config.size();
+    set.pConfig = config.data();
+    set.counterDataImageSize = data.size();
+    set.pCounterDataImage = data.data();
+    set.range = CUPTI_AutoRange;
+    set.replayMode = CUPTI_KernelReplay;
+    set.maxRangesPerPass = kMaxRanges;
+    set.numNestingLevels = 1;
+    set.minNestingLevel = 1;
+    set.passIndex = 0;
+    set.targetNestingLevel = 1;
+    ok(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig");
+
+    auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    start.pRangeProfilerObject = s.ranges;
+    ok(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    run();
+    auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    stop.pRangeProfilerObject = s.ranges;
+    ok(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+    auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+    decode.pRangeProfilerObject = s.ranges;
+    ok(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
+
+    auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+    info.pCounterDataImage = data.data();
+    info.counterDataImageSize = data.size();
+    ok(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
+    for (size_t r = 0; r < info.numTotalRanges; ++r) {
+      CounterRange range;
+      auto rn = params<CUpti_Profiler_Host_GetRangeName_Params>(CUpti_Profiler_Host_GetRangeName_Params_STRUCT_SIZE);
+      rn.pCounterDataImage = data.data();
+      rn.counterDataImageSize = data.size();
+      rn.rangeIndex = r;
+      rn.delimiter = "/";
+      if (cuptiProfilerHostGetRangeName(&rn) == CUPTI_SUCCESS && rn.pRangeName) {
+        range.name = rn.pRangeName;
+        std::free(const_cast<char*>(rn.pRangeName));  // CUPTI allocates it; the caller frees it
+      }
+      range.values.assign(names.size(), 0.0);
+      auto ev = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+      ev.pHostObject = s.host;
+      ev.pCounterDataImage = data.data();
+      ev.counterDataImageSize = data.size();
+      ev.rangeIndex = r;
+      ev.ppMetricNames = names.data();
+      ev.numMetrics = names.size();
+      ev.pMetricValues = range.values.data();
+      ok(cuptiProfilerHostEvaluateToGpuValues(&ev), "cuptiProfilerHostEvaluateToGpuValues");
+      report.ranges.push_back(std::move(range));
+    }
+    report.available = true;
+  } catch (const Failed& f) {
+    report.available = false;
+    report.unavailable = f.what;
+  }
+  return report;
+}
+
+}  // namespace kforge

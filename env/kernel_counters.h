@@ -1,0 +1,38 @@
+#pragma once
+// Hardware counters of a candidate's kernels through CUPTI's range profiler (torch-free; links
+// CUPTI): one range per kernel (auto ranges), kernel replay (CUPTI replays each kernel as many
+// passes as the metrics need, saving and restoring the memory it touches). Lent machines often
+// keep performance counters to administrators (the driver's NVreg_RestrictProfilingToAdminUsers):
+// every CUPTI failure comes back as `unavailable` with the step and CUPTI's message, never as an
+// exception, so profile() reports what the machine allows.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+namespace kforge {
+
+struct CounterRange {
+  std::string name;             // CUPTI's range name (the kernel's, in auto-range mode)
+  std::vector<double> values;   // one per CounterReport::metrics entry
+};
+
+struct CounterReport {
+  bool available = false;
+  std::string unavailable;                // why not, when !available
+  std::vector<std::string> metrics;       // the metrics collected
+  std::vector<std::string> unsupported;   // metrics this GPU or CUPTI refused
+  size_t passes = 0;                      // replay passes the metrics needed
+  std::vector<CounterRange> ranges;       // one per kernel launched by `run`
+};
+
+// The metrics profile() asks for (Hopper names): duration, DRAM bytes, SM and memory throughput
+// as a share of peak, achieved occupancy, L2 hit rate.
+const std::vector<std::string>& default_counter_metrics();
+
+// Runs `run` (launches on the current context and synchronises) under the range profiler.
+CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
+                                      const std::function<void()>& run);
+
+}  // namespace kforge
