@@ -4,7 +4,7 @@ target_link_libraries(kforge_trajectory_file PUBLIC kforge_config nlohmann_json:
 
 add_library(kforge_server
   ${CMAKE_CURRENT_SOURCE_DIR}/server_config.cpp ${CMAKE_CURRENT_SOURCE_DIR}/task_catalog.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/lanes.cpp ${CMAKE_CURRENT_SOURCE_DIR}/gpu_count.cpp ${CMAKE_CURRENT_SOURCE_DIR}/server.cpp)
+  ${CMAKE_CURRENT_SOURCE_DIR}/lanes.cpp ${CMAKE_CURRENT_SOURCE_DIR}/server.cpp)
 target_link_libraries(kforge_server PUBLIC kforge_rollout kforge_episode kforge_trajectory_file kforge_dataset Threads::Threads
-  PRIVATE CUDA::cudart)
+  PRIVATE kforge_cuda_probe)
 target_compile_definitions(kforge_server PRIVATE KFORGE_VERSION="${PROJECT_VERSION}")

@@ -19,9 +19,9 @@
 #include <zmq_addon.hpp>
 
 #include "configs/error.h"
+#include "env/cuda_probe.h"
 #include "env/evaluator.h"
 #include "env/tool_call.h"
-#include "rollout/gpu_count.h"
 #include "rollout/lanes.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
