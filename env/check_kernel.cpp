@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include <nvrtc.h>
 
 #include "configs/error.h"
 #include "env/cuda_driver.h"
+#include "env/harness_nvrtc.h"
 
 // Host versions of the primitives the element code uses; each is one IEEE round-to-nearest
 // operation like its device counterpart (this file is compiled with -ffp-contract=off).
@@ -207,10 +207,6 @@ extern "C" __global__ void kforge_fingerprint(const unsigned char* data, kf_u64 
 }
 )";
 
-void nvrtc_check(nvrtcResult r, const char* what) {
-  KFORGE_CHECK(r == NVRTC_SUCCESS, runtime, "check kernel: " << what << " failed: " << nvrtcGetErrorString(r));
-}
-
 void cu_check(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return;
   KFORGE_FAIL(runtime, "check kernel: " << what << " failed: " << cu_error_text(r));
@@ -261,36 +257,8 @@ uint64_t poison_bits_for_trial(DType dtype, uint64_t trial) {
 std::string DeviceChecker::source() { return std::string(kDevicePrelude) + kSharedSource + "\n" + kDeviceKernels; }
 
 std::vector<char> DeviceChecker::compile(const std::string& arch) {
-  KFORGE_CHECK(arch.rfind("sm_", 0) == 0, runtime,
-               "check kernel: architecture '" << arch << "' is not a real GPU architecture like sm_90a");
-  std::string src = source();
-  nvrtcProgram prog = nullptr;
-  nvrtc_check(nvrtcCreateProgram(&prog, src.c_str(), "kforge_check.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
-  std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "--fmad=false", "--ftz=false", "--prec-div=true", "--std=c++17"};
-  nvrtcResult compiled = nvrtcCompileProgram(prog, sizeof(opts) / sizeof(opts[0]), opts);
-  std::string log;
-  size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    log.resize(log_size);
-    nvrtcGetProgramLog(prog, &log[0]);
-    log.resize(log_size - 1);
-  }
-  if (compiled != NVRTC_SUCCESS) {
-    nvrtcDestroyProgram(&prog);
-    KFORGE_FAIL(runtime, "check kernel: NVRTC could not compile for " << arch << ": " << nvrtcGetErrorString(compiled)
-                                                                       << "\n" << log);
-  }
-  std::vector<char> cubin;
-  size_t size = 0;
-  nvrtcResult r = nvrtcGetCUBINSize(prog, &size);
-  if (r == NVRTC_SUCCESS) {
-    cubin.resize(size);
-    r = nvrtcGetCUBIN(prog, cubin.data());
-  }
-  nvrtcDestroyProgram(&prog);
-  nvrtc_check(r, "nvrtcGetCUBIN");
-  return cubin;
+  return compile_harness_cubin(source(), "kforge_check.cu", arch, {"--fmad=false", "--ftz=false", "--prec-div=true", "--std=c++17"},
+                               "check kernel");
 }
 
 DeviceChecker::DeviceChecker(std::string arch) : arch_(std::move(arch)), cubin_(compile(arch_)) {}

@@ -1,13 +1,13 @@
 #include "env/draw_kernel.h"
 
 #include "env/cuda_driver.h"
+#include "env/harness_nvrtc.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include <cuda_runtime_api.h>
-#include <nvrtc.h>
 
 #include "configs/error.h"
 
@@ -201,10 +201,6 @@ KfDrawParams make_params(const Draw& d, uint64_t stream_key) {
   return p;
 }
 
-void nvrtc_check(nvrtcResult r, const char* what) {
-  KFORGE_CHECK(r == NVRTC_SUCCESS, runtime, "draw kernel: " << what << " failed: " << nvrtcGetErrorString(r));
-}
-
 void cu_check(CUresult r, const char* what) {
   if (r == CUDA_SUCCESS) return;
   KFORGE_FAIL(runtime, "draw kernel: " << what << " failed: " << cu_error_text(r));
@@ -225,39 +221,9 @@ const char* DeviceDrawer::kernel_name(DType dtype) {
 }
 
 std::vector<char> DeviceDrawer::compile(const std::string& arch) {
-  // GetCUBIN needs a real architecture; a compute_XX target would yield PTX only.
-  KFORGE_CHECK(arch.rfind("sm_", 0) == 0, runtime,
-               "draw kernel: architecture '" << arch << "' is not a real GPU architecture like sm_90a");
-  std::string src = source();
-  nvrtcProgram prog = nullptr;
-  nvrtc_check(nvrtcCreateProgram(&prog, src.c_str(), "kforge_draw.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
-  std::string arch_opt = "--gpu-architecture=" + arch;
   // Exact arithmetic: no multiply-add contraction, no flush of subnormals, IEEE division/sqrt.
-  const char* opts[] = {arch_opt.c_str(), "--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true",
-                        "--std=c++17"};
-  nvrtcResult compiled = nvrtcCompileProgram(prog, sizeof(opts) / sizeof(opts[0]), opts);
-  std::string log;
-  size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    log.resize(log_size);
-    nvrtcGetProgramLog(prog, &log[0]);
-    log.resize(log_size - 1);
-  }
-  std::vector<char> cubin;
-  if (compiled == NVRTC_SUCCESS) {
-    size_t size = 0;
-    nvrtcResult r = nvrtcGetCUBINSize(prog, &size);
-    if (r == NVRTC_SUCCESS) {
-      cubin.resize(size);
-      r = nvrtcGetCUBIN(prog, cubin.data());
-    }
-    nvrtcDestroyProgram(&prog);
-    nvrtc_check(r, "nvrtcGetCUBIN");
-    return cubin;
-  }
-  nvrtcDestroyProgram(&prog);
-  KFORGE_FAIL(runtime, "draw kernel: NVRTC could not compile for " << arch << ": " << nvrtcGetErrorString(compiled)
-                                                                    << "\n" << log);
+  return compile_harness_cubin(source(), "kforge_draw.cu", arch,
+                               {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true", "--std=c++17"}, "draw kernel");
 }
 
 DeviceDrawer::DeviceDrawer(std::string arch) : arch_(std::move(arch)), cubin_(compile(arch_)) {}
