@@ -10,22 +10,11 @@
 #include <hdf5.h>
 
 #include "configs/error.h"
+#include "data_synth/h5_handle.h"
 
 namespace kforge {
 
 namespace {
-
-// Closes an HDF5 handle on scope exit.
-struct H5Handle {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  H5Handle(hid_t i, herr_t (*c)(hid_t)) : id(i), close(c) {}
-  ~H5Handle() {
-    if (id >= 0) close(id);
-  }
-  H5Handle(const H5Handle&) = delete;
-  H5Handle& operator=(const H5Handle&) = delete;
-};
 
 hid_t string_type() {
   hid_t t = H5Tcopy(H5T_C_S1);

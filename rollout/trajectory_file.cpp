@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "configs/error.h"
+#include "data_synth/h5_handle.h"
 
 namespace kforge {
 
@@ -24,17 +25,6 @@ struct IndexRow {
   char task[256];
   char termination_reason[32];
   char end_cause[32];
-};
-
-struct H5Handle {
-  hid_t id;
-  herr_t (*close)(hid_t);
-  H5Handle(hid_t i, herr_t (*c)(hid_t)) : id(i), close(c) {}
-  ~H5Handle() {
-    if (id >= 0) close(id);
-  }
-  H5Handle(const H5Handle&) = delete;
-  H5Handle& operator=(const H5Handle&) = delete;
 };
 
 struct QuietHdf5 {
