@@ -77,6 +77,7 @@ ToolConfig ToolConfig::from_yaml(const YamlNode& node) {
   ToolConfig c;
   c.verify_trials = node.get<int>("verify_trials", c.verify_trials);
   c.profile_times = node.get<bool>("profile_times", c.profile_times);
+  c.profile_counters = node.get<bool>("profile_counters", c.profile_counters);
   if (c.verify_trials < 0) node.at("verify_trials").fail("must be >= 0 (0: the eval config's verify.trials)");
   node.check_no_unknown_keys();
   return c;

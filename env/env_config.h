@@ -42,6 +42,7 @@ struct PromptConfig {
 struct ToolConfig {
   int verify_trials = 0;  // trials of verify() and profile(); 0: the eval config's verify.trials
   bool profile_times = true;  // profile() times the candidate against eager (else verification only)
+  bool profile_counters = true;  // profile() reads hardware counters through CUPTI's range profiler
   static ToolConfig from_yaml(const YamlNode& node);
 };
 

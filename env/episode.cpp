@@ -13,15 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Asks for the report's `profile` section where EvalOptions has the field (the CUPTI profile is
-// being added beside this code); a no-op otherwise.
-template <class T>
-auto request_profile(T& options, int) -> decltype(options.profile = true, void()) {
-  options.profile = true;
-}
-template <class T>
-void request_profile(T&, long) {}
-
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -207,7 +198,10 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   EvalOptions opt = tool == "submit"    ? next_eval_options(ec.verify.submit_trials, true)
                     : tool == "profile" ? next_eval_options(verify_trials, env_.tools.profile_times)
                                         : next_eval_options(verify_trials, false);
-  if (tool == "profile") request_profile(opt, 0);
+  if (tool == "profile") {
+    opt.profile = true;
+    opt.counters = env_.tools.profile_counters;
+  }
   r.report = judge_.evaluate(*task_, *cand, opt);
   r.ok = true;
   if (r.report.contains("gpu_request_wall_ms") && r.report["gpu_request_wall_ms"].is_number())

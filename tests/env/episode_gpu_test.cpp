@@ -119,6 +119,8 @@ TEST_F(EpisodeGpuTest, TierTwoForTheDemoPolicy) {
   EXPECT_NE(profile.observation.find("speedup over eager: "), std::string::npos) << profile.observation;
   EXPECT_TRUE(profile.observation.find("profile:") != std::string::npos || profile.observation.find("profiling unavailable") != std::string::npos)
       << profile.observation;
+  // tools.profile_counters (on by default): the counters' values, or the stated reason they are unavailable.
+  EXPECT_NE(profile.observation.find("hardware counters"), std::string::npos) << profile.observation;
   const StepResult& s = last(steps);
   EXPECT_TRUE(s.terminated);
   EXPECT_EQ(s.info["termination_reason"], "submitted");

@@ -424,6 +424,8 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_NE(plain.observation.find("profiling unavailable"), std::string::npos);
   EXPECT_TRUE(replay.options[0].time);
   EXPECT_EQ(replay.options[0].trials, evaluator.config().verify.trials);
+  EXPECT_TRUE(replay.options[0].profile);
+  EXPECT_TRUE(replay.options[0].counters) << "tools.profile_counters is on by default";
 
   Json rep = pass_report(1.0, 3.0);
   rep["profile"] = {{"kernels", Json::array({{{"name", "gelu_fused"}, {"duration_ns", 987654}, {"grid", {65536, 1, 1}}, {"block", {256, 1, 1}},
