@@ -12,7 +12,9 @@
 //       For every shipped correct candidate, in a warm worker (ceilings measured by a first request):
 //       profile_overhead_ms = the worker's wall time of the profile phase (one call on fresh
 //       inputs with CUPTI activity on, records read, occupancy computed) minus the GPU time of the
-//       candidate's kernels in it. Timing never runs with CUPTI on.
+//       candidate's kernels in it. Timing never runs with CUPTI on. With --counters on, the
+//       profile also reads hardware counters (CUPTI range profiler, kernel replay), as the
+//       environment's profile() does by default: profile_counters_passes is the replay count.
 //   All take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
 //   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
 //   light), to measure what the checks cost. aa also reports the wall time per timing request.
@@ -136,7 +138,11 @@ int overhead(int argc, char** argv) {
 int profile(int argc, char** argv) {
   Evaluator ev(EvalConfig{});
   ev.set_anticheat(anticheat_from_args(argc, argv));
+  std::string cv = arg_value(argc, argv, "--counters", "off");
+  KFORGE_CHECK(cv == "on" || cv == "off", usage, "--counters takes on or off");
+  const bool counters = cv == "on";
   std::vector<double> over;
+  int passes = 0;
   std::printf("%-24s %-10s %11s %11s %12s\n", "task", "candidate", "profile ms", "kernels ms", "overhead ms");
   bool warm = false;
   for (const auto& c : kforge::testing::shipped_candidates()) {
@@ -147,6 +153,7 @@ int profile(int argc, char** argv) {
     opt.trials = 1;
     opt.time = false;
     opt.profile = true;
+    opt.counters = counters;
     if (!warm) {
       ev.evaluate(task, cand, opt);  // the first profile measures the device's ceilings
       warm = true;
@@ -156,14 +163,22 @@ int profile(int argc, char** argv) {
     double prof_ms = r["phases"]["profile_ms"].get<double>();
     double kern_ms = r["profile"]["kernel_time_ns"].get<double>() / 1e6;
     over.push_back(prof_ms - kern_ms);
+    if (counters) {
+      const Json& c = r["profile"]["counters"];
+      KFORGE_CHECK(c.is_object() && (c.contains("kernels") || c.contains("unavailable")), runtime, c.dump());
+      if (c.contains("unavailable")) std::printf("  counters unavailable: %s\n", c["unavailable"].dump().c_str());
+      passes = std::max(passes, c.value("passes", 0));
+    }
     std::printf("%-24s %-10s %11.2f %11.3f %12.2f\n", c.task.c_str(), c.name.c_str(), prof_ms, kern_ms, prof_ms - kern_ms);
   }
   std::sort(over.begin(), over.end());
   Json fig = {{"profile_overhead_ms_p50", quantile_sorted(over, 0.5)},
               {"profile_overhead_ms_p95", quantile_sorted(over, 0.95)},
               {"profile_requests_count", over.size()}};
+  if (counters) fig["profile_counters_passes"] = passes;
   std::cout << fig.dump(2) << "\n";
-  write_result(arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"], "kforge_eval_bench profile", fig);
+  write_result(arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"],
+               "kforge_eval_bench profile --counters " + cv, fig);
   return 0;
 }
 

@@ -1,12 +1,12 @@
 #!/bin/bash
 # The evaluation core's GPU figures (issue 3), on a GPU host after `bash .gpu/run.sh build`:
 #   bash tools/bench/run_eval_core.sh OUTDIR [steps...]
-# steps (default all): compile overhead overhead_off gputests evaluator audit aa aa_off profile (the _off
+# steps (default all): compile overhead overhead_off gputests evaluator audit aa aa_off profile profile_counters (the _off
 # ones with the dynamic anti-cheat checks off, to measure their cost). Each step has a time limit so one
 # stuck step cannot eat the others; logs and JSON results go to OUTDIR.
 set -uo pipefail
 out=${1:?usage: run_eval_core.sh OUTDIR [steps]}; shift
-steps=${*:-compile overhead overhead_off gputests evaluator audit aa aa_off profile}
+steps=${*:-compile overhead overhead_off gputests evaluator audit aa aa_off profile profile_counters}
 b=${KFORGE_BUILD_DIR:-build-gpu}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/opt/project-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -17,6 +17,8 @@ for s in $steps; do
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     overhead_off) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --anticheat off --out "$out/eval_overhead_anticheat_off.json" >"$out/overhead_off.txt" 2>&1 ;;
     profile) timeout 150 "$b/tools/kforge_eval_bench" profile --out "$out/eval_profile.json" >"$out/profile.txt" 2>&1 ;;
+    profile_counters) timeout 150 "$b/tools/kforge_eval_bench" profile --counters on --out "$out/eval_profile_counters.json" \
+                        >"$out/profile_counters.txt" 2>&1 ;;
     audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 300 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
     gputests) for t in draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests; do
                 KFORGE_SOURCE_DIR="$PWD" timeout 120 "$b/tests/$t" >"$out/$t.txt" 2>&1; echo "$t rc $?" >>"$out/gputests_rc.txt"

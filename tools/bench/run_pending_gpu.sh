@@ -24,12 +24,12 @@ export KFORGE_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 for s in $steps; do
   t0=$(date +%s)
   case $s in
-    build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-worker kforge-compile-worker $gpu_tests >"$out/build.txt" 2>&1 ;;
+    build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-worker kforge-compile-worker kforge_eval_bench $gpu_tests >"$out/build.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
     serve_load)
       nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util.csv" 2>&1 & u=$!
-      timeout 240 python3 tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 3 --json >"$out/serve_load.txt" 2>&1
+      timeout 240 python3 tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
       r=$?; kill $u 2>/dev/null; (exit $r) ;;
     synth_calibration)
       d=$out/synth; mkdir -p "$d"
