@@ -29,7 +29,7 @@ struct EvalOptions {
   // One more call with CUPTI activity on after timing: the report's `profile` section.
   bool profile = false;
   // With profile: hardware counters of the candidate's kernels through CUPTI's range profiler
-  // (kernel replay after timing; the profile's `counters`). The environment's profile() asks for
+  // (the call replayed once per pass after timing; the profile's `counters`). The environment's profile() asks for
   // them (configs/env.yaml tools.profile_counters); a bare evaluation does not.
   bool counters = false;
 };

@@ -994,8 +994,8 @@ Json GpuWorker::evaluate(const Json& req) {
       } else if (!window.unavailable.empty()) {
         prof["counters"] = {{"unavailable", window.unavailable}};
       } else {
-        // One more call under CUPTI's range profiler (kernel replay: CUPTI reruns each kernel
-        // once per pass, restoring the memory it writes).
+        // The candidate's call under CUPTI's range profiler, once per pass the metrics need (user
+        // replay; kernel replay if that fails), after timing, on the inputs of the profiled call.
         CounterReport cr = collect_kernel_counters(s.ctx, s.device, default_counter_metrics(), [&] {
           run_candidate();
           sync_candidate("counters");
@@ -1010,7 +1010,8 @@ Json GpuWorker::evaluate(const Json& req) {
             kernels.push_back({{"range", r.name}, {"metrics", values}});
           }
           prof["counters"] = {{"metrics", cr.metrics}, {"unsupported", cr.unsupported}, {"passes", cr.passes}, {"kernels", kernels},
-                              {"method", "CUPTI range profiler, auto ranges (one per kernel), kernel replay"}};
+                              {"replay", cr.replay}, {"calls", cr.runs},
+                              {"method", "CUPTI range profiler, auto ranges (one per kernel), " + cr.replay + " replay"}};
         }
       }
       reply["profile"] = prof;

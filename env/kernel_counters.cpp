@@ -62,6 +62,75 @@ struct Session {
   }
 };
 
+void disable(Session& s) {
+  if (!s.ranges) return;
+  auto d = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+  d.pRangeProfilerObject = s.ranges;
+  cuptiRangeProfilerDisable(&d);
+  s.ranges = nullptr;
+}
+
+// Enables the range profiler on ctx, runs `run` under it in the given replay mode (once for
+// kernel replay; once per pass for user replay), decodes, and returns the counter data image.
+std::vector<uint8_t> run_passes(Session& s, CUcontext ctx, const std::vector<uint8_t>& config,
+                                const std::vector<const char*>& names, CUpti_ProfilerReplayMode mode, size_t passes,
+                                const std::function<void()>& run, size_t& runs) {
+  auto en = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  en.ctx = ctx;
+  ok(cuptiRangeProfilerEnable(&en), "cuptiRangeProfilerEnable");
+  s.ranges = en.pRangeProfilerObject;
+
+  constexpr size_t kMaxRanges = 64;  // kernels per call
+  auto dsize = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+  dsize.pRangeProfilerObject = s.ranges;
+  dsize.pMetricNames = const_cast<const char**>(names.data());
+  dsize.numMetrics = names.size();
+  dsize.maxNumOfRanges = kMaxRanges;
+  dsize.maxNumRangeTreeNodes = kMaxRanges;
+  ok(cuptiRangeProfilerGetCounterDataSize(&dsize), "cuptiRangeProfilerGetCounterDataSize");
+  std::vector<uint8_t> data(dsize.counterDataSize);
+  auto dinit = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  dinit.pRangeProfilerObject = s.ranges;
+  dinit.counterDataSize = data.size();
+  dinit.pCounterData = data.data();
+  ok(cuptiRangeProfilerCounterDataImageInitialize(&dinit), "cuptiRangeProfilerCounterDataImageInitialize");
+
+  auto set = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+  set.pRangeProfilerObject = s.ranges;
+  set.configSize = config.size();
+  set.pConfig = config.data();
+  set.counterDataImageSize = data.size();
+  set.pCounterDataImage = data.data();
+  set.range = CUPTI_AutoRange;
+  set.replayMode = mode;
+  set.maxRangesPerPass = kMaxRanges;
+  set.numNestingLevels = 1;
+  set.minNestingLevel = 1;
+  set.passIndex = 0;
+  set.targetNestingLevel = 1;
+  ok(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig");
+
+  runs = 0;
+  for (;;) {
+    auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    start.pRangeProfilerObject = s.ranges;
+    ok(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
+    run();
+    ++runs;
+    auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    stop.pRangeProfilerObject = s.ranges;
+    ok(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
+    if (mode != CUPTI_UserReplay || stop.isAllPassSubmitted) break;
+    if (runs > passes + 1)
+      throw Failed{"user replay: " + std::to_string(runs) + " calls for " + std::to_string(passes) + " passes"};
+  }
+  auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+  decode.pRangeProfilerObject = s.ranges;
+  ok(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
+  return data;
+}
+
 }  // namespace
 
 const std::vector<std::string>& default_counter_metrics() {
@@ -131,54 +200,24 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
     ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
     report.passes = passes.numOfPasses;
 
-    auto en = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
-    en.ctx = ctx;
-    ok(cuptiRangeProfilerEnable(&en), "cuptiRangeProfilerEnable");
-    s.ranges = en.pRangeProfilerObject;
-
     std::vector<const char*> names;
     for (const std::string& m : report.metrics) names.push_back(m.c_str());
-    constexpr size_t kMaxRanges = 64;  // kernels per call
-    auto dsize = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
-    dsize.pRangeProfilerObject = s.ranges;
-    dsize.pMetricNames = names.data();
-    dsize.numMetrics = names.size();
-    dsize.maxNumOfRanges = kMaxRanges;
-    dsize.maxNumRangeTreeNodes = kMaxRanges;
-    ok(cuptiRangeProfilerGetCounterDataSize(&dsize), "cuptiRangeProfilerGetCounterDataSize");
-    std::vector<uint8_t> data(dsize.counterDataSize);
-    auto dinit = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
-    dinit.pRangeProfilerObject = s.ranges;
-    dinit.counterDataSize = data.size();
-    dinit.pCounterData = data.data();
-    ok(cuptiRangeProfilerCounterDataImageInitialize(&dinit), "cuptiRangeProfilerCounterDataImageInitialize");
-
-    auto set = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
-    set.pRangeProfilerObject = s.ranges;
-    set.configSize = config.size();
-    set.pConfig = config.data();
-    set.counterDataImageSize = data.size();
-    set.pCounterDataImage = data.data();
-    set.range = CUPTI_AutoRange;
-    set.replayMode = CUPTI_KernelReplay;
-    set.maxRangesPerPass = kMaxRanges;
-    set.numNestingLevels = 1;
-    set.minNestingLevel = 1;
-    set.passIndex = 0;
-    set.targetNestingLevel = 1;
-    ok(cuptiRangeProfilerSetConfig(&set), "cuptiRangeProfilerSetConfig");
-
-    auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-    start.pRangeProfilerObject = s.ranges;
-    ok(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
-    run();
-    auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-    stop.pRangeProfilerObject = s.ranges;
-    ok(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop");
-    auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
-    decode.pRangeProfilerObject = s.ranges;
-    ok(cuptiRangeProfilerDecodeData(&decode), "cuptiRangeProfilerDecodeData");
+    // User replay first: the harness reruns the candidate's call once per pass (same inputs, the
+    // outputs rewritten), which costs a call per pass. Kernel replay, the fallback, saves and
+    // restores the memory each kernel touches for every pass: on GB-sized tasks that is most of a
+    // second. A candidate whose calls launch different kernels from one call to the next fails
+    // user replay and falls back.
+    std::vector<uint8_t> data;
+    std::string user_failure;
+    try {
+      data = run_passes(s, ctx, config, names, CUPTI_UserReplay, report.passes, run, report.runs);
+      report.replay = "user";
+    } catch (const Failed& f) {
+      user_failure = f.what;
+      disable(s);
+      data = run_passes(s, ctx, config, names, CUPTI_KernelReplay, report.passes, run, report.runs);
+      report.replay = "kernel (user replay failed: " + user_failure + ")";
+    }
 
     auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
     info.pCounterDataImage = data.data();

@@ -1,7 +1,8 @@
 #pragma once
 // Hardware counters of a candidate's kernels through CUPTI's range profiler (torch-free; links
-// CUPTI): one range per kernel (auto ranges), kernel replay (CUPTI replays each kernel as many
-// passes as the metrics need, saving and restoring the memory it touches). Lent machines often
+// CUPTI): one range per kernel (auto ranges), user replay (`run` is called once per pass the
+// metrics need), else kernel replay (CUPTI replays each kernel, saving and restoring the memory it
+// touches: much slower on large buffers). Lent machines often
 // keep performance counters to administrators (the driver's NVreg_RestrictProfilingToAdminUsers):
 // every CUPTI failure comes back as `unavailable` with the step and CUPTI's message, never as an
 // exception, so profile() reports what the machine allows.
@@ -24,6 +25,8 @@ struct CounterReport {
   std::vector<std::string> metrics;       // the metrics collected
   std::vector<std::string> unsupported;   // metrics this GPU or CUPTI refused
   size_t passes = 0;                      // replay passes the metrics needed
+  std::string replay;                     // "user" (the call rerun once per pass) or "kernel (...why)"
+  size_t runs = 0;                        // calls of `run` it took
   std::vector<CounterRange> ranges;       // one per kernel launched by `run`
 };
 
@@ -31,7 +34,8 @@ struct CounterReport {
 // as a share of peak, achieved occupancy, L2 hit rate.
 const std::vector<std::string>& default_counter_metrics();
 
-// Runs `run` (launches on the current context and synchronises) under the range profiler.
+// Runs `run` (launches on the current context and synchronises; repeatable: it may be called once
+// per pass) under the range profiler.
 CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,
                                       const std::function<void()>& run);
 
