@@ -163,7 +163,7 @@ def main():
                   "cuda": sh(f"{sys.executable} -c 'import torch; print(torch.version.cuda)'") or None,
                   "torch": sh(f"{sys.executable} -c 'import torch; print(torch.__version__)'") or None,
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "commit": sh(f"git -C {ROOT} rev-parse --short HEAD"),
+                  "commit": os.environ.get("KFORGE_COMMIT") or sh(f"git -C {ROOT} rev-parse --short HEAD"),
                   "command": " ".join(sys.argv), "host_cpus": os.cpu_count(), "figures": figures}
         out_dir = os.path.join(ROOT, "tools", "bench", "results")
         os.makedirs(out_dir, exist_ok=True)
