@@ -314,6 +314,20 @@ TEST(Dataset, Hdf5RoundTripKeepsEveryColumn) {
   g.max_ops = 1;
   EXPECT_TRUE(g.matches(back.rows[0]));
   EXPECT_FALSE(g.matches(back.rows[1]));
+  // --status: exact, or "rejected" for any rejection.
+  back.rows[1].status = "ok";
+  back.rows[2].status = "rejected:eager_runtime_window";
+  RowFilter st;
+  st.status = "ok";
+  EXPECT_FALSE(st.matches(back.rows[0]));
+  EXPECT_TRUE(st.matches(back.rows[1]));
+  st.status = "rejected";
+  EXPECT_FALSE(st.matches(back.rows[1]));
+  EXPECT_TRUE(st.matches(back.rows[2]));
+  st.status = "rejected:torch_compile_build";
+  EXPECT_FALSE(st.matches(back.rows[2]));
+  st.status = "cpu_ok";
+  EXPECT_TRUE(st.matches(back.rows[0]));
   // Not a dataset: an io error naming the file.
   std::ofstream(dir / "junk.h5") << "junk";
   try {

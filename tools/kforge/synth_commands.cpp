@@ -115,7 +115,7 @@ int run_synth(const std::string& config_path, const std::string& out_dir, int64_
 }
 
 struct TasksArgs {
-  std::string dataset, split, source, ops, id, format, out;
+  std::string dataset, split, source, status, ops, id, format, out;
   int min_ops = 0, max_ops = 0;
   bool program = false, specs = false;
 };
@@ -124,9 +124,12 @@ std::vector<const DatasetRow*> select(const Dataset& d, const TasksArgs& a) {
   RowFilter f;
   f.split = a.split;
   f.source = a.source;
+  f.status = a.status;
   f.min_ops = a.min_ops;
   f.max_ops = a.max_ops;
   KFORGE_CHECK(a.split.empty() || a.split == "train" || a.split == "heldout", usage, "--split is train or heldout, not '" << a.split << "'");
+  KFORGE_CHECK(a.status.empty() || a.status == "cpu_ok" || a.status == "ok" || a.status == "rejected" || a.status.rfind("rejected:", 0) == 0,
+               usage, "--status is cpu_ok, ok, rejected or rejected:<filter>, not '" << a.status << "'");
   KFORGE_CHECK(a.min_ops >= 0 && a.max_ops >= 0, usage, "--min-ops and --max-ops must be >= 0");
   std::stringstream ss(a.ops);
   std::string item;
@@ -146,6 +149,7 @@ void add_filters(CLI::App* sub, TasksArgs& a) {
   sub->add_option("--split", a.split, "train or heldout");
   sub->add_option("--ops", a.ops, "comma-separated operators the task must all use");
   sub->add_option("--source", a.source, "synth, kernelbench, cuda-agent-ops or other");
+  sub->add_option("--status", a.status, "cpu_ok (GPU stage pending), ok (with baselines), rejected, or rejected:<filter>");
   sub->add_option("--min-ops", a.min_ops, "at least this many operators");
   sub->add_option("--max-ops", a.max_ops, "at most this many operators");
 }
