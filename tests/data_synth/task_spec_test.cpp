@@ -147,6 +147,10 @@ TEST(TaskSpec, BaselineTimesNeedTheirGpuAndMethod) {
   TaskSpec t = parse_task(yaml, "t.yaml");
   EXPECT_DOUBLE_EQ(*t.baselines.compile_ms, 1.5);
   EXPECT_EQ(parse_task(task_to_yaml(t), "u.yaml").baselines.gpu, "NVIDIA H200");
+  // Versions are written quoted: other YAML readers (PyYAML) would read a plain 13.0 as a float.
+  EXPECT_NE(task_to_yaml(t).find("cuda: \"13.0\""), std::string::npos) << task_to_yaml(t);
+  EXPECT_NE(task_to_yaml(t).find("torch: \"2.11.0\""), std::string::npos) << task_to_yaml(t);
+  EXPECT_EQ(parse_task(task_to_yaml(t), "u.yaml").baselines.cuda_version, "13.0");
 }
 
 TEST(TaskSpec, MissingFileIsAnIoError) {
