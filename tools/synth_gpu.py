@@ -22,10 +22,15 @@ Measuring (tools/SYNTH_GPU.md has the whole story and the H200 commands):
      before every call by a read-modify-write of a buffer of at least 2x L2, fresh get_inputs() draw
      for every call, warm-up by count and by time, median of n with a relative-standard-error stop;
      a task whose eager median is outside the config's window is rejected (eager_runtime_window).
+  With overlap (the default; --no-overlap for one stage after the other) the workers compile round
+  k+1 while this process times round k: a worker's GPU work waits for the GPU turn (a file lock this
+  process holds while it samples a task), this process runs on CPUs of its own (--reserved-cores),
+  and both count against one memory cap. Every record says where its serial seconds went (phase_s).
   With --device cpu (CI) the same code runs at the check dims, host clock, no cache flush: the
   records say so in their method and merge refuses them unless --allow-cpu.
 """
 import argparse
+import contextlib
 import datetime
 import glob
 import json
@@ -33,6 +38,7 @@ import math
 import os
 import platform
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -318,21 +324,53 @@ def as_outputs(torch, out):
     return []
 
 
+CHUNK = 1 << 26  # elements per chunk of the tolerance tests (bounds the float64 temporaries to ~2 GB)
+
+
 def failing_fraction(torch, ref, answer, atol, rtol):
     """Share of elements where `answer` fails the tolerance test against `ref` (as the C++ filters
-    and the verifier: |a - r| > atol + rtol * |r|, in double), chunked to bound memory."""
+    and the verifier: |a - r| > atol + rtol * |r|, in double), chunked to bound memory; the count
+    stays on the device until the end (one host sync)."""
     r = ref.reshape(-1)
     a = answer.reshape(-1) if answer.numel() == ref.numel() else answer.expand_as(ref).reshape(-1)
     n = r.numel()
     if n == 0:
         return 0.0
-    bad = 0
-    step = 1 << 26
-    for i in range(0, n, step):
-        rr = r[i:i + step].double()
-        aa = a[i:i + step].double()
-        bad += int(((aa - rr).abs() > (atol + rtol * rr.abs())).sum().item())
-    return bad / n
+    bad = torch.zeros((), dtype=torch.int64, device=r.device)
+    for i in range(0, n, CHUNK):
+        rr = r[i:i + CHUNK].double()
+        thr = rr.abs().mul_(rtol).add_(atol)  # atol + rtol * |r|, the same double operations
+        bad += (torch.sub(a[i:i + CHUNK].double(), rr).abs_() > thr).sum()  # never in place on the caller's tensors
+    return int(bad.item()) / n
+
+
+def informative_fractions(torch, x, y, atol, rtol):
+    """The three fractions of the informative checks of one floating-point output x, in one chunked
+    pass over x with the counts kept on the device (one host sync), each exactly as
+    failing_fraction computes it: vary = failing_fraction(x, y); zeros_fail = failing_fraction(x,
+    0) (|0 - r| is |r|); constant_fail = failing_fraction(x, mean(x) in double) (1.0 for a single
+    element)."""
+    r = x.reshape(-1)
+    b = y.reshape(-1) if y.numel() == x.numel() else y.expand_as(x).reshape(-1)
+    n = r.numel()
+    if n == 0:
+        return 0.0, 0.0, 1.0
+    c = torch.mean(x, dtype=torch.float64) if n > 1 else None  # a 0-d tensor: no .item() round trip
+    bad = torch.zeros(3, dtype=torch.int64, device=r.device)
+    for i in range(0, n, CHUNK):
+        rr = r[i:i + CHUNK].double()
+        ab = rr.abs()
+        thr = ab.mul(rtol).add_(atol)
+        bad[1] += (ab > thr).sum()
+        buf = ab  # reused for |y - x| and |c - x| (the same double values as .double() and sub)
+        buf.copy_(b[i:i + CHUNK]).sub_(rr).abs_()
+        bad[0] += (buf > thr).sum()
+        if c is not None:
+            torch.sub(c, rr, out=buf).abs_()
+            bad[2] += (buf > thr).sum()
+        del rr, ab, buf, thr
+    v, z, k = bad.tolist()
+    return v / n, z / n, (k / n if c is not None else 1.0)
 
 
 def run_checks(torch, model, draw, info, cfg, full_dims):
@@ -361,6 +399,7 @@ def run_checks(torch, model, draw, info, cfg, full_dims):
             if x.is_floating_point():
                 d["max_abs_diff_same_inputs"] = float((x.double() - y.double()).abs().max().item())
             return "nondeterministic_gpu", d
+    del a2
     varies = False
     informative = []
     for x, y in zip(a1, b):
@@ -369,13 +408,8 @@ def run_checks(torch, model, draw, info, cfg, full_dims):
             continue
         if not bool(torch.isfinite(x).all()) or not bool(torch.isfinite(y).all()):
             return "nonfinite_gpu", d
-        f_vary = failing_fraction(torch, x, y, atol, rtol)
+        f_vary, f_zero, f_const = informative_fractions(torch, x, y, atol, rtol)
         varies = varies or f_vary > 0
-        f_zero = failing_fraction(torch, x, torch.zeros((), dtype=x.dtype, device=x.device), atol, rtol)
-        f_const = 1.0
-        if x.numel() > 1:
-            c = torch.full((), torch.mean(x, dtype=torch.float64).item(), dtype=torch.float64, device=x.device)
-            f_const = failing_fraction(torch, x, c, atol, rtol)
         informative.append({"vary": round(f_vary, 6), "zeros_fail": round(f_zero, 6), "constant_fail": round(f_const, 6)})
         d["informative"] = informative
         if f_zero < frac_min:
@@ -486,24 +520,217 @@ def cuda_healthy(torch, device):
         return False
 
 
-def release(torch, device):
+def is_oom(e):
+    text = e if isinstance(e, str) else f"{type(e).__name__}: {e}"
+    return "OutOfMemoryError" in text or "out of memory" in text.lower()
+
+
+def release(torch, device, compiled=True, base=None):
+    """Frees what a task left: Dynamo's caches (they hold the compiled module), reference cycles and
+    the allocator's cache. The cycle pass (gc.collect) is skipped when the device is already back to
+    `base` allocated bytes: it costs 0.1-0.2 s in a process that has imported Inductor, twice a task."""
     import gc
-    gc.collect()
-    try:
-        torch._dynamo.reset()
-    except Exception:
-        pass
-    if device.startswith("cuda"):
+    if compiled:
+        try:
+            torch._dynamo.reset()
+        except Exception:
+            pass
+    cuda = device.startswith("cuda")
+    if base is None or not cuda or torch.cuda.memory_allocated() > base:
+        gc.collect()
+    if cuda:
         torch.cuda.empty_cache()
 
 
 # ----------------------------------------------------------------------------------------------
-# The compile pool: torch.compile in worker processes, filling Inductor's on-disk caches, while
-# the main process alone times on the GPU (in its own stage, never at the same time).
+# The GPU turn: one token for the device, a file lock (the kernel drops it when its holder dies,
+# so a worker killed by the compile timeout cannot leave it taken). The main process holds it while
+# it samples one task (warm-up and timed calls, and the probe's timed calls) and gives it back
+# between tasks; a compile worker holds it for its own GPU work (model build and input draw, the
+# traced call, Inductor's benchmarks) and gives it back while Inductor compiles (CPU work). So no
+# worker kernel runs while a timed call is in flight. `want` (shared) is 1 while the main process
+# waits for the turn: workers then keep off (it waits at most for one worker's turn); `sampling`
+# (shared) is 1 exactly while the main process samples.
 
-def _compile_worker(jobs, results, wid, device):
+class GpuTurn:
+    def __init__(self, path, want, sampling, main, spin=None):
+        import fcntl
+        self.fcntl = fcntl
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.want, self.sampling, self.main, self.spin = want, sampling, main, spin
+        self.held = False
+        self.wait_s = self.held_s = 0.0
+        self._since = 0.0
+
+    def acquire(self):
+        """Takes the turn (False: already held by this process)."""
+        if self.held:
+            return False
+        f = self.fcntl
+        t0 = time.monotonic()
+        if self.main:
+            self.want.value = 1
+            try:
+                while True:
+                    try:
+                        f.flock(self.fd, f.LOCK_EX | f.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        # Keep the pool going meanwhile (results, timeouts: a hung worker holding the
+                        # turn is killed by the compile timeout, which frees it).
+                        self.spin(0.002) if self.spin else time.sleep(0.001)
+            finally:
+                self.want.value = 0
+        else:
+            while True:
+                while self.want.value:
+                    time.sleep(0.001)
+                f.flock(self.fd, f.LOCK_EX)
+                if not self.want.value:
+                    break
+                f.flock(self.fd, f.LOCK_UN)  # the main process asked first
+        self.held = True
+        self._since = time.monotonic()
+        self.wait_s += self._since - t0
+        return True
+
+    def release(self):
+        if self.held:
+            self.held = False
+            self.held_s += time.monotonic() - self._since
+            self.fcntl.flock(self.fd, self.fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def hold(self):
+        got = self.acquire()
+        try:
+            yield
+        finally:
+            if got:
+                self.release()
+
+    @contextlib.contextmanager
+    def released(self):
+        was = self.held
+        self.release()
+        try:
+            yield
+        finally:
+            if was:
+                self.acquire()
+
+
+class _LockWatch:
+    """Test hook (KFORGE_SYNTH_GPU_LOCK_LOG=file): in a compile worker, a thread that checks every
+    0.5 ms, while the main process says it samples, that the GPU turn is taken (a non-blocking try
+    on a descriptor of its own must fail; if it succeeds while `sampling` is still 1, the main process
+    was sampling without the turn)."""
+
+    def __init__(self, path, sampling):
+        import fcntl
+        import threading
+        self.fcntl = fcntl
+        self.fd = os.open(path, os.O_RDWR)
+        self.sampling = sampling
+        self.seen = self.free = 0
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        f = self.fcntl
+        while True:
+            if self.sampling.value:
+                try:
+                    f.flock(self.fd, f.LOCK_EX | f.LOCK_NB)
+                except BlockingIOError:
+                    self.seen += 1
+                else:
+                    if self.sampling.value:
+                        self.seen += 1
+                        self.free += 1
+                    f.flock(self.fd, f.LOCK_UN)
+            time.sleep(0.0005)
+
+
+def _turn_backend(torch, turn):
+    """torch.compile's own default backend (the same object type and config as torch.compile(model)
+    makes, so the cache keys are the same) that gives the GPU turn back while Inductor compiles."""
+    base = torch._TorchCompileInductorWrapper
+
+    class TurnInductor(base):
+        def __call__(self, model_, inputs_):
+            with turn.released():
+                t0, h0 = time.monotonic(), turn.held_s + turn.wait_s
+                try:
+                    return base.__call__(self, model_, inputs_)
+                finally:  # Inductor's own benchmarks take the turn (below): not compile time
+                    self.seconds += time.monotonic() - t0 - (turn.held_s + turn.wait_s - h0)
+
+    b = TurnInductor(None, None, None)
+    b.seconds = 0.0
+    return b
+
+
+def _guard_benchmarks(turn):
+    """Inductor's GPU work during a compile takes the GPU turn: its benchmarks (Inductor's
+    benchmarker: autotuning of kernel configs, pad_mm), and pad_mm's decision for a matmul of
+    unaligned shape, which makes full-size random inputs on the device before benchmarking (the turn
+    is taken when its on-disk cache has no answer, and given back when the decision returns)."""
+    try:
+        from torch._inductor.runtime import benchmarking
+        b = benchmarking.benchmarker
+    except Exception:
+        return
+    for name in ("benchmark", "benchmark_gpu"):
+        fn = getattr(b, name, None)
+        if fn is None:
+            continue
+
+        def guarded(*args, _fn=fn, **kwargs):
+            with turn.hold():
+                return _fn(*args, **kwargs)
+        setattr(b, name, guarded)
+    try:
+        from torch._inductor.fx_passes import pad_mm
+        should, cached = pad_mm._should_pad, pad_mm.get_cached_should_pad
+    except Exception:
+        return
+
+    def cached_or_turn(key):
+        v = cached(key)
+        if v is None:
+            turn.acquire()  # a benchmark on the device follows
+        return v
+
+    def should_pad(*args, **kwargs):
+        was = turn.held
+        try:
+            return should(*args, **kwargs)
+        finally:
+            if not was:
+                turn.release()
+    pad_mm.get_cached_should_pad = cached_or_turn
+    pad_mm._should_pad = should_pad
+
+
+# ----------------------------------------------------------------------------------------------
+# The compile pool: torch.compile in worker processes, filling Inductor's on-disk caches (FX graph,
+# Triton kernels, autotuning), at full size on the same device. With overlap (the default) they
+# compile the next round while this process times the current one; their GPU work waits for the
+# GPU turn. Without it (--no-overlap) this process does nothing while they compile.
+
+def _compile_worker(jobs, results, wid, device, lock_path, want, sampling, cpus, log_path):
+    if cpus:
+        try:
+            os.sched_setaffinity(0, cpus)  # before torch: its thread pools size themselves from it
+        except OSError:
+            pass
     import torch
     apply_flags(torch)
+    turn = GpuTurn(lock_path, want, sampling, main=False)
+    backend = _turn_backend(torch, turn)
+    _guard_benchmarks(turn)
+    watch = _LockWatch(lock_path, sampling) if log_path else None
+    cuda = device.startswith("cuda")
     results.put(("ready", wid, None))
     while True:
         job = jobs.get()
@@ -511,38 +738,76 @@ def _compile_worker(jobs, results, wid, device):
             return
         task_id, program, dims, seed = job
         t0 = time.monotonic()
+        turn.wait_s = turn.held_s = backend.seconds = 0.0
+        at_turn = []  # `sampling` when this worker's GPU work starts (test log): always 0
         err = ""
+        base = torch.cuda.memory_allocated() if cuda else None
         try:
-            model, draw = build_task(torch, task_id, program, dims, device, seed)
-            compiled = torch.compile(model)
-            with torch.no_grad():
+            with turn.hold():  # model build and one draw: allocations and init kernels
+                at_turn.append(sampling.value)
+                model, draw = build_task(torch, task_id, program, dims, device, seed)
                 x = draw()
+                if cuda:
+                    torch.cuda.synchronize()
+            compiled = torch.compile(model, backend=backend)
+            with turn.hold(), torch.no_grad():  # Dynamo's trace and the call; Inductor gives it back
+                at_turn.append(sampling.value)
                 compiled(*x)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
+                if cuda:
+                    torch.cuda.synchronize()
             del model, compiled, x
         except Exception as e:  # noqa: BLE001 - any failure is the task's
             err = error_line(e)
-        release(torch, device)
-        results.put(("done", wid, (task_id, err, time.monotonic() - t0)))
+        t1 = time.monotonic()
+        release(torch, device, base=None if err else base)
+        t2 = time.monotonic()
+        info = {"lock_wait": turn.wait_s, "gpu_turn": turn.held_s, "compile": backend.seconds, "release": t2 - t1}
+        info["other"] = max(0.0, t2 - t0 - sum(info.values()))
+        if watch:
+            with open(log_path, "a") as f:
+                f.write(json.dumps({"wid": wid, "task": task_id, "sampling_at_turn": at_turn, "watch_seen": watch.seen,
+                                    "watch_free_while_sampling": watch.free}) + "\n")
+            watch.seen = watch.free = 0
+        results.put(("done", wid, (task_id, err, t2 - t0, info)))
         if err and not cuda_healthy(torch, device):
             sys.exit(3)  # a broken CUDA context: the pool starts a fresh worker
 
 
 class CompilePool:
-    def __init__(self, n, device):
+    """Jobs are dicts: id, program, dims, seed, mem (bytes it may use on the device), alone (run only
+    with nothing else running: after an out-of-memory failure), tries, t_submit."""
+
+    def __init__(self, n, device, timeout_s, cpus=None, log_path=None):
         import multiprocessing as mp
+        import tempfile
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # W workers, not W x cores processes
         self.ctx = mp.get_context("spawn")
-        self.device = device
+        self.n, self.device, self.timeout_s, self.cpus, self.log_path = n, device, timeout_s, cpus, log_path
+        self.dir = tempfile.mkdtemp(prefix="synth_gpu_")  # one lock per run: two runs on two GPUs do not share it
+        self.lock_path = os.path.join(self.dir, "gpu_turn.lock")
+        open(self.lock_path, "a").close()
+        self.want = self.ctx.RawValue("b", 0)
+        self.sampling = self.ctx.RawValue("b", 0)
         self.results = self.ctx.Queue()
         self.workers = {}
+        self.pending = []
+        self.cap = math.inf       # device bytes the running jobs and the main process's claim may use together
+        self.main_claim = 0.0     # device bytes the main process may use meanwhile (overlap)
+        self.hold = False         # the main process waits for memory: start no new job (an `alone` one excepted)
+        self.t_start = time.monotonic()
+        self.busy_s = 0.0         # worker-seconds with a job
+        self.acc = {"lock_wait": 0.0, "gpu_turn": 0.0, "compile": 0.0, "release": 0.0, "other": 0.0, "queue": 0.0}
+        self.jobs_done = 0
         for wid in range(n):
             self._start(wid)
 
     def _start(self, wid):
-        q = self.ctx.Queue()
-        p = self.ctx.Process(target=_compile_worker, args=(q, self.results, wid, self.device), daemon=True)
+        # A SimpleQueue: put() pickles and writes in the caller's thread. A Queue would do it in a
+        # feeder thread of this process, which could take the GIL in the middle of a timed call.
+        q = self.ctx.SimpleQueue()
+        p = self.ctx.Process(target=_compile_worker, daemon=True,
+                             args=(q, self.results, wid, self.device, self.lock_path, self.want, self.sampling,
+                                   self.cpus, self.log_path))
         p.start()
         self.workers[wid] = {"p": p, "q": q, "job": None, "t": 0.0, "mem": 0.0}
 
@@ -557,56 +822,105 @@ class CompilePool:
         self._kill(wid)
         self._start(wid)
 
-    def run(self, jobs, deadline, timeout_s, mem_budget):
-        """jobs: [(task_id, program, dims, seed, mem_bytes)]. Returns {task_id: (error, seconds)};
-        jobs not finished by `deadline` (time.monotonic()) are left out (the next run redoes them)."""
-        pending = list(jobs)
-        done = {}
-        while pending or any(w["job"] for w in self.workers.values()):
+    def submit(self, job):
+        job.setdefault("alone", False)
+        job.setdefault("tries", 0)
+        job.setdefault("t_submit", time.monotonic())
+        self.pending.append(job)
+
+    def running(self):
+        return sum(1 for w in self.workers.values() if w["job"])
+
+    def in_use(self):
+        return sum(w["mem"] for w in self.workers.values() if w["job"])
+
+    def alone_waiting(self):
+        return any(j["alone"] for j in self.pending) or any(w["job"] and w["job"]["alone"] for w in self.workers.values())
+
+    def _dispatch(self):
+        for wid in list(self.workers):
+            w = self.workers[wid]
+            if w["job"] or not self.pending:
+                continue
+            running, in_use = self.running(), self.in_use()
+            if any(x["job"] and x["job"]["alone"] for x in self.workers.values()):
+                return
+            pick = None
+            if not self.hold:
+                pick = next((j for j in self.pending
+                             if not j["alone"] and in_use + j["mem"] + self.main_claim <= self.cap), None)
+            if pick is None and running == 0 and self.main_claim == 0:
+                # Alone it may use the whole device (while the main process claims nothing).
+                pick = next((j for j in self.pending if j["alone"]), None) if self.hold else self.pending[0]
+            if pick is None:
+                return
+            if not w["p"].is_alive():
+                self._restart(wid)
+                w = self.workers[wid]
+            self.pending.remove(pick)
+            w["q"].put((pick["id"], pick["program"], pick["dims"], pick["seed"]))
             now = time.monotonic()
-            if now > deadline:
-                for wid, w in self.workers.items():
-                    if w["job"]:
-                        self._kill(wid)  # unfinished: not recorded (restarted if the pool is used again)
-                break
-            in_use = sum(w["mem"] for w in self.workers.values() if w["job"])
-            busy = any(w["job"] for w in self.workers.values())
-            for wid, w in self.workers.items():
-                if w["job"] or not pending:
-                    continue
-                if not w["p"].is_alive():
-                    self._restart(wid)
-                    w = self.workers[wid]
-                pick = next((j for j in pending if in_use + j[4] <= mem_budget), None)
-                if pick is None and not busy:
-                    pick = pending[0]  # alone it may use the whole device
-                if pick is None:
-                    break
-                pending.remove(pick)
-                w["q"].put(pick[:4])
-                w.update(job=pick, t=now, mem=pick[4])
-                in_use += pick[4]
-                busy = True
+            pick["t_start"] = now
+            w.update(job=pick, t=now, mem=pick["mem"])
+
+    def _finish(self, wid, err, secs, info):
+        w = self.workers[wid]
+        job = w["job"]
+        now = time.monotonic()
+        self.busy_s += now - w["t"]
+        w.update(job=None, mem=0.0)
+        if err and is_oom(err) and job["tries"] == 0 and self.device.startswith("cuda"):
+            job.update(tries=1, alone=True)  # out of memory next to other work: once more, alone
+            self.pending.insert(0, job)
+            return None
+        self.jobs_done += 1
+        for k, v in (info or {}).items():
+            self.acc[k] = self.acc.get(k, 0.0) + v
+        self.acc["queue"] += job.get("t_start", now) - job["t_submit"]
+        return job, err, secs, info or {}
+
+    def poll(self, timeout=0.0):
+        """Starts what fits, collects finished jobs (waiting up to `timeout` s for the first), kills
+        those past the compile timeout. Returns [(job, error, seconds, info)]."""
+        import queue
+        self._dispatch()
+        out = []
+        end = time.monotonic() + timeout
+        while True:
+            wait = end - time.monotonic()
             try:
-                kind, wid, payload = self.results.get(timeout=0.5)
-                if kind == "done" and self.workers[wid]["job"] and payload[0] == self.workers[wid]["job"][0]:
-                    done[payload[0]] = (payload[1], payload[2])
-                    self.workers[wid].update(job=None, mem=0.0)
-            except Exception:  # queue.Empty
-                pass
-            now = time.monotonic()
-            for wid, w in list(self.workers.items()):
-                if w["job"] and now - w["t"] > timeout_s:
-                    done[w["job"][0]] = (f"timeout: torch.compile took more than {timeout_s:g} s", now - w["t"])
-                    self._restart(wid)
-                elif w["job"] and not w["p"].is_alive():
-                    code = w["p"].exitcode
-                    if w["job"][0] not in done:
-                        done[w["job"][0]] = (f"compile worker died (exit code {code})", now - w["t"])
-                    self._restart(wid)
-                elif not w["job"] and not w["p"].is_alive():
-                    self._restart(wid)
-        return done
+                kind, wid, payload = self.results.get(timeout=wait) if wait > 0 else self.results.get_nowait()
+            except queue.Empty:
+                break
+            except (OSError, EOFError, ValueError):
+                break
+            w = self.workers.get(wid)
+            if kind == "done" and w and w["job"] and payload[0] == w["job"]["id"]:
+                out.append(self._finish(wid, payload[1], payload[2], payload[3]))
+                end = 0.0  # the rest without waiting
+        now = time.monotonic()
+        for wid, w in list(self.workers.items()):
+            if w["job"] and now - w["t"] > self.timeout_s:
+                w["job"]["tries"] = 1  # no second try
+                out.append(self._finish(wid, f"timeout: torch.compile took more than {self.timeout_s:g} s", now - w["t"], {}))
+                self._restart(wid)
+            elif w["job"] and not w["p"].is_alive():
+                w["job"]["tries"] = 1
+                out.append(self._finish(wid, f"compile worker died (exit code {w['p'].exitcode})", now - w["t"], {}))
+                self._restart(wid)
+            elif not w["job"] and not w["p"].is_alive():
+                self._restart(wid)
+        self._dispatch()
+        return [r for r in out if r]
+
+    def cancel(self, ids=None):
+        """Drops pending jobs and kills running ones (all, or those of `ids`): not recorded, redone by
+        the next run."""
+        self.pending = [j for j in self.pending if ids is not None and j["id"] not in ids]
+        for wid, w in self.workers.items():
+            if w["job"] and (ids is None or w["job"]["id"] in ids):
+                self.busy_s += time.monotonic() - w["t"]
+                self._kill(wid)  # restarted if the pool is used again
 
     def close(self):
         for w in self.workers.values():
@@ -623,10 +937,98 @@ class CompilePool:
             if w["p"].is_alive():
                 w["p"].kill()
                 w["p"].join(timeout=5)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------------------------
 # The run.
+
+PHASES = ("mem_wait", "exec_build", "checks", "probe_timing", "compile_warm", "lock_wait", "timing", "release")
+
+
+class Phases:
+    """Seconds per phase of one task in the main process (the record's phase_s):
+    mem_wait      waiting until the compile jobs' memory and this task's fit on the device (overlap)
+    exec_build    exec of the program, Model(*get_init_inputs()) at full size (probe and timing)
+    checks        the probe's output checks, and the compiled-against-eager check
+    probe_timing  the probe's timed calls (--probe-n)
+    compile_warm  torch.compile in this process (warm caches) and its first call
+    lock_wait     waiting for the GPU turn (a compile worker's GPU work in flight)
+    timing        warm-up and timed calls of eager and compiled (the GPU turn held)
+    release       freeing the task's memory (Dynamo reset, cycles, allocator cache)
+    other         the rest of wall_s (draws outside the phases above, Python, bookkeeping)"""
+
+    def __init__(self):
+        self.s = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name):
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.s[name] = self.s.get(name, 0.0) + time.monotonic() - t
+
+    def record(self, wall):
+        out = {k: round(self.s[k], 3) for k in PHASES if k in self.s}
+        out["other"] = round(max(0.0, wall - sum(out.values())), 3)
+        return out
+
+
+class _Failure:
+    """A failed step, kept as text (no reference to the frames and their tensors)."""
+
+    def __init__(self, reason, e):
+        self.reason, self.error, self.oom = reason, error_line(e), is_oom(e)
+        self.tb = traceback.format_exc(limit=3)[-1000:]
+
+
+def parse_cpulist(text):
+    cpus = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            cpus.update(range(int(lo), int(hi) + 1))
+        elif part:
+            cpus.add(int(part))
+    return cpus
+
+
+def split_cpus(reserved):
+    """(main, workers): `reserved` CPUs of those this process may use for the timing process (the
+    highest-numbered ones, whole cores where the kernel says which logical CPUs share one), the rest
+    for the compile workers; (None, None) when there are too few to split."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None, None
+    if reserved <= 0 or len(cpus) <= reserved:
+        return None, None
+    allowed, seen, groups = set(cpus), set(), []
+    for c in cpus:
+        if c in seen:
+            continue
+        sib = {c}
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                sib |= parse_cpulist(f.read())
+        except (OSError, ValueError):
+            pass
+        sib &= allowed
+        seen |= sib
+        groups.append(sorted(sib))
+    main = []
+    for g in reversed(groups):
+        if len(main) >= reserved:
+            break
+        main += g
+    workers = [c for c in cpus if c not in main]
+    return (sorted(main), workers) if workers else (None, None)
+
+
+def cpu_text(cpus):
+    return ",".join(map(str, cpus)) if cpus else "all"
+
 
 class Run:
     def __init__(self, a, torch):
@@ -637,17 +1039,35 @@ class Run:
         self.deadline = self.t0 + a.time_budget_s if a.time_budget_s else float("inf")
         self.timer = Timer(torch, a.device)
         self.env = environment(torch, a.device)
-        self.flags = flags_record(torch)
-        self.method = self.timer.method(a)
         self.cuda = a.device.startswith("cuda")
+        self.overlap = bool(a.overlap and a.workers > 0)
+        self.flags = flags_record(torch)
+        self.flags["overlap"] = str(self.overlap).lower()
+        self.method = self.timer.method(a)
         self.written = self.ok = 0
         self.rejected = {}
         self.serial_s = []   # per task: probe + timing seconds
+        self.probe_s = []    # per task that passed the probe: its probe seconds
+        self.time_s = []     # per timed task: seconds after the probe
         self.compile_s = []  # per task: cold compile seconds (in a worker)
+        self.peaks = []      # probe peaks (bytes)
+        self.acc = {}        # phase_s summed over the records of this run
+        self.waits = {"compile": 0.0}  # the main process idle, waiting for compiles (outside any task)
         self.last_progress = 0.0
         self.pool = None
+        self.turn = None
+        self.inflight = {}   # task id -> task, its compile submitted and not finished
+        self.compiled = {}   # task id -> (cold seconds, worker info): compiled, not yet timed
         self.writers = {}
         self.total = self.resumed = 0
+        self.go_t0 = time.monotonic()
+        self.mem_total = torch.cuda.get_device_properties(torch.device(a.device)).total_memory if self.cuda else 0
+        self.main_base = torch.cuda.memory_reserved() if self.cuda else 0  # the flush buffer
+        self.since_freeze = 0
+        self.froze_after_compile = False
+        self.main_cpus, self.worker_cpus = split_cpus(a.reserved_cores)
+        self.env["main_cpus"] = cpu_text(self.main_cpus)
+        self.env["worker_cpus"] = cpu_text(self.worker_cpus)
 
     def left(self):
         return self.deadline - time.monotonic()
@@ -656,6 +1076,12 @@ class Run:
         serial = sum(self.serial_s) / len(self.serial_s) if self.serial_s else (4.0 if self.cuda else 5.0)
         comp = sum(self.compile_s) / len(self.compile_s) if self.compile_s else 20.0
         return serial + comp / max(1, self.a.workers)
+
+    def est_probe_s(self):
+        return sum(self.probe_s) / len(self.probe_s) if self.probe_s else 2.0
+
+    def est_time_s(self):
+        return sum(self.time_s) / len(self.time_s) if self.time_s else (2.0 if self.cuda else 3.0)
 
     def reserve_s(self):
         """Time kept in hand before starting one more task."""
@@ -666,12 +1092,16 @@ class Run:
         rec = {"id": task["id"], "row": task["row"], "shard": f"{task['shard']}/{self.a.shard_n}",
                "graph_hash": task["graph_hash"], "est_runtime_ms": task["est_ms"], "status": status, "reason": reason, "dtype": task["dtype"],
                "dims": "full" if task["dims"] is None else "check", "window_ms": self.a.cfg["window_ms"]}
+        if task.get("oom_retry"):
+            fields["oom_retry"] = True
         rec.update(fields)
         rec.update({"env": self.env, "method": self.method, "flags": self.flags, "tool": TOOL,
                     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
         for k in ("eager_ms", "compile_ms", "probe_eager_ms"):
             if k in rec and rec[k] is not None and not math.isfinite(rec[k]):
                 rec[k] = None
+        for k, v in (rec.get("phase_s") or {}).items():
+            self.acc[k] = self.acc.get(k, 0.0) + v
         k = task["shard"]
         if k not in self.writers:
             self.writers[k] = PartWriter(os.path.join(self.a.out, f"part-{k}.jsonl"))
@@ -694,58 +1124,206 @@ class Run:
         left = todo / rate if rate > 0 else None
         rej = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
         budget = f" | budget left {duration(self.left())}" if math.isfinite(self.deadline) else ""
+        sampling = self.acc.get("timing", 0.0) + self.acc.get("probe_timing", 0.0)
         print(f"synth_gpu: shard {self.a.shard} | {self.written}/{self.total} this run (+{self.resumed} resumed) | "
               f"ok {self.ok} | rejected {sum(self.rejected.values())} ({rej}) | {rate * 60:.1f} tasks/min | "
-              f"elapsed {duration(el)} | left ~{duration(left)}{budget}", file=sys.stderr, flush=True)
+              f"elapsed {duration(el)} | left ~{duration(left)}{budget} | sampling {100 * sampling / max(el, 1e-9):.0f} % "
+              f"of elapsed, waited {self.waits['compile']:.0f} s for compiles", file=sys.stderr, flush=True)
+
+    def time_report(self):
+        """One line: where this run's time went (main process and compile workers)."""
+        now = time.monotonic()
+        ph = self.acc
+        tasks_s = sum(ph.values())
+        between = max(0.0, now - self.go_t0 - tasks_s - self.waits["compile"])
+        parts = ", ".join(f"{k} {ph[k]:.1f}" for k in PHASES + ("other",) if ph.get(k))
+        s = (f"synth_gpu: time (s): elapsed {now - self.t0:.1f} = start-up {self.go_t0 - self.t0:.1f} + tasks {tasks_s:.1f}"
+             f" ({parts or '-'}) + waiting for compiles {self.waits['compile']:.1f} + between tasks {between:.1f}"
+             f" | overlap {self.flags['overlap']}, main CPUs {self.env['main_cpus']}")
+        p = self.pool
+        if p:
+            life = max(1e-9, now - p.t_start)
+            work = ", ".join(f"{k} {p.acc.get(k, 0.0):.1f}" for k in ("compile", "gpu_turn", "lock_wait", "release", "other"))
+            s += (f" | compile workers: {p.n} x {life:.1f} s, {p.jobs_done} jobs, busy {p.busy_s:.1f} "
+                  f"({100 * p.busy_s / (p.n * life):.0f} %: {work}), jobs queued {p.acc['queue']:.1f}")
+        return s
+
+    def maybe_freeze(self):
+        """After the first timed task (its compile imported most of Dynamo and Inductor: about 270k
+        objects, a 0.13-s pass) and then every 25 tasks, between tasks (no task objects alive): a full
+        cycle pass, then everything left is moved out of the collector's sight (gc.freeze), so that
+        the per-task pass and the automatic ones (which could land in a timed call) stay cheap;
+        unfreezing first bounds what a frozen cycle could keep."""
+        import gc
+        self.since_freeze += 1
+        first = bool(self.time_s) and not self.froze_after_compile
+        if self.since_freeze < 25 and not first:
+            return
+        self.froze_after_compile = self.froze_after_compile or bool(self.time_s)
+        self.since_freeze = 0
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+
+    # -- the pool, memory, the GPU turn -----------------------------------------------------------
+    def pump(self, timeout=0.0):
+        """Collects finished compiles (a failure is recorded at once) and starts what fits."""
+        if not self.pool:
+            return
+        for job, err, secs, info in self.pool.poll(timeout):
+            t = self.inflight.pop(job["id"], None)
+            if t is None:
+                continue
+            self.compile_s.append(secs)
+            t["compile_queue_s"] = round(job.get("t_start", job["t_submit"]) - job["t_submit"], 3)
+            t["compile_worker_s"] = {k: round(v, 3) for k, v in info.items()}
+            t["compiled_at"] = time.monotonic()
+            if err:
+                self.record(t, "rejected:torch_compile_build", "torch_compile_build", error=err,
+                            probe_eager_ms=t["probe_ms"], checks=t["checks"], compile_cold_s=round(secs, 3),
+                            compile_worker_s=t["compile_worker_s"], compile_queue_s=t["compile_queue_s"],
+                            wall_s=round(t["probe_s"], 3), phase_s=t["phase_probe"])
+            else:
+                self.compiled[t["id"]] = (secs, t["compile_worker_s"])
+
+    def submit(self, t):
+        self.inflight[t["id"]] = t
+        self.pool.submit({"id": t["id"], "program": t["program"], "dims": t["dims"], "seed": t["seed"],
+                          "mem": self.a.compile_mem_factor * t["peak_mem_bytes"] + (1 << 30)})
+
+    def probe_claim(self):
+        """Device bytes a probe may need before its peak is known: from the peaks seen so far (p90)."""
+        if len(self.peaks) < 5:
+            return 16.0 * 2**30
+        return self.a.compile_mem_factor * percentile(self.peaks, 0.9) + (1 << 30)
+
+    def admit(self, claim, ph):
+        """Overlap on CUDA: before this process's next step on the device, waits (starting no new
+        compile job) until the running jobs' memory and `claim` fit under the cap, and until no job
+        needs the device alone; then claims `claim` bytes, which new jobs leave free."""
+        pool = self.pool
+        if not (self.overlap and self.cuda and pool):
+            return
+        with ph("mem_wait"):
+            if pool.alone_waiting() or (pool.running() and pool.in_use() + claim > pool.cap):
+                pool.main_claim, pool.hold = 0.0, True
+                try:
+                    while pool.alone_waiting() or (pool.running() and pool.in_use() + claim > pool.cap):
+                        self.pump(0.05)
+                finally:
+                    pool.hold = False
+            pool.main_claim = claim
+
+    def drain(self, ph):
+        """Waits until no compile job runs (before this process redoes a step that ran out of memory)."""
+        pool = self.pool
+        with ph("mem_wait"):
+            pool.main_claim, pool.hold = 0.0, True
+            try:
+                while pool.running() or pool.alone_waiting():
+                    self.pump(0.05)
+            finally:
+                pool.hold = False
+        release(self.torch, self.a.device)
+
+    def may_retry_oom(self):
+        return self.overlap and self.cuda and self.pool is not None
+
+    @contextlib.contextmanager
+    def sampling(self, ph, name):
+        """The GPU turn around one task's timed calls: no compile worker's GPU work while they run."""
+        if self.turn is None:
+            with ph(name):
+                yield
+            return
+        with ph("lock_wait"):
+            self.turn.acquire()
+        self.turn.sampling.value = 1
+        try:
+            with ph(name):
+                yield
+        finally:
+            self.turn.sampling.value = 0
+            self.turn.release()
 
     # -- stage 1: build, checks, probe -----------------------------------------------------------
     def probe(self, task):
-        torch, a = self.torch, self.a
+        ph = task["ph"] = Phases()
         t0 = time.monotonic()
+        claim = self.probe_claim()
+        for attempt in (0, 1):
+            res = self._probe(task, ph, claim)
+            if isinstance(res, _Failure):
+                if res.oom and attempt == 0 and self.may_retry_oom():
+                    task["oom_retry"] = True  # out of memory next to the compile jobs: again, alone
+                    self.drain(ph)
+                    claim = self.pool.cap
+                    continue
+                return self.fail_row(task, res, t0)
+            break
+        reason, checks, probe_ms, peak = res
+        task["peak_mem_bytes"] = peak
+        task["probe_ms"] = probe_ms
+        task["checks"] = checks
+        task["probe_s"] = time.monotonic() - t0
+        task["phase_probe"] = ph.record(task["probe_s"])
+        if reason:
+            self.record(task, "rejected:" + reason, reason, eager_ms=probe_ms, probe_eager_ms=probe_ms,
+                        checks=checks, peak_mem_gb=round(peak / 2**30, 3), wall_s=round(task["probe_s"], 3),
+                        phase_s=task["phase_probe"],
+                        note="rejected by the probe (n=%d)" % self.a.probe_n if probe_ms is not None else "")
+            self.serial_s.append(task["probe_s"])
+            return False
+        self.peaks.append(peak)
+        self.probe_s.append(task["probe_s"])
+        return True
+
+    def _probe(self, task, ph, claim):
+        """(reason, checks, probe_ms, peak) or a _Failure; returns with the task's memory freed."""
+        torch, a = self.torch, self.a
+        self.admit(claim, ph)
+        base = None
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
         try:
-            model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
+            with ph("exec_build"):
+                model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
         except Exception as e:  # noqa: BLE001
-            return self.fail_row(task, "build_failed", e, t0)
+            return _Failure("build_failed", e)
         try:
-            reason, checks = run_checks(torch, model, draw, task["info"], a.cfg, task["dims"] is None)
+            with ph("checks"):
+                reason, checks = run_checks(torch, model, draw, task["info"], a.cfg, task["dims"] is None)
         except Exception as e:  # noqa: BLE001
-            return self.fail_row(task, "eager_failed", e, t0)
+            return _Failure("eager_failed", e)
         probe_ms = None
         if not reason:
             try:
-                (st,) = measure(self.timer, [model], draw, a, warmup=False, n_fixed=a.probe_n)
+                with self.sampling(ph, "probe_timing"):
+                    (st,) = measure(self.timer, [model], draw, a, warmup=False, n_fixed=a.probe_n)
                 probe_ms = st["median_ms"]
             except Exception as e:  # noqa: BLE001
-                return self.fail_row(task, "eager_failed", e, t0)
+                return _Failure("eager_failed", e)
             lo, hi = a.cfg["window_ms"]
             if probe_ms < lo / a.probe_margin or probe_ms > hi * a.probe_margin:
                 reason = "eager_runtime_window"
         peak = (torch.cuda.max_memory_allocated() - base) if self.cuda else 0
         del model, draw
-        release(torch, a.device)
-        task["peak_mem_bytes"] = peak
-        task["probe_ms"] = probe_ms
-        task["checks"] = checks
-        task["probe_s"] = time.monotonic() - t0
-        if reason:
-            self.record(task, "rejected:" + reason, reason, eager_ms=probe_ms, probe_eager_ms=probe_ms,
-                        checks=checks, peak_mem_gb=round(peak / 2**30, 3), wall_s=round(task["probe_s"], 3),
-                        note="rejected by the probe (n=%d)" % a.probe_n if probe_ms is not None else "")
-            self.serial_s.append(task["probe_s"])
-            return False
-        return True
+        with ph("release"):
+            release(torch, a.device, compiled=False, base=base)
+        return reason, checks, probe_ms, peak
 
-    def fail_row(self, task, reason, e, t0):
-        tb = traceback.format_exc(limit=3)
-        self.record(task, "rejected:" + reason, reason, error=error_line(e), wall_s=round(time.monotonic() - t0, 3),
-                    traceback=tb[-1000:])
-        release(self.torch, self.a.device)
-        self.serial_s.append(time.monotonic() - t0)
+    def fail_row(self, task, f, t0):
+        """Records a failed step (after the step's frame is gone, so its memory can be freed)."""
+        ph = task.get("ph") or Phases()
+        with ph("release"):
+            release(self.torch, self.a.device)
+        wall = task.get("probe_s", 0.0) + time.monotonic() - t0
+        self.record(task, "rejected:" + f.reason, f.reason, error=f.error, wall_s=round(wall, 3),
+                    phase_s=ph.record(wall), traceback=f.tb)
+        self.serial_s.append(wall)
         if not cuda_healthy(self.torch, self.a.device):
-            self.restart("the CUDA context broke on task %s (%s)" % (task["id"], error_line(e)))
+            self.restart("the CUDA context broke on task %s (%s)" % (task["id"], f.error))
         return False
 
     def restart(self, why):
@@ -762,13 +1340,42 @@ class Run:
         os.execv(sys.executable, [sys.executable] + sys.argv)
 
     # -- stage 3: compile (warm), compare, time --------------------------------------------------
-    def time_task(self, task, cold):
-        torch, a = self.torch, self.a
+    def time_task(self, task, cold, worker_s=None):
+        ph = task["ph"]
         t0 = time.monotonic()
+        claim = self.a.compile_mem_factor * task["peak_mem_bytes"] + (1 << 30)
+        for attempt in (0, 1):
+            res = self._time_task(task, ph, claim)
+            if isinstance(res, _Failure):
+                if res.oom and attempt == 0 and self.may_retry_oom():
+                    task["oom_retry"] = True
+                    self.drain(ph)
+                    claim = self.pool.cap
+                    continue
+                return self.fail_row(task, res, t0)
+            break
+        status, reason, fields = res
+        wall = task["probe_s"] + time.monotonic() - t0
+        self.serial_s.append(wall)
+        self.time_s.append(wall - task["probe_s"])
+        extra = {}
+        if worker_s is not None and self.pool:
+            extra = {"compile_worker_s": worker_s, "compile_queue_s": task.get("compile_queue_s")}
+        self.record(task, status, reason, probe_eager_ms=task["probe_ms"], checks=task["checks"],
+                    compile_cold_s=round(cold, 3), peak_mem_gb=round(task["peak_mem_bytes"] / 2**30, 3),
+                    wall_s=round(wall, 3), phase_s=ph.record(wall), **extra, **fields)
+        return status == "ok"
+
+    def _time_task(self, task, ph, claim):
+        """(status, reason, fields) or a _Failure; returns with the task's memory freed."""
+        torch, a = self.torch, self.a
+        self.admit(claim, ph)
+        base = torch.cuda.memory_allocated() if self.cuda else None
         try:
-            model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
+            with ph("exec_build"):
+                model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
         except Exception as e:  # noqa: BLE001
-            return self.fail_row(task, "build_failed", e, t0)
+            return _Failure("build_failed", e)
         counters = None
         try:
             from torch._dynamo.utils import counters
@@ -778,132 +1385,249 @@ class Run:
             hits0 = miss0 = 0
         tc = time.monotonic()
         try:
-            compiled = torch.compile(model)
-            with torch.no_grad():
-                x = draw()
-                out_c = as_outputs(torch, compiled(*x))
-            if self.cuda:
-                torch.cuda.synchronize()
+            with ph("compile_warm"):
+                compiled = torch.compile(model)
+                with torch.no_grad():
+                    x = draw()
+                    out_c = as_outputs(torch, compiled(*x))
+                if self.cuda:
+                    torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001
-            return self.fail_row(task, "torch_compile_build", e, t0)
+            return _Failure("torch_compile_build", e)
         warm_s = time.monotonic() - tc
         cache = {}
         if counters is not None:
             cache = {"fxgraph_hit": counters["inductor"]["fxgraph_cache_hit"] - hits0,
                      "fxgraph_miss": counters["inductor"]["fxgraph_cache_miss"] - miss0}
         try:
-            with torch.no_grad():
-                out_e = as_outputs(torch, model(*x))
-            mism = 0.0
-            for e_, c_ in zip(out_e, out_c):
-                if e_.shape != c_.shape or e_.dtype != c_.dtype:
-                    mism = 1.0
-                elif e_.is_floating_point():
-                    mism = max(mism, failing_fraction(torch, e_, c_, task["info"]["atol"], task["info"]["rtol"]))
-                elif not torch.equal(e_, c_):
-                    mism = 1.0
-            del out_e, out_c, x
+            with ph("checks"):
+                with torch.no_grad():
+                    out_e = as_outputs(torch, model(*x))
+                mism = 0.0
+                for e_, c_ in zip(out_e, out_c):
+                    if e_.shape != c_.shape or e_.dtype != c_.dtype:
+                        mism = 1.0
+                    elif e_.is_floating_point():
+                        mism = max(mism, failing_fraction(torch, e_, c_, task["info"]["atol"], task["info"]["rtol"]))
+                    elif not torch.equal(e_, c_):
+                        mism = 1.0
+                del out_e, out_c, x
         except Exception as e:  # noqa: BLE001
-            return self.fail_row(task, "eager_failed", e, t0)
-        common = dict(probe_eager_ms=task["probe_ms"], checks=task["checks"], compile_cold_s=round(cold, 3),
-                      compile_warm_s=round(warm_s, 3), compile_cache=cache,
-                      peak_mem_gb=round(task["peak_mem_bytes"] / 2**30, 3))
+            return _Failure("eager_failed", e)
+        common = dict(compile_warm_s=round(warm_s, 3), compile_cache=cache)
         if mism > 0:
             del model, compiled, draw
-            release(torch, a.device)
-            self.serial_s.append(task["probe_s"] + time.monotonic() - t0)
-            self.record(task, "rejected:compile_mismatch", "compile_mismatch", compile_mismatch_fraction=mism,
-                        wall_s=round(task["probe_s"] + time.monotonic() - t0, 3), **common)
-            return False
+            with ph("release"):
+                release(torch, a.device, base=base)
+            return "rejected:compile_mismatch", "compile_mismatch", dict(compile_mismatch_fraction=mism, **common)
         try:
-            st_e, st_c = measure(self.timer, [model, compiled], draw, a)
+            with self.sampling(ph, "timing"):
+                st_e, st_c = measure(self.timer, [model, compiled], draw, a)
         except Exception as e:  # noqa: BLE001
-            return self.fail_row(task, "eager_failed", e, t0)
+            return _Failure("eager_failed", e)
         del model, compiled, draw
-        release(torch, a.device)
-        wall = task["probe_s"] + time.monotonic() - t0
-        self.serial_s.append(wall)
+        with ph("release"):
+            release(torch, a.device, base=base)
         lo, hi = a.cfg["window_ms"]
         eager_ms, compile_ms = st_e["median_ms"], st_c["median_ms"]
         ok = lo <= eager_ms <= hi
-        self.record(task, "ok" if ok else "rejected:eager_runtime_window", "" if ok else "eager_runtime_window",
-                    eager_ms=eager_ms, compile_ms=compile_ms, speedup=eager_ms / compile_ms if compile_ms > 0 else None,
-                    eager=st_e, compile=st_c, wall_s=round(wall, 3), **common)
-        return ok
+        return ("ok" if ok else "rejected:eager_runtime_window", "" if ok else "eager_runtime_window",
+                dict(eager_ms=eager_ms, compile_ms=compile_ms, speedup=eager_ms / compile_ms if compile_ms > 0 else None,
+                     eager=st_e, compile=st_c, **common))
 
-    # -- the loop --------------------------------------------------------------------------------
+    # -- the loops -------------------------------------------------------------------------------
     def go(self, tasks, resumed):
+        import gc
         a = self.a
         self.total, self.resumed = len(tasks), resumed
-        self.pool = CompilePool(a.workers, a.device) if a.workers > 0 and tasks else None
+        self.go_t0 = time.monotonic()
+        if a.workers > 0 and tasks:
+            self.pool = CompilePool(a.workers, a.device, a.compile_timeout_s, cpus=self.worker_cpus,
+                                    log_path=os.environ.get("KFORGE_SYNTH_GPU_LOCK_LOG"))
+            self.turn = GpuTurn(self.pool.lock_path, self.pool.want, self.pool.sampling, main=True, spin=self.pump)
+        if self.main_cpus:
+            try:
+                os.sched_setaffinity(0, self.main_cpus)  # the workers were started first: they pin themselves
+                if self.cuda:
+                    self.torch.set_num_threads(len(self.main_cpus))
+            except OSError as e:
+                print(f"synth_gpu: cannot pin this process to CPUs {cpu_text(self.main_cpus)} ({error_line(e)})",
+                      file=sys.stderr, flush=True)
         for k in sorted({t["shard"] for t in tasks}):  # cut a torn last line before anything else
             self.writers[k] = PartWriter(os.path.join(a.out, f"part-{k}.jsonl"))
-        mem_total = self.torch.cuda.get_device_properties(self.torch.device(a.device)).total_memory if self.cuda else 0
+        gc.collect()
+        gc.freeze()  # what is alive now (torch, Inductor, ...) is never garbage: keep it out of every pass
         stopped = ""
         try:
-            i = 0
-            while i < len(tasks):
-                room = (self.left() - self.reserve_s()) / self.est_task_s()
-                fit = int(room) if math.isfinite(room) else len(tasks)
-                if fit < 1:
-                    stopped = "time budget"
-                    break
-                batch = tasks[i:i + min(a.batch, fit)]
-                i += len(batch)
-                passed = []
-                for t in batch:  # stage 1
-                    if self.left() < self.reserve_s():
-                        stopped = "time budget"
-                        break
-                    if self.probe(t):
-                        passed.append(t)
-                if not passed:
-                    if stopped:
-                        break
-                    continue
-                cold = {}
-                if self.pool:  # stage 2
-                    serial_est = (sum(self.serial_s) / len(self.serial_s) if self.serial_s else 4.0) * len(passed)
-                    hard = time.monotonic() + self.left() - self.reserve_s() - serial_est
-                    budget = 0.8 * mem_total - (self.torch.cuda.memory_reserved() if self.cuda else 0)
-                    jobs = [(t["id"], t["program"], t["dims"], t["seed"], 1.5 * t["peak_mem_bytes"] + (1 << 30))
-                            for t in passed]
-                    res = self.pool.run(jobs, hard, a.compile_timeout_s, budget)
-                    for t in passed:
-                        if t["id"] not in res:
-                            continue
-                        err, secs = res[t["id"]]
-                        self.compile_s.append(secs)
-                        if err:
-                            self.record(t, "rejected:torch_compile_build", "torch_compile_build", error=err,
-                                        probe_eager_ms=t["probe_ms"], checks=t["checks"], compile_cold_s=round(secs, 3),
-                                        wall_s=round(t["probe_s"], 3))
-                        else:
-                            cold[t["id"]] = secs
-                    if len(res) < len(passed):
-                        stopped = "time budget (during compilation)"
-                else:
-                    cold = {t["id"]: 0.0 for t in passed}
-                for t in passed:  # stage 3
-                    if t["id"] not in cold:
-                        continue
-                    if self.left() < self.reserve_s() / 2:
-                        stopped = "time budget"
-                        break
-                    self.time_task(t, cold[t["id"]])
-                if stopped:
-                    break
+            stopped = self.go_overlap(tasks) if self.overlap and self.pool else self.go_rounds(tasks)
         finally:
             if self.pool:
                 self.pool.close()
             for w in self.writers.values():
                 w.close()
         self.progress(force=True)
+        print(self.time_report(), file=sys.stderr, flush=True)
         left = self.total - self.written
         print(f"synth_gpu: shard {a.shard}: wrote {self.written} row(s) to {', '.join(w.path for w in self.writers.values()) or '-'} (ok {self.ok}, rejected "
               f"{sum(self.rejected.values())}); {left} of this run's tasks left"
               + (f" (stopped: {stopped}; rerun the same command to continue)" if left else ""), flush=True)
         return 0
+
+    def round_line(self, k, text, mark):
+        """One line per round: where its time went, the compile workers' share since the last line."""
+        p = self.pool
+        s = f"synth_gpu: round {k}: {text}"
+        if p:
+            now = time.monotonic()
+            busy = p.busy_s + sum(now - w["t"] for w in p.workers.values() if w["job"])
+            acc = dict(p.acc)
+            cap = max(1e-9, p.n * (now - mark["t"]))
+            d = {key: acc.get(key, 0.0) - mark["acc"].get(key, 0.0) for key in ("compile", "gpu_turn", "lock_wait")}
+            s += (f"; compile workers busy {100 * (busy - mark['busy']) / cap:.0f} % (finished jobs: compiling "
+                  f"{d['compile']:.1f} s, GPU turns {d['gpu_turn']:.1f} s, waiting for the turn {d['lock_wait']:.1f} s)")
+            mark.update(t=now, busy=busy, acc=acc)
+        print(s, file=sys.stderr, flush=True)
+
+    def go_rounds(self, tasks):
+        """--no-overlap (or no workers): probe a round, compile it (this process idle), time it."""
+        a = self.a
+        stopped = ""
+        mark = {"t": time.monotonic(), "busy": 0.0, "acc": {}}
+        i = k = 0
+        while i < len(tasks):
+            room = (self.left() - self.reserve_s()) / self.est_task_s()
+            fit = int(room) if math.isfinite(room) else len(tasks)
+            if fit < 1:
+                stopped = "time budget"
+                break
+            batch = tasks[i:i + min(a.batch, fit)]
+            i += len(batch)
+            t_probe = time.monotonic()
+            passed = []
+            for t in batch:  # stage 1
+                if self.left() < self.reserve_s():
+                    stopped = "time budget"
+                    break
+                if self.probe(t):
+                    passed.append(t)
+                self.maybe_freeze()
+            t_comp = time.monotonic()
+            if self.pool and passed:  # stage 2
+                serial_est = (sum(self.serial_s) / len(self.serial_s) if self.serial_s else 4.0) * len(passed)
+                hard = time.monotonic() + self.left() - self.reserve_s() - serial_est
+                self.pool.cap = (0.8 * self.mem_total - self.torch.cuda.memory_reserved()) if self.cuda else math.inf
+                self.pool.main_claim = 0.0
+                for t in passed:
+                    self.submit(t)
+                while any(t["id"] in self.inflight for t in passed):
+                    if time.monotonic() > hard:
+                        self.pool.cancel()
+                        self.inflight.clear()
+                        stopped = "time budget (during compilation)"
+                        break
+                    self.pump(0.5)
+            elif passed:
+                for t in passed:
+                    self.compiled[t["id"]] = (0.0, None)
+            t_time = time.monotonic()
+            self.waits["compile"] += t_time - t_comp
+            n_timed = 0
+            for t in passed:  # stage 3
+                if t["id"] not in self.compiled:
+                    continue
+                if self.left() < self.reserve_s() / 2:
+                    stopped = "time budget"
+                    break
+                cold, info = self.compiled.pop(t["id"])
+                self.time_task(t, cold, info)
+                n_timed += 1
+                self.maybe_freeze()
+            k += 1
+            self.round_line(k, f"{len(batch)} probed ({len(passed)} passed) in {t_comp - t_probe:.1f} s; compiled in "
+                               f"{t_time - t_comp:.1f} s (this process idle); {n_timed} timed in "
+                               f"{time.monotonic() - t_time:.1f} s", mark)
+            if stopped:
+                break
+        self.compiled.clear()
+        return stopped
+
+    def go_overlap(self, tasks):
+        """Overlap: probe round k (each task that passes goes to the pool at once), then time round
+        k-1 while the workers compile round k; a compile's GPU work waits for the GPU turn."""
+        a, pool = self.a, self.pool
+        pool.cap = (0.8 * self.mem_total - self.main_base) if self.cuda else math.inf
+        stopped = ""
+        mark = {"t": time.monotonic(), "busy": 0.0, "acc": {}}
+        prev, i, k = [], 0, 0
+        try:
+            while True:
+                cur = []
+                n_probed = 0
+                t_probe = time.monotonic()
+                if i < len(tasks) and not stopped:
+                    room = (self.left() - self.reserve_s() - len(prev) * self.est_time_s()) / (self.est_probe_s() + self.est_time_s())
+                    fit = int(room) if math.isfinite(room) else len(tasks)
+                    if fit < 1:
+                        stopped = "time budget"
+                    else:
+                        batch = tasks[i:i + min(a.batch, fit)]
+                        i += len(batch)
+                        for t in batch:
+                            self.pump()
+                            if self.left() < self.reserve_s():
+                                stopped = "time budget"
+                                break
+                            n_probed += 1
+                            if self.probe(t):
+                                cur.append(t)
+                                self.submit(t)
+                            self.maybe_freeze()
+                t_time = time.monotonic()
+                w0 = self.waits["compile"]
+                n_timed, stop2 = self.time_round(prev)
+                k += 1
+                self.round_line(k, f"{n_probed} probed ({len(cur)} passed) in {t_time - t_probe:.1f} s; the previous round's "
+                                   f"{n_timed} timed in {time.monotonic() - t_time:.1f} s, of which {self.waits['compile'] - w0:.1f} s "
+                                   f"waiting for compiles", mark)
+                if stop2:
+                    stopped = stopped or stop2
+                    break
+                prev = cur
+                if not prev and (stopped or i >= len(tasks)):
+                    break
+        finally:
+            pool.cancel()  # what is left is redone by the next run
+            self.inflight.clear()
+            self.compiled.clear()
+        return stopped
+
+    def time_round(self, ts):
+        """Times the tasks of `ts` as their compiles finish (the first finished first). Returns
+        (number timed, why it stopped or "")."""
+        left = list(ts)
+        n = 0
+        while left:
+            self.pump()
+            done = [t for t in left if t["id"] not in self.inflight]
+            if not done:
+                if self.left() < self.reserve_s() / 2:
+                    return n, "time budget (waiting for compilation)"
+                w = time.monotonic()
+                self.pool.main_claim = 0.0  # idle: a job that needs the device alone may start
+                self.pump(0.1)
+                self.waits["compile"] += time.monotonic() - w
+                continue
+            t = min(done, key=lambda x: x.get("compiled_at", 0.0))
+            left.remove(t)
+            if t["id"] not in self.compiled:
+                continue  # rejected by its compile (recorded) or cancelled
+            if self.left() < self.reserve_s() / 2:
+                return n, "time budget"
+            cold, info = self.compiled.pop(t["id"])
+            self.time_task(t, cold, info)
+            n += 1
+            self.maybe_freeze()
+        return n, ""
 
 
 def cmd_run(a):
@@ -947,7 +1671,8 @@ def cmd_run(a):
     print(f"synth_gpu: {a.dataset}: {n_rows} tasks; shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-"
           f"{rows[-1] if rows else -1}), {resumed} already written, {len(tasks)} to do in this run; device {a.device} "
           f"at {dims_mode} dims; window {a.cfg['window_ms'][0]:g}-{a.cfg['window_ms'][1]:g} ms; {a.workers} compile "
-          f"worker(s); out {a.out}", file=sys.stderr, flush=True)
+          f"worker(s), {'overlapping the timing' if a.overlap and a.workers > 0 else 'no overlap'}; out {a.out}",
+          file=sys.stderr, flush=True)
     if a.device == "cpu" and a.threads:
         torch.set_num_threads(a.threads)
     return Run(a, torch).go(tasks, resumed)
@@ -1055,6 +1780,8 @@ def gpu_summary(ids, by_id, n_tasks):
         "compile_speedup_stats": sp,
         "eager_over_estimate": est,
         "seconds": {"serial_wall_s": round(sum(r.get("wall_s") or 0 for r in measured), 1),
+                    "phase_s": {k: round(sum((r.get("phase_s") or {}).get(k, 0) for r in measured), 1)
+                                for k in PHASES + ("other",) if any(k in (r.get("phase_s") or {}) for r in measured)},
                     "compile_cold_s": round(sum(r.get("compile_cold_s") or 0 for r in measured), 1),
                     "compile_warm_s": round(sum(r.get("compile_warm_s") or 0 for r in measured), 1)},
         "gpu": env.get("gpu", ""), "driver": env.get("driver", ""), "torch": env.get("torch", ""),
@@ -1086,6 +1813,9 @@ def summary_table(g):
     if e:
         rows.append(("measured eager / estimated (all)", f"median {e['median']:.2f}, p10 {e['p10']:.2f}, p90 {e['p90']:.2f}"))
     rows.append(("  serial GPU wall / cold compile (s)", f"{g['seconds']['serial_wall_s']} / {g['seconds']['compile_cold_s']}"))
+    ph = g["seconds"].get("phase_s")
+    if ph:
+        rows.append(("  serial wall by phase (s)", ", ".join(f"{k} {v}" for k, v in ph.items())))
     return "".join(f"{a:<38s}{b}\n" if b else f"{a}\n" for a, b in rows)
 
 
@@ -1254,8 +1984,15 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=None, help="at most this many tasks in this run")
     ap.add_argument("--time-budget-s", type=float, default=None,
                     help="start no task that would end after this many seconds (from the first start)")
-    ap.add_argument("--workers", type=int, default=None, help="compile worker processes (0: compile in this process)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="compile worker processes (0: compile in this process; default: CPUs - reserved cores on cuda, 1 on cpu)")
     ap.add_argument("--batch", type=int, default=None, help="tasks per probe/compile/time round (default 4 x workers)")
+    ap.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                    help="the workers compile the next round while this process times the current one (default); "
+                         "--no-overlap: probe, compile (this process idle), time, one round after the other")
+    ap.add_argument("--reserved-cores", type=int, default=None,
+                    help="CPUs for this (the timing) process alone, the workers on the others (default 2 on cuda, 0 on "
+                         "cpu; 0: no pinning)")
     ap.add_argument("--dims", choices=["auto", "full", "check"], default="auto",
                     help="full dims (auto on cuda) or the spec's check_dims (auto on cpu)")
     ap.add_argument("--warmup-calls", type=int, default=3)
@@ -1268,6 +2005,9 @@ def main(argv=None):
     ap.add_argument("--probe-margin", type=float, default=1.25,
                     help="the probe rejects only beyond the window by this factor; the final median decides")
     ap.add_argument("--compile-timeout-s", type=float, default=300.0)
+    ap.add_argument("--compile-mem-factor", type=float, default=1.5,
+                    help="memory admission: a compile job (and, with overlap, this process's task) is counted as "
+                         "this x the probe's peak + 1 GiB, all within 80 %% of the device")
     ap.add_argument("--max-restarts", type=int, default=20)
     ap.add_argument("--threads", type=int, default=0, help="CPU mode: torch threads (0: torch's default)")
     ap.add_argument("--progress-s", type=float, default=5.0)
@@ -1281,8 +2021,16 @@ def main(argv=None):
             return cmd_merge(a)
         if a.limit is not None and a.limit < 0:
             raise InputError("--limit must be >= 0")
+        if a.reserved_cores is None:
+            a.reserved_cores = 2 if a.device.startswith("cuda") else 0
+        if a.reserved_cores < 0:
+            raise InputError("--reserved-cores must be >= 0")
         if a.workers is None:
-            a.workers = max(1, (os.cpu_count() or 2) - 2) if a.device.startswith("cuda") else 1
+            try:
+                n_cpus = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                n_cpus = os.cpu_count() or 2
+            a.workers = max(1, n_cpus - a.reserved_cores) if a.device.startswith("cuda") else 1
         if a.workers < 0:
             raise InputError("--workers must be >= 0")
         a.batch = a.batch or max(4, 4 * a.workers)

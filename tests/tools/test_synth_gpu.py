@@ -88,6 +88,85 @@ def test_stats_median_and_rse():
     assert m.stats([5.0] * 10)["rse"] == 0.0
 
 
+def test_informative_fractions_match_failing_fraction_chunked():
+    import torch
+    m = load_tool()
+    g = torch.Generator().manual_seed(3)
+    for shape, dtype in (((1000,), torch.float32), ((7, 13), torch.float64), ((50,), torch.bfloat16), ((1,), torch.float32),
+                         ((0,), torch.float32)):
+        x = torch.randn(*shape, generator=g, dtype=dtype)
+        x[::5] = 0  # exact zeros, and equal elements in y below
+        y = torch.where(torch.rand(*shape, generator=g) < 0.3, x, torch.randn(*shape, generator=g, dtype=dtype))
+        y_before = y.clone()
+        for chunk in (1 << 26, 7):  # one chunk, and many chunks with a ragged end
+            m.CHUNK = chunk
+            for atol, rtol in ((1e-4, 1e-4), (0.5, 0.1), (0.0, 0.0)):
+                v, z, c = m.informative_fractions(torch, x, y, atol, rtol)
+                assert v == m.failing_fraction(torch, x, y, atol, rtol)
+                assert z == m.failing_fraction(torch, x, torch.zeros((), dtype=x.dtype), atol, rtol)
+                want_c = 1.0
+                if x.numel() > 1:
+                    mean = torch.full((), torch.mean(x, dtype=torch.float64).item(), dtype=torch.float64)
+                    want_c = m.failing_fraction(torch, x, mean, atol, rtol)
+                assert c == want_c
+        assert torch.equal(y, y_before)  # the inputs are never written
+
+
+def test_phases_sum_to_the_wall_and_cpu_split():
+    m = load_tool()
+    ph = m.Phases()
+    with ph("exec_build"):
+        time.sleep(0.01)
+    with ph("timing"):
+        time.sleep(0.02)
+    rec = ph.record(0.05)
+    assert set(rec) == {"exec_build", "timing", "other"} and rec["other"] >= 0
+    assert abs(sum(rec.values()) - 0.05) < 1e-3
+    assert ph.record(0.0)["other"] == 0.0  # never negative
+    assert m.parse_cpulist("0-2,8,10-11\n") == {0, 1, 2, 8, 10, 11}
+    assert m.split_cpus(0) == (None, None)
+    assert m.split_cpus(10 ** 6) == (None, None)
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= 2:
+        main, workers = m.split_cpus(1)
+        assert main and workers and sorted(main + workers) == cpus and not set(main) & set(workers)
+
+
+def test_gpu_turn_excludes_and_is_freed_when_its_holder_dies(tmp_path):
+    import multiprocessing as mp
+    import threading
+    m = load_tool()
+    path = str(tmp_path / "turn.lock")
+    want, sampling = mp.RawValue("b", 0), mp.RawValue("b", 0)
+    main = m.GpuTurn(path, want, sampling, main=True)
+    worker = m.GpuTurn(path, want, sampling, main=False)
+    got = []
+    with main.hold():
+        t = threading.Thread(target=lambda: (worker.acquire(), got.append(time.monotonic())))
+        t0 = time.monotonic()
+        t.start()
+        time.sleep(0.2)
+        assert not got  # the worker waits while the main process holds the turn
+    t.join(5)
+    assert got and got[0] - t0 >= 0.2 and worker.held
+    assert not main.held
+    worker.release()
+    # A holder killed while holding (a compile worker past the timeout): the kernel frees the turn.
+    holder = subprocess.Popen([sys.executable, "-c", f"import fcntl, os, time; fd = os.open({path!r}, os.O_RDWR); "
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        spins = []
+        main.spin = lambda s: (spins.append(s), time.sleep(s), len(spins) == 50 and holder.kill())
+        main.acquire()
+        assert main.held and len(spins) >= 50 and want.value == 0
+        main.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_baselines_go_into_the_spec_as_the_parser_reads_them(dataset):
     m = load_tool()
     with h5py.File(dataset / "ds" / "dataset.h5") as f:
@@ -141,6 +220,22 @@ def test_bad_inputs_give_one_clear_line(tmp_path, dataset):
 
 # -- runs ---------------------------------------------------------------------------------------
 
+PHASES = {"mem_wait", "exec_build", "checks", "probe_timing", "compile_warm", "lock_wait", "timing", "release", "other"}
+
+
+def check_phases(recs):
+    """Every record says where its serial seconds went: phases that add up to wall_s."""
+    for x in recs:
+        ph = x["phase_s"]
+        assert set(ph) <= PHASES and "other" in ph, ph
+        assert all(v >= 0 for v in ph.values()), ph
+        assert sum(ph.values()) <= x["wall_s"] + 0.005, (ph, x["wall_s"])
+        assert sum(ph.values()) >= x["wall_s"] - 0.005, (ph, x["wall_s"])
+        if x["status"] == "ok":
+            assert {"exec_build", "checks", "probe_timing", "compile_warm", "timing"} <= set(ph), ph
+            assert ph["timing"] > 0 and ph["compile_warm"] > 0
+            assert x["compile_warm_s"] <= ph["compile_warm"] + 0.002
+
 def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
     ds = fresh_copy(dataset, tmp_path)
     out = tmp_path / "ds" / "gpu"
@@ -165,6 +260,9 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
         assert x["eager_ms"] > 0 and x["window_ms"] == [1e6, 1e7] and "compile_ms" not in x
         assert x["dims"] == "check" and "NO cache flush" in x["method"] and x["env"]["device"] == "cpu"
         assert x["flags"]["allow_tf32_cublas"] == "false" and x["flags"]["allow_tf32_cudnn"] == "false"
+        assert x["flags"]["overlap"] == "false"  # --workers 0: nothing to overlap
+        assert {"exec_build", "checks", "probe_timing"} <= set(x["phase_s"]) and "timing" not in x["phase_s"]
+    check_phases(recs)
     # Merge refuses CPU records unless told; then counts the rejections.
     one_error_line(tool("--merge", ds, check=False), "--device cpu", "--allow-cpu")
     r = tool("--merge", ds, "--allow-cpu", "--no-plots")
@@ -230,6 +328,9 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     assert recs[:len(first)] == first  # not redone
     ok = [x for x in recs if x["status"] == "ok"]
     assert ok, [x.get("error") or x["status"] for x in recs]
+    check_phases(recs)
+    assert all(x["flags"]["overlap"] == "true" for x in recs)  # the default with a worker
+    assert "synth_gpu: time (s): elapsed" in r.stderr and "compile workers: 1 x" in r.stderr
     for x in ok:
         assert x["eager_ms"] > 0 and x["compile_ms"] > 0 and x["eager"]["n"] >= 3 and x["compile"]["n"] == x["eager"]["n"]
         assert all(c["zeros_fail"] >= 0.01 for c in x["checks"].get("informative", []))
@@ -316,6 +417,7 @@ def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
     assert by_row[1]["status"] == "rejected:torch_compile_build" and by_row[1]["error"].startswith("timeout")
     assert by_row[2]["status"] == "rejected:nondeterministic_gpu"
     assert by_row[3]["status"] == "rejected:near_constant_gpu"
+    check_phases(by_row.values())
     # A module that does not build, non-finite outputs, outputs that ignore the inputs, and one that
     # passes (compiled in this process: --workers 0).
     ds2 = tmp_path / "ds2"
@@ -339,3 +441,53 @@ def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
     assert {k: v for k, v in g["rejected"].items() if v} == {"build_failed": 1, "nonfinite_gpu": 1,
                                                              "invariant_to_inputs_gpu": 1}
     assert "rejected: nonfinite_gpu" in r.stdout
+
+
+def test_overlap_gives_the_rows_of_no_overlap_and_never_samples_next_to_a_worker(dataset, tmp_path):
+    # Six tasks: a compile failure, a near-constant answer, four real ones (ok in the wide window).
+    # The same input with overlap (the workers compile while this process times; pinned: one CPU
+    # for the timing process, the other for the worker) and without.
+    d = tmp_path / "six"
+    d.mkdir()
+    (d / "synth.yaml").write_text("seed: 11\ntarget_tasks: 6\nshard_candidates: 12\n")
+    kforge("synth", "--config", str(d / "synth.yaml"), "--out", str(d / "ds"), "--quiet")
+    plant(d / "ds" / "dataset.h5", [program("        if torch.compiler.is_compiling():\n            boom()\n        return torch.relu(x) * 2"),
+                                     program("        return x * 0 + 1.0")])
+    shutil.copytree(d / "ds", d / "ds2")
+    log = tmp_path / "lock.log"
+    slow = FAST + ["--min-n", "20", "--max-n", "30"]  # longer sampling: more of it next to a compile
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor_cache"), KFORGE_SYNTH_GPU_LOCK_LOG=str(log))
+    r = tool(d / "ds" / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1",
+             "--reserved-cores", "1", *slow, env=env)
+    assert "overlapping the timing" in r.stderr and "synth_gpu: round 1:" in r.stderr
+    env.pop("KFORGE_SYNTH_GPU_LOCK_LOG")
+    r2 = tool(d / "ds2" / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1",
+              "--no-overlap", *slow, env=env)
+    assert "no overlap" in r2.stderr and "this process idle" in r2.stderr
+    a = {x["row"]: x for x in records(d / "ds" / "gpu")}
+    b = {x["row"]: x for x in records(d / "ds2" / "gpu")}
+    assert sorted(a) == sorted(b) == list(range(6))
+    assert {k: x["status"] for k, x in a.items()} == {k: x["status"] for k, x in b.items()}
+    assert a[0]["status"] == "rejected:torch_compile_build" and a[1]["status"] == "rejected:near_constant_gpu"
+    assert sum(x["status"] == "ok" for x in a.values()) == 4
+    for k in a:  # the same checks, to the element
+        assert a[k]["checks"] == b[k]["checks"] and a[k].get("error") == b[k].get("error")
+    assert all(x["flags"]["overlap"] == "true" for x in a.values())
+    assert all(x["flags"]["overlap"] == "false" for x in b.values())
+    check_phases(a.values())
+    check_phases(b.values())
+    for x in a.values():
+        if x["status"] == "ok":
+            assert x["compile_cache"]["fxgraph_hit"] >= 1  # the worker's backend fills the same cache entries
+            assert set(x["compile_worker_s"]) == {"lock_wait", "gpu_turn", "compile", "release", "other"}
+            assert x["compile_queue_s"] >= 0 and x["env"]["main_cpus"] != "all"
+    # The GPU turn: every worker GPU step started with nobody sampling, and whenever the timing
+    # process said it was sampling, the turn was taken (the watcher could not get it).
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == 5  # every task but the one the probe rejected
+    assert all(x["sampling_at_turn"] == [0, 0] for x in lines), lines
+    assert all(x["watch_free_while_sampling"] == 0 for x in lines), lines
+    assert sum(x["watch_seen"] for x in lines) > 0, "no compile ran while the timing process sampled"
+    # Resume: nothing left to do in either mode.
+    r = tool(d / "ds" / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", *slow, env=env)
+    assert "6 already written, 0 to do" in r.stderr
