@@ -1972,10 +1972,62 @@ def cmd_merge(a):
     return 0
 
 
+def cmd_compare(a):
+    """Two runs over the same rows (e.g. --no-overlap against overlap, or an old calibration against a
+    new one): statuses, the ratio of the medians task by task, the noise, the serial seconds."""
+    new_dir = a.out or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "gpu")
+    for d in (a.compare, new_dir):
+        if not os.path.isdir(d) or not part_files(d):
+            raise InputError(f"{d}: no part-*.jsonl files to compare")
+    ref, new = pick_records(read_records(a.compare)), pick_records(read_records(new_dir))
+    both = sorted(i for i in ref if i in new and ref[i].get("graph_hash") == new[i].get("graph_hash"))
+    print(f"synth_gpu: compare {new_dir} (new) with {a.compare} (reference): {len(both)} task(s) in both "
+          f"({len(new)} new, {len(ref)} reference)")
+    if not both:
+        return 0
+    differ = [i for i in both if ref[i]["status"] != new[i]["status"]]
+    print(f"  statuses: {len(both) - len(differ)} of {len(both)} agree"
+          + "".join(f"\n    {i}: {ref[i]['status']} -> {new[i]['status']}" for i in differ[:10])
+          + (f"\n    ... {len(differ) - 10} more" if len(differ) > 10 else ""))
+
+    def q(xs):
+        if not xs:
+            return "-"
+        gm = math.exp(sum(math.log(x) for x in xs) / len(xs)) if all(x > 0 for x in xs) else float("nan")
+        return (f"median {percentile(xs, 0.5):.4g}, p10 {percentile(xs, 0.1):.4g}, p90 {percentile(xs, 0.9):.4g}, "
+                f"geomean {gm:.4g} (n {len(xs)})")
+    ok = [i for i in both if ref[i]["status"] == new[i]["status"] == "ok"]
+    for key in ("eager_ms", "compile_ms"):
+        rs = [new[i][key] / ref[i][key] for i in ok if new[i].get(key) and ref[i].get(key)]
+        print(f"  {key} new / reference (ok in both): {q(rs)}")
+    for key in ("eager", "compile"):
+        for name, recs in (("reference", ref), ("new", new)):
+            xs = [recs[i][key]["rse"] for i in ok if (recs[i].get(key) or {}).get("rse") is not None]
+            ns = [recs[i][key]["n"] for i in ok if (recs[i].get(key) or {}).get("n")]
+            if xs:
+                print(f"  {key} noise, {name}: RSE median {percentile(xs, 0.5):.4f}, p90 {percentile(xs, 0.9):.4f}; "
+                      f"n median {percentile(ns, 0.5)}")
+    for name, recs in (("reference", ref), ("new", new)):
+        w = [recs[i].get("wall_s") or 0.0 for i in both]
+        wok = [recs[i].get("wall_s") or 0.0 for i in ok]
+        line = (f"  wall_s, {name}: sum {sum(w):.1f} over {len(w)}; ok tasks median {percentile(wok, 0.5) if wok else 0:.3f}, "
+                f"sum {sum(wok):.1f}")
+        ph = [recs[i]["phase_s"] for i in ok if recs[i].get("phase_s")]
+        if ph:
+            keys = [k for k in PHASES + ("other",) if any(k in p for p in ph)]
+            line += "; per ok task, median: " + ", ".join(f"{k} {percentile([p.get(k, 0.0) for p in ph], 0.5):.3f}"
+                                                            for k in keys)
+        print(line)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset", help="DIR/dataset.h5 written by kforge synth")
     ap.add_argument("--merge", action="store_true", help="write the part files back into the dataset, with a summary")
+    ap.add_argument("--compare", default=None, metavar="DIR",
+                    help="compare the records in --out (default DIR/gpu) with those in this folder (same rows of "
+                         "another run): statuses, time ratios, noise, serial seconds by phase")
     ap.add_argument("--shard", default="0/1", help="k/N: this run takes the k-th of N contiguous blocks of rows")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:I, or cpu (the CI mode: check dims, no cache flush)")
     ap.add_argument("--out", default=None, help="folder of the part-k.jsonl files (default: DIR/gpu)")
@@ -2019,6 +2071,8 @@ def main(argv=None):
     try:
         if a.merge:
             return cmd_merge(a)
+        if a.compare:
+            return cmd_compare(a)
         if a.limit is not None and a.limit < 0:
             raise InputError("--limit must be >= 0")
         if a.reserved_cores is None:

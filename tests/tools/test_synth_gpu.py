@@ -488,6 +488,13 @@ def test_overlap_gives_the_rows_of_no_overlap_and_never_samples_next_to_a_worker
     assert all(x["sampling_at_turn"] == [0, 0] for x in lines), lines
     assert all(x["watch_free_while_sampling"] == 0 for x in lines), lines
     assert sum(x["watch_seen"] for x in lines) > 0, "no compile ran while the timing process sampled"
+    # --compare: the two runs, task by task.
+    r = tool(d / "ds" / "dataset.h5", "--compare", d / "ds2" / "gpu")
+    assert "6 task(s) in both" in r.stdout and "statuses: 6 of 6 agree" in r.stdout
+    assert "eager_ms new / reference (ok in both): median" in r.stdout and "(n 4)" in r.stdout
+    assert "per ok task, median: " in r.stdout and "timing" in r.stdout
+    one_error_line(tool(d / "ds" / "dataset.h5", "--compare", tmp_path / "nothing", check=False), "nothing",
+                   "no part-*.jsonl files to compare")
     # Resume: nothing left to do in either mode.
     r = tool(d / "ds" / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", *slow, env=env)
     assert "6 already written, 0 to do" in r.stderr
