@@ -1011,6 +1011,8 @@ Json GpuWorker::evaluate(const Json& req) {
           }
           prof["counters"] = {{"metrics", cr.metrics}, {"unsupported", cr.unsupported}, {"passes", cr.passes}, {"kernels", kernels},
                               {"replay", cr.replay}, {"calls", cr.runs},
+                              {"ms", {{"setup", cr.setup_ms}, {"collect", cr.collect_ms}, {"evaluate", cr.evaluate_ms}}},
+                              {"setup_cached", cr.setup_cached},
                               {"method", "CUPTI range profiler, auto ranges (one per kernel), " + cr.replay + " replay"}};
         }
       }

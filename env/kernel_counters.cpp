@@ -1,7 +1,9 @@
 #include "env/kernel_counters.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include <cupti.h>
 #include <cupti_profiler_host.h>
@@ -39,9 +41,10 @@ P params(size_t size) {
   return p;
 }
 
-// Everything made along the way, released however collection ends.
+// The profiler and the range profiler object of one collection, released however it ends (so
+// that CUPTI's activity API, which the next request's kernel_activity check uses, finds nothing of
+// the profiler left on the context).
 struct Session {
-  CUpti_Profiler_Host_Object* host = nullptr;
   CUpti_RangeProfiler_Object* ranges = nullptr;
   bool profiler_initialized = false;
   ~Session() {
@@ -50,17 +53,87 @@ struct Session {
       d.pRangeProfilerObject = ranges;
       cuptiRangeProfilerDisable(&d);
     }
-    if (host) {
-      auto d = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
-      d.pHostObject = host;
-      cuptiProfilerHostDeinitialize(&d);
-    }
     if (profiler_initialized) {
       auto d = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
       cuptiProfilerDeInitialize(&d);
     }
   }
 };
+
+// The host side of a collection (the chip's metrics database, the config image, the pass count):
+// the same for every call with the same metrics on the same device, and most of the cost of a
+// collection, so it is made once per process and kept (the worker keeps its context too).
+struct HostSetup {
+  int device = -1;
+  std::vector<std::string> requested, metrics, unsupported;
+  std::string chip;
+  CUpti_Profiler_Host_Object* host = nullptr;
+  std::vector<uint8_t> config;
+  size_t passes = 0;
+  ~HostSetup() {
+    if (host) {
+      auto d = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+      d.pHostObject = host;
+      cuptiProfilerHostDeinitialize(&d);
+    }
+  }
+};
+
+std::unique_ptr<HostSetup> make_setup(CUcontext ctx, int device_index, const std::vector<std::string>& metrics) {
+  auto setup = std::make_unique<HostSetup>();
+  setup->device = device_index;
+  setup->requested = metrics;
+  auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  chip.deviceIndex = static_cast<size_t>(device_index);
+  ok(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
+  setup->chip = chip.pChipName ? chip.pChipName : "this GPU";
+
+  auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  avail.ctx = ctx;
+  ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability (size)");
+  std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
+  avail.pCounterAvailabilityImage = availability.data();
+  ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
+
+  auto hi = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hi.pChipName = chip.pChipName;
+  hi.pCounterAvailabilityImage = availability.data();
+  ok(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
+  setup->host = hi.pHostObject;
+
+  // Metrics one at a time, so that a name this chip does not know costs only itself.
+  for (const std::string& m : metrics) {
+    const char* name = m.c_str();
+    auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    add.pHostObject = setup->host;
+    add.ppMetricNames = &name;
+    add.numMetrics = 1;
+    if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) setup->metrics.push_back(m);
+    else setup->unsupported.push_back(m);
+  }
+  if (setup->metrics.empty()) throw Failed{"none of the metrics is supported on " + setup->chip};
+
+  auto csize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  csize.pHostObject = setup->host;
+  ok(cuptiProfilerHostGetConfigImageSize(&csize), "cuptiProfilerHostGetConfigImageSize");
+  setup->config.resize(csize.configImageSize);
+  auto cimg = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  cimg.pHostObject = setup->host;
+  cimg.configImageSize = setup->config.size();
+  cimg.pConfigImage = setup->config.data();
+  ok(cuptiProfilerHostGetConfigImage(&cimg), "cuptiProfilerHostGetConfigImage");
+  auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  passes.configImageSize = setup->config.size();
+  passes.pConfigImage = setup->config.data();
+  ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
+  setup->passes = passes.numOfPasses;
+  return setup;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 void disable(Session& s) {
   if (!s.ranges) return;
@@ -150,55 +223,26 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
                                       const std::function<void()>& run) {
   CounterReport report;
   Session s;
+  // The host setup (host-side objects only) is kept for the process's life, made once per metric
+  // list and device (the worker is one thread; a new list or device replaces it); never destroyed
+  // at exit, when CUPTI's own state may be gone.
+  static HostSetup* setup = nullptr;
   try {
+    auto t_setup = std::chrono::steady_clock::now();
     auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
     ok(cuptiProfilerInitialize(&init), "cuptiProfilerInitialize");
     s.profiler_initialized = true;
-
-    auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
-    chip.deviceIndex = static_cast<size_t>(device_index);
-    ok(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
-
-    auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
-    avail.ctx = ctx;
-    ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability (size)");
-    std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
-    avail.pCounterAvailabilityImage = availability.data();
-    ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
-
-    auto hi = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-    hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    hi.pChipName = chip.pChipName;
-    hi.pCounterAvailabilityImage = availability.data();
-    ok(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
-    s.host = hi.pHostObject;
-
-    // Metrics one at a time, so that a name this chip does not know costs only itself.
-    for (const std::string& m : metrics) {
-      const char* name = m.c_str();
-      auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-      add.pHostObject = s.host;
-      add.ppMetricNames = &name;
-      add.numMetrics = 1;
-      if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) report.metrics.push_back(m);
-      else report.unsupported.push_back(m);
+    report.setup_cached = setup && setup->device == device_index && setup->requested == metrics;
+    if (!report.setup_cached) {
+      delete setup;
+      setup = nullptr;
+      setup = make_setup(ctx, device_index, metrics).release();
     }
-    if (report.metrics.empty()) throw Failed{"none of the metrics is supported on " + std::string(chip.pChipName ? chip.pChipName : "this GPU")};
-
-    auto csize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-    csize.pHostObject = s.host;
-    ok(cuptiProfilerHostGetConfigImageSize(&csize), "cuptiProfilerHostGetConfigImageSize");
-    std::vector<uint8_t> config(csize.configImageSize);
-    auto cimg = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-    cimg.pHostObject = s.host;
-    cimg.configImageSize = config.size();
-    cimg.pConfigImage = config.data();
-    ok(cuptiProfilerHostGetConfigImage(&cimg), "cuptiProfilerHostGetConfigImage");
-    auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-    passes.configImageSize = config.size();
-    passes.pConfigImage = config.data();
-    ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
-    report.passes = passes.numOfPasses;
+    report.metrics = setup->metrics;
+    report.unsupported = setup->unsupported;
+    report.passes = setup->passes;
+    const std::vector<uint8_t>& config = setup->config;
+    report.setup_ms = ms_since(t_setup);
 
     std::vector<const char*> names;
     for (const std::string& m : report.metrics) names.push_back(m.c_str());
@@ -207,6 +251,7 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
     // restores the memory each kernel touches for every pass: on GB-sized tasks that is most of a
     // second. A candidate whose calls launch different kernels from one call to the next fails
     // user replay and falls back.
+    auto t_collect = std::chrono::steady_clock::now();
     std::vector<uint8_t> data;
     std::string user_failure;
     try {
@@ -218,6 +263,8 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
       data = run_passes(s, ctx, config, names, CUPTI_KernelReplay, report.passes, run, report.runs);
       report.replay = "kernel (user replay failed: " + user_failure + ")";
     }
+    report.collect_ms = ms_since(t_collect);
+    auto t_evaluate = std::chrono::steady_clock::now();
 
     auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
     info.pCounterDataImage = data.data();
@@ -236,7 +283,7 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
       }
       range.values.assign(names.size(), 0.0);
       auto ev = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-      ev.pHostObject = s.host;
+      ev.pHostObject = setup->host;
       ev.pCounterDataImage = data.data();
       ev.counterDataImageSize = data.size();
       ev.rangeIndex = r;
@@ -246,6 +293,7 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
       ok(cuptiProfilerHostEvaluateToGpuValues(&ev), "cuptiProfilerHostEvaluateToGpuValues");
       report.ranges.push_back(std::move(range));
     }
+    report.evaluate_ms = ms_since(t_evaluate);
     report.available = true;
   } catch (const Failed& f) {
     report.available = false;

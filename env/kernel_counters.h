@@ -27,6 +27,8 @@ struct CounterReport {
   size_t passes = 0;                      // replay passes the metrics needed
   std::string replay;                     // "user" (the call rerun once per pass) or "kernel (...why)"
   size_t runs = 0;                        // calls of `run` it took
+  bool setup_cached = false;              // the host setup (metrics database, config image) was reused
+  double setup_ms = 0, collect_ms = 0, evaluate_ms = 0;  // where the wall time went
   std::vector<CounterRange> ranges;       // one per kernel launched by `run`
 };
 

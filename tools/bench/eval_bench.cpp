@@ -143,6 +143,7 @@ int profile(int argc, char** argv) {
   const bool counters = cv == "on";
   std::vector<double> over;
   int passes = 0;
+  std::map<std::string, std::vector<double>> counter_ms;  // the counters' wall time by part
   std::printf("%-24s %-10s %11s %11s %12s\n", "task", "candidate", "profile ms", "kernels ms", "overhead ms");
   bool warm = false;
   for (const auto& c : kforge::testing::shipped_candidates()) {
@@ -168,6 +169,8 @@ int profile(int argc, char** argv) {
       KFORGE_CHECK(c.is_object() && (c.contains("kernels") || c.contains("unavailable")), runtime, c.dump());
       if (c.contains("unavailable")) std::printf("  counters unavailable: %s\n", c["unavailable"].dump().c_str());
       passes = std::max(passes, c.value("passes", 0));
+      if (c.contains("ms"))
+        for (const char* k : {"setup", "collect", "evaluate"}) counter_ms[k].push_back(c["ms"].value(k, 0.0));
     }
     std::printf("%-24s %-10s %11.2f %11.3f %12.2f\n", c.task.c_str(), c.name.c_str(), prof_ms, kern_ms, prof_ms - kern_ms);
   }
@@ -176,6 +179,10 @@ int profile(int argc, char** argv) {
               {"profile_overhead_ms_p95", quantile_sorted(over, 0.95)},
               {"profile_requests_count", over.size()}};
   if (counters) fig["profile_counters_passes"] = passes;
+  for (auto& [k, v] : counter_ms) {
+    std::sort(v.begin(), v.end());
+    fig["counters_" + k + "_ms_p50"] = quantile_sorted(v, 0.5);
+  }
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench profile --counters " + cv, fig);
