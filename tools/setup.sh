@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything kforge needs on a fresh Debian or Ubuntu machine, idempotently:
 #   - Debian packages (compilers, CMake, Ninja, ccache, ZeroMQ + cppzmq, msgpack-cxx, Eigen, HDF5,
-#     yaml-cpp, GoogleTest, libseccomp, CLI11, nlohmann-json);
+#     yaml-cpp, GoogleTest, libseccomp, CLI11, nlohmann-json, xz for the shipped dataset);
 #   - a Python virtual environment at $KFORGE_VENV (default: <repo>/.venv) holding the pinned
 #     torch wheel (its libtorch is what kforge links against) and the Python test dependencies;
 #   - the CUDA toolkit pieces the build needs (NVRTC, CUPTI, runtime, driver stub), taken from the
@@ -16,7 +16,7 @@ sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv python3-pip
       libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libeigen3-dev libhdf5-dev libyaml-cpp-dev
-      libgtest-dev libgmock-dev libseccomp-dev libcli11-dev nlohmann-json3-dev)
+      libgtest-dev libgmock-dev libseccomp-dev libcli11-dev nlohmann-json3-dev xz-utils)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,3 +3,8 @@
 add_test(NAME python.synth_gpu
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_synth_gpu.py)
 set_tests_properties(python.synth_gpu PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu TIMEOUT 900)
+
+# tools/synth_dataset.sh: the dataset driver's steps (prepare, GPU step in CPU mode, collect, resume, finish).
+add_test(NAME python.synth_dataset
+  COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_synth_dataset.py)
+set_tests_properties(python.synth_dataset PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu TIMEOUT 900)

@@ -1,0 +1,86 @@
+"""tools/synth_dataset.sh, the driver that builds the shipped dataset over several device calls:
+prepare (kforge synth), the GPU step (here in its CPU mode, at check dims), collect of a call's
+archive, status, a second call resuming where the first stopped, and finish (merge, JSONL export,
+the xz-compressed dataset that kforge reads back). No GPU needed."""
+import json
+import lzma
+import os
+import re
+import subprocess
+
+import pytest
+
+KFORGE = os.environ.get("KFORGE_BIN", "kforge")
+SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(SOURCE_DIR, "tools", "synth_dataset.sh")
+FAST = "--min-n 3 --max-n 8 --max-task-s 0.5 --warmup-calls 1 --warmup-ms 1 --progress-s 0 --threads 1 --workers 0"
+
+
+def run(step, *args, env, check=True):
+    r = subprocess.run(["bash", SCRIPT, step, *map(str, args)], capture_output=True, text=True, env=env, timeout=900)
+    if check and r.returncode != 0:
+        raise AssertionError(f"synth_dataset.sh {step} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def measured(text):
+    m = re.search(r"(\d+) of (\d+) rows measured \(ok (\d+), rejected (\d+)\); (\d+) left", text)
+    assert m, text
+    return tuple(int(x) for x in m.groups())
+
+
+@pytest.fixture
+def env(tmp_path):
+    (tmp_path / "synth.yaml").write_text("seed: 7\ntarget_tasks: 4\nshard_candidates: 10\n")
+    e = dict(os.environ, KFORGE=os.path.abspath(KFORGE) if os.sep in KFORGE else KFORGE,
+             SYNTH_WORK=str(tmp_path / "work"), SYNTH_CONFIG=str(tmp_path / "synth.yaml"), SYNTH_DEVICE="cpu",
+             SYNTH_DEST=str(tmp_path / "dest"), SYNTH_RESULTS=str(tmp_path / "results.json"))
+    if os.sep not in KFORGE:  # on PATH: the script wants a path
+        e["KFORGE"] = subprocess.run(["bash", "-c", f"command -v {KFORGE}"], capture_output=True, text=True).stdout.strip()
+    return e
+
+
+def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
+    # Nothing to work on yet: a clear error, not a stack trace.
+    r = run("status", env=env, check=False)
+    assert r.returncode == 2 and "run 'tools/synth_dataset.sh prepare' first" in r.stderr
+    run("prepare", env=env)
+    assert measured(run("status", env=env).stdout)[:2] == (0, 4)
+    r = run("finish", env=env, check=False)
+    assert r.returncode == 2 and "nothing measured yet" in r.stderr
+
+    # First call stops after 2 tasks; its archive is all that comes back.
+    out1 = tmp_path / "out1"
+    out1.mkdir()
+    run("gpu", 300, env=dict(env, OUT=str(out1), SYNTH_ARGS=FAST + " --limit 2"))
+    assert sorted(os.listdir(out1)) == ["synth.tgz"]
+    done, total, ok1, rej1, left = measured(run("collect", out1, env=env).stdout)
+    assert (done, total, left) == (2, 4, 2)
+
+    # Second call resumes: the first call's rows are carried and not redone.
+    out2 = tmp_path / "out2"
+    out2.mkdir()
+    run("gpu", 300, env=dict(env, OUT=str(out2), SYNTH_ARGS=FAST))
+    done, total, ok, rej, left = measured(run("collect", out2, env=env).stdout)
+    assert (done, total, left) == (4, 4, 0)
+    ids = []
+    for name in os.listdir(tmp_path / "work" / "gpu"):
+        with open(tmp_path / "work" / "gpu" / name) as f:
+            ids += [json.loads(line)["id"] for line in f]
+    assert len(ids) == len(set(ids)) == 4, ids
+
+    # A missing archive is named.
+    r = run("collect", tmp_path / "nowhere", env=env, check=False)
+    assert r.returncode == 2 and "synth.tgz is missing" in r.stderr
+
+    run("finish", env=env)
+    dest = tmp_path / "dest"
+    assert (dest / "summary.txt").exists() and (dest / "summary.json").exists()
+    (tmp_path / "back.h5").write_bytes(lzma.decompress((dest / "dataset.h5.xz").read_bytes()))
+    count = subprocess.run([env["KFORGE"], "tasks", "count", str(tmp_path / "back.h5"), "--status", "ok"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert count == [str(ok)]
+    lines = lzma.decompress((dest / "tasks.jsonl.xz").read_bytes()).decode().splitlines()
+    assert len(lines) == ok and all(json.loads(x)["status"] == "ok" for x in lines)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert "figures" in results
