@@ -2,7 +2,8 @@
 // Hardware counters of a candidate's kernels through CUPTI's range profiler (torch-free; links
 // CUPTI): one range per kernel (auto ranges), user replay (`run` is called once per pass the
 // metrics need), else kernel replay (CUPTI replays each kernel, saving and restoring the memory it
-// touches: much slower on large buffers). Lent machines often
+// touches: slower on large buffers). Each pass costs ~31 ms on the H200, and metrics take about one
+// pass each (the SOL percentages more: results in tools/bench/RESULTS.md). Lent machines often
 // keep performance counters to administrators (the driver's NVreg_RestrictProfilingToAdminUsers):
 // every CUPTI failure comes back as `unavailable` with the step and CUPTI's message, never as an
 // exception, so profile() reports what the machine allows.
