@@ -135,6 +135,10 @@ TEST(EnvConfig, ShippedFileLoadsAndMatchesTheDefaults) {
   EXPECT_EQ(std::filesystem::canonical(c.prompt.template_path), std::filesystem::canonical(d.prompt.template_path));
   EXPECT_EQ(std::filesystem::canonical(c.prompt.format_page), std::filesystem::canonical(d.prompt.format_page));
   EXPECT_EQ(c.tools.verify_trials, 0);
+  EXPECT_EQ(c.tools.profile_times, d.tools.profile_times);
+  EXPECT_EQ(c.tools.profile_counters, d.tools.profile_counters);
+  EXPECT_TRUE(c.tools.profile_counters);
+  EXPECT_FALSE(EnvConfig::from_yaml(YamlNode::parse("tools: {profile_counters: false}\n", "env.yaml"), ".").tools.profile_counters);
 }
 
 TEST(EnvConfig, ErrorsNameFileLineAndKey) {
@@ -154,4 +158,5 @@ TEST(EnvConfig, ErrorsNameFileLineAndKey) {
   EXPECT_NE(err("workspace: {max_total_bytes: 2000}\n").find("must be >= max_file_bytes"), std::string::npos);
   EXPECT_NE(err("prompt: {template: no_such.md}\n").find("prompt.template: no such file"), std::string::npos);
   EXPECT_NE(err("tools: {profile_times: maybe}\n").find("tools.profile_times: expected true or false"), std::string::npos);
+  EXPECT_NE(err("tools: {profile_counters: 2}\n").find("tools.profile_counters: expected true or false"), std::string::npos);
 }
