@@ -117,8 +117,8 @@ EOF
     "$kforge" tasks export "$work/dataset.h5" --status ok --format jsonl --out "$dst/tasks.jsonl"
     cp "$work"/summary.txt "$work"/summary.json "$dst/"
     cp "$work"/*.png "$dst/" 2>/dev/null || true
-    # HDF5 cannot compress variable-length strings: the shipped file is xz-compressed as a whole
-    # (unxz -k datasets/synth/dataset.h5.xz gives the dataset).
+    # HDF5 cannot compress variable-length strings: the shipped file is xz-compressed as a whole.
+    # `kforge tasks` reads it as it is; h5py wants `unxz -k datasets/synth/dataset.h5.xz` first.
     xz -9 -T0 -c "$work/dataset.h5" > "$dst/dataset.h5.xz"
     xz -9 -T0 -f "$dst/tasks.jsonl"
     du -h "$dst"/*

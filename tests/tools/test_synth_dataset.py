@@ -80,6 +80,13 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     count = subprocess.run([env["KFORGE"], "tasks", "count", str(tmp_path / "back.h5"), "--status", "ok"],
                            capture_output=True, text=True, check=True).stdout.split()
     assert count == [str(ok)]
+    # kforge reads the shipped .h5.xz directly (through a temporary copy that it removes).
+    shipped = subprocess.run([env["KFORGE"], "tasks", "count", str(dest / "dataset.h5.xz"), "--status", "ok"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert shipped == [str(ok)]
+    (tmp_path / "junk.h5.xz").write_bytes(b"not xz")
+    r = subprocess.run([env["KFORGE"], "tasks", "count", str(tmp_path / "junk.h5.xz")], capture_output=True, text=True)
+    assert r.returncode != 0 and "junk.h5.xz: xz could not decompress it" in r.stderr
     lines = lzma.decompress((dest / "tasks.jsonl.xz").read_bytes()).decode().splitlines()
     assert len(lines) == ok and all(json.loads(x)["status"] == "ok" for x in lines)
     results = json.loads((tmp_path / "results.json").read_text())
