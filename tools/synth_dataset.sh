@@ -88,22 +88,15 @@ EOF
   status)
     need_dataset
     python3 - "$work" <<'EOF'
-import collections, glob, json, os, sys
-import h5py
+import collections, os, sys
+sys.path.insert(0, "tools")
+import synth_gpu  # its dataset and part-file readers (torch is imported lazily, not here)
 work = sys.argv[1]
-with h5py.File(os.path.join(work, "dataset.h5"), "r") as f:
-    total = len(f["tasks/id"])
-rows = {}
-for p in sorted(glob.glob(os.path.join(work, "gpu", "part-*.jsonl"))):
-    with open(p) as fh:
-        for line in fh:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue  # a torn last line: the next call cuts it off
-            rows[r["id"]] = r["status"]
+_, cols = synth_gpu.read_dataset(os.path.join(work, "dataset.h5"), ["id"])
+ids = set(cols["id"])
+rows = {r["id"]: r["status"] for r in synth_gpu.read_records(os.path.join(work, "gpu")) if r["id"] in ids}  # last wins
 c = collections.Counter("ok" if s == "ok" else "rejected" for s in rows.values())
-print(f"synth_dataset: {len(rows)} of {total} rows measured (ok {c['ok']}, rejected {c['rejected']}); {total - len(rows)} left")
+print(f"synth_dataset: {len(rows)} of {len(ids)} rows measured (ok {c['ok']}, rejected {c['rejected']}); {len(ids) - len(rows)} left")
 EOF
     ;;
   finish)
