@@ -47,12 +47,15 @@ P params(size_t size) {
 struct Session {
   CUpti_RangeProfiler_Object* ranges = nullptr;
   bool profiler_initialized = false;
+  void disable_ranges() {
+    if (!ranges) return;
+    auto d = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+    d.pRangeProfilerObject = ranges;
+    cuptiRangeProfilerDisable(&d);
+    ranges = nullptr;
+  }
   ~Session() {
-    if (ranges) {
-      auto d = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
-      d.pRangeProfilerObject = ranges;
-      cuptiRangeProfilerDisable(&d);
-    }
+    disable_ranges();
     if (profiler_initialized) {
       auto d = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
       cuptiProfilerDeInitialize(&d);
@@ -134,14 +137,6 @@ std::unique_ptr<HostSetup> make_setup(CUcontext ctx, int device_index, const std
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-void disable(Session& s) {
-  if (!s.ranges) return;
-  auto d = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
-  d.pRangeProfilerObject = s.ranges;
-  cuptiRangeProfilerDisable(&d);
-  s.ranges = nullptr;
 }
 
 // Enables the range profiler on ctx, runs `run` under it in the given replay mode (once for
@@ -260,7 +255,7 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
       report.replay = "user";
     } catch (const Failed& f) {
       user_failure = f.what;
-      disable(s);
+      s.disable_ranges();
       data = run_passes(s, ctx, config, names, CUPTI_KernelReplay, report.passes, run, report.runs);
       report.replay = "kernel (user replay failed: " + user_failure + ")";
     }
