@@ -15,7 +15,8 @@
 # SYNTH_CONFIG (default configs/synth.yaml), SYNTH_TARGET (kforge synth --target, default the
 # config's target_tasks), SYNTH_DEVICE (cuda; cpu only to try the steps without a GPU, at check
 # dims), SYNTH_ARGS (more synth_gpu.py options), SYNTH_DEST (default datasets/synth),
-# SYNTH_RESULTS (default tools/bench/results/DATE_synth_dataset_h200.json).
+# SYNTH_RESULTS (default tools/bench/results/DATE_synth_dataset_h200.json), SYNTH_KEEP (gpu step: a
+# folder on the GPU host where the parts outlive the call, for a next call made before collecting).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -41,10 +42,28 @@ case $cmd in
     out=$(mktemp -d)  # only the archive goes under $OUT: the device returns few files
     mkdir -p "$out/gpu"
     cp "$work"/gpu/part-*.jsonl "$out/gpu/" 2>/dev/null || true  # resume from what earlier calls measured
+    # SYNTH_KEEP (on the GPU host): a folder that outlives the call while the machine stays warm. The
+    # parts are kept there at the end, per dataset, and the next call starts from them where they
+    # hold more rows than the carried ones (a call made before the last one's archive was collected).
+    keep=""
+    if [ -n "${SYNTH_KEEP:-}" ]; then
+      keep="$SYNTH_KEEP/$(md5sum "$work/dataset.h5" | cut -c1-16)"
+      mkdir -p "$keep"
+      for f in "$keep"/part-*.jsonl; do
+        [ -f "$f" ] || continue
+        b="$out/gpu/$(basename "$f")"
+        if [ ! -f "$b" ] || [ "$(wc -l < "$f")" -gt "$(wc -l < "$b")" ]; then
+          cp "$f" "$b"; echo "synth_dataset: $(basename "$f"): $(wc -l < "$f") rows from $keep"
+        fi
+      done
+    fi
     dev=${SYNTH_DEVICE:-cuda}
     export PYTHONUNBUFFERED=1
     if [ "$dev" = cpu ]; then ngpu=0; else ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
-    archive() { tar czf "$OUT/synth.tgz" -C "$out" .; }
+    archive() {
+      tar czf "$OUT/synth.tgz" -C "$out" .
+      if [ -n "$keep" ]; then cp "$out"/gpu/part-*.jsonl "$keep/" 2>/dev/null || true; fi
+    }
     trap archive EXIT
     if [ "${ngpu:-0}" -ge 2 ]; then
       # One shard per GPU at once, each process on its own half of the cores (both hardware threads
@@ -78,10 +97,22 @@ EOF
     need_dataset
     mkdir -p "$work/gpu" "$work/logs"
     tmp=$(mktemp -d); tar xzf "$at/synth.tgz" -C "$tmp"
-    # A call's part files hold every earlier row too (they were carried there): take them whole.
-    cp "$tmp"/gpu/part-*.jsonl "$work/gpu/"
-    stamp=$(date -u +%Y%m%dT%H%M%S)
-    for f in "$tmp"/log-*.txt; do [ -f "$f" ] && cp "$f" "$work/logs/$stamp-$(basename "$f")"; done
+    # A call's part files hold every earlier row too (they were carried there): take them whole,
+    # unless the one here has more rows (an older call's archive collected after a newer one).
+    for f in "$tmp"/gpu/part-*.jsonl; do
+      [ -f "$f" ] || continue
+      b="$work/gpu/$(basename "$f")"
+      if [ -f "$b" ] && [ "$(wc -l < "$b")" -gt "$(wc -l < "$f")" ]; then
+        echo "synth_dataset: kept $b ($(wc -l < "$b") rows; the archive's has $(wc -l < "$f"))"
+      else
+        cp "$f" "$b"
+      fi
+    done
+    # One log folder per collected call, numbered in the order collected (two calls collected in the
+    # same second keep their own logs).
+    n=1; while [ -e "$work/logs/call-$(printf %03d $n)" ]; do n=$((n + 1)); done
+    logs="$work/logs/call-$(printf %03d $n)"; mkdir -p "$logs"
+    for f in "$tmp"/log-*.txt; do [ -f "$f" ] && cp "$f" "$logs/"; done
     rm -rf "$tmp"
     "$root/tools/synth_dataset.sh" status
     ;;

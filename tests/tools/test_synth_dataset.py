@@ -1,6 +1,7 @@
 """tools/synth_dataset.sh, the driver that builds the shipped dataset over several device calls:
 prepare (kforge synth), the GPU step (here in its CPU mode, at check dims), collect of a call's
-archive, status, a second call resuming where the first stopped, and finish (merge, JSONL export,
+archive, status, calls resuming where the last stopped (from the carried rows, or from SYNTH_KEEP
+before a collect), an older archive collected late, and finish (merge, JSONL export,
 the xz-compressed dataset that kforge reads back). No GPU needed."""
 import json
 import lzma
@@ -49,19 +50,36 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     r = run("finish", env=env, check=False)
     assert r.returncode == 2 and "nothing measured yet" in r.stderr
 
-    # First call stops after 2 tasks; its archive is all that comes back.
+    # First call stops after 1 task; its archive is all that comes back.
     out1 = tmp_path / "out1"
     out1.mkdir()
-    run("gpu", 300, env=dict(env, OUT=str(out1), SYNTH_ARGS=FAST + " --limit 2"))
+    run("gpu", 300, env=dict(env, OUT=str(out1), SYNTH_ARGS=FAST + " --limit 1"))
     assert sorted(os.listdir(out1)) == ["synth.tgz"]
     done, total, ok1, rej1, left = measured(run("collect", out1, env=env).stdout)
-    assert (done, total, left) == (2, 4, 2)
+    assert (done, total, left) == (1, 4, 3)
 
-    # Second call resumes: the first call's rows are carried and not redone.
+    # Second call resumes from the carried rows, and keeps its parts in SYNTH_KEEP (the GPU host's
+    # folder that outlives a call).
+    keep = tmp_path / "keep"
     out2 = tmp_path / "out2"
     out2.mkdir()
-    run("gpu", 300, env=dict(env, OUT=str(out2), SYNTH_ARGS=FAST))
-    done, total, ok, rej, left = measured(run("collect", out2, env=env).stdout)
+    run("gpu", 300, env=dict(env, OUT=str(out2), SYNTH_KEEP=str(keep), SYNTH_ARGS=FAST + " --limit 1"))
+    done, total, ok2, rej2, left = measured(run("collect", out2, env=env).stdout)
+    assert (done, left) == (2, 2)
+    # The older archive collected again loses no row.
+    r = run("collect", out1, env=env)
+    assert measured(r.stdout)[0] == 2 and "kept" in r.stdout
+    assert sorted(os.listdir(tmp_path / "work" / "logs")) == ["call-001", "call-002", "call-003"]
+
+    # Third call made before the second was collected (here: the collected rows are gone): it
+    # starts from the kept parts and redoes nothing.
+    for name in os.listdir(tmp_path / "work" / "gpu"):
+        os.remove(tmp_path / "work" / "gpu" / name)
+    out3 = tmp_path / "out3"
+    out3.mkdir()
+    r = run("gpu", 300, env=dict(env, OUT=str(out3), SYNTH_KEEP=str(keep), SYNTH_ARGS=FAST))
+    assert "rows from " + str(keep) in r.stdout, r.stdout
+    done, total, ok, rej, left = measured(run("collect", out3, env=env).stdout)
     assert (done, total, left) == (4, 4, 0)
     ids = []
     for name in os.listdir(tmp_path / "work" / "gpu"):
