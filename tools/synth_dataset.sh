@@ -5,7 +5,8 @@
 #
 #   tools/synth_dataset.sh prepare                 here: kforge synth (CPU stage) into .gpu/synth
 #   bash tools/synth_dataset.sh gpu BUDGET_S       on the GPU host: the GPU stage for BUDGET_S seconds,
-#                                                  every visible GPU one shard of 2; archive in $OUT/synth.tgz
+#                                                  the rows left split over every visible GPU (GPU k writes
+#                                                  part-k.jsonl); archive in $OUT/synth.tgz
 #   tools/synth_dataset.sh collect FILES_AT        here: unpack a call's archive into .gpu/synth (parts, logs)
 #   tools/synth_dataset.sh status                  here: rows measured and left
 #   tools/synth_dataset.sh finish                  here: merge, summary and plots, JSONL export, and the
@@ -16,13 +17,13 @@
 # config's target_tasks), SYNTH_DEVICE (cuda; cpu only to try the steps without a GPU, at check
 # dims), SYNTH_ARGS (more synth_gpu.py options), SYNTH_DEST (default datasets/synth),
 # SYNTH_RESULTS (default tools/bench/results/DATE_synth_dataset_h200.json), SYNTH_KEEP (gpu step: a
-# folder on the GPU host where the parts outlive the call, for a next call made before collecting).
+# folder on the GPU host where the parts outlive the call, for a next call made before collecting),
+# SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 work=${SYNTH_WORK:-.gpu/synth}
 kforge=${KFORGE:-build/tools/kforge}
-shards=2  # fixed, so that part-0/part-1 mean the same rows whether one GPU or two did them
 cmd=${1:-}; shift || true
 
 die() { echo "synth_dataset: $*" >&2; exit 2; }
@@ -59,36 +60,56 @@ case $cmd in
     fi
     dev=${SYNTH_DEVICE:-cuda}
     export PYTHONUNBUFFERED=1
-    if [ "$dev" = cpu ]; then ngpu=0; else ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
+    if [ "$dev" = cpu ]; then ngpu=1; else ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
+    [ "${ngpu:-0}" -ge 1 ] || die "no GPU found (nvidia-smi -L); SYNTH_DEVICE=cpu tries the steps without one"
+    if [ -n "${SYNTH_PROCS:-}" ]; then  # fewer processes than GPUs, or several in the CPU mode
+      [[ "$SYNTH_PROCS" =~ ^[1-9][0-9]*$ ]] || die "SYNTH_PROCS must be a positive integer, not '$SYNTH_PROCS'"
+      [ "$dev" = cpu ] || [ "$SYNTH_PROCS" -le "$ngpu" ] || die "SYNTH_PROCS=$SYNTH_PROCS: only $ngpu GPU(s) here"
+      ngpu=$SYNTH_PROCS
+    fi
     archive() {
       tar czf "$OUT/synth.tgz" -C "$out" .
       if [ -n "$keep" ]; then cp "$out"/gpu/part-*.jsonl "$keep/" 2>/dev/null || true; fi
     }
     trap archive EXIT
-    if [ "${ngpu:-0}" -ge 2 ]; then
-      # One shard per GPU at once, each process on its own half of the cores (both hardware threads
-      # of a core on the same side), so that the two timing processes never share a CPU.
-      mapfile -t halves < <(python3 - <<'EOF'
-import collections, subprocess
+    # The rows not measured yet, in dataset order, in one contiguous block per GPU; and the cores in
+    # as many groups (both hardware threads of a core in the same group), so that the timing
+    # processes never share a CPU.
+    lists=$(mktemp -d)
+    python3 - "$work/dataset.h5" "$out/gpu" "$lists" "$ngpu" <<'EOF'
+import collections, os, subprocess, sys
+sys.path.insert(0, "tools")
+import synth_gpu
+dataset, parts, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+_, cols = synth_gpu.read_dataset(dataset, ["id", "graph_hash"])
+done = {(r["id"], r.get("graph_hash")) for r in synth_gpu.read_records(parts)}
+left = [t for t, h in zip(cols["id"], cols["graph_hash"]) if (t, h) not in done]
+for k in range(g):
+    with open(os.path.join(lists, f"ids-{k}.txt"), "w") as f:
+        f.writelines(t + "\n" for t in left[k * len(left) // g:(k + 1) * len(left) // g])
 cores = collections.defaultdict(list)
 for line in subprocess.run(["lscpu", "-p=CPU,CORE"], capture_output=True, text=True).stdout.splitlines():
     if line and not line.startswith("#"):
         cpu, core = line.split(",")[:2]
         cores[int(core)].append(int(cpu))
 keys = sorted(cores)
-for half in (keys[:len(keys) // 2], keys[len(keys) // 2:]):
-    print(",".join(str(c) for k in half for c in cores[k]))
+for k in range(g):
+    mine = sorted(c for key in keys[k * len(keys) // g:(k + 1) * len(keys) // g] for c in cores[key])
+    with open(os.path.join(lists, f"cpus-{k}.txt"), "w") as f:
+        f.write(",".join(map(str, mine)))
+print(f"synth_dataset: {len(left)} of {len(cols['id'])} rows left; {g} GPU(s), about {len(left) // g} rows each")
 EOF
-)
-      for k in 0 1; do
-        CUDA_VISIBLE_DEVICES=$k taskset -c "${halves[$k]}" python3 tools/synth_gpu.py "$work/dataset.h5" --shard $k/$shards \
-          --out "$out/gpu" --time-budget-s "$budget" ${SYNTH_ARGS:-} > "$out/log-$k.txt" 2>&1 &
-      done
-      wait
-    else
-      python3 tools/synth_gpu.py "$work/dataset.h5" --shard all/$shards --out "$out/gpu" --time-budget-s "$budget" \
-        --device "$dev" ${SYNTH_ARGS:-} > "$out/log-0.txt" 2>&1 || true
-    fi
+    for k in $(seq 0 $((ngpu - 1))); do
+      pin=()
+      if [ "$ngpu" -ge 2 ]; then
+        pin=(taskset -c "$(cat "$lists/cpus-$k.txt")")
+        [ "$dev" = cpu ] || pin=(env CUDA_VISIBLE_DEVICES=$k "${pin[@]}")
+      fi
+      "${pin[@]}" python3 tools/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
+        --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} > "$out/log-$k.txt" 2>&1 &
+    done
+    wait || true
+    rm -rf "$lists"
     grep -h "wrote\|time (s)" "$out"/log-*.txt || true
     ;;
   collect)

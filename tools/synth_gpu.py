@@ -3,7 +3,7 @@
 device, applies the filters the CPU stages could not, and measures the eager and torch.compile
 baselines with one timing method. Resumable by row; shardable; one JSON line per task.
 
-    python tools/synth_gpu.py DIR/dataset.h5 --shard k/N [--device cuda] [--out DIR/gpu]
+    python tools/synth_gpu.py DIR/dataset.h5 --shard k/N [--ids FILE] [--device cuda] [--out DIR/gpu]
            [--limit N] [--time-budget-s S] [--workers W]
     python tools/synth_gpu.py --merge DIR/dataset.h5 [--out DIR/gpu]
 
@@ -1636,8 +1636,25 @@ def cmd_run(a):
     attrs, cols = read_dataset(a.dataset, ["id", "dtype", "program_py", "spec_yaml", "graph_hash", "est_runtime_ms"])
     a.out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "gpu")
     n_rows = len(cols["id"])
-    shard_of = {i: k for k in shards for i in shard_rows(n_rows, k, a.shard_n)}
-    rows = sorted(shard_of)
+    if a.ids:
+        # Exactly these tasks, in the file's order, into this shard's part file (the driver splits
+        # what is left over the GPUs of a host: tools/synth_dataset.sh).
+        if len(shards) != 1:
+            raise InputError(f"--ids takes --shard k/N (the part file it writes), not '{a.shard}'")
+        row_of = {t: i for i, t in enumerate(cols["id"])}
+        try:
+            with open(a.ids) as f:
+                want = [line.strip() for line in f if line.strip()]
+        except OSError as e:
+            raise InputError(f"{a.ids}: cannot read the id list ({error_line(e)})")
+        unknown = [t for t in want if t not in row_of]
+        if unknown:
+            raise InputError(f"{a.ids}: {len(unknown)} id(s) not in {a.dataset}, e.g. {unknown[0]}")
+        rows = list(dict.fromkeys(row_of[t] for t in want))
+        shard_of = {i: shards[0] for i in rows}
+    else:
+        shard_of = {i: k for k in shards for i in shard_rows(n_rows, k, a.shard_n)}
+        rows = sorted(shard_of)
     # Done: a record of this id for this task (same graph hash: a record of another dataset whose
     # ids happen to match does not count).
     done = {(r["id"], r.get("graph_hash")) for r in read_records(a.out)} if os.path.isdir(a.out) else set()
@@ -1668,8 +1685,9 @@ def cmd_run(a):
                       "id": cols["id"][i], "row": i, "shard": shard_of[i], "dtype": cols["dtype"][i], "program": cols["program_py"][i],
                       "info": info, "seed": info["seed"], "dims": info["check_dims"] if dims_mode == "check" else None})
     os.makedirs(a.out, exist_ok=True)
-    print(f"synth_gpu: {a.dataset}: {n_rows} tasks; shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-"
-          f"{rows[-1] if rows else -1}), {resumed} already written, {len(tasks)} to do in this run; device {a.device} "
+    what = f"{a.ids} lists {len(rows)}" if a.ids else \
+        f"shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-{rows[-1] if rows else -1})"
+    print(f"synth_gpu: {a.dataset}: {n_rows} tasks; {what}, {resumed} already written, {len(tasks)} to do in this run; device {a.device} "
           f"at {dims_mode} dims; window {a.cfg['window_ms'][0]:g}-{a.cfg['window_ms'][1]:g} ms; {a.workers} compile "
           f"worker(s), {'overlapping the timing' if a.overlap and a.workers > 0 else 'no overlap'}; out {a.out}",
           file=sys.stderr, flush=True)
@@ -2029,6 +2047,9 @@ def main(argv=None):
                     help="compare the records in --out (default DIR/gpu) with those in this folder (same rows of "
                          "another run): statuses, time ratios, noise, serial seconds by phase")
     ap.add_argument("--shard", default="0/1", help="k/N: this run takes the k-th of N contiguous blocks of rows")
+    ap.add_argument("--ids", default=None, metavar="FILE",
+                    help="do these task ids (one per line, in order) instead of the shard's rows; their records go "
+                         "to part-k.jsonl of --shard k/N; ids already measured are skipped")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:I, or cpu (the CI mode: check dims, no cache flush)")
     ap.add_argument("--out", default=None, help="folder of the part-k.jsonl files (default: DIR/gpu)")
     ap.add_argument("--config", default=os.path.join(ROOT, "configs", "synth.yaml"),

@@ -71,21 +71,31 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert measured(r.stdout)[0] == 2 and "kept" in r.stdout
     assert sorted(os.listdir(tmp_path / "work" / "logs")) == ["call-001", "call-002", "call-003"]
 
+    r = run("gpu", 300, env=dict(env, OUT=str(out2), SYNTH_PROCS="two"), check=False)
+    assert r.returncode == 2 and "SYNTH_PROCS must be a positive integer" in r.stderr
+
     # Third call made before the second was collected (here: the collected rows are gone): it
-    # starts from the kept parts and redoes nothing.
+    # starts from the kept parts and redoes nothing; two processes (as on two GPUs) split the two
+    # rows left, one each, each into its own part file.
     for name in os.listdir(tmp_path / "work" / "gpu"):
         os.remove(tmp_path / "work" / "gpu" / name)
     out3 = tmp_path / "out3"
     out3.mkdir()
-    r = run("gpu", 300, env=dict(env, OUT=str(out3), SYNTH_KEEP=str(keep), SYNTH_ARGS=FAST))
+    r = run("gpu", 300, env=dict(env, OUT=str(out3), SYNTH_KEEP=str(keep), SYNTH_PROCS="2", SYNTH_ARGS=FAST))
     assert "rows from " + str(keep) in r.stdout, r.stdout
+    assert "2 of 4 rows left; 2 GPU(s), about 1 rows each" in r.stdout, r.stdout
     done, total, ok, rej, left = measured(run("collect", out3, env=env).stdout)
     assert (done, total, left) == (4, 4, 0)
-    ids = []
+    assert sorted(os.listdir(tmp_path / "work" / "logs" / "call-004")) == ["log-0.txt", "log-1.txt"]
+    ids, by_shard = [], {}
     for name in os.listdir(tmp_path / "work" / "gpu"):
         with open(tmp_path / "work" / "gpu" / name) as f:
-            ids += [json.loads(line)["id"] for line in f]
+            for line in f:
+                rec = json.loads(line)
+                ids.append(rec["id"])
+                by_shard[rec["shard"]] = by_shard.get(rec["shard"], 0) + 1
     assert len(ids) == len(set(ids)) == 4, ids
+    assert by_shard.get("0/2") == 1 and by_shard.get("1/2") == 1, by_shard
 
     # A missing archive is named.
     r = run("collect", tmp_path / "nowhere", env=env, check=False)

@@ -208,6 +208,11 @@ def test_bad_inputs_give_one_clear_line(tmp_path, dataset):
     one_error_line(tool("--merge", junk, check=False), "junk.h5", "not an HDF5 file")
     ds = dataset / "ds" / "dataset.h5"
     one_error_line(tool(ds, "--device", "cpu", "--shard", "3/3", check=False), "--shard", "3/3")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("syn7_00000_0000\nnot_a_task\n")
+    one_error_line(tool(ds, "--device", "cpu", "--ids", ids, check=False), "ids.txt", "not in", "not_a_task")
+    one_error_line(tool(ds, "--device", "cpu", "--ids", ids, "--shard", "all/2", check=False), "--ids takes --shard k/N")
+    one_error_line(tool(ds, "--device", "cpu", "--ids", tmp_path / "no_ids.txt", check=False), "no_ids.txt", "cannot read")
     one_error_line(tool(ds, "--device", "cpu", "--config", tmp_path / "nope.yaml", check=False), "nope.yaml")
     bad_cfg = tmp_path / "bad.yaml"
     bad_cfg.write_text("window_ms_low: 5\nwindow_ms_high: 1\n")
