@@ -18,7 +18,8 @@
 # dims), SYNTH_ARGS (more synth_gpu.py options), SYNTH_DEST (default datasets/synth),
 # SYNTH_RESULTS (default tools/bench/results/DATE_synth_dataset_h200.json), SYNTH_KEEP (gpu step: a
 # folder on the GPU host where the parts outlive the call, for a next call made before collecting),
-# SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1).
+# SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1),
+# SYNTH_ARGS_k (gpu step: more options for process k only, e.g. an A/B of an option on one host).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -106,7 +107,8 @@ EOF
         [ "$dev" = cpu ] || pin=(env CUDA_VISIBLE_DEVICES=$k "${pin[@]}")
       fi
       "${pin[@]}" python3 tools/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
-        --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} > "$out/log-$k.txt" 2>&1 &
+        --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} $(eval echo "\${SYNTH_ARGS_$k:-}") \
+        > "$out/log-$k.txt" 2>&1 &
     done
     wait || true
     rm -rf "$lists"

@@ -329,33 +329,51 @@ CHUNK = 1 << 26  # elements per chunk of the tolerance tests (bounds the float64
 
 def failing_fraction(torch, ref, answer, atol, rtol):
     """Share of elements where `answer` fails the tolerance test against `ref` (as the C++ filters
-    and the verifier: |a - r| > atol + rtol * |r|, in double), chunked to bound memory; the count
-    stays on the device until the end (one host sync)."""
+    and the verifier: |a - r| > atol + rtol * |r|, in double). On a GPU one fused pass (FUSED,
+    below); else chunked to bound memory, the count on the device until the end (one host sync)."""
     r = ref.reshape(-1)
     a = answer.reshape(-1) if answer.numel() == ref.numel() else answer.expand_as(ref).reshape(-1)
     n = r.numel()
     if n == 0:
         return 0.0
+    if FUSED.usable(torch, r, a):
+        return FUSED.counts(torch, r, a, None, atol, rtol)[0] / n
+    return failing_fraction_eager(torch, r, a, atol, rtol) / n
+
+
+def failing_fraction_eager(torch, r, a, atol, rtol):
+    """The failing count of two flat tensors of one size, with torch operations, chunked."""
+    n = r.numel()
     bad = torch.zeros((), dtype=torch.int64, device=r.device)
     for i in range(0, n, CHUNK):
         rr = r[i:i + CHUNK].double()
         thr = rr.abs().mul_(rtol).add_(atol)  # atol + rtol * |r|, the same double operations
         bad += (torch.sub(a[i:i + CHUNK].double(), rr).abs_() > thr).sum()  # never in place on the caller's tensors
-    return int(bad.item()) / n
+    return int(bad.item())
 
 
 def informative_fractions(torch, x, y, atol, rtol):
-    """The three fractions of the informative checks of one floating-point output x, in one chunked
-    pass over x with the counts kept on the device (one host sync), each exactly as
-    failing_fraction computes it: vary = failing_fraction(x, y); zeros_fail = failing_fraction(x,
-    0) (|0 - r| is |r|); constant_fail = failing_fraction(x, mean(x) in double) (1.0 for a single
-    element)."""
+    """The three fractions of the informative checks of one floating-point output x, in one pass
+    over x with the counts kept on the device (one host sync), each exactly as failing_fraction
+    computes it: vary = failing_fraction(x, y); zeros_fail = failing_fraction(x, 0) (|0 - r| is
+    |r|); constant_fail = failing_fraction(x, mean(x) in double) (1.0 for a single element)."""
     r = x.reshape(-1)
     b = y.reshape(-1) if y.numel() == x.numel() else y.expand_as(x).reshape(-1)
     n = r.numel()
     if n == 0:
         return 0.0, 0.0, 1.0
     c = torch.mean(x, dtype=torch.float64) if n > 1 else None  # a 0-d tensor: no .item() round trip
+    if FUSED.usable(torch, r, b):
+        v, z, k = FUSED.counts(torch, r, b, c, atol, rtol)
+    else:
+        v, z, k = informative_counts_eager(torch, r, b, c, atol, rtol)
+    return v / n, z / n, (k / n if c is not None else 1.0)
+
+
+def informative_counts_eager(torch, r, b, c, atol, rtol):
+    """(vary, zeros, constant) failing counts with torch operations, chunked (bounds the float64
+    temporaries to ~2 GB); constant is 0 when c is None."""
+    n = r.numel()
     bad = torch.zeros(3, dtype=torch.int64, device=r.device)
     for i in range(0, n, CHUNK):
         rr = r[i:i + CHUNK].double()
@@ -370,7 +388,121 @@ def informative_fractions(torch, x, y, atol, rtol):
             bad[2] += (buf > thr).sum()
         del rr, ab, buf, thr
     v, z, k = bad.tolist()
-    return v / n, z / n, (k / n if c is not None else 1.0)
+    return v, z, k
+
+
+class FusedCounts:
+    """The three failing counts of the checks in one Triton kernel: each element of x and y read
+    once (the torch operations above make about 25 passes over float64 copies, which made the
+    checks a fifth of the GPU stage's time on the H200). The same IEEE double operations in the same
+    order, FMA contraction off (enable_fp_fusion=False: rtol * |r| is rounded before atol is added,
+    as in two torch kernels), NaN comparing false; so the counts are the torch ones exactly. Before
+    its first use on a device it proves that on a set of hard cases against the torch code (float32,
+    bfloat16, float16 and float64; NaN, inf, values on the tolerance edge, sizes off the block); a
+    failure, or a kernel that does not build, turns it off for the run with one line on stderr.
+    --no-fused-checks turns it off. TRITON_INTERPRET=1 runs the same kernel on the CPU (the tests)."""
+
+    BLOCK = 2048
+
+    def __init__(self):
+        self.enabled = True
+        self.state = {}  # device -> "ok" | "off: why"
+        self.kernel = None
+        self.last = None  # the compiled kernel of the last launch (its PTX: tests)
+        self.interpret = os.environ.get("TRITON_INTERPRET") == "1"
+
+    def usable(self, torch, r, b):
+        if not self.enabled or not (r.is_floating_point() and b.is_floating_point()) or r.numel() != b.numel():
+            return False
+        if r.device != b.device or (r.device.type != "cuda" and not self.interpret):
+            return False
+        key = str(r.device)
+        if key not in self.state:
+            self.state[key] = self.selfcheck(torch, r.device)
+            if self.state[key] != "ok":
+                print(f"synth_gpu: fused checks {self.state[key]}; using the torch operations", file=sys.stderr, flush=True)
+        return self.state[key] == "ok"
+
+    def describe(self):
+        if not self.enabled:
+            return "torch operations (--no-fused-checks)"
+        if not self.state:
+            return "fused Triton kernel when on a GPU (self-check pending)"
+        return "; ".join(f"{d}: " + ("fused Triton kernel, self-checked" if v == "ok" else f"torch operations ({v})")
+                         for d, v in sorted(self.state.items()))
+
+    def _build(self):
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def counts_kernel(x_ptr, y_ptr, p_ptr, out_ptr, n, HAS_C: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            r = tl.load(x_ptr + offs, mask=m, other=0.0).to(tl.float64)
+            b = tl.load(y_ptr + offs, mask=m, other=0.0).to(tl.float64)
+            atol = tl.load(p_ptr)
+            rtol = tl.load(p_ptr + 1)
+            ab = tl.abs(r)
+            thr = ab * rtol + atol
+            tl.atomic_add(out_ptr, tl.sum(((tl.abs(b - r) > thr) & m).to(tl.int32), axis=0).to(tl.int64))
+            tl.atomic_add(out_ptr + 1, tl.sum(((ab > thr) & m).to(tl.int32), axis=0).to(tl.int64))
+            if HAS_C:
+                c = tl.load(p_ptr + 2)
+                tl.atomic_add(out_ptr + 2, tl.sum(((tl.abs(c - r) > thr) & m).to(tl.int32), axis=0).to(tl.int64))
+
+        self.kernel = counts_kernel
+        self.cdiv = triton.cdiv
+
+    def counts(self, torch, r, b, c, atol, rtol):
+        """(vary, zeros, constant) counts of flat tensors r (the reference) and b; constant is 0
+        when c (a 0-d float64 tensor) is None. One host sync."""
+        if self.kernel is None:
+            self._build()
+        r, b = r.contiguous(), b.contiguous()
+        p = torch.empty(3, dtype=torch.float64, device=r.device)
+        p[0], p[1] = float(atol), float(rtol)
+        if c is not None:
+            p[2:3].copy_(c.reshape(1))
+        out = torch.zeros(3, dtype=torch.int64, device=r.device)
+        n = r.numel()
+        self.last = self.kernel[(self.cdiv(n, self.BLOCK),)](r, b, p, out, n, HAS_C=c is not None, BLOCK=self.BLOCK,
+                                                             num_warps=8, enable_fp_fusion=False)
+        v, z, k = out.tolist()
+        return v, z, k
+
+    def selfcheck(self, torch, device):
+        """"ok", or "off: why" when the kernel does not build or any count differs from torch's."""
+        try:
+            if self.kernel is None:
+                self._build()
+            g = torch.Generator(device="cpu").manual_seed(20261130)
+            for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+                for n in (1, 7, self.BLOCK, 3 * self.BLOCK + 5, 100003):
+                    x = (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dtype)
+                    y = (x.double() + torch.randn(n, generator=g, dtype=torch.float64) * 1e-3).to(dtype)
+                    if n > 10:
+                        x[3], x[4], x[5], y[6] = float("nan"), float("inf"), float("-inf"), float("nan")
+                        x[7] = 0
+                    for atol, rtol in ((1e-4, 1e-4), (1e-2, 1e-2), (0.0, 0.0), (0.5, 0.0)):
+                        # values exactly on the edge in double: |y - x| == atol + rtol * |x|
+                        xd = x.double()
+                        edge = xd + (xd.abs() * rtol + atol)
+                        for yy in (y, edge.to(dtype), x, torch.zeros_like(x)):  # float64: the edge exactly
+                            xr, yr = x.to(device), yy.to(device)
+                            c = torch.mean(xr, dtype=torch.float64) if n > 1 else None
+                            want = informative_counts_eager(torch, xr, yr, c, atol, rtol)
+                            got = self.counts(torch, xr, yr, c, atol, rtol)
+                            if tuple(got) != tuple(want):
+                                return (f"off: the kernel's counts {tuple(got)} differ from torch's {tuple(want)} "
+                                        f"({str(dtype).replace('torch.', '')}/{str(yy.dtype).replace('torch.', '')}, "
+                                        f"n {n}, atol {atol:g}, rtol {rtol:g})")
+            return "ok"
+        except Exception as e:  # noqa: BLE001 - no Triton, no build, no launch: the torch path
+            return f"off: {error_line(e)}"
+
+
+FUSED = FusedCounts()
 
 
 def run_checks(torch, model, draw, info, cfg, full_dims):
@@ -1095,6 +1227,7 @@ class Run:
         if task.get("oom_retry"):
             fields["oom_retry"] = True
         rec.update(fields)
+        rec["checks_impl"] = "fused" if FUSED.enabled and "ok" in FUSED.state.values() else "torch"
         rec.update({"env": self.env, "method": self.method, "flags": self.flags, "tool": TOOL,
                     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
         for k in ("eager_ms", "compile_ms", "probe_eager_ms"):
@@ -1672,6 +1805,7 @@ def cmd_run(a):
     if a.device.startswith("cuda") and torch.device(a.device).index is not None:
         torch.cuda.set_device(torch.device(a.device))
     apply_flags(torch)
+    FUSED.enabled = a.fused_checks
     dims_mode = a.dims if a.dims != "auto" else ("full" if a.device.startswith("cuda") else "check")
     tasks = []
     for i in todo:
@@ -2081,6 +2215,10 @@ def main(argv=None):
     ap.add_argument("--compile-mem-factor", type=float, default=1.5,
                     help="memory admission: a compile job (and, with overlap, this process's task) is counted as "
                          "this x the probe's peak + 1 GiB, all within 80 %% of the device")
+    ap.add_argument("--fused-checks", action=argparse.BooleanOptionalAction, default=True,
+                    help="on a GPU, count the checks' tolerance failures in one fused Triton kernel (self-checked "
+                         "against the torch operations before first use; default); --no-fused-checks: the torch "
+                         "operations")
     ap.add_argument("--max-restarts", type=int, default=20)
     ap.add_argument("--threads", type=int, default=0, help="CPU mode: torch threads (0: torch's default)")
     ap.add_argument("--progress-s", type=float, default=5.0)

@@ -8,3 +8,8 @@ set_tests_properties(python.synth_gpu PROPERTIES ENVIRONMENT "${pytest_env}" LAB
 add_test(NAME python.synth_dataset
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_synth_dataset.py)
 set_tests_properties(python.synth_dataset PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu TIMEOUT 900)
+
+# The fused Triton kernel of synth_gpu.py's checks on a GPU (skips, saying why, without one).
+add_test(NAME python.synth_gpu_fused
+  COMMAND ${Python3_EXECUTABLE} -m pytest -q -rs -s -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_synth_gpu_fused.py)
+set_tests_properties(python.synth_gpu_fused PROPERTIES ENVIRONMENT "${pytest_env}" LABELS gpu TIMEOUT 900)

@@ -74,19 +74,28 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     r = run("gpu", 300, env=dict(env, OUT=str(out2), SYNTH_PROCS="two"), check=False)
     assert r.returncode == 2 and "SYNTH_PROCS must be a positive integer" in r.stderr
 
-    # Third call made before the second was collected (here: the collected rows are gone): it
-    # starts from the kept parts and redoes nothing; two processes (as on two GPUs) split the two
-    # rows left, one each, each into its own part file.
-    for name in os.listdir(tmp_path / "work" / "gpu"):
-        os.remove(tmp_path / "work" / "gpu" / name)
+    # Two processes (as on two GPUs) split the two rows left, one each, each into its own part
+    # file; SYNTH_ARGS_1 reaches process 1 only (--limit 0: it measures nothing).
     out3 = tmp_path / "out3"
     out3.mkdir()
-    r = run("gpu", 300, env=dict(env, OUT=str(out3), SYNTH_KEEP=str(keep), SYNTH_PROCS="2", SYNTH_ARGS=FAST))
-    assert "rows from " + str(keep) in r.stdout, r.stdout
+    r = run("gpu", 300, env=dict(env, OUT=str(out3), SYNTH_KEEP=str(keep), SYNTH_PROCS="2", SYNTH_ARGS=FAST,
+                                 SYNTH_ARGS_1="--limit 0"))
     assert "2 of 4 rows left; 2 GPU(s), about 1 rows each" in r.stdout, r.stdout
-    done, total, ok, rej, left = measured(run("collect", out3, env=env).stdout)
-    assert (done, total, left) == (4, 4, 0)
+    done, total, ok3, rej3, left = measured(run("collect", out3, env=env).stdout)
+    assert (done, left) == (3, 1)
     assert sorted(os.listdir(tmp_path / "work" / "logs" / "call-004")) == ["log-0.txt", "log-1.txt"]
+
+    # Fourth call made before the third was collected (here: the collected rows are gone): it
+    # starts from the kept parts and redoes nothing.
+    for name in os.listdir(tmp_path / "work" / "gpu"):
+        os.remove(tmp_path / "work" / "gpu" / name)
+    out4 = tmp_path / "out4"
+    out4.mkdir()
+    r = run("gpu", 300, env=dict(env, OUT=str(out4), SYNTH_KEEP=str(keep), SYNTH_PROCS="2", SYNTH_ARGS=FAST))
+    assert "rows from " + str(keep) in r.stdout, r.stdout
+    assert "1 of 4 rows left; 2 GPU(s)" in r.stdout, r.stdout
+    done, total, ok, rej, left = measured(run("collect", out4, env=env).stdout)
+    assert (done, total, left) == (4, 4, 0)
     ids, by_shard = [], {}
     for name in os.listdir(tmp_path / "work" / "gpu"):
         with open(tmp_path / "work" / "gpu" / name) as f:

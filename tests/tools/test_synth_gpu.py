@@ -112,6 +112,84 @@ def test_informative_fractions_match_failing_fraction_chunked():
         assert torch.equal(y, y_before)  # the inputs are never written
 
 
+FUSED_PROBE = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import synth_gpu as m
+dev = torch.device("cpu")
+F = m.FUSED
+assert F.interpret, "TRITON_INTERPRET=1 did not reach the tool"
+print("selfcheck", F.selfcheck(torch, dev))
+# informative_fractions through the kernel (interpreted) and through the torch operations agree
+g = torch.Generator().manual_seed(5)
+x = torch.randn(5000, generator=g)
+y = torch.where(torch.rand(5000, generator=g) < 0.5, x, x + 1e-3 * torch.randn(5000, generator=g))
+x[::97] = float("nan")
+fused = m.informative_fractions(torch, x, y, 1e-4, 1e-4)
+F.enabled = False
+plain = m.informative_fractions(torch, x, y, 1e-4, 1e-4)
+print("fractions", fused == plain, fused)
+F.enabled = True
+# a kernel that miscounts one element is caught and turned off
+G = m.FusedCounts()
+real = G.counts
+def off_by_one(*a):
+    v, z, k = real(*a)
+    return v, z + 1, k
+G.counts = off_by_one
+print("broken", G.selfcheck(torch, dev))
+"""
+
+
+def test_fused_counts_equal_the_torch_operations_interpreted(tmp_path):
+    """The fused Triton kernel of the checks, run by Triton's interpreter on the CPU: its
+    self-check passes, its fractions equal the torch operations' (NaN included), and a kernel that
+    miscounts is turned off. (The GPU build of the same kernel: test_synth_gpu_fused.py, label gpu.)"""
+    pytest.importorskip("triton", reason="triton is not installed (it comes with the CUDA torch wheel)")
+    probe = tmp_path / "probe.py"
+    probe.write_text(FUSED_PROBE)
+    r = subprocess.run([sys.executable, str(probe), os.path.join(SOURCE_DIR, "tools")], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, TRITON_INTERPRET="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert lines["selfcheck"] == "ok", r.stdout
+    assert lines["fractions"].startswith("True"), r.stdout
+    assert lines["broken"].startswith("off: the kernel's counts") and "differ from torch's" in lines["broken"], r.stdout
+
+
+def test_fused_kernel_for_sm90_has_no_fma_without_fp_fusion():
+    """The fused kernel compiled for sm_90 here (Triton's own ptxas, no GPU needed): with
+    enable_fp_fusion=False, the option the tool launches it with, rtol * |r| + atol is a rounded
+    multiply and a rounded add, as in torch; with fusion it would be one FMA, rounded once."""
+    pytest.importorskip("triton", reason="triton is not installed (it comes with the CUDA torch wheel)")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    m = load_tool()
+    m.FUSED._build()
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "p_ptr": "*fp64", "out_ptr": "*i64", "n": "i32", "HAS_C": "constexpr",
+           "BLOCK": "constexpr"}
+    ptx = {}
+    for fusion in (False, True):
+        src = ASTSource(fn=m.FUSED.kernel, signature=sig, constexprs={(5,): True, (6,): m.FUSED.BLOCK})
+        ptx[fusion] = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                                     options={"num_warps": 8, "enable_fp_fusion": fusion}).asm["ptx"]
+    assert "fma.rn.f64" not in ptx[False] and "mul.rn.f64" in ptx[False] and "add.rn.f64" in ptx[False]
+    assert "fma.rn.f64" in ptx[True]  # the option is what makes the difference
+
+
+def test_fused_checks_are_off_on_the_cpu_and_by_flag():
+    import torch
+    m = load_tool()
+    x = torch.randn(100)
+    if not m.FUSED.interpret:
+        assert not m.FUSED.usable(torch, x, x)  # CPU tensors: the torch operations
+    m.FUSED.enabled = False
+    assert not m.FUSED.usable(torch, x, x)
+    assert "--no-fused-checks" in m.FUSED.describe()
+
+
 def test_phases_sum_to_the_wall_and_cpu_split():
     m = load_tool()
     ph = m.Phases()
