@@ -78,6 +78,16 @@ ToolConfig ToolConfig::from_yaml(const YamlNode& node) {
   c.verify_trials = node.get<int>("verify_trials", c.verify_trials);
   c.profile_times = node.get<bool>("profile_times", c.profile_times);
   c.profile_counters = node.get<bool>("profile_counters", c.profile_counters);
+  c.profile_metrics = node.get<std::vector<std::string>>("profile_metrics", c.profile_metrics);
+  for (size_t i = 0; i < c.profile_metrics.size(); ++i) {
+    const std::string& m = c.profile_metrics[i];
+    // unit__counter[.rollup[.submetric]]: lower-case letters, digits and '_' around the "__"
+    bool ok = m.find("__") != std::string::npos && m.find("__") > 0 && m.size() <= 160;
+    for (char ch : m) ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.');
+    if (!ok) node.at("profile_metrics").fail("'" + m + "' is not a metric name like dram__bytes_read.sum");
+    for (size_t j = 0; j < i; ++j)
+      if (c.profile_metrics[j] == m) node.at("profile_metrics").fail("'" + m + "' is listed twice");
+  }
   if (c.verify_trials < 0) node.at("verify_trials").fail("must be >= 0 (0: the eval config's verify.trials)");
   node.check_no_unknown_keys();
   return c;

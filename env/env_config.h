@@ -43,6 +43,9 @@ struct ToolConfig {
   int verify_trials = 0;  // trials of verify() and profile(); 0: the eval config's verify.trials
   bool profile_times = true;  // profile() times the candidate against eager (else verification only)
   bool profile_counters = true;  // profile() reads hardware counters through CUPTI's range profiler
+  // The counters' metrics (CUPTI/Nsight Compute names); empty: the worker's default list
+  // (env/kernel_counters.cpp, default_counter_metrics). Each pass the metrics need replays the call.
+  std::vector<std::string> profile_metrics;
   static ToolConfig from_yaml(const YamlNode& node);
 };
 

@@ -201,6 +201,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   if (tool == "profile") {
     opt.profile = true;
     opt.counters = env_.tools.profile_counters;
+    opt.counter_metrics = env_.tools.profile_metrics;
   }
   r.report = judge_.evaluate(*task_, *cand, opt);
   r.ok = true;

@@ -216,6 +216,7 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
                   {"time", nullptr},
                   {"profile", opt.profile},
                   {"counters", opt.counters},
+                  {"counter_metrics", opt.counter_metrics},
                   {"kernel_names", report["compile"].value("kernels", Json::array())}};
   const DynamicCheckConfig& dc = anticheat_.dynamic;
   request["anticheat"] = {{"state_checks", dc.state_checks},       {"verify_timed_calls", dc.verify_timed_calls},

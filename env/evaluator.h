@@ -5,6 +5,7 @@
 // in a GPU worker. The report is one JSON document (schema in env/EVAL_REPORT.md).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
@@ -32,6 +33,8 @@ struct EvalOptions {
   // (the call replayed once per pass after timing; the profile's `counters`). The environment's profile() asks for
   // them (configs/env.yaml tools.profile_counters); a bare evaluation does not.
   bool counters = false;
+  // With counters: the metrics to read (empty: the worker's default list, default_counter_metrics).
+  std::vector<std::string> counter_metrics;
 };
 
 class Evaluator {

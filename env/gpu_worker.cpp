@@ -996,7 +996,11 @@ Json GpuWorker::evaluate(const Json& req) {
       } else {
         // The candidate's call under CUPTI's range profiler, once per pass the metrics need (user
         // replay; kernel replay if that fails), after timing, on the inputs of the profiled call.
-        CounterReport cr = collect_kernel_counters(s.ctx, s.device, default_counter_metrics(), [&] {
+        // The metrics asked for (EvalOptions::counter_metrics), else the default list.
+        std::vector<std::string> metrics = default_counter_metrics();
+        if (req.contains("counter_metrics") && req["counter_metrics"].is_array() && !req["counter_metrics"].empty())
+          metrics = req["counter_metrics"].get<std::vector<std::string>>();
+        CounterReport cr = collect_kernel_counters(s.ctx, s.device, metrics, [&] {
           run_candidate();
           sync_candidate("counters");
         });

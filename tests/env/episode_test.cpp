@@ -426,6 +426,7 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_EQ(replay.options[0].trials, evaluator.config().verify.trials);
   EXPECT_TRUE(replay.options[0].profile);
   EXPECT_TRUE(replay.options[0].counters) << "tools.profile_counters is on by default";
+  EXPECT_TRUE(replay.options[0].counter_metrics.empty()) << "tools.profile_metrics: the worker's default list";
 
   Json rep = pass_report(1.0, 3.0);
   rep["profile"] = {{"kernels", Json::array({{{"name", "gelu_fused"}, {"duration_ns", 987654}, {"grid", {65536, 1, 1}}, {"block", {256, 1, 1}},
@@ -459,6 +460,20 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   off["profile"] = {{"unavailable", "CUPTI could not be initialised"}};
   replay.reports.push_back(off);
   EXPECT_NE(env.step(call("profile")).observation.find("profiling unavailable: CUPTI could not be initialised"), std::string::npos);
+
+  // tools.profile_metrics reaches the evaluation options of profile(), and only of profile().
+  EnvConfig ec = test_env_config();
+  ec.tools.profile_metrics = {"dram__bytes_read.sum", "lts__t_sector_hit_rate.pct"};
+  KernelEnv chosen(ec, RewardConfig{}, replay);
+  chosen.reset(t, 2);
+  write_candidate(chosen, "gelu_scale_residual", "fused");
+  replay.reports.push_back(pass_report(1.0, 3.0));
+  replay.reports.push_back(pass_report(1.0, 3.0));
+  chosen.step(call("profile"));
+  EXPECT_EQ(replay.options.back().counter_metrics, ec.tools.profile_metrics);
+  chosen.step(call("verify"));
+  EXPECT_TRUE(replay.options.back().counter_metrics.empty());
+  EXPECT_FALSE(replay.options.back().counters);
 }
 
 TEST_F(EpisodeTest, TheGpuTimeBudgetTruncatesAndShapingPaysTheFirstVerify) {

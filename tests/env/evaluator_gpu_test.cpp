@@ -174,3 +174,37 @@ TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
     if (c["metrics"].dump().find("dram__bytes_read.sum") != std::string::npos) EXPECT_GT(read, 1.0e9) << c.dump(2);
   }
 }
+
+// EvalOptions::counter_metrics: the metrics asked for, in their order, and no others; fewer passes
+// than the default list (19 on the H200); an unknown metric is listed as unsupported, not a failure.
+TEST(EvaluatorGpu, CounterMetricsAreTheOnesAskedFor) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  EvalOptions opt;
+  opt.trials = 1;
+  opt.time = false;
+  opt.profile = true;
+  opt.counters = true;
+  opt.counter_metrics = {"gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+                         "sm__warps_active.avg.pct_of_peak_sustained_active", "lts__t_sector_hit_rate.pct",
+                         "no_such__metric.sum"};
+  const TaskSpec task = load_task(task_path("gelu_scale_residual"));
+  const Candidate cand = Candidate::load(source_dir() + "/datasets/samples/candidates/gelu_scale_residual/fused");
+  Json r = ev.evaluate(task, cand, opt);
+  ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
+  const Json& c = r["profile"]["counters"];
+  ASSERT_TRUE(c.is_object()) << r["profile"].dump(2);
+  std::cout << "chosen metrics (profile " << r["phases"].value("profile_ms", 0.0) << " ms): " << c.dump() << std::endl;
+  if (c.contains("unavailable")) {
+    EXPECT_FALSE(c["unavailable"].get<std::string>().empty());
+    return;
+  }
+  const std::vector<std::string> want(opt.counter_metrics.begin(), opt.counter_metrics.end() - 1);
+  EXPECT_EQ(c["metrics"].get<std::vector<std::string>>(), want) << c.dump(2);
+  EXPECT_EQ(c["unsupported"].get<std::vector<std::string>>(), std::vector<std::string>{"no_such__metric.sum"}) << c.dump(2);
+  EXPECT_LT(c["passes"].get<size_t>(), 19u) << c.dump(2);
+  ASSERT_EQ(c["kernels"].size(), 1u) << c.dump(2);
+  const Json& m = c["kernels"][0]["metrics"];
+  EXPECT_EQ(m.size(), want.size()) << c.dump(2);
+  EXPECT_GT(m.value("dram__bytes_read.sum", 0.0), 1.0e9) << c.dump(2);
+}

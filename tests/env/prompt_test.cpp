@@ -139,6 +139,13 @@ TEST(EnvConfig, ShippedFileLoadsAndMatchesTheDefaults) {
   EXPECT_EQ(c.tools.profile_counters, d.tools.profile_counters);
   EXPECT_TRUE(c.tools.profile_counters);
   EXPECT_FALSE(EnvConfig::from_yaml(YamlNode::parse("tools: {profile_counters: false}\n", "env.yaml"), ".").tools.profile_counters);
+  // profile_metrics: empty in the shipped file and by default (the worker's list), or the metrics given, in order.
+  EXPECT_EQ(c.tools.profile_metrics, d.tools.profile_metrics);
+  EXPECT_TRUE(c.tools.profile_metrics.empty());
+  EXPECT_EQ(EnvConfig::from_yaml(YamlNode::parse("tools: {profile_metrics: [dram__bytes_write.sum, gpu__time_duration.sum]}\n",
+                                                 "env.yaml"), ".")
+                .tools.profile_metrics,
+            (std::vector<std::string>{"dram__bytes_write.sum", "gpu__time_duration.sum"}));
 }
 
 TEST(EnvConfig, ErrorsNameFileLineAndKey) {
@@ -159,4 +166,10 @@ TEST(EnvConfig, ErrorsNameFileLineAndKey) {
   EXPECT_NE(err("prompt: {template: no_such.md}\n").find("prompt.template: no such file"), std::string::npos);
   EXPECT_NE(err("tools: {profile_times: maybe}\n").find("tools.profile_times: expected true or false"), std::string::npos);
   EXPECT_NE(err("tools: {profile_counters: 2}\n").find("tools.profile_counters: expected true or false"), std::string::npos);
+  EXPECT_NE(err("tools: {profile_metrics: [DRAM bytes]}\n").find("tools.profile_metrics: 'DRAM bytes' is not a metric name"),
+            std::string::npos) << err("tools: {profile_metrics: [DRAM bytes]}\n");
+  EXPECT_NE(err("tools: {profile_metrics: [dram__bytes_read.sum, dram__bytes_read.sum]}\n").find("'dram__bytes_read.sum' is listed twice"),
+            std::string::npos);
+  EXPECT_NE(err("tools: {profile_metrics: dram__bytes_read.sum}\n").find("tools.profile_metrics"), std::string::npos)
+      << err("tools: {profile_metrics: dram__bytes_read.sum}\n");
 }

@@ -8,13 +8,15 @@
 //       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
 //       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30]
-//   kforge_eval_bench profile --out FILE
+//   kforge_eval_bench profile --out FILE [--counters on|off] [--metrics A,B,...]
 //       For every shipped correct candidate, in a warm worker (ceilings measured by a first request):
 //       profile_overhead_ms = the worker's wall time of the profile phase (one call on fresh
 //       inputs with CUPTI activity on, records read, occupancy computed) minus the GPU time of the
 //       candidate's kernels in it. Timing never runs with CUPTI on. With --counters on, the
-//       profile also reads hardware counters (CUPTI range profiler, kernel replay), as the
-//       environment's profile() does by default: profile_counters_passes is the replay count.
+//       profile also reads hardware counters (CUPTI range profiler: user replay, kernel replay
+//       if that fails), as the environment's profile() does by default: profile_counters_passes
+//       is the replay count. --metrics: those metrics (configs/env.yaml tools.profile_metrics)
+//       instead of the default list.
 //   All take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
 //   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
 //   light), to measure what the checks cost. aa also reports the wall time per timing request.
@@ -141,6 +143,13 @@ int profile(int argc, char** argv) {
   std::string cv = arg_value(argc, argv, "--counters", "off");
   KFORGE_CHECK(cv == "on" || cv == "off", usage, "--counters takes on or off");
   const bool counters = cv == "on";
+  std::vector<std::string> metrics;
+  for (std::string rest = arg_value(argc, argv, "--metrics", ""); !rest.empty();) {
+    size_t comma = rest.find(',');
+    metrics.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  KFORGE_CHECK(metrics.empty() || counters, usage, "--metrics needs --counters on");
   std::vector<double> over;
   int passes = 0;
   std::map<std::string, std::vector<double>> counter_ms;  // the counters' wall time by part
@@ -155,6 +164,7 @@ int profile(int argc, char** argv) {
     opt.time = false;
     opt.profile = true;
     opt.counters = counters;
+    opt.counter_metrics = metrics;
     if (!warm) {
       ev.evaluate(task, cand, opt);  // the first profile measures the device's ceilings
       warm = true;
@@ -185,7 +195,9 @@ int profile(int argc, char** argv) {
   }
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"],
-               "kforge_eval_bench profile --counters " + cv, fig);
+               "kforge_eval_bench profile --counters " + cv +
+                   (metrics.empty() ? "" : " --metrics " + arg_value(argc, argv, "--metrics", "")),
+               fig);
   return 0;
 }
 
