@@ -1,17 +1,21 @@
 #!/bin/bash
 # What the open issues still need from a GPU host, in one call (see the issues' notes):
 #   bash .gpu/run.sh configure && bash tools/bench/run_pending_gpu.sh OUTDIR [steps...]
-# steps (default all): build gputests serve_load synth_calibration
+# steps (default: build new_gpu): build gputests new_gpu serve_load synth_calibration
 #   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit (issue 5,
 #                     JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (issue 4, evaluator and episode tests), a GPU worker killed mid-request
 #                     (issue 6, rollout server test)
+#   new_gpu           what the fourth session added and could not run on a GPU: a chosen counter
+#                     metric list (EvaluatorGpu.CounterMetricsAreTheOnesAskedFor), the synth GPU
+#                     stage's fused checks kernel (python.synth_gpu_fused), and profile()'s cost with
+#                     the 5-metric list (JSON in OUTDIR/eval_profile_counters_short.json)
 #   serve_load        issue 6: GPU actions under load (verifies per minute, GPU utilisation, A/A)
 #   synth_calibration issue 7: the synthesizer's GPU stage on 200 tasks (tasks per minute)
 # Each step has a time limit; logs go to OUTDIR.
 set -uo pipefail
 out=${1:?usage: run_pending_gpu.sh OUTDIR [steps]}; shift
-steps=${*:-build gputests serve_load synth_calibration}
+steps=${*:-build new_gpu}
 b=${KFORGE_BUILD_DIR:-build-gpu}
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 gpu_tests="draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests evaluator_gpu_tests anticheat_audit_gpu_tests
@@ -27,6 +31,13 @@ for s in $steps; do
     build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-worker kforge-compile-worker kforge_eval_bench $gpu_tests >"$out/build.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
+    new_gpu)
+      timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1
+      r=$?
+      timeout 150 "$b/tools/kforge_eval_bench" profile --counters on --out "$out/eval_profile_counters_short.json" \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct \
+        >>"$out/new_gpu.txt" 2>&1 || r=$?
+      (exit $r) ;;
     serve_load)
       nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util.csv" 2>&1 & u=$!
       timeout 240 python3 tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
