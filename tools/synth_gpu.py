@@ -435,7 +435,7 @@ class FusedCounts:
         import triton
         import triton.language as tl
 
-        @triton.jit
+        @triton.jit(do_not_specialize=["n"])  # one build per dtype pair, whatever the size
         def counts_kernel(x_ptr, y_ptr, p_ptr, out_ptr, n, HAS_C: tl.constexpr, BLOCK: tl.constexpr):
             offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             m = offs < n
