@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "configs/error.h"
+#include "env/clock.h"
 #include "env/kernel_signature.h"
 #include "env/launch_plan.h"
 
@@ -18,7 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);

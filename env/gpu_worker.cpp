@@ -16,6 +16,7 @@
 
 #include "configs/error.h"
 #include "data_synth/reference.h"
+#include "env/clock.h"
 #include "env/cuda_driver.h"
 #include "anticheat/dynamic_checks.h"
 #include "env/check_kernel.h"
@@ -32,7 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Errors after which the context is unusable ("sticky"): the worker must exit.
 bool is_sticky(CUresult r) {

@@ -1,4 +1,5 @@
 #include "env/kernel_counters.h"
+#include "env/clock.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -133,10 +134,6 @@ std::unique_ptr<HostSetup> make_setup(CUcontext ctx, int device_index, const std
   ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
   setup->passes = passes.numOfPasses;
   return setup;
-}
-
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
 // Enables the range profiler on ctx, runs `run` under it in the given replay mode (once for

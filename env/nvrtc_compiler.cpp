@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "configs/error.h"
+#include "env/clock.h"
 #include "env/include_guard.h"
 
 #ifndef KFORGE_CUDA_TOOLKIT_INCLUDE
@@ -450,7 +451,7 @@ std::string NvrtcCompiler::nvrtc_version() const {
 CompileResult NvrtcCompiler::compile(const std::string& source, const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   auto finish = [&](CompileResult r) {
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    r.compile_ms = ms_since(t0);
     return r;
   };
 
@@ -497,7 +498,7 @@ CompileResult NvrtcCompiler::warm_up(const CompileOptions& options) {
       "}\n";
   bool cacheable = false;
   CompileResult r = compile_uncached(source, options, &cacheable);
-  r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.compile_ms = ms_since(t0);
   return r;
 }
 

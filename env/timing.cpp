@@ -9,16 +9,13 @@
 #include <torch/version.h>
 
 #include "configs/error.h"
+#include "env/clock.h"
 
 namespace kforge {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "configs/error.h"
+#include "env/clock.h"
 
 #ifndef KFORGE_BUILD_DIR
 #define KFORGE_BUILD_DIR "."
@@ -23,10 +24,6 @@
 namespace kforge {
 
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 void set_limit(int resource, int64_t value) {
   if (value <= 0) return;
