@@ -106,9 +106,9 @@ EOF
         pin=(taskset -c "$(cat "$lists/cpus-$k.txt")")
         [ "$dev" = cpu ] || pin=(env CUDA_VISIBLE_DEVICES=$k "${pin[@]}")
       fi
+      own="SYNTH_ARGS_$k"
       "${pin[@]}" python3 tools/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
-        --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} $(eval echo "\${SYNTH_ARGS_$k:-}") \
-        > "$out/log-$k.txt" 2>&1 &
+        --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} ${!own:-} > "$out/log-$k.txt" 2>&1 &
     done
     wait || true
     rm -rf "$lists"

@@ -427,7 +427,7 @@ class FusedCounts:
         if not self.enabled:
             return "torch operations (--no-fused-checks)"
         if not self.state:
-            return "fused Triton kernel when on a GPU (self-check pending)"
+            return "torch operations (the fused kernel was not used: no output checked on a GPU)"
         return "; ".join(f"{d}: " + ("fused Triton kernel, self-checked" if v == "ok" else f"torch operations ({v})")
                          for d, v in sorted(self.state.items()))
 
@@ -1272,7 +1272,7 @@ class Run:
         parts = ", ".join(f"{k} {ph[k]:.1f}" for k in PHASES + ("other",) if ph.get(k))
         s = (f"synth_gpu: time (s): elapsed {now - self.t0:.1f} = start-up {self.go_t0 - self.t0:.1f} + tasks {tasks_s:.1f}"
              f" ({parts or '-'}) + waiting for compiles {self.waits['compile']:.1f} + between tasks {between:.1f}"
-             f" | overlap {self.flags['overlap']}, main CPUs {self.env['main_cpus']}")
+             f" | overlap {self.flags['overlap']}, main CPUs {self.env['main_cpus']} | checks: {FUSED.describe()}")
         p = self.pool
         if p:
             life = max(1e-9, now - p.t_start)
