@@ -7,7 +7,11 @@
 #include <functional>
 #include <sstream>
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "configs/error.h"
 #include "data_synth/h5_handle.h"
@@ -150,7 +154,9 @@ void write_dataset(const std::string& path, const Dataset& d) {
   KFORGE_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, io, path << ": cannot move the finished file into place");
 }
 
-Dataset read_dataset(const std::string& path) {
+namespace {
+
+Dataset read_hdf5(const std::string& path) {
   static QuietHdf5 quiet;
   KFORGE_CHECK(std::filesystem::exists(path), io, path << ": no such file");
   KFORGE_CHECK(H5Fis_hdf5(path.c_str()) > 0, io, path << ": not an HDF5 file");
@@ -191,6 +197,46 @@ Dataset read_dataset(const std::string& path) {
     for (size_t i = 0; i < v.size(); ++i) d.rows[i].*member = v[i];
   }
   return d;
+}
+
+// The shipped dataset is xz-compressed as a whole (HDF5 cannot compress variable-length strings):
+// PATH.h5.xz is read through a temporary copy that `xz -dc` writes, removed afterwards.
+Dataset read_xz(const std::string& path) {
+  KFORGE_CHECK(std::filesystem::is_regular_file(path), io, path << ": no such file");
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kforge-dataset-XXXXXX.h5").string();
+  int fd = mkstemps(tmpl.data(), 3);
+  KFORGE_CHECK(fd >= 0, io, path << ": cannot make a temporary file to decompress it into");
+  struct Remove {
+    std::string p;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
+    }
+  } remove{tmpl};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd, STDOUT_FILENO);
+  const char* argv[] = {"xz", "-dc", "--", path.c_str(), nullptr};
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, "xz", &fa, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd);
+  int status = 0;
+  if (rc == 0) waitpid(pid, &status, 0);
+  KFORGE_CHECK(rc == 0, io, path << ": cannot run xz to decompress it (install xz-utils, or unxz the file)");
+  KFORGE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, io, path << ": xz could not decompress it");
+  try {
+    return read_hdf5(tmpl);
+  } catch (const Error& e) {
+    KFORGE_FAIL(io, path << " (decompressed): " << e.what());
+  }
+}
+
+}  // namespace
+
+Dataset read_dataset(const std::string& path) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0) return read_xz(path);
+  return read_hdf5(path);
 }
 
 bool RowFilter::matches(const DatasetRow& r) const {

@@ -29,7 +29,8 @@ struct Dataset {
 
 constexpr int kDatasetFormatVersion = 1;
 
-// Throws an io error naming the file on failure.
+// Throws an io error naming the file on failure. read_dataset also reads a file xz-compressed as a
+// whole (PATH ending in .xz, as datasets are shipped) through a temporary copy; it needs `xz`.
 void write_dataset(const std::string& path, const Dataset& d);
 Dataset read_dataset(const std::string& path);
 

@@ -58,7 +58,12 @@ void TaskCatalog::add_spec_dir(const std::string& dir) {
 }
 
 void TaskCatalog::add_dataset(const std::string& path) {
-  std::string file = fs::is_directory(path) ? (fs::path(path) / "dataset.h5").string() : path;
+  std::string file = path;
+  if (fs::is_directory(path)) {  // dataset.h5, or the shipped dataset.h5.xz
+    file = (fs::path(path) / "dataset.h5").string();
+    if (!fs::exists(file) && fs::exists(file + ".xz")) file += ".xz";
+    KFORGE_CHECK(fs::exists(file), io, path << ": holds neither dataset.h5 nor dataset.h5.xz");
+  }
   Dataset d = read_dataset(file);
   for (auto& row : d.rows) {
     if (row.status.rfind("rejected", 0) == 0) continue;  // filtered out by a GPU stage

@@ -24,7 +24,9 @@ class TaskCatalog {
  public:
   // Throws config/io/spec errors naming the file when a source cannot be read.
   void add_spec_dir(const std::string& dir);
-  void add_dataset(const std::string& path);  // a dataset.h5, or a directory holding one
+  // A dataset.h5 or dataset.h5.xz (as shipped), or a directory holding one. Rows a GPU stage
+  // rejected are left out.
+  void add_dataset(const std::string& path);
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
 
   size_t size() const { return entries_.size(); }

@@ -15,7 +15,9 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
+#include "data_synth/dataset_h5.h"
 #include "env/env_config.h"
+#include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
 
 using namespace kforge;
@@ -447,6 +449,66 @@ TEST(RolloutServer, ListsAndFiltersTasks) {
   Reply tools = c.call("tools");
   ASSERT_TRUE(tools.ok());
   EXPECT_EQ(tools.payload["tools"].size(), 7u);
+}
+
+// A synthesised dataset as the server's tasks: the HDF5 file, the shipped .h5.xz, a directory holding
+// either; rows a GPU stage rejected are left out; the splits filter; a missing or broken file is named.
+TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
+  const std::string spec = read_text(resource_path("datasets/samples/linear_relu.yaml"));
+  Dataset d;
+  d.attrs["format"] = "kforge-dataset";
+  for (const auto& [id, split, status] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"syn_a", "train", "ok"}, {"syn_b", "train", "rejected:compile_mismatch"}, {"syn_c", "heldout", "ok"}}) {
+    DatasetRow r;
+    r.id = id;
+    r.split = split;
+    r.status = status;
+    r.source = "synth";
+    r.dtype = "float32";
+    r.ops = "linear,relu";
+    r.n_ops = 2;
+    r.spec_yaml = spec;
+    d.rows.push_back(r);
+  }
+  fs::path dir = fs::path(temp_path("catalog")) / "synth";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string h5 = (dir / "dataset.h5").string();
+  write_dataset(h5, d);
+  ASSERT_EQ(std::system(("xz -k -f " + h5).c_str()), 0) << "xz (xz-utils) is needed";
+
+  auto served = [](const std::string& path) {
+    TaskCatalog c;
+    c.add_dataset(path);
+    return c;
+  };
+  for (const std::string& path : {h5, h5 + ".xz", dir.string()}) {
+    TaskCatalog c = served(path);
+    EXPECT_EQ(c.size(), 2u) << path;
+    EXPECT_EQ(c.find("syn_b"), nullptr) << "a rejected row is not served";
+    ASSERT_NE(c.find("syn_a"), nullptr) << path;
+    EXPECT_EQ(c.find("syn_a")->graph.nodes.size(), 2u);
+    TasksParams heldout;
+    heldout.split = "heldout";
+    EXPECT_EQ(c.list(heldout)["total"], 1) << path;
+  }
+  fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
+  EXPECT_EQ(served(dir.string()).size(), 2u);
+
+  auto error_of = [&](const std::string& path) -> std::string {
+    try {
+      served(path);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  fs::create_directories(dir / "empty");
+  EXPECT_NE(error_of((dir / "empty").string()).find("holds neither dataset.h5 nor dataset.h5.xz"), std::string::npos);
+  std::ofstream((dir / "junk.h5.xz").string()) << "not xz";
+  EXPECT_NE(error_of((dir / "junk.h5.xz").string()).find("junk.h5.xz: xz could not decompress it"), std::string::npos)
+      << error_of((dir / "junk.h5.xz").string());
+  fs::remove_all(dir);
 }
 
 TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {

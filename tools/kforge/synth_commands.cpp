@@ -7,11 +7,6 @@
 #include <limits>
 #include <sstream>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -119,37 +114,6 @@ int run_synth(const std::string& config_path, const std::string& out_dir, int64_
   return 0;
 }
 
-// The shipped dataset is xz-compressed as a whole (HDF5 cannot compress variable-length strings):
-// DATASET.h5.xz is read through a temporary copy that `xz -dc` writes, removed afterwards.
-Dataset load_dataset(const std::string& path) {
-  if (path.size() < 3 || path.compare(path.size() - 3, 3, ".xz") != 0) return read_dataset(path);
-  KFORGE_CHECK(fs::is_regular_file(path), io, path << ": no such file");
-  fs::path tmp = fs::temp_directory_path() / ("kforge-dataset-" + std::to_string(getpid()) + ".h5");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  const char* argv[] = {"xz", "-dc", "--", path.c_str(), nullptr};
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, "xz", &fa, nullptr, const_cast<char* const*>(argv), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  if (rc == 0) waitpid(pid, &status, 0);
-  struct Remove {
-    fs::path p;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove(p, ec);
-    }
-  } remove{tmp};
-  KFORGE_CHECK(rc == 0, io, path << ": cannot run xz to decompress it (install xz-utils, or unxz the file)");
-  KFORGE_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, io, path << ": xz could not decompress it");
-  try {
-    return read_dataset(tmp.string());
-  } catch (const Error& e) {
-    KFORGE_FAIL(io, path << " (decompressed): " << e.what());
-  }
-}
-
 struct TasksArgs {
   std::string dataset, split, source, status, ops, id, format, out;
   int min_ops = 0, max_ops = 0;
@@ -219,13 +183,13 @@ void add_synth_commands(CLI::App& app) {
   auto* count = tasks->add_subcommand("count", "Print how many tasks match");
   add_filters(count, a);
   set_action(count, [] {
-    std::cout << select(load_dataset(a.dataset), a).size() << "\n";
+    std::cout << select(read_dataset(a.dataset), a).size() << "\n";
     return 0;
   });
   auto* list = tasks->add_subcommand("list", "One line per matching task: id, split, operators, dtype, estimated ms");
   add_filters(list, a);
   set_action(list, [] {
-    Dataset d = load_dataset(a.dataset);
+    Dataset d = read_dataset(a.dataset);
     for (const DatasetRow* r : select(d, a))
       std::printf("%-28s %-8s %-6s %8.2f  %s\n", r->id.c_str(), r->split.c_str(), r->dtype.c_str(), r->est_runtime_ms, r->ops.c_str());
     return 0;
@@ -235,7 +199,7 @@ void add_synth_commands(CLI::App& app) {
   show->add_option("ID", a.id, "task id")->required();
   show->add_flag("--program", a.program, "the PyTorch program instead of the spec");
   set_action(show, [] {
-    Dataset d = load_dataset(a.dataset);
+    Dataset d = read_dataset(a.dataset);
     for (const auto& r : d.rows)
       if (r.id == a.id) {
         std::cout << (a.program ? r.program_py : r.spec_yaml);
@@ -250,7 +214,7 @@ void add_synth_commands(CLI::App& app) {
   exp->add_flag("--specs", a.specs, "kernelbench: also write each task's spec as ID.yaml");
   set_action(exp, [] {
     KFORGE_CHECK(a.format == "kernelbench" || a.format == "jsonl", usage, "--format is kernelbench or jsonl, not '" << a.format << "'");
-    Dataset d = load_dataset(a.dataset);
+    Dataset d = read_dataset(a.dataset);
     auto rows = select(d, a);
     if (a.format == "jsonl") {
       std::ofstream f(a.out);
