@@ -2,7 +2,8 @@
 loopback endpoints, without a GPU: the Gymnasium-style env, errors as exceptions with kinds, busy
 backpressure, the asyncio client with many episodes, the trajectory reader, `kforge record`, a
 server killed and restarted (finished trajectories stay on disk, the client reconnects), SIGTERM,
-the verl-style tool and the OpenAI-compatible evaluation loop against a scripted stand-in endpoint."""
+the verl-style tool, the OpenAI-compatible evaluation loop against a scripted stand-in endpoint,
+and the evaluate command over a split, concurrent and resumed."""
 import asyncio
 import http.server
 import json
@@ -293,3 +294,73 @@ def test_openai_evaluation_loop_against_a_scripted_endpoint(server):
     assert fourth[-1]["role"] == "user" and fourth[-1]["content"].startswith("error: ")
     t = read_trajectories(server.record)[0]
     assert [turn["info"]["tool"] for turn in t["turns"]] == ["write_file", "write_file", "compile", None, "submit"]
+
+
+class SubmitChat(http.server.BaseHTTPRequestHandler):
+    """A stand-in endpoint for many concurrent episodes: every reply calls submit."""
+    lock = threading.Lock()
+    models = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with SubmitChat.lock:
+            SubmitChat.models.append(body["model"])
+        message = {"role": "assistant", "content": None, "tool_calls": [tool_call(1, "submit")]}
+        data = json.dumps({"id": "x", "object": "chat.completion",
+                           "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SubmitChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    out = tmp_path / "heldout.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
+
+    def evaluate(*args):
+        return subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url", url,
+                               "--out", str(out), "--max-turns", "2", "--concurrency", "2", *args],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    try:
+        heldout = [t["name"] for t in Client(server.endpoint).tasks(split="heldout")["tasks"]]
+        assert heldout  # the samples have one
+        r = evaluate("--model", "m1", "--seeds", "0,1,2", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert sorted((x["task"], x["seed"]) for x in rows) == sorted((t, s) for t in heldout for s in (0, 1, 2))
+        # The stand-in submits an empty workspace at once: the episode ends with the compile_error reward.
+        assert all(x["turns"] == 1 and x["termination_reason"] == "submitted" and x["episode_reward"] == -1
+                   and x["reward"]["rule"] == "compile_error" and "error" not in x for x in rows), rows
+        summary = json.loads(r.stdout)
+        assert summary["episodes"] == 3 * len(heldout) and summary["errors"] == 0
+        assert summary["termination"] == {"submitted": 3 * len(heldout)}
+        assert summary["reward_rule"] == {"compile_error": 3 * len(heldout)} and summary["mean_reward"] == -1
+        assert "3 episode(s) to play" in r.stderr and "episodes/min" in r.stderr
+
+        # A rerun plays nothing; another model's episodes go in the same file, counted apart.
+        again = evaluate("--model", "m1", "--seeds", "0,1,2")
+        assert again.returncode == 0 and "0 episode(s) to play, 3 already in" in again.stderr, again.stderr
+        assert len(out.read_text().splitlines()) == 3
+        other = evaluate("--model", "m2", "--tasks", "linear_relu", "--seeds", "5", "--json")
+        assert other.returncode == 0, other.stderr
+        assert json.loads(other.stdout)["episodes"] == 1 and "m2" in SubmitChat.models
+
+        # A server that is not there: the episode is written as an error line, and played again later.
+        down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
+                               "http://127.0.0.1:9/v1", "--model", "m3", "--tasks", "linear_relu", "--max-turns", "2",
+                               "--out", str(out), "--json"], capture_output=True, text=True, env=env, timeout=300)
+        assert down.returncode == 0, down.stderr
+        assert json.loads(down.stdout)["errors"] == 1 and "error URLError" in down.stderr
+        bad = evaluate("--model", "m1", "--split", "no_such_split")
+        assert bad.returncode == 2 and "split no_such_split has none" in bad.stderr
+    finally:
+        httpd.shutdown()

@@ -20,6 +20,7 @@ class EpisodeResult:
     termination_reason: object
     turns: int
     transcript: list
+    info: dict = None  # the last step's info (its "reward": the rule and figures of the final reward)
 
 
 class ChatEvaluator:
@@ -74,7 +75,7 @@ class ChatEvaluator:
         finally:
             env.close()
         return EpisodeResult(task, seed, last_info.get("episode_reward", reward_sum),
-                             last_info.get("termination_reason"), turns, messages)
+                             last_info.get("termination_reason"), turns, messages, last_info)
 
     def evaluate(self, tasks, seeds=(0,), options=None):
         """Every task with every seed; a list of EpisodeResult."""

@@ -1,0 +1,173 @@
+"""Evaluate a model (an OpenAI-compatible chat endpoint: vLLM, SGLang, an API) on a split of the
+server's tasks, many episodes at once, into a JSONL file that a rerun resumes.
+
+    python -m kforge_client.evaluate --server tcp://HOST:PORT --chat-url http://HOST:8000/v1 \\
+        --model NAME --split heldout --seeds 0,1,2 --concurrency 16 --out heldout.jsonl
+
+One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
+reward info, seconds); a line with "error" is an episode that could not be played (the endpoint
+or the server failed): a rerun plays it again, and skips every episode already written without
+one. Progress goes to stderr; a summary of the whole file (this run's lines and earlier ones) goes
+to stdout at the end, or as JSON with --json. Each worker thread has its own server connection.
+"""
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import sys
+import threading
+import time
+
+from .adapters.openai_eval import ChatEvaluator
+from .client import Client
+
+
+def task_names(client, split=None, tasks=None, limit=None):
+    """The tasks to play: the given names, or every task of the split (in the server's order)."""
+    if tasks:
+        names = list(tasks)
+    else:
+        names, offset = [], 0
+        while True:
+            page = client.tasks(split=split, limit=500, offset=offset)
+            names += [t["name"] for t in page["tasks"]]
+            if page.get("next_offset") is None:
+                break
+            offset = page["next_offset"]
+    return names[:limit] if limit else names
+
+
+def read_rows(path):
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError:
+                        pass
+    return rows
+
+
+def summarize(rows):
+    """Over the episodes played (one per task and seed, the last line wins); errors: the episodes
+    with only error lines."""
+    by_key = {(r["task"], r["seed"]): r for r in rows if "error" not in r}
+    played = list(by_key.values())
+    errors = {(r["task"], r["seed"]) for r in rows if "error" in r} - set(by_key)
+    rewards = [r["episode_reward"] for r in played]
+    out = {"episodes": len(played), "errors": len(errors),
+           "tasks": len({r["task"] for r in played}),
+           "mean_reward": sum(rewards) / len(rewards) if rewards else None,
+           "positive_reward_share": sum(1 for x in rewards if x > 0) / len(rewards) if rewards else None,
+           "termination": dict(collections.Counter(str(r.get("termination_reason")) for r in played)),
+           "reward_rule": dict(collections.Counter(str((r.get("reward") or {}).get("rule")) for r in played))}
+    return out
+
+
+def summary_table(s):
+    lines = [f"episodes {s['episodes']} over {s['tasks']} task(s); {s['errors']} could not be played"]
+    if s["episodes"]:
+        lines.append(f"mean episode reward {s['mean_reward']:.4f}; reward > 0 in {100 * s['positive_reward_share']:.1f} %")
+        for key, title in (("termination", "ended by"), ("reward_rule", "final reward rule")):
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(s[key].items(), key=lambda kv: -kv[1]))
+            lines.append(f"{title}: {parts}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m kforge_client.evaluate", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--server", required=True, help="the kforge server's endpoint (tcp://HOST:PORT or ipc://PATH)")
+    ap.add_argument("--chat-url", required=True, help="an OpenAI-compatible base URL (…/v1 or …/v1/chat/completions)")
+    ap.add_argument("--model", required=True)
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--split", default="heldout", help="play every task of this split (default heldout)")
+    which.add_argument("--tasks", default=None, help="comma-separated task names instead of a split")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many tasks")
+    ap.add_argument("--seeds", default="0", help="comma-separated episode seeds, each task once per seed")
+    ap.add_argument("--concurrency", type=int, default=8, help="episodes played at once")
+    ap.add_argument("--max-turns", type=int, default=None, help="the episode option max_turns")
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--max-tokens", type=int, default=4096)
+    ap.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key, if any")
+    ap.add_argument("--system-prompt", default=None, help="a file whose text is the system message")
+    ap.add_argument("--out", required=True, help="JSONL results, appended and resumed")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    a = ap.parse_args(argv)
+    if a.concurrency < 1:
+        ap.error("--concurrency must be >= 1")
+    try:
+        seeds = [int(s) for s in a.seeds.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--seeds takes integers separated by commas, not '{a.seeds}'")
+    system = None
+    if a.system_prompt:
+        with open(a.system_prompt) as f:
+            system = f.read()
+
+    with Client(a.server) as c:
+        c.wait_ready()
+        names = task_names(c, split=None if a.tasks else a.split,
+                           tasks=[t for t in (a.tasks or "").split(",") if t], limit=a.limit)
+    if not names:
+        print(f"evaluate: no tasks ({'--tasks is empty' if a.tasks is not None else 'split ' + a.split + ' has none'})",
+              file=sys.stderr)
+        return 2
+    mine = [r for r in read_rows(a.out) if r.get("model") == a.model]  # one file may hold several models
+    done = {(r["task"], r["seed"]) for r in mine if "error" not in r}
+    jobs = [(t, s) for t in names for s in seeds if (t, s) not in done]
+    print(f"evaluate: {len(names)} task(s) x {len(seeds)} seed(s): {len(jobs)} episode(s) to play, "
+          f"{len(names) * len(seeds) - len(jobs)} already in {a.out}; {a.concurrency} at once", file=sys.stderr, flush=True)
+
+    options = {"max_turns": a.max_turns} if a.max_turns else None
+    local = threading.local()
+    clients = []
+    lock = threading.Lock()
+    t0 = time.monotonic()
+    finished = [0]
+
+    def play(job):
+        task, seed = job
+        if not hasattr(local, "evaluator"):  # a connection per thread: a ZeroMQ socket is not thread-safe
+            client = Client(a.server)
+            with lock:
+                clients.append(client)
+            local.evaluator = ChatEvaluator(a.chat_url, a.model, client, api_key=os.environ.get(a.api_key_env),
+                                            temperature=a.temperature, max_tokens=a.max_tokens)
+        start = time.monotonic()
+        row = {"task": task, "seed": seed, "model": a.model}
+        try:
+            r = local.evaluator.run_episode(task, seed=seed, options=options, system_prompt=system)
+            row.update(episode_reward=r.episode_reward, termination_reason=r.termination_reason, turns=r.turns,
+                       reward=(r.info or {}).get("reward"))
+        except Exception as e:  # noqa: BLE001 - written, and played again by the next run
+            row["error"] = f"{type(e).__name__}: {e}"
+        row["seconds"] = round(time.monotonic() - start, 3)
+        with lock:
+            with open(a.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            finished[0] += 1
+            k, rate = finished[0], finished[0] / max(1e-9, time.monotonic() - t0)
+            left = (len(jobs) - k) / rate if rate > 0 else 0
+            what = f"error {row['error']}" if "error" in row else \
+                f"reward {row['episode_reward']:.4f} ({row['termination_reason']}, {row['turns']} turns)"
+            print(f"evaluate: [{k}/{len(jobs)}] {task} seed {seed}: {what} | {60 * rate:.1f} episodes/min, "
+                  f"~{left / 60:.1f} min left", file=sys.stderr, flush=True)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.concurrency) as pool:
+            for f in [pool.submit(play, j) for j in jobs]:
+                f.result()
+    finally:
+        for client in clients:
+            client.close()
+
+    s = summarize([r for r in read_rows(a.out) if r.get("model") == a.model])
+    print(json.dumps(s, indent=1) if a.json else summary_table(s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
