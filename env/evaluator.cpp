@@ -19,7 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);
   if (!in) KFORGE_FAIL(io, p.string() << ": cannot read the candidate file");

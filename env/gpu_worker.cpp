@@ -33,7 +33,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-
 // Errors after which the context is unusable ("sticky"): the worker must exit.
 bool is_sticky(CUresult r) {
   switch (r) {
