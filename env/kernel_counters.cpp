@@ -1,5 +1,4 @@
 #include "env/kernel_counters.h"
-#include "env/clock.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +10,8 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+
+#include "env/clock.h"
 
 namespace kforge {
 
