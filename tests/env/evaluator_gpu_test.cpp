@@ -28,6 +28,16 @@ std::string expected_verdict(const ShippedCandidate& c) {
   return "error";
 }
 
+// One verification trial, no timing, a profile with hardware counters.
+EvalOptions counters_options() {
+  EvalOptions opt;
+  opt.trials = 1;
+  opt.time = false;
+  opt.profile = true;
+  opt.counters = true;
+  return opt;
+}
+
 }  // namespace
 
 TEST(EvaluatorGpu, EveryShippedCandidateGetsItsVerdict) {
@@ -142,11 +152,7 @@ TEST(EvaluatorGpu, ProfileAndKernelActivitySeeEveryLaunch) {
 TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
   KFORGE_SKIP_WITHOUT_CUDA();
   Evaluator ev(test_config());
-  EvalOptions opt;
-  opt.trials = 1;
-  opt.time = false;
-  opt.profile = true;
-  opt.counters = true;
+  EvalOptions opt = counters_options();
   const std::vector<std::pair<std::string, size_t>> cases = {{"gelu_scale_residual/fused", 1}, {"groupnorm_silu/fused", 2}};
   for (const auto& [name, kernels] : cases) {
     const std::string task = name.substr(0, name.find('/'));
@@ -180,11 +186,7 @@ TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
 TEST(EvaluatorGpu, CounterMetricsAreTheOnesAskedFor) {
   KFORGE_SKIP_WITHOUT_CUDA();
   Evaluator ev(test_config());
-  EvalOptions opt;
-  opt.trials = 1;
-  opt.time = false;
-  opt.profile = true;
-  opt.counters = true;
+  EvalOptions opt = counters_options();
   opt.counter_metrics = {"gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
                          "sm__warps_active.avg.pct_of_peak_sustained_active", "lts__t_sector_hit_rate.pct",
                          "no_such__metric.sum"};

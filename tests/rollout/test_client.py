@@ -240,17 +240,17 @@ def test_verl_style_tool_create_execute_release(server):
     assert len(read_trajectories(server.record)) == 1
 
 
-class ScriptedChat(http.server.BaseHTTPRequestHandler):
-    """A stand-in OpenAI-compatible endpoint: replays scripted assistant messages, records requests."""
-    script = []
-    requests = []
+class StandInChat(http.server.BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible chat endpoint: answers each request with answer(body)'s message."""
+
+    def answer(self, body):
+        raise NotImplementedError
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        ScriptedChat.requests.append(body)
-        message = ScriptedChat.script[len(ScriptedChat.requests) - 1]
+        message = self.answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
         data = json.dumps({"id": "x", "object": "chat.completion",
-                           "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+                           "choices": [{"index": 0, "message": message,
+                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -259,6 +259,16 @@ class ScriptedChat(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class ScriptedChat(StandInChat):
+    """Replays scripted assistant messages, records requests."""
+    script = []
+    requests = []
+
+    def answer(self, body):
+        ScriptedChat.requests.append(body)
+        return ScriptedChat.script[len(ScriptedChat.requests) - 1]
 
 
 def tool_call(i, name, **args):
@@ -296,26 +306,15 @@ def test_openai_evaluation_loop_against_a_scripted_endpoint(server):
     assert [turn["info"]["tool"] for turn in t["turns"]] == ["write_file", "write_file", "compile", None, "submit"]
 
 
-class SubmitChat(http.server.BaseHTTPRequestHandler):
-    """A stand-in endpoint for many concurrent episodes: every reply calls submit."""
+class SubmitChat(StandInChat):
+    """For many concurrent episodes: every reply calls submit; records the models asked for."""
     lock = threading.Lock()
     models = []
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def answer(self, body):
         with SubmitChat.lock:
             SubmitChat.models.append(body["model"])
-        message = {"role": "assistant", "content": None, "tool_calls": [tool_call(1, "submit")]}
-        data = json.dumps({"id": "x", "object": "chat.completion",
-                           "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        return {"role": "assistant", "content": None, "tool_calls": [tool_call(1, "submit")]}
 
 
 def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):

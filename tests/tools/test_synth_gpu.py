@@ -2,7 +2,6 @@
 `kforge synth`: records, the window rejection, the time budget and --limit, a run killed after a
 row and resumed without redoing it, the merge back into dataset.h5 (and into each spec, which
 kforge's task parser must still accept), and the one-line errors. No GPU needed."""
-import importlib.util
 import json
 import math
 import os
@@ -15,6 +14,8 @@ import time
 import h5py
 import pytest
 import yaml
+
+from synth_tool import load_tool
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -57,13 +58,6 @@ def dataset(tmp_path_factory):
 def fresh_copy(dataset, tmp_path):
     shutil.copytree(dataset / "ds", tmp_path / "ds")
     return tmp_path / "ds" / "dataset.h5"
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("synth_gpu", TOOL)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
 
 
 # -- pure helpers -------------------------------------------------------------------------------

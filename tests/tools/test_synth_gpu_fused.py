@@ -2,15 +2,15 @@
 self-check passes on the device, its counts equal the torch operations' beyond 2^31 elements, and
 a run of the tool with it gives the same rows as a run without it. Prints the time of both ways on
 a 1 GiB output. Skips, saying why, where there is no CUDA device."""
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-
 import torch
+
+from synth_tool import TOOL, load_tool
 
 try:
     import triton  # noqa: F401
@@ -21,15 +21,6 @@ except ImportError:
 pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY)
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
-SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-TOOL = os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("synth_gpu_fused_test", TOOL)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
 
 
 def test_selfcheck_on_the_device_and_no_fma_in_the_launched_kernel():
