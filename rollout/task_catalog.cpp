@@ -1,6 +1,7 @@
 #include "rollout/task_catalog.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "configs/error.h"
@@ -44,6 +45,8 @@ void TaskCatalog::add_task(std::shared_ptr<const TaskSpec> spec, const std::stri
   e.description = spec->description;
   e.origin = origin;
   for (const auto& n : spec->graph.nodes) e.ops.push_back(n.op);
+  e.eager_ms = spec->baselines.eager_ms;
+  e.compile_ms = spec->baselines.compile_ms;
   e.spec = std::move(spec);
   insert(std::move(e));
 }
@@ -73,6 +76,8 @@ void TaskCatalog::add_dataset(const std::string& path) {
     e.source = row.source;
     e.dtype = row.dtype;
     e.ops = split_ops(row.ops);
+    if (std::isfinite(row.eager_ms) && row.eager_ms > 0) e.eager_ms = row.eager_ms;  // NaN until measured
+    if (std::isfinite(row.compile_ms) && row.compile_ms > 0) e.compile_ms = row.compile_ms;
     e.origin = file;
     e.spec_yaml = std::move(row.spec_yaml);
     insert(std::move(e));
@@ -104,7 +109,9 @@ Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
     if (!has_all) continue;
     if (total >= f.offset && static_cast<int64_t>(tasks.size()) < limit) {
       tasks.push_back({{"name", e.name}, {"split", e.split}, {"source", e.source}, {"dtype", e.dtype},
-                       {"ops", e.ops}, {"n_ops", e.ops.size()}, {"description", e.description}});
+                       {"ops", e.ops}, {"n_ops", e.ops.size()}, {"description", e.description},
+                       {"eager_ms", e.eager_ms ? Json(*e.eager_ms) : Json()},
+                       {"compile_ms", e.compile_ms ? Json(*e.compile_ms) : Json()}});
     }
     ++total;
   }

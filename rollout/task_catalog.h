@@ -16,6 +16,7 @@ namespace kforge {
 struct CatalogEntry {
   std::string name, split, source, dtype, description, origin;
   std::vector<std::string> ops;  // operator names in node order
+  std::optional<double> eager_ms, compile_ms;  // the task's baselines, where measured
   std::string spec_yaml;         // for dataset rows: the spec text, parsed on first use
   std::shared_ptr<const TaskSpec> spec;
 };

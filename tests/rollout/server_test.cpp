@@ -5,6 +5,7 @@
 // vanished client, the trajectory stream and file, and graceful shutdown.
 #include "rollout/server.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -468,6 +469,8 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
     r.ops = "linear,relu";
     r.n_ops = 2;
     r.spec_yaml = spec;
+    r.eager_ms = id == "syn_a" ? 12.5 : std::nan("");  // syn_c: not measured
+    r.compile_ms = id == "syn_a" ? 5.0 : std::nan("");
     d.rows.push_back(r);
   }
   fs::path dir = fs::path(temp_path("catalog")) / "synth";
@@ -491,6 +494,13 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
     TasksParams heldout;
     heldout.split = "heldout";
     EXPECT_EQ(c.list(heldout)["total"], 1) << path;
+    EXPECT_TRUE(c.list(heldout)["tasks"][0]["eager_ms"].is_null()) << "no baseline yet";
+    TasksParams train;
+    train.split = "train";
+    const Json a = c.list(train)["tasks"][0];
+    EXPECT_EQ(a["name"], "syn_a");
+    EXPECT_DOUBLE_EQ(a["eager_ms"].get<double>(), 12.5);
+    EXPECT_DOUBLE_EQ(a["compile_ms"].get<double>(), 5.0);
   }
   fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
   EXPECT_EQ(served(dir.string()).size(), 2u);
