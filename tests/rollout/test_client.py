@@ -363,3 +363,32 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
         assert bad.returncode == 2 and "split no_such_split has none" in bad.stderr
     finally:
         httpd.shutdown()
+
+
+def test_evaluate_summary_counts_and_speedups():
+    from kforge_client.evaluate import summarize, summary_table
+
+    def row(task, seed, reward, rule, eager=None, compile_beats=False, error=None):
+        r = {"task": task, "seed": seed, "model": "m", "episode_reward": reward, "termination_reason": "submitted",
+             "turns": 3, "reward": {"rule": rule}}
+        if eager is not None:
+            r["reward"]["eager"] = {"speedup": {"point": eager}, "beats": eager > 1.05}
+            r["reward"]["torch_compile"] = {"beats": compile_beats}
+        if error:
+            r = {"task": task, "seed": seed, "model": "m", "error": error}
+        return r
+
+    rows = [row("a", 0, 0, "x", error="URLError: down"),       # played again below: not an error
+            row("a", 0, 1.0, "faster_than_both", eager=2.0, compile_beats=True),
+            row("b", 0, 0.5, "faster_than_eager", eager=1.5),
+            row("c", 0, 0.1, "correct_not_faster", eager=0.5),
+            row("d", 0, -1, "compile_error"),
+            row("e", 0, 0, "x", error="ServerUnavailable: no reply")]
+    s = summarize(rows)
+    assert (s["episodes"], s["errors"], s["tasks"], s["timed_submissions"]) == (4, 1, 4, 3)
+    assert s["mean_reward"] == (1.0 + 0.5 + 0.1 - 1) / 4 and s["positive_reward_share"] == 0.75
+    assert s["beats_eager_share"] == 0.5 and s["beats_compile_share"] == 0.25
+    assert s["speedup_over_eager_median"] == 1.5
+    assert abs(s["speedup_over_eager_geomean"] - (2.0 * 1.5 * 0.5) ** (1 / 3)) < 1e-12
+    text = summary_table(s)
+    assert "episodes 4 over 4 task(s); 1 could not be played" in text and "3 timed submission(s)" in text

@@ -14,6 +14,7 @@ import argparse
 import collections
 import concurrent.futures
 import json
+import math
 import os
 import sys
 import threading
@@ -58,10 +59,24 @@ def summarize(rows):
     played = list(by_key.values())
     errors = {(r["task"], r["seed"]) for r in rows if "error" in r} - set(by_key)
     rewards = [r["episode_reward"] for r in played]
-    out = {"episodes": len(played), "errors": len(errors),
+    n = len(played)
+
+    def evidence(r, which):  # the final reward's timed comparison (reward/episode_reward.cpp evidence)
+        e = (r.get("reward") or {}).get(which)
+        return e if isinstance(e, dict) else {}
+
+    speedups = sorted(evidence(r, "eager")["speedup"]["point"] for r in played
+                      if isinstance(evidence(r, "eager").get("speedup"), dict))
+    out = {"episodes": n, "errors": len(errors),
            "tasks": len({r["task"] for r in played}),
-           "mean_reward": sum(rewards) / len(rewards) if rewards else None,
-           "positive_reward_share": sum(1 for x in rewards if x > 0) / len(rewards) if rewards else None,
+           "mean_reward": sum(rewards) / n if n else None,
+           "positive_reward_share": sum(1 for x in rewards if x > 0) / n if n else None,
+           "beats_eager_share": sum(1 for r in played if evidence(r, "eager").get("beats")) / n if n else None,
+           "beats_compile_share": sum(1 for r in played if evidence(r, "torch_compile").get("beats")) / n if n else None,
+           "timed_submissions": len(speedups),
+           "speedup_over_eager_median": speedups[len(speedups) // 2] if speedups else None,
+           "speedup_over_eager_geomean": (math.exp(sum(math.log(x) for x in speedups) / len(speedups))
+                                          if speedups and all(x > 0 for x in speedups) else None),
            "termination": dict(collections.Counter(str(r.get("termination_reason")) for r in played)),
            "reward_rule": dict(collections.Counter(str((r.get("reward") or {}).get("rule")) for r in played))}
     return out
@@ -71,6 +86,12 @@ def summary_table(s):
     lines = [f"episodes {s['episodes']} over {s['tasks']} task(s); {s['errors']} could not be played"]
     if s["episodes"]:
         lines.append(f"mean episode reward {s['mean_reward']:.4f}; reward > 0 in {100 * s['positive_reward_share']:.1f} %")
+        lines.append(f"beats eager in {100 * s['beats_eager_share']:.1f} %, torch.compile in "
+                     f"{100 * s['beats_compile_share']:.1f} % of the episodes")
+        if s["timed_submissions"]:
+            geo = s["speedup_over_eager_geomean"]
+            lines.append(f"{s['timed_submissions']} timed submission(s): speedup over eager median "
+                         f"{s['speedup_over_eager_median']:.3f}x" + (f", geomean {geo:.3f}x" if geo else ""))
         for key, title in (("termination", "ended by"), ("reward_rule", "final reward rule")):
             parts = ", ".join(f"{k} {v}" for k, v in sorted(s[key].items(), key=lambda kv: -kv[1]))
             lines.append(f"{title}: {parts}")
