@@ -207,11 +207,6 @@ extern "C" __global__ void kforge_fingerprint(const unsigned char* data, kf_u64 
 }
 )";
 
-void cu_check(CUresult r, const char* what) {
-  if (r == CUDA_SUCCESS) return;
-  KFORGE_FAIL(runtime, "check kernel: " << what << " failed: " << cu_error_text(r));
-}
-
 int dtype_code(DType t) {
   switch (t) {
     case DType::float32: return 0;
@@ -261,41 +256,10 @@ std::vector<char> DeviceChecker::compile(const std::string& arch) {
                                "check kernel");
 }
 
-DeviceChecker::DeviceChecker(std::string arch) : arch_(std::move(arch)), cubin_(compile(arch_)) {}
+DeviceChecker::DeviceChecker(const std::string& arch)
+    : module_(compile(arch), arch, "check kernel", {"kforge_compare", "kforge_fingerprint"}) {}
 
-DeviceChecker::~DeviceChecker() {
-  for (auto& [id, l] : loaded_) {
-    (void)id;
-    if (l.module) cuda_driver().ModuleUnload(l.module);
-  }
-}
-
-const DeviceChecker::Loaded& DeviceChecker::loaded_in_current_context() {
-  const CudaDriver& drv = cuda_driver();
-  CUcontext ctx = nullptr;
-  cu_check(drv.CtxGetCurrent(&ctx), "cuCtxGetCurrent");
-  KFORGE_CHECK(ctx != nullptr, runtime, "check kernel: no current CUDA context in this thread");
-  unsigned long long id = 0;
-  cu_check(drv.CtxGetId(ctx, &id), "cuCtxGetId");
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = loaded_.find(id);
-  if (it != loaded_.end()) return it->second;
-  Loaded l;
-  cu_check(drv.ModuleLoadData(&l.module, cubin_.data()), ("cuModuleLoadData (" + arch_ + " CUBIN)").c_str());
-  try {
-    cu_check(drv.ModuleGetFunction(&l.compare, l.module, "kforge_compare"), "cuModuleGetFunction");
-    cu_check(drv.ModuleGetFunction(&l.fingerprint, l.module, "kforge_fingerprint"), "cuModuleGetFunction");
-    CUdevice dev = 0;
-    cu_check(drv.CtxGetDevice(&dev), "cuCtxGetDevice");
-    cu_check(drv.DeviceGetAttribute(&l.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute");
-  } catch (...) {
-    drv.ModuleUnload(l.module);
-    throw;
-  }
-  return loaded_.emplace(id, l).first->second;
-}
-
-unsigned DeviceChecker::grid_for(const Loaded& l, int64_t items) const {
+unsigned DeviceChecker::grid_for(const HarnessModule::Loaded& l, int64_t items) {
   constexpr int64_t kBlock = 256;
   int64_t blocks = std::max<int64_t>(1, (items + kBlock - 1) / kBlock);
   return static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{std::max(1, l.sm_count)} * 8));
@@ -305,7 +269,7 @@ void DeviceChecker::compare(DType dtype, CUdeviceptr cand, CUdeviceptr ref, int6
                             uint64_t poison_bits, CUdeviceptr out, CUstream stream) {
   KFORGE_CHECK(n >= 0, internal, "check kernel: negative element count");
   if (n == 0) return;
-  const Loaded& l = loaded_in_current_context();
+  const HarnessModule::Loaded& l = module_.in_current_context();
   int dt = dtype_code(dtype);
   void* c = reinterpret_cast<void*>(static_cast<uintptr_t>(cand));
   void* r = reinterpret_cast<void*>(static_cast<uintptr_t>(ref));
@@ -313,21 +277,21 @@ void DeviceChecker::compare(DType dtype, CUdeviceptr cand, CUdeviceptr ref, int6
   unsigned long long nn = static_cast<unsigned long long>(n);
   unsigned long long poison = poison_bits & size_mask(dtype);
   void* args[] = {&dt, &c, &r, &nn, &atol, &rtol, &poison, &o};
-  cu_check(cuda_driver().LaunchKernel(l.compare, grid_for(l, n), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
-           "cuLaunchKernel (compare)");
+  module_.check(cuda_driver().LaunchKernel(l.functions[0], grid_for(l, n), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+                "cuLaunchKernel (compare)");
 }
 
 void DeviceChecker::fingerprint(CUdeviceptr data, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream) {
   KFORGE_CHECK(nbytes >= 0, internal, "check kernel: negative byte count");
   KFORGE_CHECK(data % 8 == 0, internal, "check kernel: fingerprint of a buffer not 8-byte aligned");
   if (nbytes == 0) return;
-  const Loaded& l = loaded_in_current_context();
+  const HarnessModule::Loaded& l = module_.in_current_context();
   void* d = reinterpret_cast<void*>(static_cast<uintptr_t>(data));
   void* o = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
   unsigned long long nb = static_cast<unsigned long long>(nbytes), k = key;
   void* args[] = {&d, &nb, &k, &o};
-  cu_check(cuda_driver().LaunchKernel(l.fingerprint, grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
-           "cuLaunchKernel (fingerprint)");
+  module_.check(cuda_driver().LaunchKernel(l.functions[1], grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+                "cuLaunchKernel (fingerprint)");
 }
 
 CompareStats compare_like_device(DType dtype, const void* cand, const void* ref, int64_t n, double atol, double rtol,

@@ -21,14 +21,13 @@
 // it) and, with a key drawn per request that the candidate never sees, not forgeable by a kernel
 // that alters its inputs.
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include <cuda.h>
 
 #include "data_synth/dtype.h"
+#include "env/harness_nvrtc.h"
 
 namespace kforge {
 
@@ -50,10 +49,7 @@ class DeviceChecker {
   static std::string source();
   static std::vector<char> compile(const std::string& arch);
 
-  explicit DeviceChecker(std::string arch = "sm_90a");
-  ~DeviceChecker();
-  DeviceChecker(const DeviceChecker&) = delete;
-  DeviceChecker& operator=(const DeviceChecker&) = delete;
+  explicit DeviceChecker(const std::string& arch = "sm_90a");
 
   // Enqueues on `stream` the comparison of n elements of `dtype` at cand and ref (contiguous),
   // accumulating into the kCompareWords 64-bit words at `out` (device memory the caller zeroed).
@@ -63,18 +59,9 @@ class DeviceChecker {
   void fingerprint(CUdeviceptr data, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream);
 
  private:
-  struct Loaded {
-    CUmodule module = nullptr;
-    CUfunction compare = nullptr, fingerprint = nullptr;
-    int sm_count = 0;
-  };
-  const Loaded& loaded_in_current_context();
-  unsigned grid_for(const Loaded& l, int64_t items) const;
+  static unsigned grid_for(const HarnessModule::Loaded& l, int64_t items);
 
-  std::string arch_;
-  std::vector<char> cubin_;
-  std::mutex mu_;
-  std::map<unsigned long long, Loaded> loaded_;  // by cuCtxGetId
+  HarnessModule module_;  // functions: kforge_compare, kforge_fingerprint
 };
 
 // The kernels' element code compiled for the host, single-threaded (for tests). `cand` and `ref`

@@ -201,13 +201,6 @@ KfDrawParams make_params(const Draw& d, uint64_t stream_key) {
   return p;
 }
 
-void cu_check(CUresult r, const char* what) {
-  if (r == CUDA_SUCCESS) return;
-  KFORGE_FAIL(runtime, "draw kernel: " << what << " failed: " << cu_error_text(r));
-}
-
-const CudaDriver& driver() { return cuda_driver(); }
-
 }  // namespace
 
 std::string DeviceDrawer::source() {
@@ -226,42 +219,18 @@ std::vector<char> DeviceDrawer::compile(const std::string& arch) {
                                {"--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true", "--std=c++17"}, "draw kernel");
 }
 
-DeviceDrawer::DeviceDrawer(std::string arch) : arch_(std::move(arch)), cubin_(compile(arch_)) {}
+namespace {
 
-DeviceDrawer::~DeviceDrawer() {
-  // Best effort: a module whose context is already gone went with it (the driver reports an error
-  // we have no use for in a destructor).
-  for (auto& [id, l] : loaded_) {
-    (void)id;
-    if (l.module) driver().ModuleUnload(l.module);
-  }
+// The kernels in dtype_slot order: HarnessModule::Loaded::functions[dtype_slot(t)] writes t.
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (DType t : kDTypes) names.push_back(DeviceDrawer::kernel_name(t));
+  return names;
 }
 
-const DeviceDrawer::Loaded& DeviceDrawer::loaded_in_current_context() {
-  const CudaDriver& drv = driver();
-  CUcontext ctx = nullptr;
-  cu_check(drv.CtxGetCurrent(&ctx), "cuCtxGetCurrent");
-  KFORGE_CHECK(ctx != nullptr, runtime, "draw kernel: no current CUDA context in this thread");
-  unsigned long long id = 0;
-  cu_check(drv.CtxGetId(ctx, &id), "cuCtxGetId");
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = loaded_.find(id);
-  if (it != loaded_.end()) return it->second;
-  Loaded l;
-  cu_check(drv.ModuleLoadData(&l.module, cubin_.data()), ("cuModuleLoadData (" + arch_ + " CUBIN)").c_str());
-  try {
-    for (int i = 0; i < 6; ++i)
-      cu_check(drv.ModuleGetFunction(&l.kernels[i], l.module, kernel_name(kDTypes[i])), "cuModuleGetFunction");
-    CUdevice dev = 0;
-    cu_check(drv.CtxGetDevice(&dev), "cuCtxGetDevice");
-    cu_check(drv.DeviceGetAttribute(&l.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-             "cuDeviceGetAttribute");
-  } catch (...) {
-    drv.ModuleUnload(l.module);
-    throw;
-  }
-  return loaded_.emplace(id, l).first->second;
-}
+}  // namespace
+
+DeviceDrawer::DeviceDrawer(const std::string& arch) : module_(compile(arch), arch, "draw kernel", kernel_names()) {}
 
 void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out,
                         CUstream cu_stream) {
@@ -271,7 +240,7 @@ void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int6
   KFORGE_CHECK(out != 0 && out % dtype_size(dtype) == 0, runtime,
                "draw kernel: output address 0x" << std::hex << out << " is null or not aligned for "
                                                 << dtype_name(dtype));
-  const Loaded& l = loaded_in_current_context();
+  const HarnessModule::Loaded& l = module_.in_current_context();
   KfDrawParams p = make_params(draw, stream_key);
   unsigned long long n = static_cast<unsigned long long>(numel);
   void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
@@ -281,8 +250,9 @@ void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int6
   unsigned long long blocks_needed = (n + kBlock - 1) / kBlock;
   unsigned long long max_blocks = static_cast<unsigned long long>(std::max(1, l.sm_count)) * 16;
   unsigned grid = static_cast<unsigned>(std::min(blocks_needed, max_blocks));
-  cu_check(driver().LaunchKernel(l.kernels[dtype_slot(dtype)], grid, 1, 1, kBlock, 1, 1, 0, cu_stream, args, nullptr),
-           "cuLaunchKernel");
+  module_.check(cuda_driver().LaunchKernel(l.functions[dtype_slot(dtype)], grid, 1, 1, kBlock, 1, 1, 0, cu_stream, args,
+                                           nullptr),
+                "cuLaunchKernel");
 }
 
 void fill_draw_like_device(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, void* out) {

@@ -17,14 +17,13 @@
 // libcuda: a binary that links libcuda.so.1 cannot even start on a machine without a driver, and
 // the CPU test of this library must run there.
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include <cuda.h>
 
 #include "data_synth/draw.h"
+#include "env/harness_nvrtc.h"
 
 namespace kforge {
 
@@ -39,10 +38,7 @@ class DeviceDrawer {
   static const char* kernel_name(DType dtype);
 
   // Compiles at once (no GPU needed); the module is loaded on first fill() in each context.
-  explicit DeviceDrawer(std::string arch = "sm_90a");
-  ~DeviceDrawer();
-  DeviceDrawer(const DeviceDrawer&) = delete;
-  DeviceDrawer& operator=(const DeviceDrawer&) = delete;
+  explicit DeviceDrawer(const std::string& arch = "sm_90a");
 
   // Enqueues on `cu_stream` (in the calling thread's current CUDA context) the fill of numel
   // elements of dtype at `out` with the bytes fill_draw(draw, dtype, stream_key, numel, .) writes.
@@ -51,23 +47,11 @@ class DeviceDrawer {
   void fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out,
             CUstream cu_stream);
 
-  const std::string& arch() const { return arch_; }
-  size_t cubin_bytes() const { return cubin_.size(); }
+  const std::string& arch() const { return module_.arch(); }
+  size_t cubin_bytes() const { return module_.cubin_bytes(); }
 
  private:
-  struct Loaded {
-    CUmodule module = nullptr;
-    CUfunction kernels[6] = {};
-    int sm_count = 0;
-  };
-  const Loaded& loaded_in_current_context();
-
-  std::string arch_;
-  std::vector<char> cubin_;
-  std::mutex mu_;
-  // Keyed by cuCtxGetId, unique for the process's lifetime: a context destroyed and re-created at
-  // the same address must not reuse a module that died with the old one.
-  std::map<unsigned long long, Loaded> loaded_;
+  HarnessModule module_;  // one kernel per dtype, in dtype_slot order
 };
 
 // The kernel's element code compiled for the host: writes what DeviceDrawer::fill writes, on the

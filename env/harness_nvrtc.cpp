@@ -3,6 +3,7 @@
 #include <nvrtc.h>
 
 #include "configs/error.h"
+#include "env/cuda_driver.h"
 
 namespace kforge {
 
@@ -42,6 +43,48 @@ std::vector<char> compile_harness_cubin(const std::string& source, const std::st
   nvrtcDestroyProgram(&prog);
   check(r, "nvrtcGetCUBIN");
   return cubin;
+}
+
+HarnessModule::HarnessModule(std::vector<char> cubin, std::string arch, std::string what, std::vector<std::string> functions)
+    : cubin_(std::move(cubin)), arch_(std::move(arch)), what_(std::move(what)), names_(std::move(functions)) {}
+
+HarnessModule::~HarnessModule() {
+  // Best effort: the driver's error for a module whose context is already gone is of no use here.
+  for (auto& [id, l] : loaded_) {
+    (void)id;
+    if (l.module) cuda_driver().ModuleUnload(l.module);
+  }
+}
+
+void HarnessModule::check(CUresult r, const std::string& step) const {
+  if (r == CUDA_SUCCESS) return;
+  KFORGE_FAIL(runtime, what_ << ": " << step << " failed: " << cu_error_text(r));
+}
+
+const HarnessModule::Loaded& HarnessModule::in_current_context() {
+  const CudaDriver& drv = cuda_driver();
+  CUcontext ctx = nullptr;
+  check(drv.CtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  KFORGE_CHECK(ctx != nullptr, runtime, what_ << ": no current CUDA context in this thread");
+  unsigned long long id = 0;
+  check(drv.CtxGetId(ctx, &id), "cuCtxGetId");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = loaded_.find(id);
+  if (it != loaded_.end()) return it->second;
+  Loaded l;
+  check(drv.ModuleLoadData(&l.module, cubin_.data()), "cuModuleLoadData (" + arch_ + " CUBIN)");
+  try {
+    l.functions.resize(names_.size());
+    for (size_t i = 0; i < names_.size(); ++i)
+      check(drv.ModuleGetFunction(&l.functions[i], l.module, names_[i].c_str()), "cuModuleGetFunction");
+    CUdevice dev = 0;
+    check(drv.CtxGetDevice(&dev), "cuCtxGetDevice");
+    check(drv.DeviceGetAttribute(&l.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute");
+  } catch (...) {
+    drv.ModuleUnload(l.module);
+    throw;
+  }
+  return loaded_.emplace(id, std::move(l)).first->second;
 }
 
 }  // namespace kforge
