@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -85,6 +86,24 @@ TEST(DrawKernel, SourceCompilesWithNvrtcForHopperAndAmpere) {
   DeviceDrawer drawer("sm_90a");
   EXPECT_EQ("sm_90a", drawer.arch());
   EXPECT_GT(drawer.cubin_bytes(), 0u);
+}
+
+// The per-context loader with no context to load into (no driver on a CI machine, or a thread
+// without a current context): a runtime error that names the loader or the driver, never a crash.
+// (Loading into a real context runs in every GPU test.)
+TEST(HarnessModule, WithoutAContextLoadingIsARuntimeErrorNamingIt) {
+  HarnessModule m(DeviceDrawer::compile("sm_90a"), "sm_90a", "draw kernel", {DeviceDrawer::kernel_name(DType::float32)});
+  EXPECT_EQ(m.arch(), "sm_90a");
+  EXPECT_GT(m.cubin_bytes(), 0u);
+  std::string what;
+  std::thread([&] {  // a fresh thread has no current context, with or without a driver
+    try {
+      m.in_current_context();
+    } catch (const Error& e) {
+      what = e.kind() == ErrorKind::runtime ? e.what() : std::string("wrong kind: ") + e.what();
+    }
+  }).join();
+  EXPECT_TRUE(what.rfind("draw kernel: ", 0) == 0 || what.find("CUDA driver") != std::string::npos) << what;
 }
 
 TEST(DrawKernel, SourceDefinesOneKernelPerDtypeAndAsksForExactArithmetic) {
