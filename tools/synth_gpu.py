@@ -13,7 +13,7 @@ Measuring (tools/SYNTH_GPU.md has the whole story and the H200 commands):
   1. probe (serial): eager runs, runs twice bitwise alike, varies with a second draw, finite, clear
      of the tolerance floor and of a constant answer, at the task's full dims (the CPU filters only
      ran the C++ reference at the small check dims); a short probe of the eager time rejects tasks
-     far outside the window before anything is compiled;
+     far outside the window before anything is compiled (--probe-n 0: no probe);
   2. compile (parallel): torch.compile(model) in worker processes, which fills Inductor's on-disk
      caches; a failure or a timeout rejects the task (torch_compile_build);
   3. time (serial, one task at a time on the GPU): torch.compile(model) again in this process (warm
@@ -606,17 +606,30 @@ def stats(samples):
             "n": n, "rse": (sd / math.sqrt(n) / mean) if n > 1 and mean > 0 else 0.0}
 
 
-def measure(timer, fns, draw, a, warmup=True, n_fixed=None):
-    """Times each fn in fns with fresh inputs per call, interleaved. Returns one stats dict per fn."""
+class AboveWindow(Exception):
+    """measure() stopped a task whose first warm-up calls were all slower than abort_above_ms."""
+
+    def __init__(self, fastest_ms, calls):
+        super().__init__(f"{calls} warm-up calls, the fastest {fastest_ms:.3f} ms")
+        self.fastest_ms, self.calls = fastest_ms, calls
+
+
+def measure(timer, fns, draw, a, warmup=True, n_fixed=None, abort_above_ms=None):
+    """Times each fn in fns with fresh inputs per call, interleaved. Returns one stats dict per fn.
+    With abort_above_ms, raises AboveWindow once two warm-up calls of fns[0] both took longer (a
+    task far above the window, found without a separate probe: --probe-n 0)."""
     if warmup:
-        for fn in fns:
-            k, spent = 0, 0.0
+        for j, fn in enumerate(fns):
+            k, spent, fastest = 0, 0.0, math.inf
             while k < a.warmup_calls or (spent < a.warmup_ms and k < 50):
                 x = draw()
                 ms, out = timer.time(fn, x)
                 del out, x
                 spent += ms
                 k += 1
+                fastest = min(fastest, ms)
+                if j == 0 and abort_above_ms is not None and k >= 2 and fastest > abort_above_ms:
+                    raise AboveWindow(fastest, k)
     samples = [[] for _ in fns]
     t0 = time.monotonic()
     r = 0
@@ -1430,7 +1443,7 @@ class Run:
         except Exception as e:  # noqa: BLE001
             return _Failure("eager_failed", e)
         probe_ms = None
-        if not reason:
+        if not reason and a.probe_n > 0:  # --probe-n 0: the final timing decides the window alone
             try:
                 with self.sampling(ph, "probe_timing"):
                     (st,) = measure(self.timer, [model], draw, a, warmup=False, n_fixed=a.probe_n)
@@ -1553,15 +1566,23 @@ class Run:
             with ph("release"):
                 release(torch, a.device, base=base)
             return "rejected:compile_mismatch", "compile_mismatch", dict(compile_mismatch_fraction=mism, **common)
+        lo, hi = a.cfg["window_ms"]
+        above = None
         try:
             with self.sampling(ph, "timing"):
-                st_e, st_c = measure(self.timer, [model, compiled], draw, a)
+                st_e, st_c = measure(self.timer, [model, compiled], draw, a,
+                                     abort_above_ms=hi * a.probe_margin if a.probe_n == 0 else None)
+        except AboveWindow as e:
+            above = e
         except Exception as e:  # noqa: BLE001
             return _Failure("eager_failed", e)
         del model, compiled, draw
         with ph("release"):
             release(torch, a.device, base=base)
-        lo, hi = a.cfg["window_ms"]
+        if above is not None:  # no probe ran (--probe-n 0): the warm-up found it far above the window
+            return ("rejected:eager_runtime_window", "eager_runtime_window",
+                    dict(eager_ms=above.fastest_ms, note=f"stopped after {above.calls} warm-up calls, each above "
+                         f"{hi * a.probe_margin:g} ms (the window's top x --probe-margin; --probe-n 0)", **common))
         eager_ms, compile_ms = st_e["median_ms"], st_c["median_ms"]
         ok = lo <= eager_ms <= hi
         return ("ok" if ok else "rejected:eager_runtime_window", "" if ok else "eager_runtime_window",
@@ -2208,7 +2229,11 @@ def main(argv=None):
     ap.add_argument("--max-n", type=int, default=100)
     ap.add_argument("--rse", type=float, default=0.01, help="stop once the relative standard error is at most this")
     ap.add_argument("--max-task-s", type=float, default=3.0, help="stop sampling a task after this many seconds")
-    ap.add_argument("--probe-n", type=int, default=3)
+    ap.add_argument("--probe-n", type=int, default=3,
+                    help="eager calls of the probe, which rejects tasks far outside the window before they are "
+                         "compiled; 0: no probe, one GPU turn per task instead of two (the final timing decides "
+                         "the window, and stops a task after two warm-up calls above the window's top x "
+                         "--probe-margin)")
     ap.add_argument("--probe-margin", type=float, default=1.25,
                     help="the probe rejects only beyond the window by this factor; the final median decides")
     ap.add_argument("--compile-timeout-s", type=float, default=300.0)
@@ -2234,6 +2259,8 @@ def main(argv=None):
             return cmd_compare(a)
         if a.limit is not None and a.limit < 0:
             raise InputError("--limit must be >= 0")
+        if a.probe_n < 0:
+            raise InputError("--probe-n must be >= 0 (0: no probe)")
         if a.reserved_cores is None:
             a.reserved_cores = 2 if a.device.startswith("cuda") else 0
         if a.reserved_cores < 0:

@@ -374,6 +374,32 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
             assert (tmp_path / name).stat().st_size > 1000
 
 
+def test_no_probe_lets_the_final_timing_decide_and_stops_tasks_far_above(dataset, tmp_path):
+    """--probe-n 0 (one GPU turn per task): no probe timing; a task below the window is compiled and
+    timed in full, then rejected by its median; one far above is stopped after two warm-up calls."""
+    ds = fresh_copy(dataset, tmp_path)
+    out = tmp_path / "below"
+    tool(ds, "--device", "cpu", "--config", dataset / "narrow.yaml", "--workers", "0", "--probe-n", "0", "--limit", "2",
+         "--out", out, *FAST)
+    recs = records(out)
+    assert len(recs) == 2
+    for x in recs:
+        assert x["status"] == "rejected:eager_runtime_window" and "probe" not in (x.get("note") or ""), x
+        assert x.get("probe_eager_ms") is None and x["compile_ms"] > 0 and x["eager"]["n"] >= 3
+        assert "probe_timing" not in x["phase_s"] and x["phase_s"]["timing"] > 0
+    (tmp_path / "tiny.yaml").write_text("window_ms_low: 0\nwindow_ms_high: 1.0e-6\n")
+    out = tmp_path / "above"
+    tool(ds, "--device", "cpu", "--config", tmp_path / "tiny.yaml", "--workers", "0", "--probe-n", "0", "--limit", "2",
+         "--out", out, *FAST, "--warmup-calls", "3")
+    recs = records(out)
+    assert len(recs) == 2
+    for x in recs:
+        assert x["status"] == "rejected:eager_runtime_window" and "eager" not in x, x
+        assert x["note"].startswith("stopped after 2 warm-up calls, each above 1.25e-06 ms"), x["note"]
+        assert x["eager_ms"] > 1.25e-6
+    one_error_line(tool(ds, "--device", "cpu", "--probe-n", "-1", check=False), "--probe-n must be >= 0")
+
+
 def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     ds = fresh_copy(dataset, tmp_path)
     out = tmp_path / "ds" / "gpu"
