@@ -11,6 +11,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include "configs/error.h"
 #include "env/clock.h"
 
 namespace kforge {
@@ -85,14 +86,53 @@ struct HostSetup {
   }
 };
 
+// The host configuration of `metrics` on `chip`: the host object, the metrics this chip knows
+// (one at a time, so that a name it does not know costs only itself), the config image and the
+// pass count. `availability`: the context's counter availability image, or null (no GPU: the
+// chip's full metrics database, e.g. to count passes here).
+void configure(HostSetup& setup, const char* chip, const uint8_t* availability, const std::vector<std::string>& metrics) {
+  setup.requested = metrics;
+  setup.chip = chip ? chip : "this GPU";
+  auto hi = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hi.pChipName = chip;
+  hi.pCounterAvailabilityImage = availability;
+  ok(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
+  setup.host = hi.pHostObject;
+
+  for (const std::string& m : metrics) {
+    const char* name = m.c_str();
+    auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    add.pHostObject = setup.host;
+    add.ppMetricNames = &name;
+    add.numMetrics = 1;
+    if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) setup.metrics.push_back(m);
+    else setup.unsupported.push_back(m);
+  }
+  if (setup.metrics.empty()) throw Failed{"none of the metrics is supported on " + setup.chip};
+
+  auto csize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  csize.pHostObject = setup.host;
+  ok(cuptiProfilerHostGetConfigImageSize(&csize), "cuptiProfilerHostGetConfigImageSize");
+  setup.config.resize(csize.configImageSize);
+  auto cimg = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  cimg.pHostObject = setup.host;
+  cimg.configImageSize = setup.config.size();
+  cimg.pConfigImage = setup.config.data();
+  ok(cuptiProfilerHostGetConfigImage(&cimg), "cuptiProfilerHostGetConfigImage");
+  auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  passes.configImageSize = setup.config.size();
+  passes.pConfigImage = setup.config.data();
+  ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
+  setup.passes = passes.numOfPasses;
+}
+
 std::unique_ptr<HostSetup> make_setup(CUcontext ctx, int device_index, const std::vector<std::string>& metrics) {
   auto setup = std::make_unique<HostSetup>();
   setup->device = device_index;
-  setup->requested = metrics;
   auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
   chip.deviceIndex = static_cast<size_t>(device_index);
   ok(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
-  setup->chip = chip.pChipName ? chip.pChipName : "this GPU";
 
   auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
   avail.ctx = ctx;
@@ -101,39 +141,7 @@ std::unique_ptr<HostSetup> make_setup(CUcontext ctx, int device_index, const std
   avail.pCounterAvailabilityImage = availability.data();
   ok(cuptiProfilerGetCounterAvailability(&avail), "cuptiProfilerGetCounterAvailability");
 
-  auto hi = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hi.pChipName = chip.pChipName;
-  hi.pCounterAvailabilityImage = availability.data();
-  ok(cuptiProfilerHostInitialize(&hi), "cuptiProfilerHostInitialize");
-  setup->host = hi.pHostObject;
-
-  // Metrics one at a time, so that a name this chip does not know costs only itself.
-  for (const std::string& m : metrics) {
-    const char* name = m.c_str();
-    auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-    add.pHostObject = setup->host;
-    add.ppMetricNames = &name;
-    add.numMetrics = 1;
-    if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) setup->metrics.push_back(m);
-    else setup->unsupported.push_back(m);
-  }
-  if (setup->metrics.empty()) throw Failed{"none of the metrics is supported on " + setup->chip};
-
-  auto csize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-  csize.pHostObject = setup->host;
-  ok(cuptiProfilerHostGetConfigImageSize(&csize), "cuptiProfilerHostGetConfigImageSize");
-  setup->config.resize(csize.configImageSize);
-  auto cimg = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-  cimg.pHostObject = setup->host;
-  cimg.configImageSize = setup->config.size();
-  cimg.pConfigImage = setup->config.data();
-  ok(cuptiProfilerHostGetConfigImage(&cimg), "cuptiProfilerHostGetConfigImage");
-  auto passes = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  passes.configImageSize = setup->config.size();
-  passes.pConfigImage = setup->config.data();
-  ok(cuptiProfilerHostGetNumOfPasses(&passes), "cuptiProfilerHostGetNumOfPasses");
-  setup->passes = passes.numOfPasses;
+  configure(*setup, chip.pChipName, availability.data(), metrics);
   return setup;
 }
 
@@ -294,6 +302,16 @@ CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std
     report.unavailable = f.what;
   }
   return report;
+}
+
+CounterPasses counter_passes(const std::string& chip, const std::vector<std::string>& metrics) {
+  HostSetup setup;
+  try {
+    configure(setup, chip.c_str(), nullptr, metrics);
+  } catch (const Failed& f) {
+    KFORGE_FAIL(runtime, "counter passes on " << chip << ": " << f.what);
+  }
+  return {setup.passes, setup.metrics, setup.unsupported};
 }
 
 }  // namespace kforge

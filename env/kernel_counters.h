@@ -37,6 +37,16 @@ struct CounterReport {
 // as a share of peak, achieved occupancy, L2 hit rate.
 const std::vector<std::string>& default_counter_metrics();
 
+// The replay passes `metrics` need together on `chip` (CUPTI's chip name: "GH100" for the H100
+// and H200), from CUPTI's host API and the chip's metrics database alone: no GPU needed. Metrics
+// the chip does not know are listed apart. Throws a runtime error naming the CUPTI step (or that
+// none of the metrics is known).
+struct CounterPasses {
+  size_t passes = 0;
+  std::vector<std::string> metrics, unsupported;
+};
+CounterPasses counter_passes(const std::string& chip, const std::vector<std::string>& metrics);
+
 // Runs `run` (launches on the current context and synchronises; repeatable: it may be called once
 // per pass) under the range profiler.
 CounterReport collect_kernel_counters(CUcontext ctx, int device_index, const std::vector<std::string>& metrics,

@@ -110,3 +110,19 @@ def test_fmt_rewrites_a_short_spec_into_full_form(tmp_path):
     run("task", "fmt", "--write", path)
     with open(path) as f:
         assert f.read() == sample_text()
+
+
+def test_counters_counts_replay_passes_without_a_gpu():
+    """kforge counters: CUPTI's host API for the H100/H200 chip, no GPU. The default list is the 19
+    passes the H200 measured; the list without the two throughput metrics needs 6; an unknown
+    metric is listed, and an unknown chip or no known metric is one error line."""
+    r = run("counters")
+    assert "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed  5" in r.stdout, r.stdout
+    assert r.stdout.rstrip().endswith("together: 19 pass(es) for 7 metric(s)"), r.stdout
+    short = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+             "sm__warps_active.avg.pct_of_peak_sustained_active", "lts__t_sector_hit_rate.pct"]
+    r = run("counters", *short, "no_such__metric.sum")
+    assert "no_such__metric.sum" in r.stdout and "unknown on GH100" in r.stdout
+    assert r.stdout.rstrip().endswith("together: 6 pass(es) for 5 metric(s)"), r.stdout
+    one_error_line(run("counters", "--chip", "NOPE", check=False), "runtime_error", "NOPE", "INVALID_CHIP_NAME")
+    one_error_line(run("counters", "no_such__metric.sum", check=False), "runtime_error", "none of the metrics")

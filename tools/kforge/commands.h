@@ -16,6 +16,7 @@ void add_eval_command(CLI::App& app);
 void add_demo_command(CLI::App& app);  // demo: a scripted episode on the GPU
 void add_synth_commands(CLI::App& app);  // synth, tasks
 void add_serve_commands(CLI::App& app);  // serve, record (rollout/)
+void add_counters_command(CLI::App& app);  // counters: replay passes of a metric list (CUPTI host API)
 void set_action(CLI::App* sub, std::function<int()> action);
 int run_selected(CLI::App& app);
 

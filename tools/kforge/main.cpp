@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kforge::cli::add_demo_command(app);
   kforge::cli::add_synth_commands(app);
   kforge::cli::add_serve_commands(app);
+  kforge::cli::add_counters_command(app);
   try {
     app.parse(argc, argv);
     return kforge::cli::run_selected(app);
