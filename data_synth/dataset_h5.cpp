@@ -7,7 +7,6 @@
 #include <functional>
 #include <sstream>
 
-#include <fcntl.h>
 #include <hdf5.h>
 #include <spawn.h>
 #include <sys/wait.h>
