@@ -1907,13 +1907,25 @@ def percentile(xs, p):
     return s[min(len(s) - 1, max(0, int(round(p * (len(s) - 1)))))] if s else None
 
 
-def gpu_summary(ids, by_id, n_tasks):
+def gpu_summary(ids, by_id, n_tasks, meta=None):
+    """The GPU stage's counts and histograms. `meta` (id -> {"n_ops", "split", "dtype", "family"},
+    from the dataset's columns) adds what the shipped dataset holds: the kept tasks per operator
+    count, split, dtype and first-operator family (the CPU summary counts them before the GPU stage)."""
     kept = [by_id[i] for i in ids if i in by_id and by_id[i]["status"] == "ok"]
     measured = [by_id[i] for i in ids if i in by_id]
     rejected = {k: 0 for k in REASONS}
     for r in measured:
         if r["status"] != "ok":
-            rejected[r.get("reason") or r["status"].split(":", 1)[-1]] = rejected.get(r.get("reason"), 0) + 1
+            k = r.get("reason") or r["status"].split(":", 1)[-1]
+            rejected[k] = rejected.get(k, 0) + 1
+    kept_by = {}
+    if meta:
+        for key in ("n_ops", "split", "dtype", "family"):
+            c = {}
+            for r in kept:
+                v = str(meta.get(r["id"], {}).get(key, "?"))
+                c[v] = c.get(v, 0) + 1
+            kept_by[key] = dict(sorted(c.items(), key=lambda kv: (len(kv[0]), kv[0]) if key == "n_ops" else kv[0]))
     hist = {b: 0 for b in RUNTIME_BINS}
     hist_c = {b: 0 for b in RUNTIME_BINS}
     sp_hist = {b: 0 for b in SPEEDUP_BINS}
@@ -1952,6 +1964,10 @@ def gpu_summary(ids, by_id, n_tasks):
         "compile_speedup": sp_hist,
         "compile_speedup_stats": sp,
         "eager_over_estimate": est,
+        "kept_ops_per_task": kept_by.get("n_ops", {}),
+        "kept_splits": kept_by.get("split", {}),
+        "kept_dtypes": kept_by.get("dtype", {}),
+        "kept_families": kept_by.get("family", {}),
         "seconds": {"serial_wall_s": round(sum(r.get("wall_s") or 0 for r in measured), 1),
                     "phase_s": {k: round(sum((r.get("phase_s") or {}).get(k, 0) for r in measured), 1)
                                 for k in PHASES + ("other",) if any(k in (r.get("phase_s") or {}) for r in measured)},
@@ -1989,6 +2005,11 @@ def summary_table(g):
     ph = g["seconds"].get("phase_s")
     if ph:
         rows.append(("  serial wall by phase (s)", ", ".join(f"{k} {v}" for k, v in ph.items())))
+    for key, title in (("kept_ops_per_task", "operators per task (kept)"), ("kept_splits", "splits (kept)"),
+                       ("kept_dtypes", "dtypes (kept)"), ("kept_families", "first-operator families (kept)")):
+        if g.get(key):
+            rows.append((title, ""))
+            rows += [(f"  {b}", pct(c, g["kept"])) for b, c in g[key].items()]
     return "".join(f"{a:<38s}{b}\n" if b else f"{a}\n" for a, b in rows)
 
 
@@ -2001,6 +2022,8 @@ def write_results(out_path, g, by_id, dataset):
         figures[f"rejected_{k}_count"] = v
     if kept:
         figures["eager_ms_p50"] = percentile(kept, 0.5)
+    for split, c in g.get("kept_splits", {}).items():
+        figures[f"tasks_kept_{split}_count"] = c
     s = g["compile_speedup_stats"]
     if s:
         figures["compile_speedup_median_ratio"] = s["median"]
@@ -2084,7 +2107,11 @@ def cmd_merge(a):
     cols["status"] = (status, cols["status"][1])
     cols["spec_yaml"] = (spec, cols["spec_yaml"][1])
 
-    g = gpu_summary(ids, by_id, n)
+    meta = {tid: {key: (cols[col][0][i].item() if hasattr(cols[col][0][i], "item") else cols[col][0][i])
+                  for key, col in (("n_ops", "n_ops"), ("split", "split"), ("dtype", "dtype"), ("family", "family"))
+                  if col in cols}
+            for i, tid in enumerate(ids)}
+    g = gpu_summary(ids, by_id, n, meta)
     try:
         summary = json.loads(file_attrs.get("summary_json") or "{}")
     except ValueError:

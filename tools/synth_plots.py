@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PNG plots of a `kforge synth` summary: rejections per filter, operators per task, estimated eager
 runtime; and, once tools/synth_gpu.py --merge has added the GPU stage, its rejections, the measured
-eager runtime and the torch.compile speedup. Uses matplotlib when installed (tools/setup.sh installs it); otherwise says so and exits 0.
+eager runtime and the torch.compile speedup, with operators per task counted over the tasks it kept.
+Uses matplotlib when installed (tools/setup.sh installs it); otherwise says so and exits 0.
 
     tools/synth_plots.py DIR/summary.json [--out DIR]
 """
@@ -37,6 +38,9 @@ def main(argv=None):
                                          g["rejected"])
         figures["eager_runtime.png"] = ("measured eager runtime, ms (%s)" % g.get("gpu", ""), g["eager_runtime_ms"])
         figures["compile_speedup.png"] = ("torch.compile speedup over eager (eager ms / compiled ms)", g["compile_speedup"])
+        if g.get("kept_ops_per_task"):  # the shipped tasks: those the GPU stage kept
+            figures["ops_per_task.png"] = ("operators per task (the %d kept after the GPU stage)" % g["kept"],
+                                           g["kept_ops_per_task"])
     written = []
     for name, (title, counts) in figures.items():
         fig, ax = plt.subplots(figsize=(8, 4))

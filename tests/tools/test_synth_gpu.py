@@ -457,6 +457,15 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
         assert g["kept"] == len(ok) and g["measured"] == N_TASKS
         assert sum(g["compile_speedup"].values()) == len(ok) and sum(g["eager_runtime_ms"].values()) == len(ok)
         assert g["eager_over_estimate"]["n"] == len(ok)
+        # The shipped tasks' own distributions: the kept ones, by the dataset's columns.
+        col = {k: dict(zip(ids, t[k].asstr()[:] if k != "n_ops" else map(str, t[k][:]))) for k in ("n_ops", "split", "dtype")}
+        for key, k in (("kept_ops_per_task", "n_ops"), ("kept_splits", "split"), ("kept_dtypes", "dtype")):
+            want = {}
+            for x in ok:
+                want[col[k][x["id"]]] = want.get(col[k][x["id"]], 0) + 1
+            assert g[key] == want, (key, g[key], want)
+    table = (tmp_path / "ds" / "summary.txt").read_text()
+    assert "operators per task (kept)" in table and "splits (kept)" in table
     # kforge still reads the dataset, and its task parser accepts every spec with its baselines.
     assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
     kb = tmp_path / "kb"
