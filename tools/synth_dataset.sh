@@ -10,7 +10,8 @@
 #   tools/synth_dataset.sh collect FILES_AT        here: unpack a call's archive into .gpu/synth (parts, logs)
 #   tools/synth_dataset.sh status                  here: rows measured and left
 #   tools/synth_dataset.sh finish                  here: merge, summary and plots, JSONL export, and the
-#                                                  shipped files under datasets/synth/ (dataset.h5.xz)
+#                                                  shipped files under datasets/synth/ (dataset.h5.xz, and
+#                                                  a README.md with the figures, tools/synth_readme.py)
 #
 # Environment: KFORGE (the kforge binary, default build/tools/kforge), SYNTH_WORK (default .gpu/synth),
 # SYNTH_CONFIG (default configs/synth.yaml), SYNTH_TARGET (kforge synth --target, default the
@@ -168,6 +169,8 @@ EOF
     # `kforge tasks` reads it as it is; h5py wants `unxz -k datasets/synth/dataset.h5.xz` first.
     xz -9 -T0 -c "$work/dataset.h5" > "$dst/dataset.h5.xz"
     xz -9 -T0 -f "$dst/tasks.jsonl"
+    python3 tools/synth_readme.py "$dst/summary.json" "$dst/README.md" \
+      --commit "${KFORGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || true)}"
     du -h "$dst"/*
     "$kforge" tasks count "$work/dataset.h5" --status ok
     ;;

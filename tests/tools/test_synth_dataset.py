@@ -128,3 +128,14 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert len(lines) == ok and all(json.loads(x)["status"] == "ok" for x in lines)
     results = json.loads((tmp_path / "results.json").read_text())
     assert "figures" in results
+    # The folder's README carries the shipped files' own figures, and lists only files that are there.
+    readme = (dest / "README.md").read_text()
+    summary = json.loads((dest / "summary.json").read_text())
+    assert f"**{ok} tasks** with eager and torch.compile baselines" in readme, readme[:400]
+    assert f"| **kept (status `ok`)** | **{ok}** |" in readme and "Partial" not in readme
+    assert f"| drawn | {summary['drawn']} |" in readme
+    for split, n in summary["gpu"]["kept_splits"].items():
+        assert f"| {split} | {n} |" in readme
+    listed = re.findall(r"^\| `([^`]+)` \|", readme, re.M)
+    assert "dataset.h5.xz" in listed and "tasks.jsonl.xz" in listed
+    assert all((dest / name).exists() for name in listed), listed

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Writes the README of a shipped dataset folder (datasets/synth/README.md) from its summary.json:
+what the folder holds, how to read it, the baselines' method and machine, and the counts (the CPU
+stage's funnel, the GPU stage's rejections, the kept tasks per operator count, split, dtype and
+family, eager runtime and torch.compile speedup). `tools/synth_dataset.sh finish` runs it, so the
+figures are always the shipped files' own.
+
+    tools/synth_readme.py SUMMARY_JSON OUT_MD [--files DIR] [--commit SHA]
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def share(c, n):
+    return f"{100.0 * c / n:.1f} %" if n else "-"
+
+
+def counts(title, d, n):
+    return f"**{title}**\n\n" + table(["", "tasks", "share"], [(k, v, share(v, n)) for k, v in d.items()]) + "\n"
+
+
+def size(path):
+    b = os.path.getsize(path)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if b < 1024 or unit == "GiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024.0
+
+
+FILES = [
+    ("dataset.h5.xz", "every task synthesised (kept and rejected), xz-compressed HDF5: specs, programs, baselines, "
+                      "status (`data_synth/DATASET_FORMAT.md`)"),
+    ("tasks.jsonl.xz", "the kept tasks (status `ok`), one JSON object per line with every column"),
+    ("summary.txt", "the summary as a table (both stages)"),
+    ("summary.json", "the same, as JSON (`gpu` is the GPU stage's part)"),
+    ("rejections.png", "candidates rejected per CPU filter"),
+    ("gpu_rejections.png", "rows rejected per GPU filter"),
+    ("ops_per_task.png", "operators per kept task"),
+    ("est_runtime.png", "estimated eager runtime of the CPU stage's candidates"),
+    ("eager_runtime.png", "measured eager runtime of the kept tasks"),
+    ("compile_speedup.png", "torch.compile speedup over eager of the kept tasks"),
+]
+
+
+def render(s, files_dir=None, commit=""):
+    g = s.get("gpu") or {}
+    kept = g.get("kept", 0)
+    pending = g.get("pending", s.get("kept", 0))
+    done = bool(g) and pending == 0
+    out = ["# The synthesised kforge dataset\n"]
+    if done:
+        out.append(f"**{kept} tasks** with eager and torch.compile baselines measured on an {g.get('gpu') or '?'}, "
+                   f"out of {g['measured']} candidates that passed the CPU stage ({s['drawn']} drawn). "
+                   "Written by `tools/synth_dataset.sh finish` (`tools/synth_readme.py`); do not edit by hand.\n")
+    else:
+        out.append(f"**Partial:** the GPU stage has measured {g.get('measured', 0)} of {g.get('tasks', s.get('kept', 0))} "
+                   f"candidates ({pending} pending); {kept} are kept so far. Written by `tools/synth_readme.py`.\n")
+    out.append("Each task is a composition of 1 to 5 PyTorch operators whose eager runtime on the GPU lies in "
+               f"{fmt_window(g.get('window_ms'))}; deterministic, not near-constant, varying with its inputs, not a "
+               "structural duplicate of another task and not similar to KernelBench's levels 1-3. Its spec, its "
+               "PyTorch program and its baselines are in the dataset. How the tasks were made: "
+               "`data_synth/DATASET_FORMAT.md` (\"Stages\") and `tools/SYNTH_GPU.md`.\n")
+
+    out.append("## Files\n")
+    rows = []
+    for name, what in FILES:
+        p = os.path.join(files_dir, name) if files_dir else None
+        if p is None or os.path.exists(p):
+            rows.append((f"`{name}`", size(p) if p else "", what))
+    out.append(table(["file", "size", "what"], rows))
+
+    out.append("## Reading it\n")
+    out.append("```bash\n"
+               "kforge tasks count datasets/synth/dataset.h5.xz --status ok              # the kept tasks\n"
+               "kforge tasks list datasets/synth/dataset.h5.xz --status ok --split heldout\n"
+               "kforge tasks export datasets/synth/dataset.h5.xz --status ok --format kernelbench --out DIR  # one ID.py per task\n"
+               "unxz -k datasets/synth/dataset.h5.xz                                     # for h5py\n"
+               "```\n\n"
+               "```python\n"
+               "import h5py\n"
+               "with h5py.File(\"datasets/synth/dataset.h5\") as f:\n"
+               "    t = f[\"tasks\"]\n"
+               "    ok = [i for i, s in enumerate(t[\"status\"].asstr()[:]) if s == \"ok\"]\n"
+               "    program, eager_ms = t[\"program_py\"].asstr()[ok[0]], t[\"eager_ms\"][ok[0]]\n"
+               "```\n\n"
+               "The rollout server serves it as it is (`configs/server.yaml` `tasks.datasets`), leaving out the "
+               "rejected rows. Rows the GPU stage rejected keep their reason in `status` (`rejected:<filter>`).\n")
+
+    if g:
+        out.append("## Baselines\n")
+        bullets = [f"- **Machine:** {g.get('gpu') or '?'}, driver {g.get('driver') or '?'}, CUDA {g.get('cuda') or '?'}, "
+                   f"torch {g.get('torch') or '?'}" + (f"; kforge commit {commit}" if commit else "") + ".",
+                   f"- **Method** (the same for eager and torch.compile): {g.get('method', '')}."]
+        flags = g.get("flags") or {}
+        if flags:
+            bullets.append("- **Flags:** " + ", ".join(f"`{k}={v}`" for k, v in flags.items()) + ".")
+        bullets.append("- Each row's `baseline_json` repeats these, with its own sample count, p10/p90 and date.")
+        out.append("\n".join(bullets) + "\n")
+
+    out.append("## Counts\n")
+    cpu_rej = s.get("rejected", {})
+    funnel = [("drawn", s.get("drawn", 0))]
+    funnel += [(f"rejected on the CPU: `{k}`", v) for k, v in cpu_rej.items() if v]
+    funnel.append(("passed every CPU filter", s.get("passed", 0)))
+    funnel.append(("kept for the GPU stage (the target)", s.get("kept", 0)))
+    if g:
+        funnel += [(f"rejected on the GPU: `{k}`", v) for k, v in g.get("rejected", {}).items() if v]
+        if pending:
+            funnel.append(("not measured yet", pending))
+        funnel.append(("**kept (status `ok`)**", f"**{kept}**"))
+    out.append(table(["stage", "tasks"], funnel) + "\n")
+    if g.get("kept_ops_per_task"):
+        out.append(counts("Operators per task", g["kept_ops_per_task"], kept))
+        out.append(counts("Splits (heldout shares no operator sequence with train)", g["kept_splits"], kept))
+        out.append(counts("Dtypes", g["kept_dtypes"], kept))
+        out.append(counts("First operator's family", g["kept_families"], kept))
+    if g.get("eager_runtime_ms"):
+        out.append(counts("Eager runtime, ms (measured)", g["eager_runtime_ms"], kept))
+    if g.get("compile_speedup"):
+        out.append(counts("torch.compile speedup over eager (eager ms / compiled ms)", g["compile_speedup"], kept))
+        st = g.get("compile_speedup_stats") or {}
+        if st:
+            out.append(f"Median {st['median']:.2f}, geometric mean {st['geomean']:.2f}, p10 {st['p10']:.2f}, "
+                       f"p90 {st['p90']:.2f}; torch.compile is more than 5 % faster on "
+                       f"{100 * st['compile_faster_share']:.1f} % of the tasks and more than 5 % slower on "
+                       f"{100 * st['compile_slower_share']:.1f} %.\n")
+
+    out.append("## Rebuilding it\n")
+    out.append("```bash\n"
+               "tools/synth_dataset.sh prepare                # the CPU stage, here (kforge synth, configs/synth.yaml)\n"
+               "bash tools/synth_dataset.sh gpu BUDGET_S      # on the GPU host, as many calls as it takes (each resumes)\n"
+               "tools/synth_dataset.sh collect FILES_AT       # here, after each call\n"
+               "tools/synth_dataset.sh finish                 # here: merge, summary, plots, this folder\n"
+               "```\n\n"
+               f"Written {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')}.\n")
+    return "\n".join(x.rstrip("\n") + "\n" for x in out)
+
+
+def fmt_window(w):
+    if not w:
+        return "the configured window"
+    return f"{w[0]:g}-{w[1]:g} ms"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("summary")
+    ap.add_argument("out")
+    ap.add_argument("--files", default=None, help="the folder whose files the table lists with their sizes "
+                                                 "(default: the README's own folder)")
+    ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
+    a = ap.parse_args(argv)
+    try:
+        with open(a.summary) as f:
+            s = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"synth_readme: {a.summary}: {e}", file=sys.stderr)
+        return 2
+    if "drawn" not in s:
+        print(f"synth_readme: {a.summary}: not a kforge synth summary (no 'drawn')", file=sys.stderr)
+        return 2
+    text = render(s, a.files or os.path.dirname(os.path.abspath(a.out)), a.commit)
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(f"synth_readme: wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
