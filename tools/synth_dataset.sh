@@ -9,6 +9,8 @@
 #                                                  part-k.jsonl); archive in $OUT/synth.tgz
 #   tools/synth_dataset.sh collect FILES_AT        here: unpack a call's archive into .gpu/synth (parts, logs)
 #   tools/synth_dataset.sh status                  here: rows measured and left
+#   tools/synth_dataset.sh report [A-B] [JSON]     here: per call (all collected, or calls A to B) rows,
+#                                                  rows/min and where the time went (synth_calls_report.py)
 #   tools/synth_dataset.sh finish                  here: merge, summary and plots, JSONL export, and the
 #                                                  shipped files under datasets/synth/ (dataset.h5.xz, and
 #                                                  a README.md with the figures, tools/synth_readme.py)
@@ -134,9 +136,21 @@ EOF
     done
     # One log folder per collected call, numbered in the order collected (two calls collected in the
     # same second keep their own logs).
-    n=1; while [ -e "$work/logs/call-$(printf %03d $n)" ]; do n=$((n + 1)); done
-    logs="$work/logs/call-$(printf %03d $n)"; mkdir -p "$logs"
-    for f in "$tmp"/log-*.txt; do [ -f "$f" ] && cp "$f" "$logs/"; done
+    # The same archive collected twice keeps one folder (the report would count its rows twice).
+    same=""
+    if ls "$tmp"/log-*.txt >/dev/null 2>&1; then
+      for d in "$work"/logs/call-*; do
+        [ -d "$d" ] || continue
+        if cmp -s <(cd "$tmp" && cat log-*.txt) <(cd "$d" && cat log-*.txt 2>/dev/null); then same=$d; break; fi
+      done
+    fi
+    if [ -n "$same" ]; then
+      echo "synth_dataset: this archive's logs were collected before, as $(basename "$same")"
+    else
+      n=1; while [ -e "$work/logs/call-$(printf %03d $n)" ]; do n=$((n + 1)); done
+      logs="$work/logs/call-$(printf %03d $n)"; mkdir -p "$logs"
+      for f in "$tmp"/log-*.txt; do [ -f "$f" ] && cp "$f" "$logs/"; done
+    fi
     rm -rf "$tmp"
     "$root/tools/synth_dataset.sh" status
     ;;
@@ -153,6 +167,13 @@ rows = {r["id"]: r["status"] for r in synth_gpu.read_records(os.path.join(work, 
 c = collections.Counter("ok" if s == "ok" else "rejected" for s in rows.values())
 print(f"synth_dataset: {len(rows)} of {len(ids)} rows measured (ok {c['ok']}, rejected {c['rejected']}); {len(ids) - len(rows)} left")
 EOF
+    ;;
+  report)
+    # tools/synth_dataset.sh report [FIRST-LAST] [JSON]: the collected calls (all, or a range of
+    # call numbers), from their logs; JSON in the format of tools/bench/results/.
+    range=${1:-}; json=${2:-}
+    python3 tools/synth_calls_report.py "$work" ${range:+--calls "$range"} ${json:+--json "$json"} \
+      --commit "${KFORGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || true)}"
     ;;
   finish)
     need_dataset
@@ -175,7 +196,7 @@ EOF
     "$kforge" tasks count "$work/dataset.h5" --status ok
     ;;
   *)
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || die "unknown step '$cmd'"
     ;;
 esac

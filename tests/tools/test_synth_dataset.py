@@ -69,7 +69,9 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     # The older archive collected again loses no row.
     r = run("collect", out1, env=env)
     assert measured(r.stdout)[0] == 2 and "kept" in r.stdout
-    assert sorted(os.listdir(tmp_path / "work" / "logs")) == ["call-001", "call-002", "call-003"]
+    # ... and its logs are not kept twice (the report would count its rows twice).
+    assert "logs were collected before, as call-001" in r.stdout
+    assert sorted(os.listdir(tmp_path / "work" / "logs")) == ["call-001", "call-002"]
 
     r = run("gpu", 300, env=dict(env, OUT=str(out2), SYNTH_PROCS="two"), check=False)
     assert r.returncode == 2 and "SYNTH_PROCS must be a positive integer" in r.stderr
@@ -83,7 +85,7 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert "2 of 4 rows left; 2 GPU(s), about 1 rows each" in r.stdout, r.stdout
     done, total, ok3, rej3, left = measured(run("collect", out3, env=env).stdout)
     assert (done, left) == (3, 1)
-    assert sorted(os.listdir(tmp_path / "work" / "logs" / "call-004")) == ["log-0.txt", "log-1.txt"]
+    assert sorted(os.listdir(tmp_path / "work" / "logs" / "call-003")) == ["log-0.txt", "log-1.txt"]
 
     # Fourth call made before the third was collected (here: the collected rows are gone): it
     # starts from the kept parts and redoes nothing.
@@ -105,6 +107,18 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
                 by_shard[rec["shard"]] = by_shard.get(rec["shard"], 0) + 1
     assert len(ids) == len(set(ids)) == 4, ids
     assert by_shard.get("0/2") == 1 and by_shard.get("1/2") == 1, by_shard
+
+    # The report: every collected call's rows add up to the rows measured; a range picks calls.
+    r = run("report", "", tmp_path / "report.json", env=env)
+    assert "4 rows (" in r.stdout and "in 4 call(s)" in r.stdout, r.stdout
+    assert "| call-003 | 1/2 | 0 |" in r.stdout, r.stdout  # the process given --limit 0
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["figures"]["rows_count"] == 4 and rep["figures"]["rows_ok_count"] == ok
+    assert all(isinstance(v, (int, float)) for v in rep["figures"].values()) and rep["details"]["calls"]
+    r = run("report", "2-3", env=env)
+    assert "2 rows (" in r.stdout and "in 2 call(s)" in r.stdout, r.stdout
+    r = run("report", "9", env=env, check=False)
+    assert r.returncode == 2 and "no call-NNN folders" in r.stderr
 
     # A missing archive is named.
     r = run("collect", tmp_path / "nowhere", env=env, check=False)
