@@ -153,3 +153,25 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     listed = re.findall(r"^\| `([^`]+)` \|", readme, re.M)
     assert "dataset.h5.xz" in listed and "tasks.jsonl.xz" in listed
     assert all((dest / name).exists() for name in listed), listed
+
+
+def test_readme_of_a_partial_dataset_and_bad_input(tmp_path):
+    readme = os.path.join(SOURCE_DIR, "tools", "synth_readme.py")
+    s = {"drawn": 10, "passed": 8, "kept": 6, "rejected": {"duplicate": 2},
+         "gpu": {"tasks": 6, "measured": 4, "pending": 2, "kept": 3, "rejected": {"nonfinite_gpu": 1},
+                 "kept_ops_per_task": {"1": 1, "2": 2}, "kept_splits": {"heldout": 1, "train": 2},
+                 "kept_dtypes": {"float32": 3}, "kept_families": {"matmul": 3}, "gpu": "NVIDIA H200",
+                 "window_ms": [1.0, 100.0], "method": "CUDA events", "flags": {"compile_mode": "default"}}}
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    (tmp_path / "dataset.h5.xz").write_bytes(b"x")
+    r = subprocess.run(["python3", readme, tmp_path / "summary.json", tmp_path / "README.md"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "README.md").read_text()
+    assert "**Partial:** the GPU stage has measured 4 of 6 candidates (2 pending); 3 are kept so far" in text
+    assert "| not measured yet | 2 |" in text and "| rejected on the GPU: `nonfinite_gpu` | 1 |" in text
+    assert "| heldout | 1 | 33.3 % |" in text and "lies in 1-100 ms" in text
+    # Only files that are there are listed.
+    assert "`dataset.h5.xz`" in text and "`tasks.jsonl.xz`" not in text
+    (tmp_path / "bad.json").write_text("{}")
+    r = subprocess.run(["python3", readme, tmp_path / "bad.json", tmp_path / "x.md"], capture_output=True, text=True)
+    assert r.returncode == 2 and "not a kforge synth summary" in r.stderr and not (tmp_path / "x.md").exists()
