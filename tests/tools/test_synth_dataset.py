@@ -142,6 +142,16 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert len(lines) == ok and all(json.loads(x)["status"] == "ok" for x in lines)
     results = json.loads((tmp_path / "results.json").read_text())
     assert "figures" in results
+    # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims).
+    bench = os.path.join(SOURCE_DIR, "tools", "bench", "reference_vs_baseline.py")
+    r = subprocess.run(["python3", bench, dest / "dataset.h5.xz", "--kforge", env["KFORGE"], "--n", "2", "--device", "cpu",
+                        "--check-dims", "--json", tmp_path / "rvb.json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"{min(2, ok)} of {ok} kept tasks" in r.stdout and "reference now / stored eager over" in r.stdout, r.stdout
+    rvb = json.loads((tmp_path / "rvb.json").read_text())
+    assert rvb["figures"]["tasks_count"] == min(2, ok) and rvb["figures"]["ratio_median_ratio"] > 0
+    r = subprocess.run(["python3", bench, tmp_path / "none.h5", "--kforge", env["KFORGE"]], capture_output=True, text=True)
+    assert r.returncode == 2 and "no such file" in r.stderr
     # The folder's README carries the shipped files' own figures, and lists only files that are there.
     readme = (dest / "README.md").read_text()
     summary = json.loads((dest / "summary.json").read_text())

@@ -12,6 +12,9 @@
 #                     the 5-metric list (JSON in OUTDIR/eval_profile_counters_short.json)
 #   serve_load        issue 6: GPU actions under load (verifies per minute, GPU utilisation, A/A)
 #   synth_calibration issue 7: the synthesizer's GPU stage on 200 tasks (tasks per minute)
+#   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
+#                     stored eager_ms (Python eager, synth_gpu) on 40 kept tasks: the shipped
+#                     datasets/synth/dataset.h5.xz, or else .gpu/synth merged into a temporary copy
 # Each step has a time limit; logs go to OUTDIR.
 set -uo pipefail
 out=${1:?usage: run_pending_gpu.sh OUTDIR [steps]}; shift
@@ -46,6 +49,15 @@ for s in $steps; do
       d=$out/synth; mkdir -p "$d"
       timeout 60 "$b/tools/kforge" synth --config configs/synth.yaml --out "$d" --target 400 --quiet >"$out/synth.txt" 2>&1 &&
         timeout 420 python3 tools/synth_gpu.py "$d/dataset.h5" --shard 0/1 --out "$d/gpu" --limit 200 --time-budget-s 400 >>"$out/synth.txt" 2>&1 ;;
+    reference_vs_baseline)
+      ds=datasets/synth/dataset.h5.xz
+      if [ ! -f "$ds" ]; then
+        ds=$(mktemp -d)/dataset.h5
+        cp .gpu/synth/dataset.h5 "$ds" &&
+          python3 tools/synth_gpu.py --merge "$ds" --out .gpu/synth/gpu --no-plots >"$out/merge.txt" 2>&1
+      fi
+      timeout 300 python3 tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 \
+        --json "$out/reference_vs_baseline.json" >"$out/reference_vs_baseline.txt" 2>&1 ;;
     *) echo "unknown step $s"; continue ;;
   esac
   rc=$?
