@@ -1,13 +1,15 @@
 """tools/synth_dataset.sh, the driver that builds the shipped dataset over several device calls:
 prepare (kforge synth), the GPU step (here in its CPU mode, at check dims), collect of a call's
 archive, status, calls resuming where the last stopped (from the carried rows, or from SYNTH_KEEP
-before a collect), an older archive collected late, and finish (merge, JSONL export,
-the xz-compressed dataset that kforge reads back). No GPU needed."""
+before a collect), an older archive collected late, the calls' report, and finish (merge, JSONL
+export, the xz-compressed dataset that kforge reads back, the README of its figures, and the
+reference-against-baseline bench on it). No GPU needed."""
 import json
 import lzma
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -144,13 +146,13 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert "figures" in results
     # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims).
     bench = os.path.join(SOURCE_DIR, "tools", "bench", "reference_vs_baseline.py")
-    r = subprocess.run(["python3", bench, dest / "dataset.h5.xz", "--kforge", env["KFORGE"], "--n", "2", "--device", "cpu",
+    r = subprocess.run([sys.executable, bench, dest / "dataset.h5.xz", "--kforge", env["KFORGE"], "--n", "2", "--device", "cpu",
                         "--check-dims", "--json", tmp_path / "rvb.json"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert f"{min(2, ok)} of {ok} kept tasks" in r.stdout and "reference now / stored eager over" in r.stdout, r.stdout
     rvb = json.loads((tmp_path / "rvb.json").read_text())
     assert rvb["figures"]["tasks_count"] == min(2, ok) and rvb["figures"]["ratio_median_ratio"] > 0
-    r = subprocess.run(["python3", bench, tmp_path / "none.h5", "--kforge", env["KFORGE"]], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, bench, tmp_path / "none.h5", "--kforge", env["KFORGE"]], capture_output=True, text=True)
     assert r.returncode == 2 and "no such file" in r.stderr
     # The folder's README carries the shipped files' own figures, and lists only files that are there.
     readme = (dest / "README.md").read_text()
@@ -174,7 +176,7 @@ def test_readme_of_a_partial_dataset_and_bad_input(tmp_path):
                  "window_ms": [1.0, 100.0], "method": "CUDA events", "flags": {"compile_mode": "default"}}}
     (tmp_path / "summary.json").write_text(json.dumps(s))
     (tmp_path / "dataset.h5.xz").write_bytes(b"x")
-    r = subprocess.run(["python3", readme, tmp_path / "summary.json", tmp_path / "README.md"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, readme, tmp_path / "summary.json", tmp_path / "README.md"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "README.md").read_text()
     assert "**Partial:** the GPU stage has measured 4 of 6 candidates (2 pending); 3 are kept so far" in text
@@ -183,5 +185,5 @@ def test_readme_of_a_partial_dataset_and_bad_input(tmp_path):
     # Only files that are there are listed.
     assert "`dataset.h5.xz`" in text and "`tasks.jsonl.xz`" not in text
     (tmp_path / "bad.json").write_text("{}")
-    r = subprocess.run(["python3", readme, tmp_path / "bad.json", tmp_path / "x.md"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, readme, tmp_path / "bad.json", tmp_path / "x.md"], capture_output=True, text=True)
     assert r.returncode == 2 and "not a kforge synth summary" in r.stderr and not (tmp_path / "x.md").exists()
