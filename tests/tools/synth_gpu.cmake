@@ -13,3 +13,8 @@ set_tests_properties(python.synth_dataset PROPERTIES ENVIRONMENT "${pytest_env}"
 add_test(NAME python.synth_gpu_fused
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -rs -s -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_synth_gpu_fused.py)
 set_tests_properties(python.synth_gpu_fused PROPERTIES ENVIRONMENT "${pytest_env}" LABELS gpu TIMEOUT 900)
+
+# tools/sample_baselines.py: the samples packed, measured (CPU mode), merged and written back.
+add_test(NAME python.sample_baselines
+  COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_sample_baselines.py)
+set_tests_properties(python.sample_baselines PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu TIMEOUT 900)

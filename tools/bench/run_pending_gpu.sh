@@ -1,7 +1,8 @@
 #!/bin/bash
 # What the open issues still need from a GPU host, in one call (see the issues' notes):
 #   bash .gpu/run.sh configure && bash tools/bench/run_pending_gpu.sh OUTDIR [steps...]
-# steps (default: build new_gpu): build gputests new_gpu serve_load synth_calibration
+# steps (default: build new_gpu): build gputests new_gpu serve_load synth_calibration reference_vs_baseline
+#   sample_baselines
 #   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit (issue 5,
 #                     JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (issue 4, evaluator and episode tests), a GPU worker killed mid-request
@@ -15,6 +16,9 @@
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
 #                     stored eager_ms (Python eager, synth_gpu) on 40 kept tasks: the shipped
 #                     datasets/synth/dataset.h5.xz, or else .gpu/synth merged into a temporary copy
+#   sample_baselines  eager and torch.compile baselines of the 13 sample tasks by the dataset's tool
+#                     and method (tools/sample_baselines.py pack, synth_gpu.py, --merge); then, here:
+#                     tools/sample_baselines.py apply OUTDIR/samples/dataset.h5
 # Each step has a time limit; logs go to OUTDIR.
 set -uo pipefail
 out=${1:?usage: run_pending_gpu.sh OUTDIR [steps]}; shift
@@ -58,6 +62,12 @@ for s in $steps; do
       fi
       timeout 300 python3 tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 \
         --json "$out/reference_vs_baseline.json" >"$out/reference_vs_baseline.txt" 2>&1 ;;
+    sample_baselines)
+      d=$out/samples; mkdir -p "$d"
+      python3 tools/sample_baselines.py pack "$d" --kforge "$b/tools/kforge" >"$out/sample_baselines.txt" 2>&1 &&
+        timeout 300 python3 tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 280 \
+          >>"$out/sample_baselines.txt" 2>&1 &&
+        python3 tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
     *) echo "unknown step $s"; continue ;;
   esac
   rc=$?

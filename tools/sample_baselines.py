@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Eager and torch.compile baselines for the hand-written sample tasks (datasets/samples/*.yaml),
+measured by the dataset's own tool and method (tools/synth_gpu.py), so that the reward's top tier
+(faster than torch.compile) can be reached on them too.
+
+    tools/sample_baselines.py pack OUT_DIR [--samples DIR] [--kforge BIN]
+        OUT_DIR/dataset.h5: one row per sample (its spec, its program as `kforge task render`
+        prints it), in the dataset layout (data_synth/DATASET_FORMAT.md), ready for
+        `python3 tools/synth_gpu.py OUT_DIR/dataset.h5` and `--merge` on the GPU host
+    tools/sample_baselines.py apply MERGED_DATASET [--samples DIR] [--kforge BIN]
+        writes each measured sample's `baselines:` block (eager_ms, compile_ms, GPU, torch, CUDA,
+        method, flags) into its YAML, every other line left as it is; a sample the GPU stage
+        rejected is named with its reason and left alone; each changed file is checked with
+        `kforge task fmt`
+
+The whole round on a GPU host: `bash tools/bench/run_pending_gpu.sh OUT sample_baselines`, then
+here `tools/sample_baselines.py apply OUT/samples/dataset.h5`.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+
+def fail(msg):
+    print(f"sample_baselines: {msg}", file=sys.stderr)
+    return 2
+
+
+def samples_in(d):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".yaml"))
+
+
+def kforge_out(kforge, *args):
+    r = subprocess.run([kforge, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kforge {' '.join(args)}: {(r.stderr.strip().splitlines() or ['failed'])[-1]}")
+    return r.stdout
+
+
+def cmd_pack(a):
+    import h5py
+    import numpy as np
+    import yaml
+    files = samples_in(a.samples)
+    if not files:
+        return fail(f"{a.samples}: no *.yaml sample tasks")
+    rows = []
+    for path in files:
+        text = open(path).read()
+        spec = yaml.safe_load(text)
+        try:
+            program = kforge_out(a.kforge, "task", "render", path)
+        except RuntimeError as e:
+            return fail(f"{path}: {e}")
+        ops = [n["op"] for n in spec["graph"]["nodes"]]
+        cost = spec.get("cost") or {}
+        rows.append({
+            "id": spec["id"], "split": spec.get("split", "train"), "source": spec.get("source", "other"),
+            "dtype": spec["dtype"], "ops": ",".join(ops), "n_ops": len(ops), "spec_yaml": text, "program_py": program,
+            # The spec's own text decides the identity: a changed sample is measured again.
+            "graph_hash": hashlib.sha256(text.encode()).hexdigest()[:32], "op_sequence": "", "family": "",
+            "est_runtime_ms": 3.0, "flops": float(cost.get("flops", 0)), "min_bytes": float(cost.get("min_bytes", 0)),
+            "eager_ms": math.nan, "compile_ms": math.nan, "baseline_json": "", "status": "cpu_ok"})
+    os.makedirs(a.out_dir, exist_ok=True)
+    out = os.path.join(a.out_dir, "dataset.h5")
+    sdt = h5py.string_dtype("utf-8")
+    with h5py.File(out + ".tmp", "w") as f:
+        for k, v in {"format": "kforge-dataset", "format_version": "1", "generator": "tools/sample_baselines.py 1",
+                     "seed": "0", "config_yaml": "", "summary_json": json.dumps({"drawn": len(rows), "kept": len(rows)}),
+                     "gpu_stages": "pending: eager_runtime_window, torch_compile_build, baselines"}.items():
+            f.attrs.create(k, v, dtype=sdt)
+        t = f.create_group("tasks")
+        for col in rows[0]:
+            vals = [r[col] for r in rows]
+            if isinstance(vals[0], str):
+                t.create_dataset(col, data=np.array(vals, dtype=object), dtype=sdt)
+            elif isinstance(vals[0], int):
+                t.create_dataset(col, data=np.array(vals, dtype=np.int32))
+            else:
+                t.create_dataset(col, data=np.array(vals, dtype=np.float64))
+    os.replace(out + ".tmp", out)
+    print(f"sample_baselines: wrote {out} ({len(rows)} sample tasks)")
+    return 0
+
+
+def cmd_apply(a):
+    from synth_gpu import InputError, read_dataset, spec_with_baselines
+    try:
+        _, cols = read_dataset(a.dataset, ["id", "status", "eager_ms", "compile_ms", "baseline_json"])
+    except InputError as e:
+        return fail(str(e))
+    import yaml
+    by_id = {p_id: i for i, p_id in enumerate(cols["id"])}
+    changed, skipped = 0, []
+    for path in samples_in(a.samples):
+        text = open(path).read()
+        sid = (yaml.safe_load(text) or {}).get("id", os.path.splitext(os.path.basename(path))[0])
+        i = by_id.get(sid)
+        if i is None:
+            skipped.append(f"{sid}: not in {a.dataset}")
+            continue
+        status = cols["status"][i]
+        if status != "ok":
+            skipped.append(f"{sid}: {status}")
+            continue
+        b = json.loads(cols["baseline_json"][i] or "{}")
+        if (b.get("dims") == "check" or str(b.get("gpu", "")).startswith("none")) and not a.allow_cpu:
+            skipped.append(f"{sid}: measured on the CPU (--allow-cpu to write it anyway)")
+            continue
+        rec = {"eager_ms": cols["eager_ms"][i], "compile_ms": cols["compile_ms"][i], "method": b.get("method", ""),
+               "flags": b.get("flags", {}), "env": {"gpu": b.get("gpu", ""), "torch": b.get("torch", ""),
+                                                    "cuda": b.get("cuda", "")}}
+        new = spec_with_baselines(text, rec)
+        if new != text:
+            tmp = path[:-len(".yaml")] + ".new.yaml"
+            with open(tmp, "w") as f:
+                f.write(new)
+            try:
+                kforge_out(a.kforge, "task", "fmt", tmp)
+            except RuntimeError as e:
+                os.remove(tmp)
+                return fail(f"{path}: the spec with its baselines does not parse ({e}); left as it was")
+            os.replace(tmp, path)
+            changed += 1
+        print(f"sample_baselines: {sid}: eager {rec['eager_ms']:.3f} ms, torch.compile {rec['compile_ms']:.3f} ms")
+    for s in skipped:
+        print(f"sample_baselines: left alone: {s}")
+    print(f"sample_baselines: {changed} sample(s) updated, {len(skipped)} left alone")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pack")
+    p.add_argument("out_dir")
+    q = sub.add_parser("apply")
+    q.add_argument("dataset")
+    q.add_argument("--allow-cpu", action="store_true", help="write baselines measured in synth_gpu's CPU mode (tests)")
+    for x in (p, q):
+        x.add_argument("--samples", default=os.path.join(ROOT, "datasets", "samples"))
+        x.add_argument("--kforge", default=os.environ.get("KFORGE", os.path.join(ROOT, "build", "tools", "kforge")))
+    a = ap.parse_args(argv)
+    if not os.path.isdir(a.samples):
+        return fail(f"{a.samples}: not a folder of sample tasks")
+    return cmd_pack(a) if a.cmd == "pack" else cmd_apply(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
