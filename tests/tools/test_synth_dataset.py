@@ -147,11 +147,16 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims).
     bench = os.path.join(SOURCE_DIR, "tools", "bench", "reference_vs_baseline.py")
     r = subprocess.run([sys.executable, bench, dest / "dataset.h5.xz", "--kforge", env["KFORGE"], "--n", "2", "--device", "cpu",
-                        "--check-dims", "--json", tmp_path / "rvb.json"], capture_output=True, text=True, timeout=600)
+                        "--check-dims", "--json", tmp_path / "rvb.json", "--python-now", "--synth-args", FAST + " --dims check"],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert f"{min(2, ok)} of {ok} kept tasks" in r.stdout and "reference now / stored eager over" in r.stdout, r.stdout
+    assert f"reference / Python eager now (C++ against Python, same machine) over {min(2, ok)} task(s)" in r.stdout, r.stdout
     rvb = json.loads((tmp_path / "rvb.json").read_text())
     assert rvb["figures"]["tasks_count"] == min(2, ok) and rvb["figures"]["ratio_median_ratio"] > 0
+    assert rvb["figures"]["drift_median_ratio"] > 0 and rvb["figures"]["reference_over_python_now_median_ratio"] > 0
+    for x in rvb["details"]["rows"]:  # the two parts multiply to the whole
+        assert abs(x["drift"] * x["reference_over_python_now"] - x["ratio"]) <= 1e-9 * x["ratio"]
     r = subprocess.run([sys.executable, bench, tmp_path / "none.h5", "--kforge", env["KFORGE"]], capture_output=True, text=True)
     assert r.returncode == 2 and "no such file" in r.stderr
     # The folder's README carries the shipped files' own figures, and lists only files that are there.

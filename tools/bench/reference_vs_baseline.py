@@ -14,6 +14,11 @@ and divides its median by the dataset's `eager_ms`.
 --check-dims with --device cpu tries the steps without a GPU (the rows measured in synth_gpu's CPU
 mode are at the check dims too). Prints one row per task and the ratio's median, p10, p90 and
 geometric mean, and the tasks more than 10 % apart.
+
+--python-now also measures the same tasks' Python eager time again, now, with synth_gpu.py (into a
+temporary folder, its method and flags), which splits the ratio into the drift since the baseline
+was stored (Python now / stored) and the C++ reference against Python eager on the same machine
+(reference / Python now).
 """
 import argparse
 import datetime
@@ -51,6 +56,8 @@ def main(argv=None):
     ap.add_argument("--config", default=os.path.join(ROOT, "configs", "eval.yaml"))
     ap.add_argument("--json", default=None)
     ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
+    ap.add_argument("--python-now", action="store_true", help="also time the tasks' Python eager now (synth_gpu.py)")
+    ap.add_argument("--synth-args", default="", help="more synth_gpu.py options for --python-now (tests)")
     a = ap.parse_args(argv)
     if not os.path.exists(a.dataset):
         print(f"reference_vs_baseline: {a.dataset}: no such file", file=sys.stderr)
@@ -111,6 +118,28 @@ def main(argv=None):
         if not rows:
             print("reference_vs_baseline: every reference run failed", file=sys.stderr)
             return 1
+        py_now = {}
+        if a.python_now:
+            ids = os.path.join(tmp, "ids.txt")
+            with open(ids, "w") as f:
+                f.write("".join(x["id"] + "\n" for x in rows))
+            cmd = [sys.executable, os.path.join(ROOT, "tools", "synth_gpu.py"), ds, "--ids", ids, "--shard", "0/1",
+                   "--out", os.path.join(tmp, "now"), "--device", a.device] + a.synth_args.split()
+            r = run(cmd)
+            if r.returncode != 0:
+                print(f"reference_vs_baseline: synth_gpu.py failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}",
+                      file=sys.stderr)
+                return 1
+            with open(os.path.join(tmp, "now", "part-0.jsonl")) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if rec.get("eager_ms"):
+                        py_now[rec["id"]] = rec["eager_ms"]
+            for x in rows:
+                if x["id"] in py_now:
+                    x["python_now_ms"] = py_now[x["id"]]
+                    x["drift"] = py_now[x["id"]] / x["stored_eager_ms"]
+                    x["reference_over_python_now"] = x["reference_ms"] / py_now[x["id"]]
         ratios = [x["ratio"] for x in rows]
         gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         apart = [x for x in rows if abs(x["ratio"] - 1) > 0.10]
@@ -119,11 +148,23 @@ def main(argv=None):
               f"{len(apart)} more than 10 % apart" + (f"; {len(failed)} failed" if failed else ""))
         for x in sorted(apart, key=lambda x: -abs(math.log(x["ratio"])))[:10]:
             print(f"  {x['id']}: {x['ratio']:.3f} ({x['reference_ms']:.3f} against {x['stored_eager_ms']:.3f} ms)")
+        split = {}
+        for key, what in (("drift", "Python eager now / stored (the machine and day)"),
+                          ("reference_over_python_now", "reference / Python eager now (C++ against Python, same machine)")):
+            xs = [x[key] for x in rows if key in x]
+            if xs:
+                split[key] = xs
+                print(f"{what} over {len(xs)} task(s): median {statistics.median(xs):.3f}, p10 {percentile(xs, 0.1):.3f}, "
+                      f"p90 {percentile(xs, 0.9):.3f}")
         if a.json:
             figures = {"tasks_count": len(rows), "tasks_failed_count": len(failed),
                        "ratio_median_ratio": statistics.median(ratios), "ratio_p10_ratio": percentile(ratios, 0.1),
                        "ratio_p90_ratio": percentile(ratios, 0.9), "ratio_geomean_ratio": gm,
                        "tasks_over_10pct_apart_count": len(apart)}
+            for key, xs in split.items():
+                figures[f"{key}_median_ratio"] = statistics.median(xs)
+                figures[f"{key}_p10_ratio"] = percentile(xs, 0.1)
+                figures[f"{key}_p90_ratio"] = percentile(xs, 0.9)
             dev = device or {}
             doc = {"gpu": dev.get("name", a.device), "driver": dev.get("driver", ""), "cuda": dev.get("cuda", ""),
                    "torch": dev.get("torch", ""), "date": datetime.date.today().isoformat(), "commit": a.commit,

@@ -14,7 +14,7 @@
 #   serve_load        issue 6: GPU actions under load (verifies per minute, GPU utilisation, A/A)
 #   synth_calibration issue 7: the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
-#                     stored eager_ms (Python eager, synth_gpu) on 40 kept tasks: the shipped
+#                     stored eager_ms (Python eager, synth_gpu; and again now) on 40 kept tasks: the shipped
 #                     datasets/synth/dataset.h5.xz, or else .gpu/synth merged into a temporary copy
 #   sample_baselines  eager and torch.compile baselines of the 13 sample tasks by the dataset's tool
 #                     and method (tools/sample_baselines.py pack, synth_gpu.py, --merge); then, here:
@@ -60,7 +60,7 @@ for s in $steps; do
         cp .gpu/synth/dataset.h5 "$ds" &&
           python3 tools/synth_gpu.py --merge "$ds" --out .gpu/synth/gpu --no-plots >"$out/merge.txt" 2>&1
       fi
-      timeout 300 python3 tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 \
+      timeout 400 python3 tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 --python-now \
         --json "$out/reference_vs_baseline.json" >"$out/reference_vs_baseline.txt" 2>&1 ;;
     sample_baselines)
       d=$out/samples; mkdir -p "$d"
