@@ -78,9 +78,12 @@ def figures(calls):
     for p in procs:
         for k, v in p["phases_s"].items():
             phases[k] = phases.get(k, 0.0) + v
+    gpu_s = sum(c["wall_s"] * len(c["processes"]) for c in calls)  # one process per GPU
     f = {"calls_count": len(calls), "rows_count": rows, "rows_ok_count": sum(p["ok"] for p in procs),
          "rows_rejected_count": sum(p["rejected"] for p in procs), "calls_wall_s": round(wall, 1),
          "rows_per_min_host": round(60.0 * rows / wall, 1) if wall else 0.0,
+         "gpu_held_s": round(gpu_s, 1), "rows_per_gpu_hour": round(3600.0 * rows / gpu_s, 1) if gpu_s else 0.0,
+         "gpus_per_call_max_count": max((len(c["processes"]) for c in calls), default=0),
          "processes_tasks_s": round(tasks, 1)}
     for k, v in sorted(phases.items(), key=lambda kv: -kv[1]):
         f[f"phase_{k}_s"] = round(v, 1)
@@ -102,7 +105,8 @@ def print_report(calls):
     f, phases, tasks = figures(calls)
     print(f"\n{f['rows_count']} rows ({f['rows_ok_count']} ok, {f['rows_rejected_count']} rejected) in "
           f"{f['calls_count']} call(s), {f['calls_wall_s']:.1f} s (each call as long as its slowest process): "
-          f"{f['rows_per_min_host']:.1f} rows/min for the host")
+          f"{f['rows_per_min_host']:.1f} rows/min for the host; {f['gpu_held_s'] / 3600:.2f} GPU-hours "
+          f"(each call's time x its processes, one per GPU), {f['rows_per_gpu_hour']:.0f} rows per GPU-hour")
     if tasks:
         print(f"\nwhere the timing processes' {tasks:.1f} s of tasks went:")
         for k, v in sorted(phases.items(), key=lambda kv: -kv[1]):

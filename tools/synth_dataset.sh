@@ -19,7 +19,8 @@
 # SYNTH_CONFIG (default configs/synth.yaml), SYNTH_TARGET (kforge synth --target, default the
 # config's target_tasks), SYNTH_DEVICE (cuda; cpu only to try the steps without a GPU, at check
 # dims), SYNTH_ARGS (more synth_gpu.py options), SYNTH_DEST (default datasets/synth),
-# SYNTH_RESULTS (default tools/bench/results/DATE_synth_dataset_h200.json), SYNTH_KEEP (gpu step: a
+# SYNTH_RESULTS (default tools/bench/results/DATE_synth_dataset_h200.json), SYNTH_CALLS_RESULTS (finish:
+# the calls' report, default tools/bench/results/DATE_synth_dataset_calls_h200.json), SYNTH_KEEP (gpu step: a
 # folder on the GPU host where the parts outlive the call, for a next call made before collecting),
 # SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1),
 # SYNTH_ARGS_k (gpu step: more options for process k only, e.g. an A/B of an option on one host).
@@ -190,13 +191,20 @@ EOF
     # `kforge tasks` reads it as it is; h5py wants `unxz -k datasets/synth/dataset.h5.xz` first.
     xz -9 -T0 -c "$work/dataset.h5" > "$dst/dataset.h5.xz"
     xz -9 -T0 -f "$dst/tasks.jsonl"
-    python3 tools/synth_readme.py "$dst/summary.json" "$dst/README.md" \
-      --commit "${KFORGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || true)}"
+    commit=${KFORGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || true)}
+    # How long the GPU stage took, from the collected calls' logs (none: the README says nothing of it).
+    calls=${SYNTH_CALLS_RESULTS:-tools/bench/results/$(date -u +%Y-%m-%d)_synth_dataset_calls_h200.json}
+    if ls -d "$work"/logs/call-* >/dev/null 2>&1; then
+      python3 tools/synth_calls_report.py "$work" --json "$calls" --commit "$commit" | tail -3
+    else
+      calls=""
+    fi
+    python3 tools/synth_readme.py "$dst/summary.json" "$dst/README.md" --commit "$commit" ${calls:+--calls-json "$calls"}
     du -h "$dst"/*
     "$kforge" tasks count "$work/dataset.h5" --status ok
     ;;
   *)
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || die "unknown step '$cmd'"
     ;;
 esac

@@ -51,7 +51,27 @@ FILES = [
 ]
 
 
-def render(s, files_dir=None, commit=""):
+def time_section(calls, s):
+    """How long the dataset took to build, from tools/synth_calls_report.py's figures."""
+    f = calls["figures"]
+    out = ["## How long it took\n"]
+    cpu_s = s.get("seconds")
+    rows = [("GPU stage: device calls", f["calls_count"]),
+            ("GPU stage: the calls' time (each as long as its slowest process)", f"{f['calls_wall_s'] / 60:.1f} min"),
+            ("GPUs per call (one process each)", f["gpus_per_call_max_count"]),
+            ("GPU-hours", f"{f['gpu_held_s'] / 3600:.2f}"),
+            ("rows measured per minute, host / per GPU-hour", f"{f['rows_per_min_host']:.1f} / {f['rows_per_gpu_hour']:.0f}")]
+    if isinstance(cpu_s, (int, float)):
+        rows.insert(0, ("CPU stage (`kforge synth`, its last run)", f"{cpu_s:.0f} s"))
+    out.append(table(["figure", "value"], rows))
+    ph = [(k[len("phase_"):-len("_pct")], v) for k, v in f.items() if k.startswith("phase_") and k.endswith("_pct")]
+    if ph:
+        out.append("Where the timing processes' time went: "
+                   + ", ".join(f"{name} {v:.1f} %" for name, v in sorted(ph, key=lambda kv: -kv[1])) + ".\n")
+    return "\n".join(out)
+
+
+def render(s, files_dir=None, commit="", calls=None):
     g = s.get("gpu") or {}
     kept = g.get("kept", 0)
     pending = g.get("pending", s.get("kept", 0))
@@ -134,6 +154,8 @@ def render(s, files_dir=None, commit=""):
                        f"{100 * st['compile_faster_share']:.1f} % of the tasks and more than 5 % slower on "
                        f"{100 * st['compile_slower_share']:.1f} %.\n")
 
+    if calls:
+        out.append(time_section(calls, s))
     out.append("## Rebuilding it\n")
     out.append("```bash\n"
                "tools/synth_dataset.sh prepare                # the CPU stage, here (kforge synth, configs/synth.yaml)\n"
@@ -158,6 +180,7 @@ def main(argv=None):
     ap.add_argument("--files", default=None, help="the folder whose files the table lists with their sizes "
                                                  "(default: the README's own folder)")
     ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
+    ap.add_argument("--calls-json", default=None, help="tools/synth_calls_report.py --json output: adds how long it took")
     a = ap.parse_args(argv)
     try:
         with open(a.summary) as f:
@@ -168,7 +191,15 @@ def main(argv=None):
     if "drawn" not in s:
         print(f"synth_readme: {a.summary}: not a kforge synth summary (no 'drawn')", file=sys.stderr)
         return 2
-    text = render(s, a.files or os.path.dirname(os.path.abspath(a.out)), a.commit)
+    calls = None
+    if a.calls_json:
+        try:
+            with open(a.calls_json) as f:
+                calls = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"synth_readme: {a.calls_json}: {e}", file=sys.stderr)
+            return 2
+    text = render(s, a.files or os.path.dirname(os.path.abspath(a.out)), a.commit, calls)
     with open(a.out, "w") as f:
         f.write(text)
     print(f"synth_readme: wrote {a.out}")

@@ -37,7 +37,8 @@ def env(tmp_path):
     (tmp_path / "synth.yaml").write_text("seed: 7\ntarget_tasks: 4\nshard_candidates: 10\n")
     e = dict(os.environ, KFORGE=os.path.abspath(KFORGE) if os.sep in KFORGE else KFORGE,
              SYNTH_WORK=str(tmp_path / "work"), SYNTH_CONFIG=str(tmp_path / "synth.yaml"), SYNTH_DEVICE="cpu",
-             SYNTH_DEST=str(tmp_path / "dest"), SYNTH_RESULTS=str(tmp_path / "results.json"))
+             SYNTH_DEST=str(tmp_path / "dest"), SYNTH_RESULTS=str(tmp_path / "results.json"),
+             SYNTH_CALLS_RESULTS=str(tmp_path / "calls.json"))
     if os.sep not in KFORGE:  # on PATH: the script wants a path
         e["KFORGE"] = subprocess.run(["bash", "-c", f"command -v {KFORGE}"], capture_output=True, text=True).stdout.strip()
     return e
@@ -165,6 +166,11 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert f"**{ok} tasks** with eager and torch.compile baselines" in readme, readme[:400]
     assert f"| **kept (status `ok`)** | **{ok}** |" in readme and "Partial" not in readme
     assert f"| drawn | {summary['drawn']} |" in readme
+    # ... and how long it took, from the collected calls (4 of them here, 2 with two processes).
+    calls = json.loads((tmp_path / "calls.json").read_text())
+    assert calls["figures"]["calls_count"] == 4 and calls["figures"]["rows_count"] == 4
+    assert calls["figures"]["gpus_per_call_max_count"] == 2
+    assert "## How long it took" in readme and "| GPU stage: device calls | 4 |" in readme, readme
     for split, n in summary["gpu"]["kept_splits"].items():
         assert f"| {split} | {n} |" in readme
     listed = re.findall(r"^\| `([^`]+)` \|", readme, re.M)
