@@ -2107,10 +2107,8 @@ def cmd_merge(a):
     cols["status"] = (status, cols["status"][1])
     cols["spec_yaml"] = (spec, cols["spec_yaml"][1])
 
-    meta = {tid: {key: (cols[col][0][i].item() if hasattr(cols[col][0][i], "item") else cols[col][0][i])
-                  for key, col in (("n_ops", "n_ops"), ("split", "split"), ("dtype", "dtype"), ("family", "family"))
-                  if col in cols}
-            for i, tid in enumerate(ids)}
+    meta_cols = {k: list(cols[k][0]) for k in ("n_ops", "split", "dtype", "family") if k in cols}
+    meta = {tid: {k: v[i] for k, v in meta_cols.items()} for i, tid in enumerate(ids)}
     g = gpu_summary(ids, by_id, n, meta)
     try:
         summary = json.loads(file_attrs.get("summary_json") or "{}")

@@ -80,7 +80,7 @@ def main(argv=None):
                 t = json.loads(line)
                 e = float(t.get("eager_ms") or "nan")
                 if math.isfinite(e) and e > 0:
-                    tasks.append((t["id"], e, json.loads(t["baseline"]) if isinstance(t.get("baseline"), str) else t.get("baseline")))
+                    tasks.append((t["id"], e))
         if not tasks:
             print("reference_vs_baseline: no kept task with a stored eager time", file=sys.stderr)
             return 2
@@ -91,7 +91,7 @@ def main(argv=None):
               + (" at the check dims" if a.check_dims else ""), flush=True)
         print("| task | stored eager (ms) | reference now (ms) | ratio | reference n, rse |")
         print("| --- | --- | --- | --- | --- |")
-        for tid, eager_ms, _ in pick:
+        for tid, eager_ms in pick:
             spec = os.path.join(tmp, tid + ".yaml")
             r = run([a.kforge, "tasks", "show", ds, tid])
             if r.returncode != 0:
