@@ -173,6 +173,16 @@ def fmt_window(w):
     return f"{w[0]:g}-{w[1]:g} ms"
 
 
+def load_json(path):
+    """The JSON document at `path`, or None after saying on stderr why it could not be read."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"synth_readme: {path}: {e}", file=sys.stderr)
+        return None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("summary")
@@ -182,23 +192,15 @@ def main(argv=None):
     ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
     ap.add_argument("--calls-json", default=None, help="tools/synth_calls_report.py --json output: adds how long it took")
     a = ap.parse_args(argv)
-    try:
-        with open(a.summary) as f:
-            s = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"synth_readme: {a.summary}: {e}", file=sys.stderr)
+    s = load_json(a.summary)
+    if s is None:
         return 2
     if "drawn" not in s:
         print(f"synth_readme: {a.summary}: not a kforge synth summary (no 'drawn')", file=sys.stderr)
         return 2
-    calls = None
-    if a.calls_json:
-        try:
-            with open(a.calls_json) as f:
-                calls = json.load(f)
-        except (OSError, ValueError) as e:
-            print(f"synth_readme: {a.calls_json}: {e}", file=sys.stderr)
-            return 2
+    calls = load_json(a.calls_json) if a.calls_json else None
+    if a.calls_json and calls is None:
+        return 2
     text = render(s, a.files or os.path.dirname(os.path.abspath(a.out)), a.commit, calls)
     with open(a.out, "w") as f:
         f.write(text)
