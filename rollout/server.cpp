@@ -767,7 +767,10 @@ const std::string& RolloutServer::stream_endpoint() const { return impl_->stream
 
 std::string RolloutServer::describe() const {
   std::ostringstream os;
-  os << impl_->endpoint << " (" << impl_->catalog.size() << " tasks, " << impl_->setup.gpus << " GPU lane(s)";
+  os << impl_->endpoint << " (" << impl_->catalog.size() << " tasks";
+  if (impl_->catalog.unmeasured() > 0)
+    os << ", " << impl_->catalog.unmeasured() << " of them not yet measured on a GPU (no baselines; a GPU stage may still reject them)";
+  os << ", " << impl_->setup.gpus << " GPU lane(s)";
   if (impl_->setup.gpus == 0 && !impl_->setup.gpu_detect_note.empty()) os << ": " << impl_->setup.gpu_detect_note;
   os << ", " << impl_->config.scheduler.compile_workers << " compile worker(s)";
   if (!impl_->stream_endpoint.empty()) os << ", trajectories pushed on " << impl_->stream_endpoint;

@@ -81,6 +81,7 @@ void TaskCatalog::add_dataset(const std::string& path) {
     e.origin = file;
     e.spec_yaml = std::move(row.spec_yaml);
     insert(std::move(e));
+    if (row.status != "ok") ++unmeasured_;
   }
 }
 

@@ -31,6 +31,9 @@ class TaskCatalog {
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
 
   size_t size() const { return entries_.size(); }
+  // Dataset rows served that no GPU stage has measured yet (status cpu_ok: no baselines, and a GPU
+  // filter may still reject them): a dataset whose GPU stage is not finished.
+  size_t unmeasured() const { return unmeasured_; }
   // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
   std::shared_ptr<const TaskSpec> find(const std::string& name);
   // The `tasks` method's result: {"tasks": [facts], "total": matches, "offset", "next_offset"?}.
@@ -39,6 +42,7 @@ class TaskCatalog {
  private:
   void insert(CatalogEntry e);
   std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
+  size_t unmeasured_ = 0;
 };
 
 }  // namespace kforge

@@ -459,7 +459,8 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   Dataset d;
   d.attrs["format"] = "kforge-dataset";
   for (const auto& [id, split, status] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"syn_a", "train", "ok"}, {"syn_b", "train", "rejected:compile_mismatch"}, {"syn_c", "heldout", "ok"}}) {
+           {"syn_a", "train", "ok"}, {"syn_b", "train", "rejected:compile_mismatch"}, {"syn_c", "heldout", "ok"},
+           {"syn_d", "train", "cpu_ok"}}) {
     DatasetRow r;
     r.id = id;
     r.split = split;
@@ -469,7 +470,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
     r.ops = "linear,relu";
     r.n_ops = 2;
     r.spec_yaml = spec;
-    r.eager_ms = id == "syn_a" ? 12.5 : std::nan("");  // syn_c: not measured
+    r.eager_ms = id == "syn_a" ? 12.5 : std::nan("");  // syn_c: no time stored; syn_d: no GPU stage yet
     r.compile_ms = id == "syn_a" ? 5.0 : std::nan("");
     d.rows.push_back(r);
   }
@@ -487,7 +488,8 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   };
   for (const std::string& path : {h5, h5 + ".xz", dir.string()}) {
     TaskCatalog c = served(path);
-    EXPECT_EQ(c.size(), 2u) << path;
+    EXPECT_EQ(c.size(), 3u) << path;
+    EXPECT_EQ(c.unmeasured(), 1u) << "syn_d: served, and counted as not yet measured on a GPU";
     EXPECT_EQ(c.find("syn_b"), nullptr) << "a rejected row is not served";
     ASSERT_NE(c.find("syn_a"), nullptr) << path;
     EXPECT_EQ(c.find("syn_a")->graph.nodes.size(), 2u);
@@ -503,7 +505,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
     EXPECT_DOUBLE_EQ(a["compile_ms"].get<double>(), 5.0);
   }
   fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
-  EXPECT_EQ(served(dir.string()).size(), 2u);
+  EXPECT_EQ(served(dir.string()).size(), 3u);
 
   auto error_of = [&](const std::string& path) -> std::string {
     try {

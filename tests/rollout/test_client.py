@@ -66,6 +66,7 @@ class Server:
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("kforge serve: listening on"), line + open(self.tmp_path / "serve.log").read()
+        self.line = line
 
     def kill(self):
         self.proc.kill()
@@ -112,6 +113,27 @@ def test_gym_env_episode_without_gpu_and_its_recorded_trajectory(server):
     assert t["turns"][3]["timings"]["lane"] == "compile"
     with h5py.File(server.record, "r", locking=False) as f:  # plain h5py works too
         assert f["trajectories/index"]["episode"][0].decode() == episode
+
+
+def test_a_dataset_whose_gpu_stage_is_not_done_is_served_and_says_so(tmp_path):
+    # kforge synth's output: every row cpu_ok (no GPU stage yet). They are served, the start-up
+    # line says how many have no GPU measurement, and the listing gives them no baselines.
+    (tmp_path / "synth.yaml").write_text("seed: 5\ntarget_tasks: 3\nshard_candidates: 10\n")
+    subprocess.run([KFORGE, "synth", "--config", str(tmp_path / "synth.yaml"), "--out", str(tmp_path / "ds"), "--quiet"],
+                   check=True, capture_output=True, text=True, timeout=600)
+    s = Server(tmp_path, record=False, tasks={"samples": False, "datasets": [str(tmp_path / "ds")]})
+    try:
+        assert "(3 tasks, 3 of them not yet measured on a GPU" in s.line, s.line
+        with Client(s.endpoint) as c:
+            listed = c.tasks()["tasks"]
+            assert len(listed) == 3 and all(t["eager_ms"] is None and t["compile_ms"] is None for t in listed)
+    finally:
+        s.stop()
+    s = Server(tmp_path, record=False)  # the samples alone: nothing unmeasured to say
+    try:
+        assert "not yet measured" not in s.line, s.line
+    finally:
+        s.stop()
 
 
 def test_errors_are_exceptions_with_kinds_and_busy_carries_retry_after(tmp_path):
