@@ -248,7 +248,7 @@ struct RolloutServer::Impl {
   void start() {
     if (config.tasks.samples) catalog.add_spec_dir(resource_path("datasets/samples"));
     for (const auto& d : config.tasks.dirs) catalog.add_spec_dir(d);
-    for (const auto& d : config.tasks.datasets) catalog.add_dataset(d);
+    for (const auto& d : config.tasks.datasets) catalog.add_dataset(d, config.tasks.serve_unmeasured);
 
     // The policy must never know its inputs: a salt of 0 (reproducible draws for tools) is
     // replaced by a random one for this server's life.
@@ -770,6 +770,8 @@ std::string RolloutServer::describe() const {
   os << impl_->endpoint << " (" << impl_->catalog.size() << " tasks";
   if (impl_->catalog.unmeasured() > 0)
     os << ", " << impl_->catalog.unmeasured() << " of them not yet measured on a GPU (no baselines; a GPU stage may still reject them)";
+  if (impl_->catalog.unmeasured_left_out() > 0)
+    os << "; " << impl_->catalog.unmeasured_left_out() << " dataset rows not yet measured on a GPU left out (tasks.serve_unmeasured)";
   os << ", " << impl_->setup.gpus << " GPU lane(s)";
   if (impl_->setup.gpus == 0 && !impl_->setup.gpu_detect_note.empty()) os << ": " << impl_->setup.gpu_detect_note;
   os << ", " << impl_->config.scheduler.compile_workers << " compile worker(s)";

@@ -36,6 +36,7 @@ ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& ba
     c.tasks.samples = n->get<bool>("samples", c.tasks.samples);
     for (const auto& d : n->get<std::vector<std::string>>("dirs", {})) c.tasks.dirs.push_back(resolve(d, base_dir));
     for (const auto& d : n->get<std::vector<std::string>>("datasets", {})) c.tasks.datasets.push_back(resolve(d, base_dir));
+    c.tasks.serve_unmeasured = n->get<bool>("serve_unmeasured", c.tasks.serve_unmeasured);
     n->check_no_unknown_keys();
   }
   if (auto n = node.find("sessions"); n && !n->is_null()) {

@@ -21,6 +21,7 @@ struct ServerConfig {
     bool samples = true;                // serve datasets/samples/*.yaml
     std::vector<std::string> dirs;      // more directories of task specs (*.yaml)
     std::vector<std::string> datasets;  // dataset files (kforge synth's dataset.h5) or directories holding one
+    bool serve_unmeasured = true;       // dataset rows no GPU stage has measured yet: served, or left out
   } tasks;
 
   struct Sessions {

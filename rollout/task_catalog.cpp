@@ -60,7 +60,7 @@ void TaskCatalog::add_spec_dir(const std::string& dir) {
   for (const auto& f : files) add_task(std::make_shared<const TaskSpec>(load_task(f.string())), f.string());
 }
 
-void TaskCatalog::add_dataset(const std::string& path) {
+void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
   std::string file = path;
   if (fs::is_directory(path)) {  // dataset.h5, or the shipped dataset.h5.xz
     file = (fs::path(path) / "dataset.h5").string();
@@ -70,6 +70,11 @@ void TaskCatalog::add_dataset(const std::string& path) {
   Dataset d = read_dataset(file);
   for (auto& row : d.rows) {
     if (row.status.rfind("rejected", 0) == 0) continue;  // filtered out by a GPU stage
+    const bool measured = row.status == "ok";
+    if (!measured && !serve_unmeasured) {
+      ++unmeasured_left_out_;
+      continue;
+    }
     CatalogEntry e;
     e.name = row.id;
     e.split = row.split;
@@ -81,7 +86,7 @@ void TaskCatalog::add_dataset(const std::string& path) {
     e.origin = file;
     e.spec_yaml = std::move(row.spec_yaml);
     insert(std::move(e));
-    if (row.status != "ok") ++unmeasured_;
+    if (!measured) ++unmeasured_;
   }
 }
 

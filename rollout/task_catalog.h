@@ -26,14 +26,16 @@ class TaskCatalog {
   // Throws config/io/spec errors naming the file when a source cannot be read.
   void add_spec_dir(const std::string& dir);
   // A dataset.h5 or dataset.h5.xz (as shipped), or a directory holding one. Rows a GPU stage
-  // rejected are left out.
-  void add_dataset(const std::string& path);
+  // rejected are left out; rows no GPU stage has measured yet too, unless `serve_unmeasured`.
+  void add_dataset(const std::string& path, bool serve_unmeasured = true);
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
 
   size_t size() const { return entries_.size(); }
   // Dataset rows served that no GPU stage has measured yet (status cpu_ok: no baselines, and a GPU
   // filter may still reject them): a dataset whose GPU stage is not finished.
   size_t unmeasured() const { return unmeasured_; }
+  // Such rows left out (add_dataset's serve_unmeasured false).
+  size_t unmeasured_left_out() const { return unmeasured_left_out_; }
   // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
   std::shared_ptr<const TaskSpec> find(const std::string& name);
   // The `tasks` method's result: {"tasks": [facts], "total": matches, "offset", "next_offset"?}.
@@ -42,7 +44,7 @@ class TaskCatalog {
  private:
   void insert(CatalogEntry e);
   std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
-  size_t unmeasured_ = 0;
+  size_t unmeasured_ = 0, unmeasured_left_out_ = 0;
 };
 
 }  // namespace kforge

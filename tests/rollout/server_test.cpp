@@ -504,6 +504,12 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
     EXPECT_DOUBLE_EQ(a["eager_ms"].get<double>(), 12.5);
     EXPECT_DOUBLE_EQ(a["compile_ms"].get<double>(), 5.0);
   }
+  TaskCatalog measured_only;
+  measured_only.add_dataset(h5, /*serve_unmeasured=*/false);
+  EXPECT_EQ(measured_only.size(), 2u);
+  EXPECT_EQ(measured_only.find("syn_d"), nullptr) << "tasks.serve_unmeasured false: no GPU stage yet, not served";
+  EXPECT_EQ(measured_only.unmeasured(), 0u);
+  EXPECT_EQ(measured_only.unmeasured_left_out(), 1u);
   fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
   EXPECT_EQ(served(dir.string()).size(), 3u);
 
@@ -538,6 +544,9 @@ TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {
   fails("scheduler: {compile_workers: 0}\n", "compile_workers");
   fails("protocol: {max_depth: 1000}\n", "max_depth");
   fails("recrod: {path: x.h5}\n", "record");
+  fails("tasks: {serve_unmeasured: maybe}\n", "serve_unmeasured");
+  EXPECT_FALSE(ServerConfig::from_yaml(YamlNode::parse("tasks: {serve_unmeasured: false}\n", "s.yaml")).tasks.serve_unmeasured);
+  EXPECT_TRUE(ServerConfig::from_yaml(YamlNode::parse("tasks: {samples: true}\n", "s.yaml")).tasks.serve_unmeasured);
   ServerConfig c = ServerConfig::from_yaml(YamlNode::parse("record: {path: out/t.h5}\nenv_config: env.yaml\n", "s.yaml"), "/base");
   EXPECT_EQ(c.record.path, "/base/out/t.h5");
   EXPECT_EQ(c.env_config, "/base/env.yaml");

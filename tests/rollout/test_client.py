@@ -129,6 +129,13 @@ def test_a_dataset_whose_gpu_stage_is_not_done_is_served_and_says_so(tmp_path):
             assert len(listed) == 3 and all(t["eager_ms"] is None and t["compile_ms"] is None for t in listed)
     finally:
         s.stop()
+    s = Server(tmp_path, record=False, tasks={"datasets": [str(tmp_path / "ds")], "serve_unmeasured": False})
+    try:  # left out: the samples alone are served, and the line says what was left out
+        assert "(13 tasks; 3 dataset rows not yet measured on a GPU left out" in s.line, s.line
+        with Client(s.endpoint) as c:
+            assert all(not t["name"].startswith("syn") for t in c.tasks(limit=1000)["tasks"])
+    finally:
+        s.stop()
     s = Server(tmp_path, record=False)  # the samples alone: nothing unmeasured to say
     try:
         assert "not yet measured" not in s.line, s.line
