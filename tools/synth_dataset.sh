@@ -11,9 +11,10 @@
 #   tools/synth_dataset.sh status                  here: rows measured and left
 #   tools/synth_dataset.sh report [A-B] [JSON]     here: per call (all collected, or calls A to B) rows,
 #                                                  rows/min and where the time went (synth_calls_report.py)
-#   tools/synth_dataset.sh finish                  here: merge, summary and plots, JSONL export, and the
-#                                                  shipped files under datasets/synth/ (dataset.h5.xz, and
-#                                                  a README.md with the figures, tools/synth_readme.py)
+#   tools/synth_dataset.sh finish                  here: merge, its checks (synth_check.py), summary and
+#                                                  plots, JSONL export, and the shipped files under
+#                                                  datasets/synth/ (dataset.h5.xz, and a README.md with
+#                                                  the figures, tools/synth_readme.py)
 #
 # Environment: KFORGE (the kforge binary, default build/tools/kforge), SYNTH_WORK (default .gpu/synth),
 # SYNTH_CONFIG (default configs/synth.yaml), SYNTH_TARGET (kforge synth --target, default the
@@ -23,7 +24,8 @@
 # the calls' report, default tools/bench/results/DATE_synth_dataset_calls_h200.json), SYNTH_KEEP (gpu step: a
 # folder on the GPU host where the parts outlive the call, for a next call made before collecting),
 # SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1),
-# SYNTH_ARGS_k (gpu step: more options for process k only, e.g. an A/B of an option on one host).
+# SYNTH_ARGS_k (gpu step: more options for process k only, e.g. an A/B of an option on one host),
+# SYNTH_CHECK_ARGS (finish: more tools/synth_check.py options).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -184,6 +186,9 @@ EOF
     allow=""; [ "${SYNTH_DEVICE:-cuda}" = cpu ] && allow=--allow-cpu
     python3 tools/synth_gpu.py --merge "$work/dataset.h5" $allow \
       --results "${SYNTH_RESULTS:-tools/bench/results/$(date -u +%Y-%m-%d)_synth_dataset_h200.json}"
+    # What the dataset promises (no duplicates, disjoint splits, baselines in the window, one machine
+    # and method, TF32 off, ...): nothing is shipped when a check fails.
+    python3 tools/synth_check.py "$work/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the merged dataset fails its checks (above); nothing shipped"
     "$kforge" tasks export "$work/dataset.h5" --status ok --format jsonl --out "$dst/tasks.jsonl"
     cp "$work"/summary.txt "$work"/summary.json "$dst/"
     cp "$work"/*.png "$dst/" 2>/dev/null || true
@@ -204,7 +209,7 @@ EOF
     "$kforge" tasks count "$work/dataset.h5" --status ok
     ;;
   *)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
     [ -z "$cmd" ] || die "unknown step '$cmd'"
     ;;
 esac

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 
+import h5py
 import pytest
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
@@ -38,7 +39,8 @@ def env(tmp_path):
     e = dict(os.environ, KFORGE=os.path.abspath(KFORGE) if os.sep in KFORGE else KFORGE,
              SYNTH_WORK=str(tmp_path / "work"), SYNTH_CONFIG=str(tmp_path / "synth.yaml"), SYNTH_DEVICE="cpu",
              SYNTH_DEST=str(tmp_path / "dest"), SYNTH_RESULTS=str(tmp_path / "results.json"),
-             SYNTH_CALLS_RESULTS=str(tmp_path / "calls.json"))
+             SYNTH_CALLS_RESULTS=str(tmp_path / "calls.json"),
+             SYNTH_CHECK_ARGS="--min-heldout-pct 0")  # four tasks: heldout may hold none
     if os.sep not in KFORGE:  # on PATH: the script wants a path
         e["KFORGE"] = subprocess.run(["bash", "-c", f"command -v {KFORGE}"], capture_output=True, text=True).stdout.strip()
     return e
@@ -127,7 +129,8 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     r = run("collect", tmp_path / "nowhere", env=env, check=False)
     assert r.returncode == 2 and "synth.tgz is missing" in r.stderr
 
-    run("finish", env=env)
+    r = run("finish", env=env)
+    assert "synth_check: every check passed" in r.stdout, r.stdout
     dest = tmp_path / "dest"
     assert (dest / "summary.txt").exists() and (dest / "summary.json").exists()
     (tmp_path / "back.h5").write_bytes(lzma.decompress((dest / "dataset.h5.xz").read_bytes()))
@@ -145,6 +148,37 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert len(lines) == ok and all(json.loads(x)["status"] == "ok" for x in lines)
     results = json.loads((tmp_path / "results.json").read_text())
     assert "figures" in results
+    # The dataset checks catch what they promise to: each planted fault is named, and finish ships
+    # nothing from a dataset that fails them.
+    check = os.path.join(SOURCE_DIR, "tools", "synth_check.py")
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes((tmp_path / "back.h5").read_bytes())
+    with h5py.File(bad, "r+") as f:
+        t = f["tasks"]
+        st = list(t["status"].asstr()[:])
+        k = [i for i, x in enumerate(st) if x == "ok"]
+        assert k, st
+        i = k[0]
+        t["graph_hash"][1 if i == 0 else 0] = t["graph_hash"].asstr()[i]  # a structural duplicate
+        t["eager_ms"][i] = 1e12                                             # outside any window
+        b = json.loads(t["baseline_json"].asstr()[i])
+        b["flags"]["allow_tf32_cublas"] = "true"                            # TF32 on
+        t["baseline_json"][i] = json.dumps(b)
+        t["status"][i] = "rejected:made_up"
+    r = subprocess.run([sys.executable, check, bad], capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    for needle in ("structural duplicates", "status that is neither ok"):
+        assert needle in r.stdout, r.stdout
+    with h5py.File(bad, "r+") as f:
+        f["tasks"]["status"][i] = "ok"
+    r = subprocess.run([sys.executable, check, bad], capture_output=True, text=True)
+    for needle in ("eager time outside", "TF32 allowed", "spec's baselines differ from the columns"):
+        assert needle in r.stdout, r.stdout
+    r = subprocess.run([sys.executable, check, tmp_path / "back.h5", "--min-heldout-pct", "101"], capture_output=True, text=True)
+    assert r.returncode == 1 and "heldout is" in r.stdout, r.stdout
+    r = run("finish", env=dict(env, SYNTH_CHECK_ARGS="--min-heldout-pct 101", SYNTH_DEST=str(tmp_path / "dest2")), check=False)
+    assert r.returncode == 2 and "fails its checks" in r.stderr and not (tmp_path / "dest2" / "dataset.h5.xz").exists()
+
     # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims).
     bench = os.path.join(SOURCE_DIR, "tools", "bench", "reference_vs_baseline.py")
     r = subprocess.run([sys.executable, bench, dest / "dataset.h5.xz", "--kforge", env["KFORGE"], "--n", "2", "--device", "cpu",
