@@ -1875,17 +1875,22 @@ def baselines_block(rec):
     return "\n".join(lines) + "\n"
 
 
-def spec_with_baselines(spec, rec):
-    """The spec text with its top-level `baselines:` block replaced (or inserted before
-    `provenance:`, where kforge writes it); every other line is kept as it was."""
-    lines = spec.splitlines(keepends=True)
+def spec_without_baselines(spec):
+    """The spec text's lines without its top-level `baselines:` block; every other line as it was."""
     out, skip = [], False
-    for ln in lines:
+    for ln in spec.splitlines(keepends=True):
         top = ln[:1] not in (" ", "\t", "#", "-", "\n", "") and ":" in ln
         if top:
             skip = ln.startswith("baselines:")
         if not skip:
             out.append(ln)
+    return out
+
+
+def spec_with_baselines(spec, rec):
+    """The spec text with its top-level `baselines:` block replaced (or inserted before
+    `provenance:`, where kforge writes it); every other line is kept as it was."""
+    out = spec_without_baselines(spec)
     block = baselines_block(rec)
     for i, ln in enumerate(out):
         if ln.startswith("provenance:"):

@@ -8,6 +8,7 @@ import sys
 
 import h5py
 import yaml
+from synth_tool import load_tool
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -17,17 +18,6 @@ SYNTH_GPU = os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")
 # is built at the full dims): it is rejected and must be left alone.
 RUNS = ["gelu_scale_residual", "softmax_rows", "transpose_add"]
 FAILS = "linear_relu"
-
-
-def without_baselines(text):
-    """The spec with its top-level `baselines:` block removed (a shipped sample may store one)."""
-    out, skip = [], False
-    for ln in text.splitlines(keepends=True):
-        if ln[:1] not in (" ", "\t", "#", "-", "\n", "") and ":" in ln:
-            skip = ln.startswith("baselines:")
-        if not skip:
-            out.append(ln)
-    return "".join(out)
 
 
 def run(*cmd, check=True):
@@ -42,7 +32,7 @@ def test_pack_measure_merge_apply(tmp_path):
     samples.mkdir()
     for name in RUNS + [FAILS]:
         with open(os.path.join(SOURCE_DIR, "datasets", "samples", name + ".yaml")) as f:
-            (samples / (name + ".yaml")).write_text(without_baselines(f.read()))
+            (samples / (name + ".yaml")).write_text("".join(load_tool().spec_without_baselines(f.read())))
     before = {p: p.read_text() for p in samples.iterdir()}
     out = tmp_path / "packed"
     r = run(sys.executable, TOOL, "pack", out, "--samples", samples, "--kforge", KFORGE)

@@ -1,8 +1,8 @@
 #!/bin/bash
 # What the open issues still need from a GPU host, in one call (see the issues' notes):
 #   bash .gpu/run.sh configure && bash tools/bench/run_pending_gpu.sh OUTDIR [steps...]
-# steps (default: build new_gpu): build gputests new_gpu serve_load synth_calibration reference_vs_baseline
-#   sample_baselines
+# steps (default: build new_gpu): build gputests new_gpu serve_load synth_calibration
+# reference_vs_baseline sample_baselines
 #   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit (issue 5,
 #                     JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (issue 4, evaluator and episode tests), a GPU worker killed mid-request
