@@ -101,7 +101,6 @@ def main(argv=None):
         except RuntimeError as e:
             print(f"nvrtc_header_cost: {h}: {e}", file=sys.stderr)
             return 1
-        r = rows[-1]
     floor = rows[0]["pch_use_ms_p50"]
     cpu = platform.processor() or ""
     try:
