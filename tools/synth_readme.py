@@ -118,7 +118,10 @@ def render(s, files_dir=None, commit="", calls=None):
     if g:
         out.append("## Baselines\n")
         bullets = [f"- **Machine:** {g.get('gpu') or '?'}, driver {g.get('driver') or '?'}, CUDA {g.get('cuda') or '?'}, "
-                   f"torch {g.get('torch') or '?'}" + (f"; kforge commit {commit}" if commit else "") + ".",
+                   f"torch {g.get('torch') or '?'}.",
+                   "- **Commits:** the GPU stage ran in several device calls, each at its session's commit, all with the "
+                   "method and flags below (`tools/synth_check.py` refuses a dataset whose rows differ in machine, method or "
+                   "flags)" + (f"; merged and written at kforge commit {commit}" if commit else "") + ".",
                    f"- **Method** (the same for eager and torch.compile): {g.get('method', '')}."]
         flags = g.get("flags") or {}
         if flags:
