@@ -33,8 +33,8 @@ struct CounterReport {
   std::vector<CounterRange> ranges;       // one per kernel launched by `run`
 };
 
-// The metrics profile() asks for (Hopper names): duration, DRAM bytes, SM and memory throughput
-// as a share of peak, achieved occupancy, L2 hit rate.
+// The metrics profile() asks for (Hopper names): duration, DRAM bytes read and written, achieved
+// occupancy, L2 hit rate (6 replay passes on the H200).
 const std::vector<std::string>& default_counter_metrics();
 
 // The replay passes `metrics` need together on `chip` (CUPTI's chip name: "GH100" for the H100

@@ -182,7 +182,8 @@ TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
 }
 
 // EvalOptions::counter_metrics: the metrics asked for, in their order, and no others; fewer passes
-// than the default list (19 on the H200); an unknown metric is listed as unsupported, not a failure.
+// than the full list with the throughput metrics (19 on the H200); an unknown metric is listed as
+// unsupported, not a failure.
 TEST(EvaluatorGpu, CounterMetricsAreTheOnesAskedFor) {
   KFORGE_SKIP_WITHOUT_CUDA();
   Evaluator ev(test_config());

@@ -113,14 +113,19 @@ def test_fmt_rewrites_a_short_spec_into_full_form(tmp_path):
 
 
 def test_counters_counts_replay_passes_without_a_gpu():
-    """kforge counters: CUPTI's host API for the H100/H200 chip, no GPU. The default list is the 19
-    passes the H200 measured; the list without the two throughput metrics needs 6; an unknown
-    metric is listed, and an unknown chip or no known metric is one error line."""
-    r = run("counters")
-    assert "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed  5" in r.stdout, r.stdout
-    assert r.stdout.rstrip().endswith("together: 19 pass(es) for 7 metric(s)"), r.stdout
+    """kforge counters: CUPTI's host API for the H100/H200 chip, no GPU. The default list needs the
+    6 passes the H200 measured; with the two throughput metrics it is the 19 passes of the old
+    default; an unknown metric is listed, and an unknown chip or no known metric is one error
+    line."""
     short = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
              "sm__warps_active.avg.pct_of_peak_sustained_active", "lts__t_sector_hit_rate.pct"]
+    r = run("counters")
+    assert all(m in r.stdout for m in short) and "throughput" not in r.stdout, r.stdout
+    assert r.stdout.rstrip().endswith("together: 6 pass(es) for 5 metric(s)"), r.stdout
+    r = run("counters", *short, "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")
+    assert "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed  5" in r.stdout, r.stdout
+    assert r.stdout.rstrip().endswith("together: 19 pass(es) for 7 metric(s)"), r.stdout
     r = run("counters", *short, "no_such__metric.sum")
     assert "no_such__metric.sum" in r.stdout and "unknown on GH100" in r.stdout
     assert r.stdout.rstrip().endswith("together: 6 pass(es) for 5 metric(s)"), r.stdout
