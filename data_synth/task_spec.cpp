@@ -429,13 +429,14 @@ std::string task_to_yaml(const TaskSpec& t) {
     e << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
     if (t.baselines.eager_ms) e << YAML::Key << "eager_ms" << YAML::Value << num(*t.baselines.eager_ms);
     if (t.baselines.compile_ms) e << YAML::Key << "compile_ms" << YAML::Value << num(*t.baselines.compile_ms);
-    // Versions quoted: a plain 13.0 or 2.10 is a float to other YAML readers (13, 2.1).
-    e << YAML::Key << "gpu" << YAML::Value << t.baselines.gpu << YAML::Key << "torch" << YAML::Value << YAML::DoubleQuoted
-      << t.baselines.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted << t.baselines.cuda_version << YAML::Key
-      << "method" << YAML::Value << t.baselines.method;
+    // Every string quoted, as tools/synth_gpu.py writes them: a plain 13.0 or 2.10 is a float to
+    // other YAML readers (13, 2.1), and a plain false a boolean.
+    e << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << t.baselines.gpu << YAML::Key << "torch" << YAML::Value
+      << YAML::DoubleQuoted << t.baselines.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted
+      << t.baselines.cuda_version << YAML::Key << "method" << YAML::Value << YAML::DoubleQuoted << t.baselines.method;
     if (!t.baselines.flags.empty()) {
       e << YAML::Key << "flags" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [k, v] : t.baselines.flags) e << YAML::Key << k << YAML::Value << v;
+      for (const auto& [k, v] : t.baselines.flags) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
       e << YAML::EndMap;
     }
     e << YAML::EndMap;

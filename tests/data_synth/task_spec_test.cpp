@@ -143,7 +143,9 @@ TEST(TaskSpec, StatedDerivedFieldsMustAgreeWithTheGraph) {
 TEST(TaskSpec, BaselineTimesNeedTheirGpuAndMethod) {
   std::string yaml = std::string(kMinimal) + "baselines: {eager_ms: 2.5}\n";
   EXPECT_NE(std::string(error_of(yaml).what()).find("need the gpu and the method"), std::string::npos);
-  yaml = std::string(kMinimal) + "baselines: {eager_ms: 2.5, compile_ms: 1.5, gpu: NVIDIA H200, torch: 2.11.0, cuda: '13.0', method: events}\n";
+  yaml = std::string(kMinimal) +
+         "baselines: {eager_ms: 2.5, compile_ms: 1.5, gpu: NVIDIA H200, torch: 2.11.0, cuda: '13.0', method: events, "
+         "flags: {allow_tf32_cublas: 'false'}}\n";
   TaskSpec t = parse_task(yaml, "t.yaml");
   EXPECT_DOUBLE_EQ(*t.baselines.compile_ms, 1.5);
   EXPECT_EQ(parse_task(task_to_yaml(t), "u.yaml").baselines.gpu, "NVIDIA H200");
@@ -151,6 +153,10 @@ TEST(TaskSpec, BaselineTimesNeedTheirGpuAndMethod) {
   EXPECT_NE(task_to_yaml(t).find("cuda: \"13.0\""), std::string::npos) << task_to_yaml(t);
   EXPECT_NE(task_to_yaml(t).find("torch: \"2.11.0\""), std::string::npos) << task_to_yaml(t);
   EXPECT_EQ(parse_task(task_to_yaml(t), "u.yaml").baselines.cuda_version, "13.0");
+  // Every string is quoted, as tools/synth_gpu.py writes it: a plain false is a boolean to PyYAML.
+  EXPECT_NE(task_to_yaml(t).find("flags: {allow_tf32_cublas: \"false\"}"), std::string::npos) << task_to_yaml(t);
+  EXPECT_NE(task_to_yaml(t).find("gpu: \"NVIDIA H200\""), std::string::npos) << task_to_yaml(t);
+  EXPECT_NE(task_to_yaml(t).find("method: \"events\""), std::string::npos) << task_to_yaml(t);
 }
 
 TEST(TaskSpec, MissingFileIsAnIoError) {
