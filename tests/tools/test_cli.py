@@ -105,7 +105,11 @@ def test_run_json_has_the_timing_and_device():
 
 
 def test_fmt_rewrites_a_short_spec_into_full_form(tmp_path):
-    short = sample_text().split("arguments:")[0] + "provenance: {generator: hand-written sample, seed: 0}\n"
+    # The short form drops the arguments, outputs and cost; it keeps a measured baselines block,
+    # which fmt must write back as it was.
+    text = sample_text()
+    kept = "baselines:" + text.split("\nbaselines:")[1].split("provenance:")[0] if "\nbaselines:" in text else ""
+    short = text.split("arguments:")[0] + kept + "provenance: {generator: hand-written sample, seed: 0}\n"
     path = write(tmp_path, "short.yaml", short)
     run("task", "fmt", "--write", path)
     with open(path) as f:
