@@ -557,6 +557,23 @@ TEST(RolloutServerConfig, TheShippedConfigLoads) {
   EXPECT_EQ(c.bind, "tcp://127.0.0.1:5555");
   EXPECT_EQ(c.scheduler.gpus, -1);
   EXPECT_NO_THROW(ServerSetup::load(c));
+  // It serves the shipped dataset: at least 6 000 tasks, each with both baselines, heldout at least 5 %.
+  ASSERT_EQ(c.tasks.datasets.size(), 1u);
+  EXPECT_EQ(fs::path(c.tasks.datasets[0]), fs::path(resource_path("datasets/synth/dataset.h5.xz")).lexically_normal());
+  TaskCatalog catalog;
+  catalog.add_dataset(c.tasks.datasets[0], c.tasks.serve_unmeasured);
+  EXPECT_GE(catalog.size(), 6000u);
+  EXPECT_EQ(catalog.unmeasured(), 0u);
+  TasksParams all, heldout;
+  heldout.split = "heldout";
+  const Json page = catalog.list(all, 100000);
+  ASSERT_EQ(page["total"].get<size_t>(), catalog.size());
+  for (const Json& t : page["tasks"]) {
+    ASSERT_TRUE(t["eager_ms"].is_number() && t["compile_ms"].is_number()) << t.dump();
+    ASSERT_GE(t["eager_ms"].get<double>(), 1.0) << t.dump();
+    ASSERT_LE(t["eager_ms"].get<double>(), 100.0) << t.dump();
+  }
+  EXPECT_GE(catalog.list(heldout)["total"].get<double>(), 0.05 * catalog.size());
 }
 
 TEST(TrajectoryFile, AppendsAcrossReopeningsAndReadsBackInOrder) {
