@@ -7,10 +7,10 @@
 #                     JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (issue 4, evaluator and episode tests), a GPU worker killed mid-request
 #                     (issue 6, rollout server test)
-#   new_gpu           what the fourth session added and could not run on a GPU: a chosen counter
-#                     metric list (EvaluatorGpu.CounterMetricsAreTheOnesAskedFor), the synth GPU
-#                     stage's fused checks kernel (python.synth_gpu_fused), and profile()'s cost with
-#                     the 5-metric list (JSON in OUTDIR/eval_profile_counters_short.json)
+#   new_gpu           the counter tests (EvaluatorGpu.Counter*), the synth GPU stage's fused checks
+#                     kernel (python.synth_gpu_fused), and profile()'s cost with the default counter
+#                     list, 5 metrics in 6 passes since the sixth session (JSON in
+#                     OUTDIR/eval_profile_counters_default.json)
 #   serve_load        issue 6: GPU actions under load (verifies per minute, GPU utilisation, A/A)
 #   synth_calibration issue 7: the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
@@ -41,8 +41,7 @@ for s in $steps; do
     new_gpu)
       timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1
       r=$?
-      timeout 150 "$b/tools/kforge_eval_bench" profile --counters on --out "$out/eval_profile_counters_short.json" \
-        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct \
+      timeout 150 "$b/tools/kforge_eval_bench" profile --counters on --out "$out/eval_profile_counters_default.json" \
         >>"$out/new_gpu.txt" 2>&1 || r=$?
       (exit $r) ;;
     serve_load)
