@@ -17,6 +17,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+import results_doc  # noqa: E402
+
 TIME = re.compile(r"synth_gpu: time \(s\): elapsed ([\d.]+) = start-up ([\d.]+) \+ tasks ([\d.]+) \(([^)]*)\)")
 BUSY = re.compile(r"compile workers: (\d+) x [\d.]+ s, (\d+) jobs, busy [\d.]+ \((\d+) %")
 WROTE = re.compile(r"synth_gpu: shard (\S+): wrote (\d+) row\(s\) .*\(ok (\d+), rejected (\d+)\)")
@@ -135,7 +138,7 @@ def main(argv=None):
     ap.add_argument("work")
     ap.add_argument("--calls", default=None, help="FIRST-LAST (call numbers, inclusive) or N")
     ap.add_argument("--json", default=None)
-    ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
+    ap.add_argument("--commit", default=results_doc.commit())
     ap.add_argument("--command", default="tools/synth_dataset.sh gpu BUDGET_S calls, then collect")
     a = ap.parse_args(argv)
     first = last = None
@@ -154,10 +157,8 @@ def main(argv=None):
     if a.json:
         doc = dict(env_of(a.work), date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
                    commit=a.commit, command=a.command, figures=f, details={"calls": calls})
-        with open(a.json, "w") as fh:
-            json.dump(doc, fh, indent=1)
-            fh.write("\n")
-        print(f"\nsynth_calls_report: wrote {a.json}")
+        print()
+        results_doc.write(a.json, doc, "synth_calls_report")
     return 0
 
 

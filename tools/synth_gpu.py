@@ -46,6 +46,8 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+import results_doc  # noqa: E402
 TOOL = "tools/synth_gpu.py 1"
 START = time.monotonic()  # --time-budget-s counts from here (and across a re-exec, see Run.restart)
 
@@ -2039,20 +2041,12 @@ def write_results(out_path, g, by_id, dataset):
     if g["measured"]:
         figures["serial_wall_s_per_task"] = g["seconds"]["serial_wall_s"] / g["measured"]
         figures["compile_cold_s_per_task"] = g["seconds"]["compile_cold_s"] / g["measured"]
-    try:
-        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-    except OSError:
-        commit = ""
     doc = {"gpu": g["gpu"], "driver": g["driver"], "cuda": g["cuda"], "torch": g["torch"],
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "commit": os.environ.get("KFORGE_COMMIT", commit),
+           "commit": results_doc.commit(),
            "command": f"python3 tools/synth_gpu.py {dataset} --shard ...; python3 tools/synth_gpu.py --merge {dataset}",
            "figures": figures}
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-    with open(out_path, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
+    results_doc.write(out_path, doc, "synth_gpu")
 
 
 def cmd_merge(a):

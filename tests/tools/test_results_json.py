@@ -3,30 +3,16 @@ benchmarks") gives them: gpu, driver, cuda, torch, date, commit, command, and `f
 snake_case names to finite numbers (anything else a record keeps goes under other keys)."""
 import glob
 import json
-import math
 import os
-import re
+import sys
 
 import pytest
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "bench"))
+from results_doc import KEYS, problems, write  # noqa: E402
+
 FILES = sorted(glob.glob(os.path.join(SOURCE_DIR, "tools", "bench", "results", "*.json")))
-KEYS = ("gpu", "driver", "cuda", "torch", "date", "commit", "command", "figures")
-
-
-def problems(doc):
-    out = [f"no '{k}'" for k in KEYS if k not in doc]
-    figures = doc.get("figures")
-    if not isinstance(figures, dict) or not figures:
-        return out + ["'figures' is not a non-empty object"]
-    for name, v in figures.items():
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
-            out.append(f"figure '{name}' is not snake_case")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            out.append(f"figure '{name}' is not a finite number: {v!r:.60}")
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", str(doc.get("date", ""))):
-        out.append(f"date '{doc.get('date')}' does not start YYYY-MM-DD")
-    return out
 
 
 def test_there_are_records():
@@ -49,3 +35,15 @@ def test_the_check_catches_what_it_should():
     assert problems(dict(good, figures={"x_ms": float("nan")}))[0].startswith("figure 'x_ms' is not a finite")
     assert problems(dict(good, figures={"ok_count": True}))[0].startswith("figure 'ok_count' is not a finite")
     assert "no 'commit'" in problems({k: v for k, v in good.items() if k != "commit"})
+
+
+def test_write_keeps_a_record_off_the_shape_and_says_why(tmp_path, capsys):
+    good = {k: "x" for k in KEYS}
+    good.update(date="2026-11-30", figures={"a_ms": 1.5})
+    assert write(tmp_path / "sub" / "good.json", good, "t")
+    assert json.loads((tmp_path / "sub" / "good.json").read_text()) == good
+    bad = dict(good, figures={"a_ms": None})
+    assert not write(tmp_path / "bad.json", bad, "t")
+    err = capsys.readouterr().err
+    assert "bad.json is not in the results shape: figure 'a_ms' is not a finite number" in err
+    assert json.loads((tmp_path / "bad.json").read_text()) == bad  # written all the same

@@ -1,7 +1,6 @@
 """tools/sample_baselines.py: the sample tasks packed as a dataset, measured by tools/synth_gpu.py (here
 in its CPU mode, at the check dims), merged, and the baselines written back into the sample YAMLs:
 only the measured ones, every other line kept, and the specs still parse. No GPU needed."""
-import json
 import os
 import subprocess
 import sys

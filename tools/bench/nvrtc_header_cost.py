@@ -14,15 +14,15 @@ import ctypes
 import ctypes.util
 import datetime
 import glob
-import json
 import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+import results_doc
 
 DEFAULT_HEADERS = ["cuda_fp16.h", "cuda/std/limits", "cuda/ptx", "cuda/std/type_traits", "cuda/std/cmath",
                    "cuda/std/utility", "cuda/std/functional", "cub/config.cuh", "cub/util_type.cuh",
@@ -111,7 +111,7 @@ def main(argv=None):
     except OSError:
         pass
     print(f"NVRTC {nv.version}, {a.arch}, {os.cpu_count()} CPUs ({cpu}); median of {a.n} compiles with the PCH")
-    print(f"| header | PCH (MiB) | without PCH (ms) | PCH created (ms) | with PCH (ms) | over no include (ms) |")
+    print("| header | PCH (MiB) | without PCH (ms) | PCH created (ms) | with PCH (ms) | over no include (ms) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| `{r['header']}` | {r['pch_mib']} | {r['no_pch_ms']} | {r['pch_create_ms']} | {r['pch_use_ms_p50']} | "
@@ -134,19 +134,12 @@ def main(argv=None):
             figures[f"no_pch_ms_{key}"] = r["no_pch_ms"]
         if slope is not None:
             figures["pch_load_ms_per_mib"] = round(slope, 3)
-        try:
-            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        except OSError:
-            commit = ""
         doc = {"gpu": "none (NVRTC only, no GPU)", "driver": "", "cuda": nv.version, "torch": "",
                "cpu": f"{os.cpu_count()} x {cpu}", "date": datetime.date.today().isoformat(),
-               "commit": os.environ.get("KFORGE_COMMIT", commit),
+               "commit": results_doc.commit(),
                "command": "python3 tools/bench/nvrtc_header_cost.py " + " ".join(sys.argv[1:]), "figures": figures,
                "details": {"rows": rows}}
-        with open(a.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        print(f"nvrtc_header_cost: wrote {a.json}")
+        results_doc.write(a.json, doc, "nvrtc_header_cost")
     return 0
 
 

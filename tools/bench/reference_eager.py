@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+import results_doc
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -30,7 +32,7 @@ def main():
     ap.add_argument("--kforge", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", "unknown"))
+    ap.add_argument("--commit", default=results_doc.commit())
     ap.add_argument("--noise-task", default="gelu_scale_residual")
     args = ap.parse_args()
 
@@ -75,9 +77,7 @@ def main():
         "command": "python3 tools/bench/reference_eager.py --kforge build-gpu/tools/kforge --out $OUT",
         "figures": figures,
     }
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "reference_eager.json"), "w") as f:
-        json.dump(result, f, indent=2)
+    results_doc.write(os.path.join(args.out, "reference_eager.json"), result, "reference_eager")
     print()
     print(f"{'task':24s} {'median ms':>10s} {'p10':>9s} {'p90':>9s} {'n':>5s} {'rse%':>6s} {'TFLOP/s':>8s} {'GB/s':>8s}")
     for r in rows:

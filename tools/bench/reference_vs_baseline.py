@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 
+import results_doc
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -55,7 +57,7 @@ def main(argv=None):
     ap.add_argument("--check-dims", action="store_true")
     ap.add_argument("--config", default=os.path.join(ROOT, "configs", "eval.yaml"))
     ap.add_argument("--json", default=None)
-    ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
+    ap.add_argument("--commit", default=results_doc.commit())
     ap.add_argument("--python-now", action="store_true", help="also time the tasks' Python eager now (synth_gpu.py)")
     ap.add_argument("--synth-args", default="", help="more synth_gpu.py options for --python-now (tests)")
     a = ap.parse_args(argv)
@@ -170,10 +172,7 @@ def main(argv=None):
                    "torch": dev.get("torch", ""), "date": datetime.date.today().isoformat(), "commit": a.commit,
                    "command": "python3 tools/bench/reference_vs_baseline.py " + " ".join(sys.argv[1:] if argv is None else argv),
                    "figures": figures, "details": {"rows": rows, "failed": failed}}
-            with open(a.json, "w") as f:
-                json.dump(doc, f, indent=1)
-                f.write("\n")
-            print(f"reference_vs_baseline: wrote {a.json}")
+            results_doc.write(a.json, doc, "reference_vs_baseline")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -24,6 +24,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 from kforge_client import AsyncClient  # noqa: E402
+import results_doc  # noqa: E402
 
 CAND = os.path.join(ROOT, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
 
@@ -163,14 +164,10 @@ def main():
                   "cuda": sh(f"{sys.executable} -c 'import torch; print(torch.version.cuda)'") or None,
                   "torch": sh(f"{sys.executable} -c 'import torch; print(torch.__version__)'") or None,
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "commit": os.environ.get("KFORGE_COMMIT") or sh(f"git -C {ROOT} rev-parse --short HEAD"),
+                  "commit": results_doc.commit(),
                   "command": " ".join(sys.argv), "host_cpus": os.cpu_count(), "figures": figures}
-        out_dir = os.path.join(ROOT, "tools", "bench", "results")
-        os.makedirs(out_dir, exist_ok=True)
         name = f"serve_bench_{'gpu' if args.gpu else 'cpu'}_{datetime.date.today().isoformat()}.json"
-        with open(os.path.join(out_dir, name), "w") as f:
-            json.dump(result, f, indent=2)
-        print("wrote", os.path.join(out_dir, name))
+        results_doc.write(os.path.join(ROOT, "tools", "bench", "results", name), result, "serve_bench")
 
 
 if __name__ == "__main__":
