@@ -37,7 +37,9 @@ Dataset read_dataset(const std::string& path);
 // Row selection as the `kforge tasks` filters give it; an empty or zero field does not filter.
 struct RowFilter {
   std::string split, source;
-  std::string status;            // exact (cpu_ok, ok, rejected:<filter>), or "rejected" for any rejection
+  // Empty: every row a GPU stage did not reject (ok, and cpu_ok where none has run), the rows the
+  // server serves; "all": every row; else exact (cpu_ok, ok, rejected:<filter>), or "rejected" for any.
+  std::string status;
   std::vector<std::string> ops;  // every one must be in the task
   int min_ops = 0, max_ops = 0;
   bool matches(const DatasetRow& r) const;

@@ -101,6 +101,7 @@ def render(s, files_dir=None, commit="", calls=None):
     out.append("## Reading it\n")
     out.append("```bash\n"
                "kforge tasks count datasets/synth/dataset.h5.xz --status ok              # the kept tasks\n"
+               "kforge tasks count datasets/synth/dataset.h5.xz --status all             # every row, the rejected ones too\n"
                "kforge tasks list datasets/synth/dataset.h5.xz --status ok --split heldout\n"
                "kforge tasks export datasets/synth/dataset.h5.xz --status ok --format kernelbench --out DIR  # one ID.py per task\n"
                "unxz -k datasets/synth/dataset.h5.xz                                     # for h5py\n"

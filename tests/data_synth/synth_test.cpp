@@ -328,6 +328,13 @@ TEST(Dataset, Hdf5RoundTripKeepsEveryColumn) {
   EXPECT_FALSE(st.matches(back.rows[2]));
   st.status = "cpu_ok";
   EXPECT_TRUE(st.matches(back.rows[0]));
+  // Without --status a rejected row is left out (what the server serves); "all" takes every row.
+  RowFilter none;
+  EXPECT_TRUE(none.matches(back.rows[0]));
+  EXPECT_TRUE(none.matches(back.rows[1]));
+  EXPECT_FALSE(none.matches(back.rows[2]));
+  st.status = "all";
+  for (const auto& r : back.rows) EXPECT_TRUE(st.matches(r));
   // Not a dataset: an io error naming the file.
   std::ofstream(dir / "junk.h5") << "junk";
   try {

@@ -353,7 +353,8 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
         assert all("baselines:" not in x for x in f["tasks/spec_yaml"].asstr()[:])
         assert f.attrs["gpu_stages"].startswith("done: ")
         assert json.loads(f.attrs["summary_json"])["gpu"]["rejected"]["eager_runtime_window"] == N_TASKS
-    assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
+    assert kforge("tasks", "count", str(ds), "--status", "all").stdout == f"{N_TASKS}\n"
+    assert kforge("tasks", "count", str(ds)).stdout == "0\n"  # a rejected row only when asked for
     # A record of another task that happens to share an id is neither skipped by a run nor merged.
     part0 = out / "part-0.jsonl"
     lines = part0.read_text().splitlines(keepends=True)
@@ -467,7 +468,8 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     table = (tmp_path / "ds" / "summary.txt").read_text()
     assert "operators per task (kept)" in table and "splits (kept)" in table
     # kforge still reads the dataset, and its task parser accepts every spec with its baselines.
-    assert kforge("tasks", "count", str(ds)).stdout == f"{N_TASKS}\n"
+    assert kforge("tasks", "count", str(ds), "--status", "all").stdout == f"{N_TASKS}\n"
+    assert kforge("tasks", "count", str(ds)).stdout == f"{len(ok)}\n"  # the rejected rows left out
     kb = tmp_path / "kb"
     kforge("tasks", "export", str(ds), "--format", "kernelbench", "--out", str(kb), "--specs")
     for x in ok:

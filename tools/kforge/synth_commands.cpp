@@ -128,8 +128,9 @@ std::vector<const DatasetRow*> select(const Dataset& d, const TasksArgs& a) {
   f.min_ops = a.min_ops;
   f.max_ops = a.max_ops;
   KFORGE_CHECK(a.split.empty() || a.split == "train" || a.split == "heldout", usage, "--split is train or heldout, not '" << a.split << "'");
-  KFORGE_CHECK(a.status.empty() || a.status == "cpu_ok" || a.status == "ok" || a.status == "rejected" || a.status.rfind("rejected:", 0) == 0,
-               usage, "--status is cpu_ok, ok, rejected or rejected:<filter>, not '" << a.status << "'");
+  KFORGE_CHECK(a.status.empty() || a.status == "all" || a.status == "cpu_ok" || a.status == "ok" || a.status == "rejected" ||
+                   a.status.rfind("rejected:", 0) == 0,
+               usage, "--status is all, cpu_ok, ok, rejected or rejected:<filter>, not '" << a.status << "'");
   KFORGE_CHECK(a.min_ops >= 0 && a.max_ops >= 0, usage, "--min-ops and --max-ops must be >= 0");
   std::stringstream ss(a.ops);
   std::string item;
@@ -149,7 +150,9 @@ void add_filters(CLI::App* sub, TasksArgs& a) {
   sub->add_option("--split", a.split, "train or heldout");
   sub->add_option("--ops", a.ops, "comma-separated operators the task must all use");
   sub->add_option("--source", a.source, "synth, kernelbench, cuda-agent-ops or other");
-  sub->add_option("--status", a.status, "cpu_ok (GPU stage pending), ok (with baselines), rejected, or rejected:<filter>");
+  sub->add_option("--status", a.status,
+                  "ok (with baselines), cpu_ok (GPU stage pending), rejected, rejected:<filter>, or all; "
+                  "without it, every task not rejected (the ones the server serves)");
   sub->add_option("--min-ops", a.min_ops, "at least this many operators");
   sub->add_option("--max-ops", a.max_ops, "at most this many operators");
 }
@@ -186,12 +189,13 @@ void add_synth_commands(CLI::App& app) {
     std::cout << select(read_dataset(a.dataset), a).size() << "\n";
     return 0;
   });
-  auto* list = tasks->add_subcommand("list", "One line per matching task: id, split, operators, dtype, estimated ms");
+  auto* list = tasks->add_subcommand("list", "One line per matching task: id, split, status, dtype, estimated ms, operators");
   add_filters(list, a);
   set_action(list, [] {
     Dataset d = read_dataset(a.dataset);
     for (const DatasetRow* r : select(d, a))
-      std::printf("%-28s %-8s %-6s %8.2f  %s\n", r->id.c_str(), r->split.c_str(), r->dtype.c_str(), r->est_runtime_ms, r->ops.c_str());
+      std::printf("%-28s %-8s %-8s %-8s %8.2f  %s\n", r->id.c_str(), r->split.c_str(), r->status.c_str(), r->dtype.c_str(),
+                  r->est_runtime_ms, r->ops.c_str());
     return 0;
   });
   auto* show = tasks->add_subcommand("show", "Print one task's spec (or its program)");
