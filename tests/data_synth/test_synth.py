@@ -65,7 +65,7 @@ def test_tasks_count_list_show(synth_dir):
     lines = run("tasks", "list", ds, "--max-ops", "2").stdout.splitlines()
     assert len(lines) == int(run("tasks", "count", ds, "--max-ops", "2").stdout)
     first = lines[0].split()[0]
-    assert all(ln.split()[2] == "cpu_ok" for ln in lines)  # the status column: no GPU stage has run
+    assert all(ln.split()[2] == "cpu_ok" and ln.split()[5] == "-" for ln in lines)  # status, eager ms: no GPU stage has run
     assert run("tasks", "count", ds, "--status", "all").stdout == "40\n" == run("tasks", "count", ds, "--status", "cpu_ok").stdout
     r = run("tasks", "count", ds, "--status", "kept", check=False)
     assert r.returncode != 0 and "--status is all, cpu_ok, ok, rejected or rejected:<filter>, not 'kept'" in r.stderr

@@ -470,6 +470,8 @@ def test_killed_run_resumes_without_redoing_and_merges(dataset, tmp_path):
     # kforge still reads the dataset, and its task parser accepts every spec with its baselines.
     assert kforge("tasks", "count", str(ds), "--status", "all").stdout == f"{N_TASKS}\n"
     assert kforge("tasks", "count", str(ds)).stdout == f"{len(ok)}\n"  # the rejected rows left out
+    listed = {ln.split()[0]: ln.split() for ln in kforge("tasks", "list", str(ds)).stdout.splitlines()}
+    assert {tid: (v[2], v[5]) for tid, v in listed.items()} == {x["id"]: ("ok", f"{x['eager_ms']:.2f}") for x in ok}
     kb = tmp_path / "kb"
     kforge("tasks", "export", str(ds), "--format", "kernelbench", "--out", str(kb), "--specs")
     for x in ok:

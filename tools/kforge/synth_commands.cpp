@@ -189,13 +189,17 @@ void add_synth_commands(CLI::App& app) {
     std::cout << select(read_dataset(a.dataset), a).size() << "\n";
     return 0;
   });
-  auto* list = tasks->add_subcommand("list", "One line per matching task: id, split, status, dtype, estimated ms, operators");
+  auto* list = tasks->add_subcommand(
+      "list", "One line per matching task: id, split, status, dtype, estimated ms, measured eager ms (- before the GPU stage), operators");
   add_filters(list, a);
   set_action(list, [] {
     Dataset d = read_dataset(a.dataset);
-    for (const DatasetRow* r : select(d, a))
-      std::printf("%-28s %-8s %-8s %-8s %8.2f  %s\n", r->id.c_str(), r->split.c_str(), r->status.c_str(), r->dtype.c_str(),
-                  r->est_runtime_ms, r->ops.c_str());
+    for (const DatasetRow* r : select(d, a)) {
+      char eager[32] = "-";
+      if (std::isfinite(r->eager_ms)) std::snprintf(eager, sizeof eager, "%.2f", r->eager_ms);
+      std::printf("%-28s %-8s %-8s %-8s %8.2f %8s  %s\n", r->id.c_str(), r->split.c_str(), r->status.c_str(), r->dtype.c_str(),
+                  r->est_runtime_ms, eager, r->ops.c_str());
+    }
     return 0;
   });
   auto* show = tasks->add_subcommand("show", "Print one task's spec (or its program)");
