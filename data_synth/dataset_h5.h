@@ -20,6 +20,9 @@ struct DatasetRow {
   double eager_ms = 0, compile_ms = 0;  // NaN until the GPU baseline stage fills them
   std::string baseline_json;            // "" until then: {"gpu", "torch", "cuda", "method", ...}
   std::string status = "cpu_ok";        // cpu_ok, then ok or rejected:<filter> after the GPU stages
+
+  // A GPU stage filtered it out: neither `kforge tasks` (without --status) nor the server takes it.
+  bool rejected() const { return status.rfind("rejected", 0) == 0; }
 };
 
 struct Dataset {

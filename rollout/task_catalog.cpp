@@ -69,7 +69,7 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
   }
   Dataset d = read_dataset(file);
   for (auto& row : d.rows) {
-    if (row.status.rfind("rejected", 0) == 0) continue;  // filtered out by a GPU stage
+    if (row.rejected()) continue;
     const bool measured = row.status == "ok";
     if (!measured && !serve_unmeasured) {
       ++unmeasured_left_out_;
