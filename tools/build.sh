@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Configures and builds kforge (Ninja, Release, ccache when present) into $KFORGE_BUILD_DIR
-# (default: <repo>/build), against the libtorch of the venv tools/setup.sh made.
+# (default: <repo>/build), against the libtorch of the Python tools/python_env.sh picks (the venv
+# tools/setup.sh made, or KFORGE_PYTHON_BIN), which is also the tests' Python3_EXECUTABLE. A build
+# folder configured with another Python is configured again.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-venv=${KFORGE_VENV:-$root/.venv}
 build=${KFORGE_BUILD_DIR:-$root/build}
-py="$venv/bin/python"
-[ -x "$py" ] || { echo "build: no venv at $venv; run tools/setup.sh first" >&2; exit 1; }
+. "$root/tools/python_env.sh"
+kforge_python "$root" || exit 1
+py=$KFORGE_PYTHON_BIN
 torch_prefix=$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cuda_args=()
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
@@ -14,7 +16,8 @@ if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   cu=$("$py" -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')
   cuda_args=(-DCUDAToolkit_ROOT="$cu")
 fi
-if [ ! -f "$build/build.ninja" ]; then
+configured=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+if [ ! -f "$build/build.ninja" ] || [ "$configured" != "$py" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$torch_prefix" -DPython3_EXECUTABLE="$py" "${cuda_args[@]}" ${CMAKE_ARGS:-}
 fi

@@ -4,59 +4,113 @@
 #     yaml-cpp, GoogleTest, libseccomp, CLI11, nlohmann-json, xz for the shipped dataset);
 #   - a Python virtual environment at $KFORGE_VENV (default: <repo>/.venv) holding the pinned
 #     torch wheel (its libtorch is what kforge links against) and the Python test dependencies;
+#     every script and test runs its python (tools/python_env.sh: KFORGE_PYTHON_BIN, when set,
+#     overrides it; CMake's Python3_EXECUTABLE follows the same rules);
 #   - the CUDA toolkit pieces the build needs (NVRTC, CUPTI, runtime, driver stub), taken from the
 #     CUDA toolkit when one is installed, else from NVIDIA's pip wheels.
 # Re-running it does nothing that is already done. Prints one line per step.
+#   tools/setup.sh [STEP...]     steps: debs venv python cuda (default: all four, in this order)
+#
+# The venv is isolated: it sees only what is installed in it, so a package missing from it fails
+# here and in CI, not on the next fresh machine (a package once installed system-wide would hide it).
+# KFORGE_VENV_SYSTEM_SITE=1 lets it see the base interpreter's packages instead (a host with the
+# pinned torch preinstalled, to not fetch the 4 GB wheel again). An existing venv is kept and set to
+# the mode asked (its pyvenv.cfg), then completed; one whose python no longer runs is made again.
+# KFORGE_BASE_PYTHON (default python3) is the interpreter a new venv is made from.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${KFORGE_VENV:-$root/.venv}
-python=${KFORGE_PYTHON:-python3}   # the interpreter the venv is made from
+py=$venv/bin/python
+base_python=${KFORGE_BASE_PYTHON:-python3}   # only to make the venv; everything else runs the venv's
+system_site=${KFORGE_VENV_SYSTEM_SITE:-0}
 torch_version=2.11.0          # the GPU hosts run torch 2.11.0+cu130: build against the same libtorch
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
-debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv python3-pip
+setup_debs() {
+  local debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv python3-pip
       libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libeigen3-dev libhdf5-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libseccomp-dev libcli11-dev nlohmann-json3-dev xz-utils)
-missing=()
-for p in "${debs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-  echo "setup: Debian packages present"
-fi
+  local missing=() p
+  for p in "${debs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: Debian packages present"
+  fi
+}
 
-# A venv that can see an already-installed torch (a GPU host's, or one installed earlier) so the
-# 4 GB wheel is not fetched twice.
-if [ ! -x "$venv/bin/python" ]; then
-  echo "setup: creating $venv"
-  "$python" -m venv --system-site-packages "$venv"
-fi
-py="$venv/bin/python"
-if ! "$py" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$torch_version' else 1)" 2>/dev/null; then
-  echo "setup: installing torch==$torch_version (with its libtorch)"
-  "$py" -m pip install -q "torch==$torch_version"
-else
-  echo "setup: torch $torch_version present"
-fi
-pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib)
-if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib" 2>/dev/null; then
-  echo "setup: installing Python packages: ${pydeps[*]}"
-  "$py" -m pip install -q "${pydeps[@]}"
-else
-  echo "setup: Python packages present"
-fi
+setup_venv() {
+  local want flags cfg=$venv/pyvenv.cfg
+  case $system_site in
+    0) want=false; flags=() ;;
+    1) want=true; flags=(--system-site-packages) ;;
+    *) echo "setup: KFORGE_VENV_SYSTEM_SITE is 0 (an isolated venv) or 1 (it sees the system's packages), not '$system_site'" >&2
+       exit 2 ;;
+  esac
+  if [ -e "$venv" ] && [ ! -f "$cfg" ] && [ -n "$(ls -A "$venv")" ]; then
+    echo "setup: $venv exists and is not a venv (no pyvenv.cfg): move it away or set KFORGE_VENV" >&2
+    exit 2
+  fi
+  if [ ! -f "$cfg" ]; then
+    echo "setup: creating $venv (include-system-site-packages = $want)"
+    "$base_python" -m venv "${flags[@]}" "$venv"
+  elif ! "$py" -c '' 2>/dev/null; then
+    echo "setup: $venv is broken (its python does not run): making it again"
+    "$base_python" -m venv --clear "${flags[@]}" "$venv"
+  elif ! grep -qx "include-system-site-packages = $want" "$cfg"; then
+    # What the venv sees is this one line (PEP 405); the python step then installs what it lacks.
+    echo "setup: $venv: include-system-site-packages set to $want (KFORGE_VENV_SYSTEM_SITE=$system_site)"
+    sed -i '/^include-system-site-packages *=/d' "$cfg"
+    echo "include-system-site-packages = $want" >> "$cfg"
+  else
+    echo "setup: venv $venv present (include-system-site-packages = $want)"
+  fi
+  if [ -n "${KFORGE_PYTHON_BIN:-}" ]; then
+    echo "setup: note: KFORGE_PYTHON_BIN=$KFORGE_PYTHON_BIN is set: the scripts and tests run it, not $py"
+  fi
+}
+
+setup_python() {
+  [ -x "$py" ] || { echo "setup: no venv at $venv (the venv step makes it)" >&2; exit 2; }
+  if ! "$py" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$torch_version' else 1)" 2>/dev/null; then
+    echo "setup: installing torch==$torch_version (with its libtorch)"
+    "$py" -m pip install -q "torch==$torch_version"
+  else
+    echo "setup: torch $torch_version present"
+  fi
+  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib)
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib" 2>/dev/null; then
+    echo "setup: installing Python packages: ${pydeps[*]}"
+    "$py" -m pip install -q "${pydeps[@]}"
+  else
+    echo "setup: Python packages present"
+  fi
+}
 
 # CUDA toolkit: libtorch's CMake config needs one (headers, NVRTC, CUPTI, cudart, the driver stub).
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: CUDA toolkit present ($( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) ))"
-else
-  cuda_version=$("$py" -c "import torch; print(torch.version.cuda)")
-  echo "setup: no CUDA toolkit found; installing CUDA $cuda_version pieces from NVIDIA's pip wheels"
-  "$py" -m pip install -q "nvidia-cuda-nvcc==${cuda_version}.*" "nvidia-cuda-runtime==${cuda_version}.*" \
-     "nvidia-cuda-nvrtc==${cuda_version}.*" "nvidia-cuda-cupti==${cuda_version}.*" "nvidia-cuda-cccl==${cuda_version}.*"
-fi
+setup_cuda() {
+  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+    echo "setup: CUDA toolkit present ($( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) ))"
+  else
+    local cuda_version
+    cuda_version=$("$py" -c "import torch; print(torch.version.cuda)")
+    echo "setup: no CUDA toolkit found; installing CUDA $cuda_version pieces from NVIDIA's pip wheels"
+    "$py" -m pip install -q "nvidia-cuda-nvcc==${cuda_version}.*" "nvidia-cuda-runtime==${cuda_version}.*" \
+       "nvidia-cuda-nvrtc==${cuda_version}.*" "nvidia-cuda-cupti==${cuda_version}.*" "nvidia-cuda-cccl==${cuda_version}.*"
+  fi
+}
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(debs venv python cuda)
+for s in "${steps[@]}"; do
+  case $s in
+    debs|venv|python|cuda) ;;
+    *) echo "setup: unknown step '$s' (debs, venv, python, cuda)" >&2; exit 2 ;;
+  esac
+done
+for s in "${steps[@]}"; do "setup_$s"; done
 echo "setup: done"

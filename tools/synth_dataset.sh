@@ -25,13 +25,17 @@
 # folder on the GPU host where the parts outlive the call, for a next call made before collecting),
 # SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1),
 # SYNTH_ARGS_k (gpu step: more options for process k only, e.g. an A/B of an option on one host),
-# SYNTH_CHECK_ARGS (finish: more tools/synth_check.py options).
+# SYNTH_CHECK_ARGS (finish: more tools/synth_check.py options), KFORGE_PYTHON_BIN (the interpreter,
+# default the project's venv; on the GPU host without one, its python3: tools/python_env.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 work=${SYNTH_WORK:-.gpu/synth}
 kforge=${KFORGE:-build/tools/kforge}
 cmd=${1:-}; shift || true
+. "$root/tools/python_env.sh"
+case $cmd in gpu|status|report|finish) kforge_python "$root" || exit 2 ;; esac
+py=${KFORGE_PYTHON_BIN:-}
 
 die() { echo "synth_dataset: $*" >&2; exit 2; }
 need_dataset() { [ -f "$work/dataset.h5" ] || die "$work/dataset.h5 is missing: run 'tools/synth_dataset.sh prepare' first"; }
@@ -83,7 +87,7 @@ case $cmd in
     # as many groups (both hardware threads of a core in the same group), so that the timing
     # processes never share a CPU.
     lists=$(mktemp -d)
-    python3 - "$work/dataset.h5" "$out/gpu" "$lists" "$ngpu" <<'EOF'
+    "$py" - "$work/dataset.h5" "$out/gpu" "$lists" "$ngpu" <<'EOF'
 import collections, os, subprocess, sys
 sys.path.insert(0, "tools")
 import synth_gpu
@@ -113,7 +117,7 @@ EOF
         [ "$dev" = cpu ] || pin=(env CUDA_VISIBLE_DEVICES=$k "${pin[@]}")
       fi
       own="SYNTH_ARGS_$k"
-      "${pin[@]}" python3 tools/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
+      "${pin[@]}" "$py" tools/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
         --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} ${!own:-} > "$out/log-$k.txt" 2>&1 &
     done
     wait || true
@@ -159,7 +163,7 @@ EOF
     ;;
   status)
     need_dataset
-    python3 - "$work" <<'EOF'
+    "$py" - "$work" <<'EOF'
 import collections, os, sys
 sys.path.insert(0, "tools")
 import synth_gpu  # its dataset and part-file readers (torch is imported lazily, not here)
@@ -175,7 +179,7 @@ EOF
     # tools/synth_dataset.sh report [FIRST-LAST] [JSON]: the collected calls (all, or a range of
     # call numbers), from their logs; JSON in the format of tools/bench/results/.
     range=${1:-}; json=${2:-}
-    python3 tools/synth_calls_report.py "$work" ${range:+--calls "$range"} ${json:+--json "$json"} \
+    "$py" tools/synth_calls_report.py "$work" ${range:+--calls "$range"} ${json:+--json "$json"} \
       --commit "${KFORGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || true)}"
     ;;
   finish)
@@ -184,11 +188,11 @@ EOF
     dst=${SYNTH_DEST:-datasets/synth}
     mkdir -p "$dst"
     allow=""; [ "${SYNTH_DEVICE:-cuda}" = cpu ] && allow=--allow-cpu
-    python3 tools/synth_gpu.py --merge "$work/dataset.h5" $allow \
+    "$py" tools/synth_gpu.py --merge "$work/dataset.h5" $allow \
       --results "${SYNTH_RESULTS:-tools/bench/results/$(date -u +%Y-%m-%d)_synth_dataset_h200.json}"
     # What the dataset promises (no duplicates, disjoint splits, baselines in the window, one machine
     # and method, TF32 off, ...): nothing is shipped when a check fails.
-    python3 tools/synth_check.py "$work/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the merged dataset fails its checks (above); nothing shipped"
+    "$py" tools/synth_check.py "$work/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the merged dataset fails its checks (above); nothing shipped"
     "$kforge" tasks export "$work/dataset.h5" --status ok --format jsonl --out "$dst/tasks.jsonl"
     cp "$work"/summary.txt "$work"/summary.json "$dst/"
     cp "$work"/*.png "$dst/" 2>/dev/null || true
@@ -200,16 +204,16 @@ EOF
     # How long the GPU stage took, from the collected calls' logs (none: the README says nothing of it).
     calls=${SYNTH_CALLS_RESULTS:-tools/bench/results/$(date -u +%Y-%m-%d)_synth_dataset_calls_h200.json}
     if ls -d "$work"/logs/call-* >/dev/null 2>&1; then
-      python3 tools/synth_calls_report.py "$work" --json "$calls" --commit "$commit" | tail -3
+      "$py" tools/synth_calls_report.py "$work" --json "$calls" --commit "$commit" | tail -3
     else
       calls=""
     fi
-    python3 tools/synth_readme.py "$dst/summary.json" "$dst/README.md" --commit "$commit" ${calls:+--calls-json "$calls"}
+    "$py" tools/synth_readme.py "$dst/summary.json" "$dst/README.md" --commit "$commit" ${calls:+--calls-json "$calls"}
     du -h "$dst"/*
     "$kforge" tasks count "$work/dataset.h5" --status ok
     ;;
   *)
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"  # the header above
     [ -z "$cmd" ] || die "unknown step '$cmd'"
     ;;
 esac

@@ -18,3 +18,9 @@ set_tests_properties(python.synth_gpu_fused PROPERTIES ENVIRONMENT "${pytest_env
 add_test(NAME python.sample_baselines
   COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_sample_baselines.py)
 set_tests_properties(python.sample_baselines PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu TIMEOUT 900)
+
+# One Python everywhere (tools/python_env.sh): no script, CMake file or test starts python by name;
+# the scripts' cheap steps run with a failing python3 first on PATH; setup.sh's venv modes.
+add_test(NAME python.python_setting
+  COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_python_setting.py)
+set_tests_properties(python.python_setting PROPERTIES ENVIRONMENT "${pytest_env}" LABELS cpu TIMEOUT 600)

@@ -3,7 +3,7 @@ prepare (kforge synth), the GPU step (here in its CPU mode, at check dims), coll
 archive, status, calls resuming where the last stopped (from the carried rows, or from SYNTH_KEEP
 before a collect), an older archive collected late, the calls' report, and finish (merge, JSONL
 export, the xz-compressed dataset that kforge reads back, the README of its figures, and the
-reference-against-baseline bench on it). No GPU needed."""
+reference-against-baseline bench on it), every step with a failing python3 first on PATH. No GPU needed."""
 import json
 import lzma
 import os
@@ -36,7 +36,14 @@ def measured(text):
 @pytest.fixture
 def env(tmp_path):
     (tmp_path / "synth.yaml").write_text("seed: 7\ntarget_tasks: 4\nshard_candidates: 10\n")
+    # Every step runs KFORGE_PYTHON_BIN (tools/python_env.sh): a python3 or python first on PATH fails.
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    for name in ("python", "python3"):
+        (fake / name).write_text("#!/bin/sh\necho 'a bare python on PATH was run' >&2\nexit 97\n")
+        (fake / name).chmod(0o755)
     e = dict(os.environ, KFORGE=os.path.abspath(KFORGE) if os.sep in KFORGE else KFORGE,
+             KFORGE_PYTHON_BIN=sys.executable, PATH=f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}",
              SYNTH_WORK=str(tmp_path / "work"), SYNTH_CONFIG=str(tmp_path / "synth.yaml"), SYNTH_DEVICE="cpu",
              SYNTH_DEST=str(tmp_path / "dest"), SYNTH_RESULTS=str(tmp_path / "results.json"),
              SYNTH_CALLS_RESULTS=str(tmp_path / "calls.json"),
