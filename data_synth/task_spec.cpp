@@ -17,10 +17,20 @@ const char* task_source_name(TaskSource s) {
     case TaskSource::synth: return "synth";
     case TaskSource::kernelbench: return "kernelbench";
     case TaskSource::cuda_agent_ops: return "cuda-agent-ops";
+    case TaskSource::samples: return "samples";
     case TaskSource::other: return "other";
   }
   return "?";
 }
+
+std::optional<TaskSource> task_source_from_name(const std::string& name) {
+  for (TaskSource s : {TaskSource::synth, TaskSource::kernelbench, TaskSource::cuda_agent_ops, TaskSource::samples,
+                       TaskSource::other})
+    if (name == task_source_name(s)) return s;
+  return std::nullopt;
+}
+
+const char* task_source_names() { return "synth, kernelbench, cuda-agent-ops, samples, other"; }
 
 const char* split_name(Split s) { return s == Split::train ? "train" : "heldout"; }
 
@@ -140,11 +150,9 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
   {
     YamlNode n = root.at("source");
     std::string s = n.as<std::string>();
-    if (s == "synth") t.source = TaskSource::synth;
-    else if (s == "kernelbench") t.source = TaskSource::kernelbench;
-    else if (s == "cuda-agent-ops") t.source = TaskSource::cuda_agent_ops;
-    else if (s == "other") t.source = TaskSource::other;
-    else n.fail("unknown source '" + s + "' (synth, kernelbench, cuda-agent-ops, other)");
+    auto source = task_source_from_name(s);
+    if (!source) n.fail("unknown source '" + s + "' (" + task_source_names() + ")");
+    t.source = *source;
   }
   {
     YamlNode n = root.at("split");

@@ -16,9 +16,13 @@
 
 namespace kforge {
 
-enum class TaskSource { synth, kernelbench, cuda_agent_ops, other };
+// samples: the shipped sample tasks (datasets/samples/), never rows of a dataset or its splits.
+enum class TaskSource { synth, kernelbench, cuda_agent_ops, samples, other };
 enum class Split { train, heldout };
 const char* task_source_name(TaskSource s);
+// The source named `name`, if any; task_source_names() lists them ("synth, kernelbench, ...").
+std::optional<TaskSource> task_source_from_name(const std::string& name);
+const char* task_source_names();
 const char* split_name(Split s);
 
 struct TaskArgument {

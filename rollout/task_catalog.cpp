@@ -14,6 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const std::string kSamples = task_source_name(TaskSource::samples);
+
 std::vector<std::string> split_ops(const std::string& csv) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -33,6 +35,7 @@ void TaskCatalog::insert(CatalogEntry e) {
   KFORGE_CHECK(it == entries_.end(), config,
                "task '" << e.name << "' is served twice: from " << it->second.origin << " and from " << e.origin);
   std::string name = e.name;
+  if (e.source == kSamples) ++samples_;
   entries_.emplace(std::move(name), std::move(e));
 }
 
@@ -107,9 +110,12 @@ Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
   Json tasks = Json::array();
   int64_t total = 0;
   const int64_t limit = f.limit.value_or(default_limit);
+  // Samples beside other tasks (a dataset, spec directories): listed when asked for by source.
+  const bool samples_asked = (f.source && *f.source == kSamples) || samples_ == entries_.size();
   for (const auto& [name, e] : entries_) {
     if (f.split && e.split != *f.split) continue;
     if (f.source && e.source != *f.source) continue;
+    if (e.source == kSamples && !samples_asked) continue;
     bool has_all = std::all_of(f.ops.begin(), f.ops.end(),
                                [&](const std::string& op) { return std::find(e.ops.begin(), e.ops.end(), op) != e.ops.end(); });
     if (!has_all) continue;

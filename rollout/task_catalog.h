@@ -2,6 +2,8 @@
 // The tasks a server offers: the shipped samples, directories of task specs and synthesised
 // datasets (data_synth/DATASET_FORMAT.md). Facts for listing and filtering are kept for every
 // task; a spec is parsed when an episode first asks for it and kept (tasks are immutable).
+// The samples (source `samples`) are served by name, but a listing beside other tasks holds them
+// only when it asks for source `samples`: they are not rows of a dataset's splits or counts.
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,6 +33,8 @@ class TaskCatalog {
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
 
   size_t size() const { return entries_.size(); }
+  // Of them, the sample tasks (source `samples`).
+  size_t samples() const { return samples_; }
   // Dataset rows served that no GPU stage has measured yet (status cpu_ok: no baselines, and a GPU
   // filter may still reject them): a dataset whose GPU stage is not finished.
   size_t unmeasured() const { return unmeasured_; }
@@ -39,12 +43,13 @@ class TaskCatalog {
   // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
   std::shared_ptr<const TaskSpec> find(const std::string& name);
   // The `tasks` method's result: {"tasks": [facts], "total": matches, "offset", "next_offset"?}.
+  // Samples match only a filter with source `samples`, unless they are all the catalog holds.
   Json list(const TasksParams& filter, int64_t default_limit = 100) const;
 
  private:
   void insert(CatalogEntry e);
   std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
-  size_t unmeasured_ = 0, unmeasured_left_out_ = 0;
+  size_t unmeasured_ = 0, unmeasured_left_out_ = 0, samples_ = 0;
 };
 
 }  // namespace kforge

@@ -27,6 +27,8 @@ endif()
 # trajectory file, the server config.
 kforge_test(rollout_server_tests SOURCES rollout/server_test.cpp LIBS kforge_server Threads::Threads)
 add_dependencies(rollout_server_tests kforge-worker kforge-compile-worker)
+# The task catalog and the samples (source `samples`: listed beside a dataset only when asked for).
+kforge_test(rollout_catalog_tests SOURCES rollout/task_catalog_test.cpp LIBS kforge_server)
 
 # The Python client (tools/python/kforge_client) against the real `kforge serve` binary.
 add_test(NAME python.rollout_client

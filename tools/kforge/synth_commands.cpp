@@ -17,6 +17,7 @@
 #include "data_synth/render_python.h"
 #include "data_synth/reference.h"
 #include "data_synth/synth_pipeline.h"
+#include "data_synth/task_spec.h"
 #include "tools/kforge/commands.h"
 
 #ifndef KFORGE_SOURCE_DIR
@@ -128,6 +129,8 @@ std::vector<const DatasetRow*> select(const Dataset& d, const TasksArgs& a) {
   f.min_ops = a.min_ops;
   f.max_ops = a.max_ops;
   KFORGE_CHECK(a.split.empty() || a.split == "train" || a.split == "heldout", usage, "--split is train or heldout, not '" << a.split << "'");
+  KFORGE_CHECK(a.source.empty() || task_source_from_name(a.source), usage,
+               "--source is one of " << task_source_names() << ", not '" << a.source << "'");
   KFORGE_CHECK(a.status.empty() || a.status == "all" || a.status == "cpu_ok" || a.status == "ok" || a.status == "rejected" ||
                    a.status.rfind("rejected:", 0) == 0,
                usage, "--status is all, cpu_ok, ok, rejected or rejected:<filter>, not '" << a.status << "'");
@@ -149,7 +152,7 @@ void add_filters(CLI::App* sub, TasksArgs& a) {
   sub->add_option("DATASET", a.dataset, "dataset.h5 written by kforge synth (or dataset.h5.xz, as shipped)")->required();
   sub->add_option("--split", a.split, "train or heldout");
   sub->add_option("--ops", a.ops, "comma-separated operators the task must all use");
-  sub->add_option("--source", a.source, "synth, kernelbench, cuda-agent-ops or other");
+  sub->add_option("--source", a.source, "synth, kernelbench, cuda-agent-ops, samples or other");
   sub->add_option("--status", a.status,
                   "ok (with baselines), cpu_ok (GPU stage pending), rejected, rejected:<filter>, or all; "
                   "without it, every task not rejected (the ones the server serves)");

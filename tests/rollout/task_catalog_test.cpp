@@ -1,0 +1,128 @@
+// The server's task catalog and the samples: they are source `samples`, served by name, but a
+// listing beside a dataset holds them only when it asks for source `samples` (they are not rows of
+// the dataset's splits or counts); a catalog of the samples alone lists them. The shipped config's
+// catalog counts exactly the shipped dataset's rows, split by split.
+#include "rollout/task_catalog.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "data_synth/dataset_h5.h"
+#include "env/env_config.h"
+#include "rollout/server_config.h"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+const size_t kSamples = 13;  // datasets/samples/*.yaml
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TasksParams query(std::optional<std::string> split, std::optional<std::string> source = std::nullopt) {
+  TasksParams p;
+  p.split = std::move(split);
+  p.source = std::move(source);
+  return p;
+}
+
+int64_t total(const TaskCatalog& c, const TasksParams& p) { return c.list(p, 100000)["total"].get<int64_t>(); }
+
+// Two measured dataset rows, one per split, written as dataset.h5 under a fresh folder.
+std::string small_dataset() {
+  const std::string spec = read_text(resource_path("datasets/samples/linear_relu.yaml"));
+  Dataset d;
+  d.attrs["format"] = "kforge-dataset";
+  for (const auto& [id, split] : std::vector<std::pair<std::string, std::string>>{{"syn_a", "train"}, {"syn_b", "heldout"}}) {
+    DatasetRow r;
+    r.id = id;
+    r.split = split;
+    r.status = "ok";
+    r.source = "synth";
+    r.dtype = "float32";
+    r.ops = "linear,relu";
+    r.n_ops = 2;
+    r.spec_yaml = spec;
+    r.eager_ms = 10.0;
+    r.compile_ms = 5.0;
+    d.rows.push_back(r);
+  }
+  fs::path dir = fs::temp_directory_path() / ("kforge_catalog_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string h5 = (dir / "dataset.h5").string();
+  write_dataset(h5, d);
+  return h5;
+}
+
+}  // namespace
+
+TEST(TaskCatalog, SamplesAreSourceSamplesAndListedBesideADatasetOnlyWhenAskedFor) {
+  const std::string h5 = small_dataset();
+  TaskCatalog c;
+  c.add_spec_dir(resource_path("datasets/samples"));
+  c.add_dataset(h5);
+  ASSERT_EQ(c.size(), kSamples + 2);
+  EXPECT_EQ(c.samples(), kSamples);
+  // The dataset's rows alone in every listing that does not ask for the samples ...
+  EXPECT_EQ(total(c, query(std::nullopt)), 2);
+  EXPECT_EQ(total(c, query("train")), 1);
+  const Json heldout = c.list(query("heldout"));
+  ASSERT_EQ(heldout["total"], 1);
+  EXPECT_EQ(heldout["tasks"][0]["name"], "syn_b") << "the sample gated_linear (split heldout) is not a heldout row";
+  EXPECT_EQ(total(c, query(std::nullopt, "synth")), 2);
+  // ... the samples under source `samples`, with their own split among themselves.
+  const Json samples = c.list(query(std::nullopt, "samples"), 100);
+  ASSERT_EQ(samples["total"].get<size_t>(), kSamples);
+  for (const Json& t : samples["tasks"]) EXPECT_EQ(t["source"], "samples") << t.dump();
+  EXPECT_EQ(total(c, query("heldout", "samples")), 1);
+  // Served by name all the same, and their spec says where they came from.
+  auto g = c.find("gated_linear");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->source, TaskSource::samples);
+  EXPECT_STREQ(task_source_name(g->source), "samples");
+  EXPECT_EQ(task_source_from_name("samples"), TaskSource::samples);
+  EXPECT_FALSE(task_source_from_name("sample").has_value());
+  fs::remove_all(fs::path(h5).parent_path());
+}
+
+TEST(TaskCatalog, TheSamplesAloneAreListedAsTheTasks) {
+  TaskCatalog c;
+  c.add_spec_dir(resource_path("datasets/samples"));
+  EXPECT_EQ(total(c, query(std::nullopt)), static_cast<int64_t>(kSamples));
+  EXPECT_EQ(total(c, query("heldout")), 1);
+  EXPECT_EQ(total(c, query(std::nullopt, "samples")), static_cast<int64_t>(kSamples));
+  EXPECT_EQ(total(c, query(std::nullopt, "synth")), 0);
+}
+
+TEST(TaskCatalog, TheShippedConfigsCatalogCountsTheShippedDatasetAlone) {
+  ServerConfig cfg = ServerConfig::load(resource_path("configs/server.yaml"));
+  ASSERT_TRUE(cfg.tasks.samples);
+  ASSERT_EQ(cfg.tasks.datasets.size(), 1u);
+  TaskCatalog c;  // as the server builds it
+  c.add_spec_dir(resource_path("datasets/samples"));
+  for (const auto& d : cfg.tasks.datasets) c.add_dataset(d, cfg.tasks.serve_unmeasured);
+  std::map<std::string, int64_t> rows;  // the dataset's rows the server serves, per split
+  for (const DatasetRow& r : read_dataset(cfg.tasks.datasets[0]).rows)
+    if (!r.rejected()) ++rows[r.split];
+  ASSERT_GT(rows["train"], 5000);
+  ASSERT_GT(rows["heldout"], 300);
+  EXPECT_EQ(total(c, query("train")), rows["train"]);
+  EXPECT_EQ(total(c, query("heldout")), rows["heldout"]);
+  EXPECT_EQ(total(c, query(std::nullopt)), rows["train"] + rows["heldout"]);
+  EXPECT_EQ(total(c, query(std::nullopt, "samples")), static_cast<int64_t>(kSamples));
+  EXPECT_EQ(c.size(), static_cast<size_t>(rows["train"] + rows["heldout"]) + kSamples);
+  // Heldout plays dataset rows: its first task is not a sample.
+  EXPECT_EQ(c.list(query("heldout"), 1)["tasks"][0]["source"], "synth");
+}
