@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -13,7 +14,13 @@ namespace kforge {
 
 YamlNode YamlNode::load_file(const std::string& path, ErrorKind kind) {
   std::ifstream in(path);
-  if (!in) KFORGE_FAIL(io, path << ": cannot open file (" << std::strerror(errno) << ")");
+  if (!in) {
+    const int err = errno;
+    std::error_code ec;
+    const std::filesystem::path full = std::filesystem::absolute(path, ec).lexically_normal();
+    KFORGE_FAIL(io, path << ": cannot open file (" << std::strerror(err) << ")"
+                         << (ec || full.string() == path ? "" : "; the full path tried: " + full.string()));
+  }
   std::stringstream text;
   text << in.rdbuf();
   return parse(text.str(), path, kind);

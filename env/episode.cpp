@@ -154,9 +154,8 @@ EvalOptions KernelEnv::next_eval_options(int trials, bool time) {
   EvalOptions o;
   o.trials = trials;
   o.time = time;
-  o.salt = salt_;
-  // Every GPU call of the episode draws fresh inputs.
-  o.first_trial = static_cast<uint64_t>(gpu_calls_++) * 100000;
+  o.salt = salt_;  // every call's inputs are drawn afresh by the GPU worker, from seeds it never sends
+  ++gpu_calls_;
   return o;
 }
 
@@ -204,6 +203,12 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
     opt.counter_metrics = env_.tools.profile_metrics;
   }
   r.report = judge_.evaluate(*task_, *cand, opt);
+  if (r.report.is_object() && r.report.contains("harness_error") && !r.report.contains("verdict")) {
+    // The judge ran nothing (a server without a GPU: kind no_gpu): no verdict, no submission; the episode goes on.
+    const Json& h = r.report["harness_error"];
+    r.observation = tool + ": not run (" + h.value("kind", std::string("harness_error")) + "): " + h.value("message", std::string()) + "\n";
+    return r;
+  }
   r.ok = true;
   if (r.report.contains("gpu_request_wall_ms") && r.report["gpu_request_wall_ms"].is_number())
     gpu_time_s_ += r.report["gpu_request_wall_ms"].get<double>() / 1000.0;

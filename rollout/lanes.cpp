@@ -1,11 +1,17 @@
 #include "rollout/lanes.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include <cuda_runtime_api.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "configs/error.h"
+#include "env/cuda_probe.h"
 #include "env/tool_call.h"
 
 namespace kforge {
@@ -124,6 +130,64 @@ size_t Inbox::run_all() {
   return batch.size();
 }
 
+const char* const kNoGpuKind = "no_gpu";
+
+namespace {
+
+// Why no GPU is visible, in words true on this machine: the CUDA runtime's own error ("CUDA driver
+// version is insufficient for CUDA runtime version") is what it says when there is no driver at all.
+std::string why_no_gpu(const std::string& cuda_error) {
+  std::error_code ec;
+  bool driver = std::filesystem::exists("/proc/driver/nvidia/version", ec) || std::filesystem::exists("/dev/nvidiactl", ec);
+  if (!driver) return "no GPU is visible: no NVIDIA driver is loaded on this machine (no /proc/driver/nvidia/version, no /dev/nvidiactl)";
+  const std::string cuda = cuda_error.empty() ? std::string() : " (CUDA: " + cuda_error + ")";
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"))
+    return std::string("no GPU is visible: CUDA_VISIBLE_DEVICES is '") + cvd + "'" + cuda;
+  if (cuda_error.find("insufficient") != std::string::npos) {
+    std::string version;
+    std::ifstream in("/proc/driver/nvidia/version");
+    std::getline(in, version);
+    return "no GPU is usable: the NVIDIA driver is older than this build's CUDA runtime needs (" +
+           (version.empty() ? std::string("driver version unknown") : version) + ")";
+  }
+  return "no GPU is visible" + cuda;
+}
+
+}  // namespace
+
+GpuLanes detect_gpu_lanes(int configured) {
+  GpuLanes g;
+  const char* consequence = "; verify, profile and submit answer no_gpu (compile still works)";
+  if (configured == 0) {
+    g.summary = std::string("no GPU lanes (scheduler.gpus is 0)") + consequence;
+    return g;
+  }
+  std::string why;
+  const int visible = visible_gpu_count(&why);
+  for (int d = 0; d < visible; ++d) {
+    cudaDeviceProp p{};
+    g.names.push_back(cudaGetDeviceProperties(&p, d) == cudaSuccess ? std::string(p.name) : std::string("(name unknown)"));
+  }
+  cudaGetLastError();
+  std::ostringstream found;
+  for (int d = 0; d < visible; ++d) found << (d ? ", " : "") << "GPU " << d << " " << g.names[d];
+  KFORGE_CHECK(configured <= visible, config,
+               "scheduler.gpus is " << configured << " but " << visible << " GPU(s) are visible"
+                                    << (visible ? " (" + found.str() + ")" : ": " + why_no_gpu(why))
+                                    << "; -1 starts one lane per visible GPU");
+  g.count = configured < 0 ? visible : configured;
+  if (g.count == 0) {
+    g.summary = "no GPU lanes: " + why_no_gpu(why) + consequence;
+    return g;
+  }
+  std::ostringstream os;
+  os << g.count << (g.count == 1 ? " GPU lane: " : " GPU lanes: ");
+  for (int d = 0; d < g.count; ++d) os << (d ? ", " : "") << "GPU " << d << " " << g.names[d];
+  if (g.count < visible) os << " (scheduler.gpus is " << g.count << "; " << visible << " visible)";
+  g.summary = os.str();
+  return g;
+}
+
 namespace {
 thread_local Evaluator* bound_compile = nullptr;
 thread_local Evaluator* bound_gpu = nullptr;
@@ -142,9 +206,11 @@ Json LaneJudge::check(const TaskSpec& task, const Candidate& candidate) {
 }
 
 Json LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) {
-  KFORGE_CHECK(has_gpus_, unsupported,
-               "this server has no GPU (none visible, or scheduler.gpus is 0): verify, profile and submit need one; "
-               "compile() still works");
+  if (!has_gpus_)  // nothing to judge on: a report the episode shows as it is (env/episode.cpp, tool_evaluate)
+    return {{"harness_error",
+             {{"kind", kNoGpuKind},
+              {"message", "nothing was judged: this server has no GPU (none visible, or scheduler.gpus is 0) and verify, "
+                          "profile and submit need one; compile() still works and the episode goes on"}}}};
   KFORGE_CHECK(bound_gpu, internal, "a GPU tool reached a thread without a GPU worker (a scheduling bug)");
   return bound_gpu->evaluate(task, candidate, options);
 }

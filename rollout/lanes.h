@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "env/episode.h"
 #include "rollout/protocol.h"
@@ -95,10 +96,25 @@ class Inbox {
   int fd_ = -1;
 };
 
+// The GPU lanes a server starts (scheduler.gpus: -1 = one per visible device, 0 = none, N = N) and
+// what was found, in words that are true on this machine: "2 GPU lanes: GPU 0 NVIDIA H200, GPU 1
+// NVIDIA H200", or "no GPU lanes: no GPU is visible (no NVIDIA driver is loaded ...)". Asks the CUDA
+// runtime for the count and the names only (no context). A count above the visible devices is a
+// config error.
+struct GpuLanes {
+  int count = 0;
+  std::vector<std::string> names;  // per visible device
+  std::string summary;             // for the start-up line
+};
+GpuLanes detect_gpu_lanes(int configured);
+
+// What a GPU tool answers on a server without GPU lanes (an observation, not an error reply).
+extern const char* const kNoGpuKind;  // "no_gpu": info.report.harness_error.kind
+
 // The judge every episode of a server shares. The thread a step runs on says which Evaluator
 // does the work: a compile thread binds its own (check), a GPU thread its GPU's (check and
-// evaluate). A GPU tool on a server without GPUs is a harness error the policy reads; the
-// episode goes on.
+// evaluate). A GPU tool on a server without GPUs returns a report of one `harness_error` of kind
+// `no_gpu` (nothing was judged): the policy reads it, the episode goes on.
 class LaneJudge final : public CandidateJudge {
  public:
   LaneJudge(EvalConfig config, bool has_gpus) : config_(std::move(config)), has_gpus_(has_gpus) {}

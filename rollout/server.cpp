@@ -19,7 +19,6 @@
 #include <zmq_addon.hpp>
 
 #include "configs/error.h"
-#include "env/cuda_probe.h"
 #include "env/evaluator.h"
 #include "env/tool_call.h"
 #include "rollout/lanes.h"
@@ -61,6 +60,21 @@ std::string new_episode_id(std::mt19937_64& rng) {
     for (int k = 0; k < 16; ++k) id += hex[(x >> (4 * k)) & 15];
   }
   return id;
+}
+
+// Binds `socket` to `endpoint`, or an io error that says what to do about it.
+void bind_or_fail(zmq::socket_t& socket, const std::string& endpoint, const char* what) {
+  try {
+    socket.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    const int n = e.num();
+    std::string hint = n == EADDRINUSE ? "another process (another kforge serve?) holds it; --bind picks another port"
+                       : n == ENOENT   ? "the folder of the ipc path does not exist"
+                       : n == ENODEV || n == EADDRNOTAVAIL ? "this machine has no such interface or address"
+                                                           : "endpoints look like tcp://HOST:PORT (HOST an address or *, PORT "
+                                                             "a number or *) or ipc://PATH";
+    KFORGE_FAIL(io, "cannot bind " << what << " to '" << endpoint << "': " << e.what() << " (" << hint << ")");
+  }
 }
 
 }  // namespace
@@ -158,17 +172,16 @@ class Recorder {
 };
 
 ServerSetup ServerSetup::load(const ServerConfig& c) {
+  c.check_paths();
   ServerSetup s;
   if (!c.env_config.empty()) s.env = EnvConfig::load(c.env_config);
   if (!c.reward_config.empty()) s.reward = RewardConfig::load(c.reward_config);
   if (!c.eval_config.empty()) s.eval = EvalConfig::load(c.eval_config);
   if (!c.anticheat_config.empty()) s.anticheat = AnticheatConfig::load(c.anticheat_config);
-  if (c.scheduler.gpus >= 0) {
-    s.gpus = c.scheduler.gpus;
-    if (s.gpus == 0) s.gpu_detect_note = "scheduler.gpus is 0";
-  } else {
-    s.gpus = visible_gpu_count(&s.gpu_detect_note);
-  }
+  GpuLanes lanes = detect_gpu_lanes(c.scheduler.gpus);
+  s.gpus = lanes.count;
+  s.gpu_names = std::move(lanes.names);
+  s.gpu_summary = std::move(lanes.summary);
   return s;
 }
 
@@ -275,21 +288,13 @@ struct RolloutServer::Impl {
     // A memory guard far above the protocol's limit: frames that big are dropped by libzmq with
     // the connection; everything up to it gets a payload_too_large reply (PROTOCOL.md, Limits).
     router.set(zmq::sockopt::maxmsgsize, std::min<int64_t>(config.protocol.max_payload_bytes * 4 + 4096, int64_t{1} << 31));
-    try {
-      router.bind(config.bind);
-    } catch (const zmq::error_t& e) {
-      KFORGE_FAIL(io, "cannot bind the server socket to " << config.bind << ": " << e.what());
-    }
+    bind_or_fail(router, config.bind, "the server socket");
     endpoint = router.get(zmq::sockopt::last_endpoint);
     if (!config.stream.bind.empty()) {
       push = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::push);
       push->set(zmq::sockopt::sndhwm, 1000);
       push->set(zmq::sockopt::linger, 5000);
-      try {
-        push->bind(config.stream.bind);
-      } catch (const zmq::error_t& e) {
-        KFORGE_FAIL(io, "cannot bind the trajectory stream to " << config.stream.bind << ": " << e.what());
-      }
+      bind_or_fail(*push, config.stream.bind, "the trajectory stream (stream.bind)");
       stream_endpoint = push->get(zmq::sockopt::last_endpoint);
     }
     if (!config.record.path.empty())
@@ -306,6 +311,7 @@ struct RolloutServer::Impl {
       gpu_evaluators.back()->set_anticheat(setup.anticheat);
       gpu_queues.push_back(std::make_unique<WorkQueue>(static_cast<size_t>(config.scheduler.max_gpu_queue)));
       gpu_state.push_back(std::make_unique<GpuState>());
+      if (g < static_cast<int>(setup.gpu_names.size())) gpu_state.back()->set_name(setup.gpu_names[g]);
     }
     for (int i = 0; i < nc; ++i) {
       Evaluator* ev = compile_evaluators[i].get();
@@ -772,9 +778,9 @@ std::string RolloutServer::describe() const {
     os << ", " << impl_->catalog.unmeasured() << " of them not yet measured on a GPU (no baselines; a GPU stage may still reject them)";
   if (impl_->catalog.unmeasured_left_out() > 0)
     os << "; " << impl_->catalog.unmeasured_left_out() << " dataset rows not yet measured on a GPU left out (tasks.serve_unmeasured)";
-  os << ", " << impl_->setup.gpus << " GPU lane(s)";
-  if (impl_->setup.gpus == 0 && !impl_->setup.gpu_detect_note.empty()) os << ": " << impl_->setup.gpu_detect_note;
-  os << ", " << impl_->config.scheduler.compile_workers << " compile worker(s)";
+  const ServerSetup& setup = impl_->setup;
+  os << "; " << (setup.gpu_summary.empty() ? std::to_string(setup.gpus) + " GPU lane(s)" : setup.gpu_summary);
+  os << "; " << impl_->config.scheduler.compile_workers << " compile worker(s)";
   if (!impl_->stream_endpoint.empty()) os << ", trajectories pushed on " << impl_->stream_endpoint;
   if (impl_->recorder) os << ", recorded to " << impl_->config.record.path;
   os << ")";

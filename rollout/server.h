@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
@@ -24,8 +25,11 @@ struct ServerSetup {
   RewardConfig reward;
   EvalConfig eval;
   AnticheatConfig anticheat;
-  int gpus = 0;                  // GPU lanes (after resolving scheduler.gpus = -1)
-  std::string gpu_detect_note;   // why no GPU was found, for the start line
+  int gpus = 0;                        // GPU lanes (after resolving scheduler.gpus = -1)
+  std::vector<std::string> gpu_names;  // the visible devices' names
+  std::string gpu_summary;             // what was found, for the start line (rollout/lanes.h, GpuLanes)
+  // Checks that every path the config names exists (an io error gives the full path tried and the
+  // rule for relative paths), loads the configs, finds the GPUs.
   static ServerSetup load(const ServerConfig& config);
 };
 

@@ -24,6 +24,7 @@ std::string path_key(const YamlNode& node, const char* key, const std::string& b
 
 ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& base_dir) {
   ServerConfig c;
+  c.base_dir = base_dir;
   if (node.is_null()) return c;
   c.bind = node.get<std::string>("bind", c.bind);
   if (c.bind.empty()) node.at("bind").fail("must name an endpoint such as tcp://127.0.0.1:5555");
@@ -81,8 +82,39 @@ ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& ba
 }
 
 ServerConfig ServerConfig::load(const std::string& path) {
-  std::string dir = fs::path(path).parent_path().string();
-  return from_yaml(YamlNode::load_file(path, ErrorKind::config), dir.empty() ? "." : dir);
+  // Absolute, so that every path resolved against it (and every message naming one) is.
+  std::error_code ec;
+  fs::path file = fs::absolute(path, ec).lexically_normal();
+  if (ec) file = path;
+  ServerConfig c = from_yaml(YamlNode::load_file(path, ErrorKind::config), file.parent_path().string());
+  c.source = file.string();
+  return c;
+}
+
+void ServerConfig::check_paths() const {
+  auto missing = [this](const std::string& key, const std::string& path, const char* what) {
+    std::error_code ec;
+    fs::path full = fs::absolute(path, ec).lexically_normal();
+    std::string base = fs::absolute(base_dir.empty() ? "." : base_dir, ec).lexically_normal().string();
+    if (base.size() > 1 && base.back() == '/') base.pop_back();
+    std::string rule = source.empty() ? "relative paths resolve against " + base
+                                      : "relative paths in " + source + " resolve against its folder, " + base;
+    KFORGE_FAIL(io, key << ": " << what << " " << full.string() << " does not exist (" << rule << ")");
+  };
+  auto must_exist = [&](const std::string& key, const std::string& path, const char* what) {
+    std::error_code ec;
+    if (!path.empty() && !fs::exists(path, ec)) missing(key, path, what);
+  };
+  must_exist("env_config", env_config, "the file");
+  must_exist("reward_config", reward_config, "the file");
+  must_exist("eval_config", eval_config, "the file");
+  must_exist("anticheat_config", anticheat_config, "the file");
+  for (const auto& d : tasks.dirs) must_exist("tasks.dirs", d, "the folder");
+  for (const auto& d : tasks.datasets) must_exist("tasks.datasets", d, "the dataset");
+  if (!record.path.empty()) {
+    fs::path folder = fs::absolute(record.path).parent_path();
+    must_exist("record.path", folder.string(), "the folder of the trajectory file,");
+  }
 }
 
 }  // namespace kforge

@@ -51,8 +51,15 @@ struct ServerConfig {
     double grace_s = 30;    // on SIGTERM, how long running steps may take to finish
   } shutdown;
 
+  // The file this config was read from (absolute; "" when built in code) and the folder its
+  // relative paths were resolved against.
+  std::string source, base_dir;
+
   static ServerConfig from_yaml(const YamlNode& node, const std::string& base_dir = ".");
   static ServerConfig load(const std::string& path);
+  // Every path named (the four configs, tasks.dirs, tasks.datasets, record.path's folder) exists;
+  // else an io error with the key, the full path tried and the rule for relative paths.
+  void check_paths() const;
 };
 
 }  // namespace kforge

@@ -442,7 +442,8 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_NE(p.observation.find("occupancy 75 %"), std::string::npos);
   EXPECT_NE(p.observation.find("2200.0 GB/s of 4000 GB/s DRAM (55.0 %)"), std::string::npos) << p.observation;
   EXPECT_NE(p.observation.find("hardware counters unavailable: CUPTI profiling API: insufficient privileges"), std::string::npos);
-  EXPECT_NE(replay.options[1].first_trial, replay.options[0].first_trial) << "fresh inputs for every call";
+  EXPECT_EQ(replay.options[1].salt, replay.options[0].salt) << "one salt per episode; trial identities are the GPU worker's own";
+  EXPECT_NE(replay.options[1].salt, 0u) << "the policy never gets reproducible draws";
 
   // Counters the range profiler collected: one line per kernel with its metrics.
   Json counted = rep;

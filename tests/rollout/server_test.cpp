@@ -1,8 +1,9 @@
 // The rollout server over real sockets on 127.0.0.1, in process, without a GPU: every bad input
 // gets its error kind and the same connection keeps working; capacity limits answer `busy` with a
 // retry_after; episodes run write_file/list_files/compile (the real compile worker: NVRTC on the
-// CPU) and verify answers "no GPU" without ending the episode; cancel, close, idle reaping of a
-// vanished client, the trajectory stream and file, and graceful shutdown.
+// CPU) and verify/profile/submit answer no_gpu without ending the episode; cancel, close, idle
+// reaping of a vanished client, the trajectory stream and file, and graceful shutdown; start-up:
+// the GPU line, bind failures, missing config paths.
 #include "rollout/server.h"
 
 #include <cmath>
@@ -290,6 +291,78 @@ TEST(RolloutServer, EpisodeWithoutGpuCompilesAndVerifyIsAnErrorObservationThatDo
   EXPECT_EQ(read_trajectories(cfg.record.path).size(), 1u) << "closing a finished episode records it once";
 }
 
+TEST(RolloutServer, GpuToolsWithoutAGpuLaneSayNoGpuAndNothingEndsTheEpisode) {
+  TestServer server(cpu_config());
+  zmq::context_t ctx;
+  Client c(ctx, server.endpoint());
+  EXPECT_TRUE(c.call("health").payload["gpus"].empty());
+  std::string ep = c.reset("gelu_scale_residual", {{"options", {{"max_turns", 10}}}});
+  write_candidate(c, ep);
+  for (const char* name : {"verify", "profile", "submit"}) {
+    Reply r = c.step(ep, tool(name));
+    ASSERT_TRUE(r.ok()) << r.payload.dump();
+    const std::string obs = r.payload["observation"];
+    EXPECT_EQ(obs.rfind(std::string(name) + ": not run (no_gpu): nothing was judged: this server has no GPU", 0), 0u) << obs;
+    const Json& info = r.payload["info"];
+    EXPECT_EQ(info["report"]["harness_error"]["kind"], "no_gpu") << info.dump();
+    EXPECT_EQ(info["tool_ok"], false);
+    EXPECT_TRUE(info["verdict"].is_null());
+    EXPECT_FALSE(r.payload["terminated"].get<bool>()) << name;
+    EXPECT_FALSE(r.payload["truncated"].get<bool>()) << name;
+    EXPECT_EQ(r.payload["reward"], 0.0) << name;
+  }
+  EXPECT_EQ(c.step(ep, tool("list_files")).payload["info"]["turn"], 6) << "each GPU tool cost its turn, nothing more";
+}
+
+TEST(ServerSetup, SaysPlainlyWhetherGpusWereFoundAndWhichOnes) {
+  ServerConfig cfg = cpu_config();
+  EXPECT_EQ(ServerSetup::load(cfg).gpu_summary,
+            "no GPU lanes (scheduler.gpus is 0); verify, profile and submit answer no_gpu (compile still works)");
+  cfg.scheduler.gpus = -1;
+  ServerSetup s = ServerSetup::load(cfg);
+  ASSERT_EQ(static_cast<int>(s.gpu_names.size()), s.gpus);
+  if (s.gpus == 0) {
+    EXPECT_TRUE(s.gpu_summary.rfind("no GPU lanes: no GPU is", 0) == 0) << s.gpu_summary;
+    // The CUDA runtime's "driver version is insufficient" is not said when there is no driver at all.
+    if (!fs::exists("/proc/driver/nvidia/version") && !fs::exists("/dev/nvidiactl"))
+      EXPECT_EQ(s.gpu_summary.find("insufficient"), std::string::npos) << s.gpu_summary;
+  } else {
+    EXPECT_NE(s.gpu_summary.find("GPU 0 " + s.gpu_names[0]), std::string::npos) << s.gpu_summary;
+  }
+  cfg.scheduler.gpus = 64;  // more lanes than this machine shows
+  try {
+    ServerSetup::load(cfg);
+    ADD_FAILURE() << "scheduler.gpus 64 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_NE(std::string(e.what()).find("scheduler.gpus is 64 but " + std::to_string(s.gpus) + " GPU(s) are visible"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(RolloutServer, BindFailuresSayWhatToDo) {
+  auto bind_error = [](const std::string& endpoint) {
+    ServerConfig cfg = cpu_config();
+    cfg.bind = endpoint;
+    try {
+      RolloutServer server(cfg, ServerSetup::load(cfg));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::io);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "bound " << endpoint;
+    return std::string();
+  };
+  TestServer first(cpu_config());
+  std::string taken = bind_error(first.endpoint());
+  EXPECT_NE(taken.find("cannot bind the server socket to '" + first.endpoint() + "'"), std::string::npos) << taken;
+  EXPECT_NE(taken.find("--bind picks another port"), std::string::npos) << taken;
+  std::string bad = bind_error("tcp://127.0.0.1:notaport");
+  EXPECT_NE(bad.find("endpoints look like tcp://HOST:PORT"), std::string::npos) << bad;
+  std::string no_dir = bind_error("ipc:///nonexistent/kforge/x.sock");
+  EXPECT_NE(no_dir.find("the folder of the ipc path does not exist"), std::string::npos) << no_dir;
+}
+
 TEST(RolloutServer, CancelTakesAQueuedStepOutAndLeavesARunningOne) {
   TestServer server(cpu_config());  // one compile thread
   zmq::context_t ctx;
@@ -550,6 +623,34 @@ TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {
   ServerConfig c = ServerConfig::from_yaml(YamlNode::parse("record: {path: out/t.h5}\nenv_config: env.yaml\n", "s.yaml"), "/base");
   EXPECT_EQ(c.record.path, "/base/out/t.h5");
   EXPECT_EQ(c.env_config, "/base/env.yaml");
+}
+
+TEST(RolloutServerConfig, AMissingPathNamesTheKeyTheFullPathTriedAndTheRule) {
+  fs::path dir = fs::path(temp_path("copied")).parent_path() / "copied_config";
+  fs::create_directories(dir);
+  fs::copy_file(resource_path("configs/server.yaml"), dir / "server.yaml", fs::copy_options::overwrite_existing);
+  ServerConfig c = ServerConfig::load((dir / "server.yaml").string());
+  EXPECT_EQ(c.source, (dir / "server.yaml").string());
+  auto io_error = [](const ServerConfig& cfg) {
+    try {
+      ServerSetup::load(cfg);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::io);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "loaded";
+    return std::string();
+  };
+  EXPECT_EQ(io_error(c), "env_config: the file " + (dir / "env.yaml").string() + " does not exist (relative paths in " +
+                             (dir / "server.yaml").string() + " resolve against its folder, " + dir.string() + ")");
+  c.env_config = c.reward_config = c.eval_config = c.anticheat_config = "";
+  EXPECT_NE(io_error(c).find("tasks.datasets: the dataset " + (dir.parent_path() / "datasets/synth/dataset.h5.xz").string()),
+            std::string::npos);
+  c.tasks.datasets.clear();
+  c.record.path = (dir / "no_such_folder" / "t.h5").string();
+  EXPECT_NE(io_error(c).find("record.path: the folder of the trajectory file, " + (dir / "no_such_folder").string()),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(RolloutServerConfig, TheShippedConfigLoads) {

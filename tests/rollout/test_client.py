@@ -3,11 +3,13 @@ loopback endpoints, without a GPU: the Gymnasium-style env, errors as exceptions
 backpressure, the asyncio client with many episodes, the trajectory reader, `kforge record`, a
 server killed and restarted (finished trajectories stay on disk, the client reconnects), SIGTERM,
 the verl-style tool, the OpenAI-compatible evaluation loop against a scripted stand-in endpoint,
-and the evaluate command over a split, concurrent and resumed."""
+and the evaluate command over a split, concurrent and resumed; timeouts and busy retries as
+wall-clock bounds, KernelEnv's server check, no_gpu answers, start-up messages, packaging."""
 import asyncio
 import http.server
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +21,7 @@ import pytest
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "python"))
-KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
+KFORGE = os.path.abspath(os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge")))
 
 from kforge_client import AsyncClient, Client, KernelEnv, KforgeError, ServerUnavailable, TrajectoryReader  # noqa: E402
 from kforge_client import read_trajectories  # noqa: E402
@@ -355,7 +357,7 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
 
     def evaluate(*args):
         return subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url", url,
-                               "--out", str(out), "--max-turns", "2", "--concurrency", "2", *args],
+                               "--out", str(out), "--max-turns", "2", "--concurrency", "2", "--allow-no-gpu", *args],
                               capture_output=True, text=True, env=env, timeout=300)
 
     try:
@@ -367,9 +369,10 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
         assert sorted((x["task"], x["seed"]) for x in rows) == sorted((t, s) for t in heldout for s in (0, 1, 2))
         # The stand-in submits an empty workspace at once: the episode ends with the compile_error reward.
         assert all(x["turns"] == 1 and x["termination_reason"] == "submitted" and x["episode_reward"] == -1
-                   and x["reward"]["rule"] == "compile_error" and "error" not in x for x in rows), rows
+                   and x["reward"]["rule"] == "compile_error" and "error" not in x and x["no_gpu"] for x in rows), rows
         summary = json.loads(r.stdout)
         assert summary["episodes"] == 3 * len(heldout) and summary["errors"] == 0
+        assert summary["unjudged"] == 3 * len(heldout) and "nothing will be judged" in r.stderr
         assert summary["termination"] == {"submitted": 3 * len(heldout)}
         assert summary["reward_rule"] == {"compile_error": 3 * len(heldout)} and summary["mean_reward"] == -1
         assert "3 episode(s) to play" in r.stderr and "episodes/min" in r.stderr
@@ -377,6 +380,7 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
         # A rerun plays nothing; another model's episodes go in the same file, counted apart.
         again = evaluate("--model", "m1", "--seeds", "0,1,2")
         assert again.returncode == 0 and "0 episode(s) to play, 3 already in" in again.stderr, again.stderr
+        assert f"NOTHING COULD BE JUDGED in {3 * len(heldout)} of them" in again.stdout, again.stdout
         assert len(out.read_text().splitlines()) == 3
         other = evaluate("--model", "m2", "--tasks", "linear_relu", "--seeds", "5", "--json")
         assert other.returncode == 0, other.stderr
@@ -385,7 +389,8 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
         # A server that is not there: the episode is written as an error line, and played again later.
         down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
                                "http://127.0.0.1:9/v1", "--model", "m3", "--tasks", "linear_relu", "--max-turns", "2",
-                               "--out", str(out), "--json"], capture_output=True, text=True, env=env, timeout=300)
+                               "--out", str(out), "--json", "--allow-no-gpu"], capture_output=True, text=True, env=env,
+                              timeout=300)
         assert down.returncode == 0, down.stderr
         assert json.loads(down.stdout)["errors"] == 1 and "error URLError" in down.stderr
         bad = evaluate("--model", "m1", "--split", "no_such_split")
@@ -421,3 +426,190 @@ def test_evaluate_summary_counts_and_speedups():
     assert abs(s["speedup_over_eager_geomean"] - (2.0 * 1.5 * 0.5) ** (1 / 3)) < 1e-12
     text = summary_table(s)
     assert "episodes 4 over 4 task(s); 1 could not be played" in text and "3 timed submission(s)" in text
+
+
+# ---- issue 15: bounds, start-up messages, no GPU, packaging ---------------------------------------
+
+def dead_endpoint():
+    """A loopback tcp endpoint nothing listens on."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def elapsed(fn, *args, **kwargs):
+    """(seconds fn took, the exception it raised)."""
+    t0 = time.monotonic()
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - returned to the test
+        return time.monotonic() - t0, e
+    return time.monotonic() - t0, None
+
+
+def test_timeouts_are_wall_clock_bounds_on_a_dead_port():
+    dead = dead_endpoint()
+    with Client(dead) as c:
+        took, err = elapsed(c.health, timeout=1)
+        assert isinstance(err, ServerUnavailable) and 0.9 < took < 1.5, (took, err)
+        assert f"no reply to health from {dead}" in str(err) and "attempt(s)" in str(err)
+        took, err = elapsed(c.reset, "softmax_rows", timeout=1)  # not resent, still bounded
+        assert isinstance(err, ServerUnavailable) and took < 1.5 and "not resent" in str(err), (took, err)
+        took, err = elapsed(c.wait_ready, timeout=3)
+        assert isinstance(err, ServerUnavailable) and 2.9 < took < 3.5, (took, err)
+        assert f"no kforge server answered health at {dead} within 3 s" in str(err)
+    with Client(dead, timeout=1) as c:  # the client's own timeout bounds every call the same way
+        took, err = elapsed(c.health)
+        assert isinstance(err, ServerUnavailable) and took < 1.5, (took, err)
+
+    async def async_bounds():
+        async with AsyncClient(dead, timeout=1) as c:
+            out = [await async_elapsed(c.health()), await async_elapsed(c.reset("softmax_rows"))]
+            return out + [await async_elapsed(c.wait_ready(timeout=2))]
+
+    (t_health, e_health), (t_reset, e_reset), (t_ready, e_ready) = asyncio.run(async_bounds())
+    assert isinstance(e_health, ServerUnavailable) and 0.9 < t_health < 1.5, (t_health, e_health)
+    assert isinstance(e_reset, ServerUnavailable) and t_reset < 1.5, (t_reset, e_reset)
+    assert isinstance(e_ready, ServerUnavailable) and 1.9 < t_ready < 2.5, (t_ready, e_ready)
+
+
+async def async_elapsed(coro):
+    t0 = time.monotonic()
+    try:
+        await coro
+    except Exception as e:  # noqa: BLE001 - returned to the test
+        return time.monotonic() - t0, e
+    return time.monotonic() - t0, None
+
+
+def test_kernel_env_checks_the_server_on_construction(server):
+    took, err = elapsed(KernelEnv, dead_endpoint(), task="softmax_rows", check_timeout=1)
+    assert isinstance(err, ServerUnavailable) and took < 1.5, (took, err)
+    assert "KernelEnv: no kforge server answered at tcp://127.0.0.1:" in str(err) and "kforge serve" in str(err)
+    with KernelEnv(server.endpoint, task="softmax_rows") as env:
+        assert env.server_health["status"] == "ok" and env.server_health["gpus"] == []
+
+
+def test_busy_retries_are_bounded_by_busy_timeout(tmp_path):
+    s = Server(tmp_path, record=False, sessions={"max_episodes": 1})
+    try:
+        assert Client(s.endpoint).busy_timeout == 10.0 and AsyncClient(s.endpoint).busy_timeout == 10.0
+        c = Client(s.endpoint, busy_timeout=1.0)
+        c.reset("softmax_rows")
+        took, err = elapsed(c.reset, "softmax_rows")
+        assert isinstance(err, KforgeError) and err.kind == "busy" and 0.9 < took < 2.0, (took, err)
+        assert "still busy after" in err.message and "busy_timeout 1 s" in err.message, err.message
+        took, err = elapsed(c.call, "reset", busy_timeout=0.3, task="softmax_rows")  # per call
+        assert err.kind == "busy" and 0.25 < took < 1.0, (took, err)
+        took, err = elapsed(c.call, "reset", timeout=0.5, busy_timeout=30, task="softmax_rows")  # the timeout wins
+        assert err.kind == "busy" and took < 0.9, (took, err)
+
+        async def async_busy():
+            async with AsyncClient(s.endpoint, busy_timeout=1.0) as ac:
+                return await async_elapsed(ac.reset("softmax_rows"))
+
+        took, err = asyncio.run(async_busy())
+        assert isinstance(err, KforgeError) and err.kind == "busy" and 0.9 < took < 2.0, (took, err)
+    finally:
+        s.stop()
+
+
+def test_gpu_tools_without_a_gpu_lane_say_no_gpu_and_the_episode_goes_on(server):
+    assert "no GPU lanes (scheduler.gpus is 0); verify, profile and submit answer no_gpu" in server.line, server.line
+    with KernelEnv(server.endpoint, task="gelu_scale_residual") as env:
+        env.reset(seed=1, options={"max_turns": 10})
+        env.step(write("kernel.cu", candidate("kernel.cu")))
+        env.step(write("launch.yaml", candidate("launch.yaml")))
+        for name in ("verify", "profile", "submit"):
+            obs, reward, term, trunc, info = env.step(call(name))
+            assert obs.startswith(f"{name}: not run (no_gpu): nothing was judged"), obs
+            assert info["report"]["harness_error"]["kind"] == "no_gpu" and info["tool_ok"] is False
+            assert not term and not trunc and reward == 0
+
+
+def test_evaluate_refuses_a_server_without_a_gpu_lane(server, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
+                        "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and not out.exists(), r.stderr
+    assert f"kforge-evaluate: the server at {server.endpoint} has no GPU lane" in r.stderr and "--allow-no-gpu" in r.stderr
+    down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", dead_endpoint(), "--chat-url",
+                           "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out), "--connect-timeout", "1"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert down.returncode == 2 and "kforge-evaluate: no kforge server answered health" in down.stderr, down.stderr
+    assert "within 1 s" in down.stderr, down.stderr
+    assert "Traceback" not in down.stderr
+    usage = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--help"], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: kforge-evaluate "), usage.stdout
+    assert "--allow-no-gpu" in usage.stdout and "python -m" not in usage.stdout.splitlines()[0]
+
+
+def serve_fails(args, cwd=None):
+    """`kforge serve ARGS` that must fail at start-up: its output, with no SIGTERM line in it."""
+    r = subprocess.run([KFORGE, "serve", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "SIGTERM" not in out and "SIGINT" not in out and "listening on" not in out, out
+    return out
+
+
+def test_start_up_failures_say_what_failed_and_no_phantom_sigterm(tmp_path):
+    import socket
+    config = tmp_path / "cpu.yaml"
+    config.write_text(json.dumps({"scheduler": {"gpus": 0, "compile_workers": 1}}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        endpoint = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+        out = serve_fails(["--config", str(config), "--bind", endpoint])
+    assert f"kforge: io_error: cannot bind the server socket to '{endpoint}'" in out and "--bind picks another" in out, out
+    out = serve_fails(["--config", str(config), "--bind", "tcp://127.0.0.1:notaport"])
+    assert "cannot bind the server socket to 'tcp://127.0.0.1:notaport'" in out and "endpoints look like" in out, out
+    # A copy of the shipped config elsewhere: its relative paths resolve against the copy's folder.
+    copied = tmp_path / "copied"
+    copied.mkdir()
+    with open(os.path.join(SOURCE_DIR, "configs", "server.yaml")) as f:
+        (copied / "server.yaml").write_text(f.read())
+    for args, cwd in ((["--config", str(copied / "server.yaml")], None), (["--config", "server.yaml"], str(copied))):
+        out = serve_fails(args, cwd=cwd)
+        assert (f"kforge: io_error: env_config: the file {copied / 'env.yaml'} does not exist (relative paths in "
+                f"{copied / 'server.yaml'} resolve against its folder, {copied})") in out, out
+    out = serve_fails(["--config", str(tmp_path / "nope.yaml")])
+    assert f"{tmp_path / 'nope.yaml'}: cannot open file (No such file or directory)" in out, out
+
+
+def test_start_up_line_says_plainly_which_gpus_were_found(tmp_path):
+    s = Server(tmp_path, record=False, scheduler={"gpus": -1})
+    try:
+        line = s.line
+        gpus = Client(s.endpoint).health()["gpus"]
+    finally:
+        s.stop()
+    if gpus:
+        assert re.search(r"; %d GPU lanes?: GPU 0 %s" % (len(gpus), re.escape(gpus[0]["name"])), line), line
+    else:
+        assert "; no GPU lanes: no GPU is " in line and "verify, profile and submit answer no_gpu" in line, line
+        if not os.path.exists("/proc/driver/nvidia/version") and not os.path.exists("/dev/nvidiactl"):
+            assert "no NVIDIA driver is loaded on this machine" in line and "insufficient" not in line, line
+
+
+def test_package_version_program_name_and_ignored_build_outputs():
+    import kforge_client
+    assert re.fullmatch(r"\d+\.\d+\.\d+", kforge_client.__version__), kforge_client.__version__
+    import warnings
+    from setuptools.config.pyprojecttoml import read_configuration
+    with warnings.catch_warnings():  # "[tool.setuptools] in pyproject.toml is still beta"
+        warnings.simplefilter("ignore")
+        project = read_configuration(os.path.join(SOURCE_DIR, "tools", "python", "pyproject.toml"))["project"]
+    assert project["version"] == kforge_client.__version__  # pyproject.toml reads it from the package
+    from kforge_client.evaluate import PROG
+    assert PROG == "kforge-evaluate"
+    if subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    paths = ["tools/python/build/lib/kforge_client/client.py", "tools/python/kforge_client.egg-info/PKG-INFO"]
+    r = subprocess.run(["git", "-C", SOURCE_DIR, "check-ignore", *paths], capture_output=True, text=True)
+    assert r.stdout.split() == paths, r.stdout + r.stderr

@@ -22,7 +22,8 @@ namespace kforge::cli {
 namespace {
 
 // Blocks SIGTERM/SIGINT in this thread and every thread it starts afterwards; a watcher thread
-// turns the first one into `stop`.
+// turns the first one into `stop`. Only a signal that really came is reported: the destructor
+// wakes the watcher with a SIGTERM of its own, which it then takes silently.
 class StopOnSignal {
  public:
   explicit StopOnSignal(std::atomic<bool>& stop) {
@@ -33,6 +34,7 @@ class StopOnSignal {
     watcher_ = std::thread([this, &stop] {
       int sig = 0;
       sigwait(&set_, &sig);
+      if (leaving_) return;
       if (sig == SIGTERM || sig == SIGINT) {
         std::cerr << "kforge: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": stopping" << std::endl;
         stop = true;
@@ -40,13 +42,15 @@ class StopOnSignal {
     });
   }
   ~StopOnSignal() {
-    // Wakes the watcher if no signal came (it only waits for these two).
+    // Wakes the watcher if no signal came (it only waits for these two), without a report.
+    leaving_ = true;
     pthread_kill(watcher_.native_handle(), SIGTERM);
     watcher_.join();
   }
 
  private:
   sigset_t set_;
+  std::atomic<bool> leaving_{false};
   std::thread watcher_;
 };
 

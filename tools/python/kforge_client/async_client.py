@@ -6,23 +6,32 @@ import zmq
 import zmq.asyncio
 
 from .client import pack, unpack
-from .errors import IDEMPOTENT, KforgeError, ServerUnavailable
+from .budget import CallBudget
+from .errors import KforgeError, ServerUnavailable
+
+
+class _Lost(Exception):
+    """A request's socket was replaced while it waited: its reply can no longer come."""
 
 
 class AsyncClient:
     """``async with AsyncClient(endpoint) as c: ep = await c.reset("softmax_rows"); await ep.step(action)``.
 
-    Busy replies are retried after ``retry_after``; a request without a reply within ``timeout``
-    replaces the socket (every request in flight on it is then lost: idempotent ones are re-sent
-    after a backoff, the others raise ``ServerUnavailable``).
+    Timeouts and retries as ``Client``'s: ``timeout`` (default 300 s) bounds each call in wall-clock
+    time; a request without a reply replaces the socket, and every request in flight on it is then
+    lost at once (idempotent ones are re-sent after a backoff within their timeout, the others raise
+    ``ServerUnavailable``); ``busy`` replies are retried after ``retry_after`` for at most
+    ``busy_timeout`` seconds in all (default 10; at most ``busy_retries`` times when not None).
     """
 
-    def __init__(self, endpoint, timeout=300.0, retries=5, backoff=0.2, max_backoff=5.0, busy_retries=50):
+    def __init__(self, endpoint, timeout=300.0, retries=5, backoff=0.2, max_backoff=5.0, busy_timeout=10.0,
+                 busy_retries=None):
         self.endpoint = endpoint
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.busy_timeout = busy_timeout
         self.busy_retries = busy_retries
         self._ctx = zmq.asyncio.Context.instance()
         self._ids = itertools.count(1)
@@ -45,6 +54,10 @@ class AsyncClient:
         if self._reader is not None:
             self._reader.cancel()
         self._generation += 1
+        for fut in self._pending.values():  # their replies would come to the closed socket
+            if not fut.done():
+                fut.set_exception(_Lost())
+        self._pending.clear()
         s = self._ctx.socket(zmq.DEALER)
         s.setsockopt(zmq.LINGER, 0)
         s.setsockopt(zmq.RCVHWM, 0)
@@ -79,10 +92,10 @@ class AsyncClient:
         except (asyncio.CancelledError, zmq.ZMQError):
             pass
 
-    async def call(self, method, timeout=None, **params):
+    async def call(self, method, timeout=None, busy_timeout=None, **params):
+        """One request: the ``ok`` payload, or ``KforgeError``/``ServerUnavailable`` within ``timeout`` s."""
         payload = pack(params)
-        timeout = self.timeout if timeout is None else timeout
-        busy_left, lost, delay = self.busy_retries, 0, self.backoff
+        budget = CallBudget(self, method, timeout, busy_timeout)
         while True:
             if self._sock is None:
                 self.connect()
@@ -92,38 +105,44 @@ class AsyncClient:
             generation = self._generation
             await self._sock.send_multipart([rid, method.encode(), payload])
             try:
-                status, data = await asyncio.wait_for(fut, timeout)
-            except asyncio.TimeoutError:
+                status, data = await asyncio.wait_for(fut, budget.attempt_timeout())
+            except (asyncio.TimeoutError, _Lost):
                 self._pending.pop(rid, None)
                 if generation == self._generation:  # the first to notice replaces the socket
                     self.connect()
                     self.reconnects += 1
-                lost += 1
-                if method not in IDEMPOTENT or lost > self.retries:
-                    raise ServerUnavailable(f"no reply to {method} from {self.endpoint} within {timeout} s")
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
+                await asyncio.sleep(budget.lost())  # raises ServerUnavailable once there is nothing left to try
                 continue
             if status == b"ok":
                 return data
             err = KforgeError.from_payload(data)
-            if err.kind == "busy" and busy_left > 0:
-                busy_left -= 1
-                await asyncio.sleep(err.retry_after or self.backoff)
-                continue
-            raise err
+            if err.kind != "busy":
+                raise err
+            await asyncio.sleep(budget.busy(err))  # raises the busy error once busy_timeout is spent
 
-    async def health(self):
-        return await self.call("health")
+    async def wait_ready(self, timeout=30.0):
+        """Polls ``health`` until the server answers; its health, or ``ServerUnavailable`` within ``timeout`` s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                return await self.call("health", timeout=max(0.05, min(1.0, deadline - loop.time())))
+            except ServerUnavailable as e:
+                if loop.time() + 0.05 >= deadline:
+                    raise ServerUnavailable(f"no kforge server answered health at {self.endpoint} within "
+                                            f"{timeout:g} s (is `kforge serve` running with this --bind?)") from e
 
-    async def tools(self):
-        return (await self.call("tools"))["tools"]
+    async def health(self, timeout=None):
+        return await self.call("health", timeout=timeout)
 
-    async def tasks(self, **filters):
-        return await self.call("tasks", **filters)
+    async def tools(self, timeout=None):
+        return (await self.call("tools", timeout=timeout))["tools"]
 
-    async def reset(self, task, seed=None, options=None):
-        r = await self.call("reset", task=task, seed=seed, options=options)
+    async def tasks(self, timeout=None, **filters):
+        return await self.call("tasks", timeout=timeout, **filters)
+
+    async def reset(self, task, seed=None, options=None, timeout=None):
+        r = await self.call("reset", timeout=timeout, task=task, seed=seed, options=options)
         return AsyncEpisode(self, r["episode"], r["observation"], r["info"])
 
 

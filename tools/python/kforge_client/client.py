@@ -5,7 +5,8 @@ import time
 import msgpack
 import zmq
 
-from .errors import IDEMPOTENT, KforgeError, ServerUnavailable
+from .budget import CallBudget
+from .errors import KforgeError, ServerUnavailable
 
 
 def pack(params):
@@ -19,21 +20,27 @@ def unpack(payload):
 class Client:
     """Requests to a kforge server.
 
+    ``timeout`` (seconds, default 120) bounds each call in wall-clock time: it returns or raises
+    within it, whatever happens. When no reply comes the socket is replaced (libzmq reconnects on its
+    own, with ``reconnect_ivl`` growing to ``reconnect_ivl_max``) and, for methods that are safe to
+    repeat (health, tools, tasks, cancel), the request is sent again after an exponential backoff,
+    up to ``retries`` times within the timeout; a lost ``reset``/``step``/``close`` raises
+    ``ServerUnavailable`` rather than risk doing it twice.
+
     A ``busy`` reply (the server is at capacity; nothing was done) is retried after its
-    ``retry_after``, up to ``busy_retries`` times. When no reply comes within ``timeout`` the
-    socket is replaced (libzmq reconnects on its own, with ``reconnect_ivl`` growing to
-    ``reconnect_ivl_max``) and, for methods that are safe to repeat (health, tools, tasks,
-    cancel), the request is sent again after an exponential backoff, up to ``retries`` times;
-    a lost ``reset``/``step``/``close`` raises ``ServerUnavailable`` rather than risk doing it twice.
+    ``retry_after`` for at most ``busy_timeout`` seconds in all (default 10; and at most
+    ``busy_retries`` times when that is not None), then raised as the ``busy`` ``KforgeError``.
+    Every method takes ``timeout=`` (and ``call`` ``busy_timeout=``) for one call.
     """
 
-    def __init__(self, endpoint, timeout=120.0, retries=5, backoff=0.2, max_backoff=5.0, busy_retries=50,
-                 context=None):
+    def __init__(self, endpoint, timeout=120.0, retries=5, backoff=0.2, max_backoff=5.0, busy_timeout=10.0,
+                 busy_retries=None, context=None):
         self.endpoint = endpoint
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.busy_timeout = busy_timeout
         self.busy_retries = busy_retries
         self._ctx = context or zmq.Context.instance()
         self._ids = itertools.count(1)
@@ -75,61 +82,57 @@ class Client:
                 return frames[1], unpack(frames[2])
             # A late reply to a request given up on: ignore it.
 
-    def call(self, method, timeout=None, **params):
-        """Sends one request; returns the ``ok`` payload or raises ``KforgeError``/``ServerUnavailable``."""
+    def call(self, method, timeout=None, busy_timeout=None, **params):
+        """Sends one request; returns the ``ok`` payload or raises ``KforgeError``/``ServerUnavailable``
+        within ``timeout`` seconds (the client's when None)."""
         payload = pack(params)
-        timeout = self.timeout if timeout is None else timeout
-        busy_left, lost, delay = self.busy_retries, 0, self.backoff
+        budget = CallBudget(self, method, timeout, busy_timeout)
         while True:
-            got = self._once(method, payload, timeout)
+            got = self._once(method, payload, budget.attempt_timeout())
             if got is None:
                 self._connect()
                 self.reconnects += 1
-                lost += 1
-                if method not in IDEMPOTENT or lost > self.retries:
-                    raise ServerUnavailable(f"no reply to {method} from {self.endpoint} within {timeout} s "
-                                            f"({lost} attempt(s)); the socket was reconnected")
-                time.sleep(delay)
-                delay = min(delay * 2, self.max_backoff)
+                time.sleep(budget.lost())  # raises ServerUnavailable once there is nothing left to try
                 continue
             status, data = got
             if status == b"ok":
                 return data
             err = KforgeError.from_payload(data)
-            if err.kind == "busy" and busy_left > 0:
-                busy_left -= 1
-                time.sleep(err.retry_after or self.backoff)
-                continue
-            raise err
+            if err.kind != "busy":
+                raise err
+            time.sleep(budget.busy(err))  # raises the busy error once busy_timeout is spent
 
     def wait_ready(self, timeout=30.0):
-        """Polls ``health`` until the server answers (e.g. right after starting it)."""
+        """Polls ``health`` until the server answers (e.g. right after starting it); returns its
+        health, or raises ``ServerUnavailable`` within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while True:
+            left = deadline - time.monotonic()
             try:
-                return self.call("health", timeout=min(1.0, max(0.05, deadline - time.monotonic())))
-            except ServerUnavailable:
-                if time.monotonic() > deadline:
-                    raise
+                return self.call("health", timeout=max(0.05, min(1.0, left)))
+            except ServerUnavailable as e:
+                if time.monotonic() + 0.05 >= deadline:
+                    raise ServerUnavailable(f"no kforge server answered health at {self.endpoint} within "
+                                            f"{timeout:g} s (is `kforge serve` running with this --bind?)") from e
 
-    # Convenience wrappers.
-    def health(self):
-        return self.call("health")
+    # Convenience wrappers (timeout: this call's bound, the client's when None).
+    def health(self, timeout=None):
+        return self.call("health", timeout=timeout)
 
-    def tools(self):
-        return self.call("tools")["tools"]
+    def tools(self, timeout=None):
+        return self.call("tools", timeout=timeout)["tools"]
 
-    def tasks(self, split=None, source=None, ops=None, limit=None, offset=None):
-        return self.call("tasks", split=split, source=source, ops=ops, limit=limit, offset=offset)
+    def tasks(self, split=None, source=None, ops=None, limit=None, offset=None, timeout=None):
+        return self.call("tasks", timeout=timeout, split=split, source=source, ops=ops, limit=limit, offset=offset)
 
-    def reset(self, task, seed=None, options=None):
-        return self.call("reset", task=task, seed=seed, options=options)
+    def reset(self, task, seed=None, options=None, timeout=None):
+        return self.call("reset", timeout=timeout, task=task, seed=seed, options=options)
 
-    def step(self, episode, action):
-        return self.call("step", episode=episode, action=action)
+    def step(self, episode, action, timeout=None):
+        return self.call("step", timeout=timeout, episode=episode, action=action)
 
-    def close_episode(self, episode):
-        return self.call("close", episode=episode)
+    def close_episode(self, episode, timeout=None):
+        return self.call("close", timeout=timeout, episode=episode)
 
-    def cancel(self, episode):
-        return self.call("cancel", episode=episode)
+    def cancel(self, episode, timeout=None):
+        return self.call("cancel", timeout=timeout, episode=episode)

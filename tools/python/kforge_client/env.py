@@ -1,6 +1,6 @@
 """A Gymnasium-style environment over the server (one episode at a time)."""
 from .client import Client
-from .errors import KforgeError
+from .errors import KforgeError, ServerUnavailable
 
 
 class KernelEnv:
@@ -10,17 +10,41 @@ class KernelEnv:
     ``action`` is a tool call ``{"name", "arguments"}``, an OpenAI tool call, or assistant text with a
     Hermes ``<tool_call>``. ``options`` are the episode's (max_turns, wall_clock_s, gpu_time_s, files)
     plus ``task`` to switch tasks. Observations are text; ``info`` is the server's structured info.
+
+    The constructor asks the server for its ``health`` (``server_health`` keeps it: GPU lanes, tasks)
+    and raises ``ServerUnavailable`` when none answers within ``check_timeout`` seconds (default 10;
+    0 or None skips the check), or ``KforgeError`` ``shutting_down`` when it is stopping.
     """
 
     metadata = {"render_modes": []}
 
-    def __init__(self, endpoint_or_client, task=None, **client_kwargs):
+    def __init__(self, endpoint_or_client, task=None, check_timeout=10.0, **client_kwargs):
         self.client = endpoint_or_client if isinstance(endpoint_or_client, Client) else Client(endpoint_or_client,
                                                                                            **client_kwargs)
         self._own_client = not isinstance(endpoint_or_client, Client)
         self.task = task
         self.episode = None
         self.tools = None
+        self.server_health = None
+        if check_timeout:
+            try:
+                self.server_health = self._check_server(check_timeout)
+            except BaseException:
+                if self._own_client:
+                    self.client.close()
+                raise
+
+    def _check_server(self, timeout):
+        try:
+            health = self.client.health(timeout=timeout)
+        except ServerUnavailable as e:
+            raise ServerUnavailable(f"KernelEnv: no kforge server answered at {self.client.endpoint} within {timeout:g} s; "
+                                    f"start one (`kforge serve --config configs/server.yaml --bind ENDPOINT`) or pass "
+                                    f"its endpoint") from e
+        if health.get("status") == "shutting_down":
+            raise KforgeError("shutting_down", f"KernelEnv: the kforge server at {self.client.endpoint} is shutting "
+                                               f"down and takes no new episodes")
+        return health
 
     def reset(self, seed=None, options=None):
         options = dict(options or {})

@@ -1,8 +1,13 @@
 """Evaluate a model (an OpenAI-compatible chat endpoint: vLLM, SGLang, an API) on a split of the
 server's tasks, many episodes at once, into a JSONL file that a rerun resumes.
 
-    python -m kforge_client.evaluate --server tcp://HOST:PORT --chat-url http://HOST:8000/v1 \\
+    kforge-evaluate --server tcp://HOST:PORT --chat-url http://HOST:8000/v1 \\
         --model NAME --split heldout --seeds 0,1,2 --concurrency 16 --out heldout.jsonl
+
+(or ``python -m kforge_client.evaluate``). A server without a GPU lane (its health lists no GPU)
+cannot judge a submission: kforge-evaluate refuses it unless --allow-no-gpu, and then the summary
+says how many episodes nothing could be judged in (their lines carry "no_gpu": true and are played
+again by a run against a server with GPUs).
 
 One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
 reward info, seconds); a line with "error" is an episode that could not be played (the endpoint
@@ -10,6 +15,7 @@ or the server failed): a rerun plays it again, and skips every episode already w
 one. Progress goes to stderr; a summary of the whole file (this run's lines and earlier ones) goes
 to stdout at the end, or as JSON with --json. Each worker thread has its own server connection.
 """
+PROG = "kforge-evaluate"
 import argparse
 import collections
 import concurrent.futures
@@ -22,6 +28,7 @@ import time
 
 from .adapters.openai_eval import ChatEvaluator
 from .client import Client
+from .errors import ServerUnavailable
 
 
 def task_names(client, split=None, tasks=None, limit=None):
@@ -57,6 +64,7 @@ def summarize(rows):
     with only error lines."""
     by_key = {(r["task"], r["seed"]): r for r in rows if "error" not in r}
     played = list(by_key.values())
+    unjudged = sum(1 for r in played if r.get("no_gpu"))
     errors = {(r["task"], r["seed"]) for r in rows if "error" in r} - set(by_key)
     rewards = [r["episode_reward"] for r in played]
     n = len(played)
@@ -67,7 +75,7 @@ def summarize(rows):
 
     speedups = sorted(evidence(r, "eager")["speedup"]["point"] for r in played
                       if isinstance(evidence(r, "eager").get("speedup"), dict))
-    out = {"episodes": n, "errors": len(errors),
+    out = {"episodes": n, "errors": len(errors), "unjudged": unjudged,
            "tasks": len({r["task"] for r in played}),
            "mean_reward": sum(rewards) / n if n else None,
            "positive_reward_share": sum(1 for x in rewards if x > 0) / n if n else None,
@@ -84,6 +92,9 @@ def summarize(rows):
 
 def summary_table(s):
     lines = [f"episodes {s['episodes']} over {s['tasks']} task(s); {s['errors']} could not be played"]
+    if s.get("unjudged"):
+        lines.append(f"NOTHING COULD BE JUDGED in {s['unjudged']} of them: played on a server with no GPU lane "
+                     f"(--allow-no-gpu); verify, profile and submit answered no_gpu, so their rewards measure nothing")
     if s["episodes"]:
         lines.append(f"mean episode reward {s['mean_reward']:.4f}; reward > 0 in {100 * s['positive_reward_share']:.1f} %")
         lines.append(f"beats eager in {100 * s['beats_eager_share']:.1f} %, torch.compile in "
@@ -99,7 +110,7 @@ def summary_table(s):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m kforge_client.evaluate", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--server", required=True, help="the kforge server's endpoint (tcp://HOST:PORT or ipc://PATH)")
     ap.add_argument("--chat-url", required=True, help="an OpenAI-compatible base URL (…/v1 or …/v1/chat/completions)")
     ap.add_argument("--model", required=True)
@@ -116,6 +127,10 @@ def main(argv=None):
     ap.add_argument("--system-prompt", default=None, help="a file whose text is the system message")
     ap.add_argument("--out", required=True, help="JSONL results, appended and resumed")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--connect-timeout", type=float, default=30.0,
+                    help="seconds to wait for the server's health at start (default 30)")
+    ap.add_argument("--allow-no-gpu", action="store_true",
+                    help="play against a server with no GPU lane anyway (nothing can be judged; the summary says so)")
     a = ap.parse_args(argv)
     if a.concurrency < 1:
         ap.error("--concurrency must be >= 1")
@@ -129,7 +144,17 @@ def main(argv=None):
             system = f.read()
 
     with Client(a.server) as c:
-        c.wait_ready()
+        try:
+            health = c.wait_ready(timeout=a.connect_timeout)
+        except ServerUnavailable as e:
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return 2
+        no_gpu = not health.get("gpus")
+        if no_gpu and not a.allow_no_gpu:
+            print(f"{PROG}: the server at {a.server} has no GPU lane (its health lists no GPU): verify, profile and "
+                  f"submit answer no_gpu there, so no episode could be judged. Serve on a GPU host, or pass "
+                  f"--allow-no-gpu to play anyway.", file=sys.stderr)
+            return 2
         names = task_names(c, split=None if a.tasks else a.split,
                            tasks=[t for t in (a.tasks or "").split(",") if t], limit=a.limit)
     if not names:
@@ -137,10 +162,13 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     mine = [r for r in read_rows(a.out) if r.get("model") == a.model]  # one file may hold several models
-    done = {(r["task"], r["seed"]) for r in mine if "error" not in r}
+    # Episodes played without a GPU count as done only for another run without one.
+    done = {(r["task"], r["seed"]) for r in mine if "error" not in r and (no_gpu or not r.get("no_gpu"))}
     jobs = [(t, s) for t in names for s in seeds if (t, s) not in done]
     print(f"evaluate: {len(names)} task(s) x {len(seeds)} seed(s): {len(jobs)} episode(s) to play, "
           f"{len(names) * len(seeds) - len(jobs)} already in {a.out}; {a.concurrency} at once", file=sys.stderr, flush=True)
+    if no_gpu:
+        print("evaluate: the server has no GPU lane (--allow-no-gpu): nothing will be judged", file=sys.stderr, flush=True)
 
     options = {"max_turns": a.max_turns} if a.max_turns else None
     local = threading.local()
@@ -159,6 +187,8 @@ def main(argv=None):
                                             temperature=a.temperature, max_tokens=a.max_tokens)
         start = time.monotonic()
         row = {"task": task, "seed": seed, "model": a.model}
+        if no_gpu:
+            row["no_gpu"] = True
         try:
             r = local.evaluator.run_episode(task, seed=seed, options=options, system_prompt=system)
             row.update(episode_reward=r.episode_reward, termination_reason=r.termination_reason, turns=r.turns,
