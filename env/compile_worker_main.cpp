@@ -37,6 +37,7 @@ Json compile_reply(NvrtcCompiler& compiler, const Json& req) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  StartupClock startup;
   WorkerArgs args;
   try {
     args = parse_worker_args(argc, argv, "compile");
@@ -55,14 +56,23 @@ int main(int argc, char** argv) {
       cc.cache_dir = args.cache_dir;
     }
     compiler = std::make_unique<NvrtcCompiler>(cc);
-    // Create the shared CUB prelude's precompiled header before the first candidate arrives.
-    CompileResult warm = compiler->warm_up();
-    hello = {{"ok", true}, {"mode", "compile"}, {"nvrtc", compiler->nvrtc_version()}, {"warm_up_ms", warm.compile_ms},
-             {"pch", warm.pch}};
+    startup.mark("nvrtc_init");
+    hello = {{"ok", true}, {"mode", "compile"}, {"nvrtc", compiler->nvrtc_version()}, {"warm_up", args.warm_up}};
+    if (args.warm_up) {
+      // Create the shared CUB prelude's precompiled header before the first candidate arrives.
+      CompileResult warm = compiler->warm_up();
+      startup.mark("warm_up");
+      hello["warm_up_ms"] = warm.compile_ms;
+      hello["pch"] = warm.pch;
+    }
     if (args.seccomp) install_worker_seccomp();
+    startup.mark("seccomp");
     hello["seccomp"] = args.seccomp;
+    hello["startup"] = startup.json();
   } catch (const std::exception& e) {
     hello = error_reply(worker_error::internal, std::string("compile worker start failed: ") + e.what());
+    startup.mark("failed");
+    hello["startup"] = startup.json();
   }
   return serve_worker(args, hello, [&](const Json& req) { return compile_reply(*compiler, req); });
 }

@@ -1,5 +1,6 @@
 #include "env/worker_client.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -9,8 +10,10 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +49,15 @@ std::string WorkerProcess::reap_description(int status) const {
   return "ended";
 }
 
+void WorkerProcess::forget_child() {
+  ::close(to_child_);
+  ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  pid_ = -1;
+  awaiting_hello_ = false;
+  stop_requested_ = false;
+}
+
 std::string WorkerProcess::kill_and_reap() {
   if (pid_ <= 0) return "not running";
   ::kill(pid_, SIGKILL);
@@ -53,16 +65,24 @@ std::string WorkerProcess::kill_and_reap() {
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   std::string how = reap_description(status);
-  ::close(to_child_);
-  ::close(from_child_);
-  to_child_ = from_child_ = -1;
-  pid_ = -1;
+  forget_child();
   return how;
 }
 
 std::string WorkerProcess::start() {
+  std::string why = spawn();
+  return why.empty() ? await_hello() : why;
+}
+
+std::string WorkerProcess::spawn() {
   int req[2], rep[2];
-  if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (::pipe2(req, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (::pipe2(rep, O_CLOEXEC) != 0) {
+    std::string why = std::string("pipe: ") + std::strerror(errno);
+    ::close(req[0]);
+    ::close(req[1]);
+    return why;
+  }
   std::vector<std::string> argv_s = {spawn_.executable};
   argv_s.insert(argv_s.end(), spawn_.args.begin(), spawn_.args.end());
   argv_s.insert(argv_s.end(), {"--request-fd", "3", "--reply-fd", "4"});
@@ -70,8 +90,14 @@ std::string WorkerProcess::start() {
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t parent = ::getpid();
+  times_ = WorkerStartTimes{};
+  times_.spawn_ns = monotonic_ns();
   pid_t pid = ::fork();
-  if (pid < 0) return std::string("fork: ") + std::strerror(errno);
+  if (pid < 0) {
+    std::string why = std::string("fork: ") + std::strerror(errno);
+    for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
+    return why;
+  }
   if (pid == 0) {
     // Child: the protocol on fds 3 and 4; stdout joins stderr so a worker's prints never mix with
     // the caller's output; it dies with its parent.
@@ -103,31 +129,70 @@ std::string WorkerProcess::start() {
   to_child_ = req[1];
   from_child_ = rep[0];
   ++starts_;
-  // Hello: the worker replies once it is ready (a GPU worker after creating its context).
-  Json reply;
+  // Hello: the worker replies once it is ready (a GPU worker after creating its context). The
+  // request fits the pipe, so this never waits for the worker.
   try {
     write_frame(to_child_, Json{{"type", "hello"}});
-    ReadStatus st = read_frame(from_child_, reply, static_cast<int>(spawn_.start_timeout_s * 1000));
+  } catch (const Error& e) {
+    return std::string(e.what()) + " (" + kill_and_reap() + ")";
+  }
+  awaiting_hello_ = true;
+  return "";
+}
+
+std::string WorkerProcess::await_hello() {
+  awaiting_hello_ = false;
+  Json reply;
+  int64_t left_ms = static_cast<int64_t>(spawn_.start_timeout_s * 1000) - (monotonic_ns() - times_.spawn_ns) / 1000000;
+  try {
+    ReadStatus st = read_frame(from_child_, reply, static_cast<int>(std::max<int64_t>(left_ms, 0)));
     if (st == ReadStatus::timeout) return "no hello within " + std::to_string(spawn_.start_timeout_s) + " s (" + kill_and_reap() + ")";
     if (st == ReadStatus::closed) return "worker " + kill_and_reap() + " before saying hello";
   } catch (const Error& e) {
     return std::string(e.what()) + " (" + kill_and_reap() + ")";
   }
+  times_.hello_ns = monotonic_ns();
+  hello_ = reply;  // kept when it refuses too: its start-up figures say how far it got
   if (!reply.value("ok", false)) {
     std::string msg = reply.contains("error") ? reply["error"].value("message", "") : "";
     kill_and_reap();
     return "worker refused to start: " + msg;
   }
-  hello_ = reply;
   return "";
 }
 
+bool WorkerProcess::launch() {
+  if (pid_ > 0) return true;
+  return spawn().empty();
+}
+
 const Json& WorkerProcess::hello() {
-  if (pid_ <= 0) {
-    std::string why = start();
+  if (pid_ <= 0 || awaiting_hello_) {
+    std::string why = pid_ <= 0 ? start() : await_hello();
     if (!why.empty()) KFORGE_FAIL(runtime, "cannot start " << spawn_.executable << ": " << why);
   }
   return hello_;
+}
+
+Json WorkerProcess::startup_report() const {
+  if (times_.hello_ns == 0) return nullptr;
+  auto ms = [](int64_t from, int64_t to) { return static_cast<double>(to - from) / 1e6; };
+  Json r = {{"spawn_at_ns", times_.spawn_ns}, {"hello_at_ns", times_.hello_ns}, {"spawn_to_hello_ms", ms(times_.spawn_ns, times_.hello_ns)}};
+  const Json& s = hello_.contains("startup") ? hello_["startup"] : Json();
+  if (!s.is_object()) return r;
+  int64_t pre = s.value("preinit_ns", int64_t{0}), main = s.value("main_ns", int64_t{0}), ready = s.value("ready_ns", int64_t{0});
+  if (pre > 0) {
+    r["spawn_to_preinit_ms"] = ms(times_.spawn_ns, pre);
+    r["static_init_ms"] = ms(pre, main);
+  }
+  r["spawn_to_main_ms"] = ms(times_.spawn_ns, main);
+  r["init_ms"] = ms(main, ready);
+  r["phases_ms"] = s.value("phases_ms", Json::object());
+  if (hello_.contains("start_ms") && hello_["start_ms"].is_object()) r["worker_start_ms"] = hello_["start_ms"];  // a GPU worker's own split
+  r["spawn_to_ready_ms"] = ms(times_.spawn_ns, ready);
+  r["ready_at_ns"] = ready;
+  r["hello_wait_ms"] = ms(ready, times_.hello_ns);
+  return r;
 }
 
 WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
@@ -140,8 +205,8 @@ WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
     r.wall_ms = ms_since(t0);
     return r;
   };
-  if (pid_ <= 0) {
-    std::string why = start();
+  if (pid_ <= 0 || awaiting_hello_) {
+    std::string why = pid_ <= 0 ? start() : await_hello();
     if (!why.empty()) return fail(worker_error::worker_crashed, "the worker could not start: " + why);
   }
   Json reply;
@@ -171,28 +236,60 @@ WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
 }
 
 bool WorkerProcess::reap_within(int ms) {
-  for (int waited = 0; pid_ > 0; waited += 10) {
+  if (pid_ <= 0) return true;
+  auto reaped = [&] {
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      ::close(to_child_);
-      ::close(from_child_);
-      to_child_ = from_child_ = -1;
-      pid_ = -1;
-      return true;
+    pid_t r;
+    while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
     }
-    if (waited >= ms) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (r != pid_) return false;
+    forget_child();
+    return true;
+  };
+  if (reaped()) return true;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+#ifdef SYS_pidfd_open
+  // Woken the moment the worker exits (Linux 5.3+), not on a polling interval.
+  int pfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (pfd >= 0) {
+    for (;;) {
+      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      pollfd p{pfd, POLLIN, 0};
+      int n = ::poll(&p, 1, std::max(left, 0));
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    ::close(pfd);
+    return reaped();
   }
-  return true;
+#endif
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (reaped()) return true;
+  }
+  return reaped();
+}
+
+void WorkerProcess::request_stop() {
+  if (pid_ <= 0 || stop_requested_) return;
+  try {
+    write_frame(to_child_, Json{{"type", "shutdown"}});
+    stop_requested_ = true;
+  } catch (const Error&) {
+  }
 }
 
 void WorkerProcess::stop() {
   if (pid_ <= 0) return;
-  try {
-    write_frame(to_child_, Json{{"type", "shutdown"}});
-    if (reap_within(2000)) return;
-  } catch (const Error&) {
+  // A worker still starting up reads the request only once ready (a compile worker's warm-up, a
+  // GPU worker's context): it was never used, so it is killed rather than waited for. (A killed
+  // compile worker's private directory is removed by the next compiler that starts.)
+  if (awaiting_hello_) {
+    kill_and_reap();
+    return;
   }
+  request_stop();
+  if (stop_requested_ && reap_within(2000)) return;
   kill_and_reap();
 }
 

@@ -47,6 +47,7 @@ WorkerArgs parse_worker_args(int argc, char** argv, const std::string& mode) {
     else if (k == "--reply-fd") a.reply_fd = std::stoi(value());
     else if (k == "--seccomp") a.seccomp = value() != "0";
     else if (k == "--cache-dir") a.cache_dir = value();
+    else if (k == "--warm-up") a.warm_up = value() != "0";
     else KFORGE_FAIL(usage, "unknown option " << k);
   }
   return a;

@@ -1,7 +1,11 @@
 // kforge-worker: runs kernel candidates on one GPU (CUDA context, modules and references kept
 // warm between requests). Started and supervised by env/worker_client.h; it never outlives its
 // parent. Compiling happens in kforge-compile-worker.
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
+
+#include <cuda_runtime_api.h>
 
 #include "configs/error.h"
 #include "env/gpu_worker.h"
@@ -11,6 +15,7 @@
 using namespace kforge;
 
 int main(int argc, char** argv) {
+  StartupClock startup;
   WorkerArgs args;
   try {
     args = parse_worker_args(argc, argv, "gpu");
@@ -21,16 +26,28 @@ int main(int argc, char** argv) {
   std::unique_ptr<GpuWorker> gpu;
   Json hello;
   try {
+    // GpuWorker creates the device's context while NVRTC builds its harness kernels on another
+    // thread; its hello's "start_ms" splits the two.
     gpu = std::make_unique<GpuWorker>(args.device);
+    startup.mark("gpu_worker_init");
     hello = gpu->hello();
     if (args.seccomp) install_worker_seccomp();
+    startup.mark("seccomp");
     hello["seccomp"] = args.seccomp;
+    hello["startup"] = startup.json();
   } catch (const std::exception& e) {
     hello = error_reply(worker_error::internal, std::string("GPU worker start failed: ") + e.what());
+    startup.mark("failed");
+    hello["startup"] = startup.json();
   }
-  return serve_worker(args, hello, [&](const Json& req) {
+  int rc = serve_worker(args, hello, [&](const Json& req) {
     if (req.value("type", "") != "evaluate")
       return error_reply(worker_error::bad_request, "unknown request type '" + req.value("type", "") + "' for a GPU worker");
     return gpu->evaluate(req);
   });
+  // Nothing of the worker outlives it (no files): skip the destructors (modules, tensors,
+  // libtorch's and CUPTI's static state) and leave the context to the driver's process exit, so
+  // that the caller waiting for the exit waits for less.
+  std::fflush(nullptr);
+  std::_Exit(rc);
 }

@@ -14,6 +14,12 @@ namespace kforge {
 
 namespace {
 
+int64_t g_preinit_ns = 0;
+void record_preinit(int, char**, char**) { g_preinit_ns = monotonic_ns(); }
+// Runs in executables only, after the dynamic loader mapped and relocated every library and before
+// their initialisers (an executable that links this file gets it; a shared library would not).
+__attribute__((section(".preinit_array"), used)) void (*const kforge_preinit_hook)(int, char**, char**) = &record_preinit;
+
 void write_all(int fd, const uint8_t* p, size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
@@ -94,5 +100,11 @@ Json error_reply(const std::string& kind, const std::string& message, bool fatal
   if (fatal) j["fatal"] = true;
   return j;
 }
+
+int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t preinit_monotonic_ns() { return g_preinit_ns; }
 
 }  // namespace kforge

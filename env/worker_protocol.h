@@ -37,4 +37,12 @@ ReadStatus read_frame(int fd, Json& out, int timeout_ms);
 
 Json error_reply(const std::string& kind, const std::string& message, bool fatal = false);
 
+// CLOCK_MONOTONIC in nanoseconds (std::chrono::steady_clock): one clock for a caller and its
+// workers, so the start-up timestamps a worker puts in its hello ("startup") compare with the
+// caller's own.
+int64_t monotonic_ns();
+// monotonic_ns() when this process's dynamic loading was done, read by a .preinit_array hook
+// before any static initialiser ran (libtorch's are long); 0 when the hook did not run.
+int64_t preinit_monotonic_ns();
+
 }  // namespace kforge

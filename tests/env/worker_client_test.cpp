@@ -2,6 +2,7 @@
 // timeouts, crashes, fatal replies and restarts, resource limits and the seccomp sandbox.
 #include "env/worker_client.h"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -167,4 +168,70 @@ TEST(WorkerProcess, StartsFromAProcessWithOnlyTheStandardFilesOpen) {
   int status = 0;
   waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+TEST(WorkerProcess, LaunchedWorkersStartTogetherAndReportTheirStartUp) {
+  // Two workers launched at once, each awaited on first use: their starts overlap, and each
+  // start is broken down from the caller's and the worker's own timestamps (one monotonic clock).
+  WorkerProcess a(compile_worker()), b(compile_worker());
+  EXPECT_TRUE(a.startup_report().is_null());
+  ASSERT_TRUE(a.launch());
+  ASSERT_TRUE(b.launch());
+  EXPECT_TRUE(a.running());
+  EXPECT_TRUE(b.running());
+  EXPECT_EQ(a.starts(), 1);
+  EXPECT_TRUE(a.launch()) << "a running worker is left alone";
+  EXPECT_EQ(a.starts(), 1);
+  WorkerReply r = b.call({{"type", "compile"}, {"source", kKernel}, {"options", {{"arch", "sm_90a"}}}}, 60);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_EQ(a.hello()["mode"], "compile");
+  EXPECT_LT(b.start_times().spawn_ns, a.start_times().hello_ns) << "b was launched before a answered";
+  for (WorkerProcess* w : {&a, &b}) {
+    Json s = w->startup_report();
+    ASSERT_TRUE(s.is_object()) << s;
+    for (const char* k : {"spawn_to_preinit_ms", "static_init_ms", "spawn_to_main_ms", "init_ms", "spawn_to_ready_ms",
+                          "hello_wait_ms", "spawn_to_hello_ms"}) {
+      ASSERT_TRUE(s.contains(k) && s[k].is_number()) << k << " in " << s;
+      EXPECT_GE(s[k].get<double>(), 0.0) << k << " in " << s;
+    }
+    EXPECT_LE(s["spawn_to_main_ms"].get<double>(), s["spawn_to_ready_ms"].get<double>());
+    EXPECT_LE(s["spawn_to_ready_ms"].get<double>(), s["spawn_to_hello_ms"].get<double>() + 1e-3);
+    EXPECT_TRUE(s["phases_ms"].contains("nvrtc_init")) << s;
+    EXPECT_TRUE(s["phases_ms"].contains("warm_up")) << s;
+    EXPECT_TRUE(w->last_hello()["warm_up"].get<bool>());
+  }
+  // Stopping both at once: each exits on its own.
+  a.request_stop();
+  b.request_stop();
+  a.stop();
+  b.stop();
+  EXPECT_FALSE(a.running());
+  EXPECT_FALSE(b.running());
+}
+
+TEST(WorkerProcess, AWorkerStillStartingIsKilledWhenStopped) {
+  WorkerSpawn s = compile_worker();
+  WorkerProcess w(s);
+  ASSERT_TRUE(w.launch());
+  pid_t pid = w.pid();
+  auto t0 = std::chrono::steady_clock::now();
+  w.stop();  // before its hello (its warm-up takes a second or more): not waited for
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  EXPECT_FALSE(w.running());
+  EXPECT_NE(kill(pid, 0), 0);
+  // It starts again on the next call.
+  EXPECT_TRUE(w.call({{"type", "test_sleep"}, {"seconds", 0.01}}, 60).ok);
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST(WorkerProcess, ACompileWorkerCanSkipItsWarmUp) {
+  WorkerSpawn s = compile_worker();
+  s.args.insert(s.args.end(), {"--warm-up", "0"});
+  WorkerProcess w(s);
+  EXPECT_FALSE(w.hello()["warm_up"].get<bool>());
+  EXPECT_FALSE(w.hello().contains("warm_up_ms"));
+  EXPECT_FALSE(w.startup_report()["phases_ms"].contains("warm_up"));
+  WorkerReply r = w.call({{"type", "compile"}, {"source", kKernel}, {"options", {{"arch", "sm_90a"}}}}, 60);
+  ASSERT_TRUE(r.ok) << r.error_message;
+  EXPECT_TRUE(r.body["compile"]["ok"].get<bool>());
 }

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data_synth"))
-from kforge_dump import SOURCE_DIR, run  # noqa: E402
+from kforge_dump import KFORGE, SOURCE_DIR, run  # noqa: E402
 
 SAMPLE = os.path.join(SOURCE_DIR, "datasets", "samples", "linear_relu.yaml")
 
@@ -135,3 +135,65 @@ def test_counters_counts_replay_passes_without_a_gpu():
     assert r.stdout.rstrip().endswith("together: 6 pass(es) for 5 metric(s)"), r.stdout
     one_error_line(run("counters", "--chip", "NOPE", check=False), "runtime_error", "NOPE", "INVALID_CHIP_NAME")
     one_error_line(run("counters", "no_such__metric.sum", check=False), "runtime_error", "none of the metrics")
+
+
+def test_the_samples_are_their_own_source(tmp_path):
+    """The shipped samples say `source: samples` (never rows of a dataset); a source outside the
+    format's list is one error line naming them all, in a spec and in `kforge tasks --source`."""
+    assert "task gated_linear (samples, heldout): " in run("task", "run", "gated_linear", "--check-dims").stdout
+    assert "\nsource: samples\n" in run("task", "show", "linear_relu").stdout
+    path = write(tmp_path, "bad_source.yaml", sample_text().replace("source: samples", "source: sample"))
+    one_error_line(run("task", "show", path, check=False), "spec_error", "unknown source 'sample'",
+                   "synth, kernelbench, cuda-agent-ops, samples, other")
+    dataset = os.path.join(SOURCE_DIR, "datasets", "synth", "dataset.h5.xz")
+    one_error_line(run("tasks", "count", dataset, "--source", "Synth", check=False), "usage_error",
+                   "--source is one of synth, kernelbench, cuda-agent-ops, samples, other, not 'Synth'")
+
+
+def candidate_dir(task, name):
+    return os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", task, name)
+
+
+def test_eval_check_reports_its_cold_start():
+    """`kforge eval --check --json` says where its wall time went (env/EVAL_REPORT.md
+    `cold_start`): the CLI's own start, the compile worker's start split by phase (no warm-up: one
+    candidate, nothing to hide it behind), no GPU worker, the request and the shutdown."""
+    r = run("eval", "--check", "--task", "linear_relu", "--candidate", candidate_dir("linear_relu", "tiled"), "--json")
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "checked"
+    c = doc["cold_start"]
+    for k in ("process_to_main_ms", "static_init_ms", "setup_ms", "request_at_ms", "request_ms", "shutdown_ms",
+              "main_to_report_ms", "wall_ms", "worker_ms"):
+        assert isinstance(c[k], (int, float)) and c[k] >= 0, (k, c)
+    assert c["gpu_worker"] is None, "--check starts no GPU worker"
+    assert c["worker_ms"] == doc["compile"]["compile_ms"]
+    assert abs(c["overhead_ms"] - (c["wall_ms"] - c["worker_ms"])) < 1e-6
+    assert abs(c["wall_ms"] - (c["process_to_main_ms"] + c["main_to_report_ms"])) < 1e-6
+    assert c["setup_ms"] <= c["request_at_ms"] <= c["main_to_report_ms"]
+    assert c["request_ms"] >= doc["compile"]["compile_ms"]
+    w = c["compile_worker"]
+    for k in ("spawn_at_ms", "spawn_to_preinit_ms", "static_init_ms", "spawn_to_main_ms", "init_ms", "spawn_to_ready_ms",
+              "ready_at_ms", "hello_at_ms", "hello_wait_ms", "spawn_to_hello_ms"):
+        assert isinstance(w[k], (int, float)) and w[k] >= 0, (k, w)
+    assert w["spawn_at_ms"] >= c["setup_ms"]
+    assert w["spawn_to_main_ms"] <= w["spawn_to_ready_ms"] <= w["spawn_to_hello_ms"] + 1e-3
+    assert set(w["phases_ms"]) == {"nvrtc_init", "seccomp"}, w["phases_ms"]
+    # The text report ends with the same breakdown on one line.
+    text = run("eval", "--check", "--task", "linear_relu", "--candidate", candidate_dir("linear_relu", "tiled")).stdout
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("cold start: ") and "compile worker ready at" in last and "shutdown" in last, text
+
+
+def test_eval_runs_without_libtorch_and_every_other_command_is_still_there():
+    """`kforge` loads no libtorch (eval and demo judge through worker processes); every other
+    command line is run by kforge-full, the same help and errors."""
+    import shutil
+    import subprocess
+    if shutil.which("ldd"):
+        libs = subprocess.run(["ldd", shutil.which(KFORGE) or KFORGE], capture_output=True, text=True).stdout
+        assert "libtorch" not in libs and "libc10" not in libs, libs
+    helped = run("--help").stdout
+    for cmd in ("task", "ops", "eval", "demo", "synth", "tasks", "serve", "record", "counters"):
+        assert f"  {cmd}" in helped, helped
+    assert "--candidate" in run("eval", "--help").stdout
+    one_error_line(run("eval", "--task", "no_such_task", "--candidate", ".", check=False), "io_error", "no_such_task")

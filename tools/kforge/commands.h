@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -19,6 +20,15 @@ void add_serve_commands(CLI::App& app);  // serve, record (rollout/)
 void add_counters_command(CLI::App& app);  // counters: replay passes of a metric list (CUPTI host API)
 void set_action(CLI::App* sub, std::function<int()> action);
 int run_selected(CLI::App& app);
+
+// Start-up timestamps (the cold-start breakdown of `kforge eval`): mark_main() first thing in main.
+void mark_main();
+int64_t main_monotonic_ns();  // monotonic_ns() (env/worker_protocol.h) at main
+double process_to_main_ms();  // the process's start (fork) to main, 1/CLK_TCK resolution (10 ms); -1 unknown
+
+// `kforge` links no libtorch: it runs eval and demo itself and hands every other command line
+// (help included) to kforge-full beside it, which has every command. Returns only on failure (1).
+int exec_full(char** argv);
 
 // A task argument: an existing path, or the name of a shipped sample (datasets/samples/NAME.yaml).
 std::string resolve_task_path(const std::string& task);

@@ -1,5 +1,7 @@
 // kforge eval --task TASK --candidate DIR [--json]: compile, verify and time one kernel candidate.
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -9,6 +11,77 @@
 #include "tools/kforge/commands.h"
 
 namespace kforge::cli {
+
+namespace {
+
+double ms_between(int64_t from_ns, int64_t to_ns) { return static_cast<double>(to_ns - from_ns) / 1e6; }
+
+// One worker's start: the supervisor's and the worker's own figures (WorkerProcess::startup_report),
+// its timestamps made milliseconds since main.
+Json worker_start(const WorkerProcess& w, int64_t main_ns) {
+  Json r = w.startup_report();
+  if (!r.is_object()) return nullptr;
+  for (const char* k : {"spawn", "hello", "ready"}) {
+    std::string key = std::string(k) + "_at_ns";
+    if (r.contains(key)) {
+      r[std::string(k) + "_at_ms"] = ms_between(main_ns, r[key].get<int64_t>());
+      r.erase(key);
+    }
+  }
+  return r;
+}
+
+// The cold-start breakdown (env/EVAL_REPORT.md `cold_start`).
+struct Marks {
+  int64_t launch_ns = 0, request_ns = 0, reply_ns = 0, stopped_ns = 0;
+};
+
+Json cold_start_section(const Json& report, Evaluator& ev, const Marks& m) {
+  int64_t main_ns = main_monotonic_ns();
+  Json c = Json::object();
+  double to_main = process_to_main_ms();
+  c["process_to_main_ms"] = to_main >= 0 ? Json(to_main) : Json();
+  int64_t pre = preinit_monotonic_ns();
+  c["static_init_ms"] = pre > 0 ? Json(ms_between(pre, main_ns)) : Json();
+  c["setup_ms"] = ms_between(main_ns, m.launch_ns);
+  c["compile_worker"] = worker_start(ev.compile_worker(), main_ns);
+  c["gpu_worker"] = worker_start(ev.gpu_worker(), main_ns);
+  c["request_at_ms"] = ms_between(main_ns, m.request_ns);
+  c["request_ms"] = ms_between(m.request_ns, m.reply_ns);
+  c["shutdown_ms"] = ms_between(m.reply_ns, m.stopped_ns);
+  double report_at = ms_between(main_ns, m.stopped_ns);
+  c["main_to_report_ms"] = report_at;
+  c["wall_ms"] = report_at + (to_main >= 0 ? to_main : 0.0);
+  // The workers' own time on this candidate: the compile, and the GPU worker's request.
+  double worker = 0;
+  if (report.contains("compile") && report["compile"].is_object()) worker += report["compile"].value("compile_ms", 0.0);
+  if (report.contains("phases") && report["phases"].is_object()) worker += report["phases"].value("worker_ms", 0.0);
+  c["worker_ms"] = worker;
+  c["overhead_ms"] = c["wall_ms"].get<double>() - worker;
+  return c;
+}
+
+std::string format_cold_start(const Json& c) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0);
+  auto num = [](const Json& j) { return j.is_number() ? j.get<double>() : 0.0; };
+  os << "cold start: " << num(c["wall_ms"]) << " ms, " << num(c["overhead_ms"]) << " ms of it outside the workers' own "
+     << num(c["worker_ms"]) << " ms (to main " << num(c["process_to_main_ms"]) << ", setup " << num(c["setup_ms"]);
+  for (const char* w : {"compile_worker", "gpu_worker"}) {
+    const Json& s = c[w];
+    if (!s.is_object()) continue;
+    os << "; " << (std::string(w) == "gpu_worker" ? "GPU" : "compile") << " worker "
+       << (s.contains("ready_at_ms") ? "ready at " + std::to_string(static_cast<int>(num(s["ready_at_ms"])))
+                                     : "answered at " + std::to_string(static_cast<int>(num(s["hello_at_ms"]))));
+    if (s.contains("spawn_to_main_ms")) os << ": to main " << num(s["spawn_to_main_ms"]);
+    if (s.contains("phases_ms"))
+      for (const auto& [k, v] : s["phases_ms"].items()) os << ", " << k << " " << num(v);
+  }
+  os << "; request " << num(c["request_ms"]) << ", shutdown " << num(c["shutdown_ms"]) << ")\n";
+  return os.str();
+}
+
+}  // namespace
 
 void add_eval_command(CLI::App& app) {
   auto* eval = app.add_subcommand("eval", "Judge a kernel candidate: compile, verify and time it against eager PyTorch");
@@ -33,7 +106,22 @@ void add_eval_command(CLI::App& app) {
     Candidate cand = Candidate::load(candidate_dir);
     Evaluator evaluator(cfg);
     if (!anticheat_path.empty()) evaluator.set_anticheat(AnticheatConfig::load(anticheat_path));
+    // Both workers start at once: the GPU worker's libtorch and CUDA context while the compile
+    // worker loads NVRTC (the evaluation waits for each only where it needs it). A one-shot eval
+    // compiles one candidate, so the compile worker skips its warm-up (the CUB header built for
+    // later candidates): on the H200 it took 2.2 s against 0.86 s for the GPU worker to be ready,
+    // and delayed every compile behind it; a CUB candidate builds the header itself, in about the
+    // same time as warm-up plus compile. A server keeps the warm-up (its workers live on).
+    {
+      std::vector<std::string>& args = evaluator.compile_worker().spawn_settings().args;
+      args.insert(args.end(), {"--warm-up", "0"});
+    }
+    Marks marks;
+    marks.launch_ns = monotonic_ns();
+    evaluator.compile_worker().launch();
+    if (!check_only) evaluator.gpu_worker().launch();
     Json report;
+    marks.request_ns = monotonic_ns();
     if (check_only) {
       report = evaluator.check(task, cand);
     } else {
@@ -43,8 +131,16 @@ void add_eval_command(CLI::App& app) {
       opt.salt = salt ? salt : cfg.draws.salt;
       report = evaluator.evaluate(task, cand, opt);
     }
+    marks.reply_ns = monotonic_ns();
+    // Stop both before the report is printed (so that it can say what stopping cost), their exits overlapping.
+    evaluator.compile_worker().request_stop();
+    evaluator.gpu_worker().request_stop();
+    evaluator.compile_worker().stop();
+    evaluator.gpu_worker().stop();
+    marks.stopped_ns = monotonic_ns();
+    report["cold_start"] = cold_start_section(report, evaluator, marks);
     if (json) std::cout << report.dump(2) << "\n";
-    else std::cout << format_report(report);
+    else std::cout << format_report(report) << format_cold_start(report["cold_start"]);
     std::string v = report_verdict(report);
     return v == "pass" || v == "checked" ? 0 : 3;
   });

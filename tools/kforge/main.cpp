@@ -1,4 +1,8 @@
-// The kforge command line.
+// The kforge command line. Built twice: kforge-full has every command; kforge (KFORGE_CLI_LIGHT)
+// has those that need no libtorch in this process (eval, demo: they judge through worker
+// processes) and hands every other command line to kforge-full, so that `kforge eval` does not
+// spend its first few hundred milliseconds loading libtorch and running its static initialisers.
+#include <cstring>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -7,16 +11,27 @@
 #include "tools/kforge/commands.h"
 
 int main(int argc, char** argv) {
+  kforge::cli::mark_main();
+#ifdef KFORGE_CLI_LIGHT
+  {
+    bool mine = argc > 1 && (std::strcmp(argv[1], "eval") == 0 || std::strcmp(argv[1], "demo") == 0);
+    if (!mine) return kforge::cli::exec_full(argv);
+  }
+#endif
   CLI::App app{"kforge: an RL environment in which policies learn to write fast CUDA kernels"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
+#ifndef KFORGE_CLI_LIGHT
   kforge::cli::add_task_commands(app);
   kforge::cli::add_ops_command(app);
+#endif
   kforge::cli::add_eval_command(app);
   kforge::cli::add_demo_command(app);
+#ifndef KFORGE_CLI_LIGHT
   kforge::cli::add_synth_commands(app);
   kforge::cli::add_serve_commands(app);
   kforge::cli::add_counters_command(app);
+#endif
   try {
     app.parse(argc, argv);
     return kforge::cli::run_selected(app);

@@ -18,20 +18,11 @@
 #include "env/timing.h"
 #include "tools/kforge/commands.h"
 
-#ifndef KFORGE_SOURCE_DIR
-#define KFORGE_SOURCE_DIR "."
-#endif
-
 namespace fs = std::filesystem;
 
 namespace kforge::cli {
 
 namespace {
-
-std::map<CLI::App*, std::function<int()>>& actions() {
-  static std::map<CLI::App*, std::function<int()>> a;
-  return a;
-}
 
 DimEnv parse_dims(const std::string& text) {
   DimEnv dims;
@@ -164,29 +155,6 @@ int run_task(const std::string& task, const std::string& device_name, uint64_t t
 }
 
 }  // namespace
-
-void set_action(CLI::App* sub, std::function<int()> action) { actions()[sub] = std::move(action); }
-
-int run_selected(CLI::App& app) {
-  CLI::App* cur = &app;
-  for (;;) {
-    auto subs = cur->get_subcommands();
-    if (subs.empty()) break;
-    cur = subs.front();
-  }
-  auto it = actions().find(cur);
-  KFORGE_CHECK(it != actions().end(), usage, "'" << cur->get_name() << "' needs a subcommand (see --help)");
-  return it->second();
-}
-
-std::string resolve_task_path(const std::string& task) {
-  if (fs::exists(task)) return task;
-  for (const fs::path& root : {fs::path("."), fs::path(KFORGE_SOURCE_DIR)}) {
-    fs::path p = root / "datasets" / "samples" / (task + ".yaml");
-    if (fs::exists(p)) return p.string();
-  }
-  KFORGE_FAIL(io, task << ": no such task file (nor a sample datasets/samples/" << task << ".yaml)");
-}
 
 void add_task_commands(CLI::App& app) {
   CLI::App* task = app.add_subcommand("task", "Inspect and run one task");
