@@ -15,7 +15,20 @@ DynamicCheckConfig DynamicCheckConfig::from_yaml(const YamlNode& node) {
   c.scrub_reference = node.get<bool>("scrub_reference", c.scrub_reference);
   c.kernel_activity = node.get<bool>("kernel_activity", c.kernel_activity);
   c.speed_of_light = node.get<bool>("speed_of_light", c.speed_of_light);
-  c.precision_probe = node.get<bool>("precision_probe", c.precision_probe);
+  if (node.has("precision_probe"))
+    node.at("precision_probe").fail("was renamed robustness_draws (it now covers every dtype and more draws than 2^k scaling)");
+  c.robustness_draws = node.get<bool>("robustness_draws", c.robustness_draws);
+  c.robustness_timed_share = node.get<double>("robustness_timed_share", c.robustness_timed_share);
+  if (!(c.robustness_timed_share >= 0.0 && c.robustness_timed_share <= 1.0))
+    node.at("robustness_timed_share").fail("must be between 0 and 1 (the share of timed calls drawn with a robustness variant)");
+  c.robustness_margin = node.get<double>("robustness_margin", c.robustness_margin);
+  if (!(c.robustness_margin > 0.0 && c.robustness_margin <= 1.0))
+    node.at("robustness_margin").fail("must be in (0, 1] (the share of the tolerance the reference itself may use)");
+  c.address_pool = node.get<int>("address_pool", c.address_pool);
+  if (c.address_pool < 2 || c.address_pool > 8) node.at("address_pool").fail("must be between 2 and 8 buffer sets");
+  c.guard_bytes = node.get<int64_t>("guard_bytes", c.guard_bytes);
+  if (c.guard_bytes < 256 || c.guard_bytes > (int64_t{64} << 20) || c.guard_bytes % 256 != 0)
+    node.at("guard_bytes").fail("must be a multiple of 256 between 256 bytes and 64 MiB");
   c.sol_headroom = node.get<double>("sol_headroom", c.sol_headroom);
   if (!(c.sol_headroom >= 1.0 && c.sol_headroom <= 100.0))
     node.at("sol_headroom").fail("must be between 1 and 100 (the measured ceilings are multiplied by it)");

@@ -7,10 +7,16 @@
 //
 // Checks (the `name` of a check in the report):
 //   static               the static scan of kernel.cu (static_checks.h), before anything compiles
-//   inputs_unchanged     keyed fingerprints of every input before and after each candidate call
+//   inputs_unchanged     keyed fingerprints of every input and parameter before and after each
+//                        candidate call, verification and timed alike (the reference reads its
+//                        own copies, drawn again from the secret key after the candidate ran)
+//   buffer_bounds        guard regions around every buffer the candidate gets, filled and
+//                        fingerprinted around each call: writes past one's own buffers
 //   outputs_written      poison (a NaN or sentinel that changes every trial) left in an output
 //   state_same_addresses a trial whose inputs get new values at the previous trial's addresses
 //                        (a cache keyed by pointer answers the old question)
+//   state_across_calls   a robustness trial failed and one more call on the task's own draws
+//                        failed too: the candidate stopped computing after some calls
 //   state_new_addresses  a trial with the previous values at new addresses (work done only for
 //                        addresses seen before, or keyed on them)
 //   timed_calls_verified every timed call gets freshly drawn inputs and poisoned outputs and
@@ -20,14 +26,17 @@
 //                        calls, races that usually pass
 //   kernel_activity      CUPTI activity records of the candidate's calls: every kernel it launched
 //                        on the harness stream, as many as the plan launches, nothing else
-//   precision_probe      one more trial whose float32 inputs are each scaled by
-//                        2^k, k uniform in [-6, 6]: large dynamic range and cancellation expose a
-//                        candidate computing below float32 under the same tolerance
+//   robustness_draws     verification trials with draws beyond the task's own distribution
+//                        (scaled, shifted, rows at other scales, each element scaled by 2^k, sparse
+//                        spikes), each only where the task's reference is well-conditioned under
+//                        it (task dtype against float64): shortcuts that rely on the statistics
+//                        of the usual draws (subsampled reductions, expected values, reduced
+//                        precision) leave the tolerance; timed calls get such draws at random too
 //   speed_of_light       the candidate's median against the task's floor: its minimum bytes over
 //                        the device's measured copy bandwidth, its FLOPs over the measured matmul
 //                        peak, both times a headroom; faster than physics is flagged, never paid
 // The reference's outputs are scrubbed (overwritten with poison) and freed before the next
-// candidate call, and the reference always runs after the candidate on the inputs it just saw.
+// candidate call; the reference never reads memory the candidate could have written.
 #include <string>
 #include <vector>
 
@@ -45,7 +54,12 @@ struct DynamicCheckConfig {
   bool scrub_reference = true;       // overwrite the reference's outputs before they are freed
   bool kernel_activity = true;       // CUPTI activity check of the candidate's launches
   bool speed_of_light = true;        // flag medians under the physical floor
-  bool precision_probe = true;       // one more trial with float32 inputs over a wide range
+  bool robustness_draws = true;      // verification trials (and some timed calls) beyond the task's draws
+  double robustness_timed_share = 0.25;  // share of timed calls drawn with a robustness variant
+  double robustness_margin = 0.5;    // a variant is used where the task-dtype reference stays within
+                                     // this share of the tolerance of the float64 reference
+  int address_pool = 3;              // buffer sets each call's addresses are picked from at random
+  int64_t guard_bytes = 65536;       // guard region before and after every candidate buffer
   double sol_headroom = 1.5;         // measured ceilings x this = the ceilings the floor uses
 
   static DynamicCheckConfig from_yaml(const YamlNode& node);

@@ -1,5 +1,7 @@
 #include "env/evaluator.h"
 
+#include "env/gpu_request.h"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -204,31 +206,22 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
     report["wall_ms"] = ms_since(t0);
     return report;
   }
-  Json request = {{"type", "evaluate"},
-                  {"task_yaml", task_to_yaml(task)},
-                  {"cubin", Json::binary(cubin)},
-                  {"cubin_hash", hash + "/" + arch},
-                  {"plan", plan},
-                  {"max_workspace_bytes", config_.worker.max_workspace_bytes},
-                  {"verify", {{"trials", opt.trials}, {"salt", opt.salt}, {"first_trial", opt.first_trial},
-                              {"report_mismatches", config_.verify.report_mismatches}}},
-                  {"time", nullptr},
-                  {"profile", opt.profile},
-                  {"counters", opt.counters},
-                  {"counter_metrics", opt.counter_metrics},
-                  {"kernel_names", report["compile"].value("kernels", Json::array())}};
-  const DynamicCheckConfig& dc = anticheat_.dynamic;
-  request["anticheat"] = {{"state_checks", dc.state_checks},       {"verify_timed_calls", dc.verify_timed_calls},
-                          {"scrub_reference", dc.scrub_reference}, {"kernel_activity", dc.kernel_activity},
-                          {"speed_of_light", dc.speed_of_light},   {"sol_headroom", dc.sol_headroom},
-                          {"precision_probe", dc.precision_probe}};
-  if (opt.time) {
-    const TimingConfig& t = config_.timing;
-    request["time"] = {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps},
-                       {"max_reps", t.max_reps}, {"target_rse", t.target_rse}, {"budget_ms", t.budget_ms},
-                       {"l2_flush", t.l2_flush}, {"l2_flush_factor", t.l2_flush_factor}};
-  }
+  GpuEvalRequest req;
+  req.task_yaml = task_to_yaml(task);
+  req.cubin = cubin;
+  req.cubin_hash = hash + "/" + arch;
+  req.plan = plan;
+  req.max_workspace_bytes = config_.worker.max_workspace_bytes;
+  req.verify = {opt.trials, opt.salt, config_.verify.report_mismatches};
+  if (opt.time) req.time = config_.timing;
+  req.profile = opt.profile;
+  req.counters = opt.counters;
+  req.counter_metrics = opt.counter_metrics;
+  req.kernel_names = report["compile"].value("kernels", std::vector<std::string>{});
+  req.anticheat = anticheat_.dynamic;
+  const Json request = to_json(req);
   WorkerReply r = gpu_->call(request, config_.worker.request_timeout_s);
+  if (r.ok) check_gpu_eval_reply_keys(r.body);
   report["gpu_request_wall_ms"] = r.wall_ms;
   for (const char* k : {"load", "verify", "timing", "profile", "phases"})
     if (r.body.contains(k)) report[k] = r.body[k];

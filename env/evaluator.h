@@ -25,8 +25,7 @@ struct Candidate {
 struct EvalOptions {
   int trials = 5;
   bool time = true;
-  uint64_t salt = 0;
-  uint64_t first_trial = 0;
+  uint64_t salt = 0;  // the episode's; trial identities are the GPU worker's own (gpu_request.h)
   // One more call with CUPTI activity on after timing: the report's `profile` section.
   bool profile = false;
   // With profile: hardware counters of the candidate's kernels through CUPTI's range profiler

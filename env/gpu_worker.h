@@ -1,8 +1,8 @@
 #pragma once
 // The GPU side of judging a kernel candidate, run inside the GPU worker process (never in the
 // caller): load its module, verify it against the task's reference over fresh trials, and time
-// it interleaved with the reference. Requests and replies are the JSON maps of worker_protocol.h;
-// env/EVAL_REPORT.md documents the fields.
+// it interleaved with the reference. Requests are gpu_request.h's typed contract; every candidate
+// call goes through call_bench.h; env/EVAL_REPORT.md documents the reply's fields.
 #include <map>
 #include <memory>
 #include <string>
@@ -20,8 +20,9 @@ class GpuWorker {
   // FatalWorkerError (worker_loop.h) when the CUDA context is lost (illegal address, ...).
   Json evaluate(const Json& request);
 
+  struct State;  // the device, its harness kernels, loaded modules and per-task caches
+
  private:
-  struct State;
   std::unique_ptr<State> s_;
 };
 

@@ -8,6 +8,8 @@
 // records are wanted, never during timing.
 #include <cstdint>
 #include <string>
+
+#include "configs/error.h"
 #include <vector>
 
 #include <cuda.h>
@@ -35,5 +37,34 @@ class KernelActivity {
   // CUPTI's id of a stream (as KernelRecord::stream_id reports it).
   static uint32_t stream_id(CUcontext ctx, CUstream stream);
 };
+
+// CUPTI activity collection that is always switched off again, however the calls end.
+struct ActivityWindow {
+  bool on = false;
+  std::string unavailable;
+  explicit ActivityWindow(bool want) {
+    if (!want) return;
+    try {
+      KernelActivity::begin();
+      on = true;
+    } catch (const Error& e) {
+      unavailable = e.what();
+    }
+  }
+  std::vector<KernelRecord> finish() {
+    if (!on) return {};
+    on = false;
+    return KernelActivity::end();
+  }
+  ~ActivityWindow() {
+    if (on) {
+      try {
+        KernelActivity::end();
+      } catch (...) {
+      }
+    }
+  }
+};
+
 
 }  // namespace kforge

@@ -22,11 +22,16 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_EQ(c.dynamic.kernel_activity, d.kernel_activity);
   EXPECT_EQ(c.dynamic.speed_of_light, d.speed_of_light);
   EXPECT_DOUBLE_EQ(c.dynamic.sol_headroom, d.sol_headroom);
-  EXPECT_EQ(c.dynamic.precision_probe, d.precision_probe);
-  EXPECT_TRUE(d.precision_probe);
+  EXPECT_EQ(c.dynamic.robustness_draws, d.robustness_draws);
+  EXPECT_TRUE(d.robustness_draws);
+  EXPECT_DOUBLE_EQ(c.dynamic.robustness_timed_share, d.robustness_timed_share);
+  EXPECT_DOUBLE_EQ(c.dynamic.robustness_margin, d.robustness_margin);
+  EXPECT_EQ(c.dynamic.address_pool, d.address_pool);
+  EXPECT_EQ(c.dynamic.guard_bytes, d.guard_bytes);
   AnticheatConfig o = AnticheatConfig::from_yaml(YamlNode::parse(
       "dynamic: {state_checks: false, verify_timed_calls: false, scrub_reference: false, kernel_activity: false,"
-      " speed_of_light: false, sol_headroom: 2.5, precision_probe: false}\n",
+      " speed_of_light: false, sol_headroom: 2.5, robustness_draws: false, robustness_timed_share: 0.5,"
+      " robustness_margin: 0.25, address_pool: 4, guard_bytes: 4096}\n",
       "a.yaml"));
   EXPECT_FALSE(o.dynamic.state_checks);
   EXPECT_FALSE(o.dynamic.verify_timed_calls);
@@ -34,7 +39,27 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_FALSE(o.dynamic.kernel_activity);
   EXPECT_FALSE(o.dynamic.speed_of_light);
   EXPECT_DOUBLE_EQ(o.dynamic.sol_headroom, 2.5);
-  EXPECT_FALSE(o.dynamic.precision_probe);
+  EXPECT_FALSE(o.dynamic.robustness_draws);
+  EXPECT_DOUBLE_EQ(o.dynamic.robustness_timed_share, 0.5);
+  EXPECT_DOUBLE_EQ(o.dynamic.robustness_margin, 0.25);
+  EXPECT_EQ(o.dynamic.address_pool, 4);
+  EXPECT_EQ(o.dynamic.guard_bytes, 4096);
+}
+
+TEST(DynamicCheckConfig, TheOldPrecisionProbeKeyNamesItsSuccessor) {
+  try {
+    AnticheatConfig::from_yaml(YamlNode::parse("dynamic: {precision_probe: true}\n", "a.yaml"));
+    FAIL() << "precision_probe was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("robustness_draws"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DynamicCheckConfig, RobustnessAndPoolBoundsAreChecked) {
+  for (const char* bad : {"dynamic: {robustness_timed_share: 1.5}\n", "dynamic: {robustness_margin: 0}\n",
+                          "dynamic: {address_pool: 1}\n", "dynamic: {guard_bytes: 100}\n"}) {
+    EXPECT_THROW(AnticheatConfig::from_yaml(YamlNode::parse(bad, "a.yaml")), Error) << bad;
+  }
 }
 
 TEST(DynamicCheckConfig, ErrorsNameTheKey) {

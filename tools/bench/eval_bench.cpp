@@ -95,7 +95,6 @@ int overhead(int argc, char** argv) {
     opt.time = false;
     ev.evaluate(task, cand, opt);  // warm: compile cache, module, reference
     for (int i = 0; i < repeats; ++i) {
-      opt.first_trial = 100 + 10 * i;
       Json r = ev.evaluate(task, cand, opt);
       if (report_verdict(r) != "pass") {
         std::printf("%s/%s: %s\n", c.task.c_str(), c.name.c_str(), report_verdict(r).c_str());
@@ -214,7 +213,6 @@ int aa(int argc, char** argv) {
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
     opt.trials = 1;
-    opt.first_trial = static_cast<uint64_t>(i) * 17;
     Json r = ev.evaluate(task, cand, opt);
     KFORGE_CHECK(report_verdict(r) == "pass", runtime, "A/A run " << i << ": " << format_report(r));
     medians.push_back(r["timing"]["candidate"]["median_ms"].get<double>());

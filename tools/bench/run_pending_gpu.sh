@@ -1,12 +1,16 @@
 #!/bin/bash
 # What the open issues still need from a GPU host, in one call (see the issues' notes):
 #   bash .gpu/run.sh configure && bash tools/bench/run_pending_gpu.sh OUTDIR [steps...]
-# steps (default: build new_gpu): build gputests new_gpu serve_load synth_calibration
-# reference_vs_baseline sample_baselines
+# steps (default: build new_gpu): build gputests audit overhead aa coverage new_gpu serve_load synth_calibration
+# reference_vs_baseline sample_baselines python
 #   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit (issue 5,
 #                     JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (issue 4, evaluator and episode tests), a GPU worker killed mid-request
 #                     (issue 6, rollout server test)
+#   audit             the anti-cheat audit alone (every exploit refused, every control accepted)
+#   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
+#   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
+#   coverage          kforge_robustness_coverage on 300 tasks of the shipped dataset (robustness draws usable)
 #   new_gpu           the counter tests (EvaluatorGpu.Counter*), the synth GPU stage's fused checks
 #                     kernel (python.synth_gpu_fused), and profile()'s cost with the default counter
 #                     list, 5 metrics in 6 passes since the sixth session (JSON in
@@ -19,12 +23,15 @@
 #   sample_baselines  eager and torch.compile baselines of the 13 sample tasks by the dataset's tool
 #                     and method (tools/sample_baselines.py pack, synth_gpu.py, --merge); then, here:
 #                     tools/sample_baselines.py apply OUTDIR/samples/dataset.h5
-# Each step has a time limit; logs go to OUTDIR.
+#   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
+# Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
+# the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
 set -uo pipefail
 out=${1:?usage: run_pending_gpu.sh OUTDIR [steps]}; shift
 steps=${*:-build new_gpu}
 b=${KFORGE_BUILD_DIR:-build-gpu}
 mkdir -p "$out"; out=$(cd "$out" && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gpu_tests="draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests evaluator_gpu_tests anticheat_audit_gpu_tests
   episode_gpu_tests rollout_server_gpu_tests"
 export LD_LIBRARY_PATH=/opt/project-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -32,10 +39,21 @@ export KFORGE_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 # Python packages the host lacks (pyzmq, msgpack, h5py, PyYAML) come from .gpu/wheels, which
 # .gpu/run.sh unpacks into /tmp/site: prepare them here with ../shared/gpu/prepare.sh.
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+. "$root/tools/python_env.sh"
+kforge_python "$root" || exit 2
+py=$KFORGE_PYTHON_BIN
 for s in $steps; do
   t0=$(date +%s)
   case $s in
-    build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-worker kforge-compile-worker kforge_eval_bench $gpu_tests >"$out/build.txt" 2>&1 ;;
+    build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-worker kforge-compile-worker kforge_eval_bench \
+             kforge_robustness_coverage $gpu_tests >"$out/build.txt" 2>&1 ;;
+    audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 400 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
+    overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
+    aa) timeout 200 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
+          --runs 20 --out "$out/eval_aa.json" >"$out/aa.txt" 2>&1 ;;
+    cold_start) KFORGE_COLD_N=5 timeout 170 bash tools/bench/cold_start.sh "$b" "$out/cold" >"$out/cold_start.txt" 2>&1 ;;
+    coverage) timeout 280 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 300 --budget-s 250 \
+                --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
     new_gpu)
@@ -46,27 +64,30 @@ for s in $steps; do
       (exit $r) ;;
     serve_load)
       nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util.csv" 2>&1 & u=$!
-      timeout 240 python3 tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
+      timeout 240 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
       r=$?; kill $u 2>/dev/null; (exit $r) ;;
     synth_calibration)
       d=$out/synth; mkdir -p "$d"
       timeout 60 "$b/tools/kforge" synth --config configs/synth.yaml --out "$d" --target 400 --quiet >"$out/synth.txt" 2>&1 &&
-        timeout 420 python3 tools/synth_gpu.py "$d/dataset.h5" --shard 0/1 --out "$d/gpu" --limit 200 --time-budget-s 400 >>"$out/synth.txt" 2>&1 ;;
+        timeout 420 "$py" tools/synth_gpu.py "$d/dataset.h5" --shard 0/1 --out "$d/gpu" --limit 200 --time-budget-s 400 >>"$out/synth.txt" 2>&1 ;;
     reference_vs_baseline)
       ds=datasets/synth/dataset.h5.xz
       if [ ! -f "$ds" ]; then
         ds=$(mktemp -d)/dataset.h5
         cp .gpu/synth/dataset.h5 "$ds" &&
-          python3 tools/synth_gpu.py --merge "$ds" --out .gpu/synth/gpu --no-plots >"$out/merge.txt" 2>&1
+          "$py" tools/synth_gpu.py --merge "$ds" --out .gpu/synth/gpu --no-plots >"$out/merge.txt" 2>&1
       fi
-      timeout 400 python3 tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 --python-now \
+      timeout 400 "$py" tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 --python-now \
         --json "$out/reference_vs_baseline.json" >"$out/reference_vs_baseline.txt" 2>&1 ;;
     sample_baselines)
       d=$out/samples; mkdir -p "$d"
-      python3 tools/sample_baselines.py pack "$d" --kforge "$b/tools/kforge" >"$out/sample_baselines.txt" 2>&1 &&
-        timeout 300 python3 tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 280 \
+      "$py" tools/sample_baselines.py pack "$d" --kforge "$b/tools/kforge" >"$out/sample_baselines.txt" 2>&1 &&
+        timeout 300 "$py" tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 280 \
           >>"$out/sample_baselines.txt" 2>&1 &&
-        python3 tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
+        "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
+    python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
+                'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
+              } >"$out/python.txt" 2>&1 ;;
     *) echo "unknown step $s"; continue ;;
   esac
   rc=$?

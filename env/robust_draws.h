@@ -1,0 +1,58 @@
+#pragma once
+// Robustness draws: inputs beyond a task's own distribution, so that a candidate that leans on the
+// statistics of the usual draws (a reduction over a sample of its input, an expected-value answer
+// where the output concentrates, arithmetic below the task's precision) leaves the tolerance.
+//
+// A variant is applied in place to the float arguments whose draw is normal or uniform (integer
+// indices, constants and masks are left alone), deterministically from a seed: applying it twice
+// with one seed to the same values gives the same bytes, which is what lets the harness draw the
+// reference's inputs again after the candidate ran (call_bench.h).
+//
+// Not every variant suits every task: a float16 GEMM over inputs scaled by 16 may overflow, a
+// logarithm of shifted inputs may leave its domain. condition_variants() decides per task which
+// variants are well-conditioned: under each, the reference in the task's dtype must stay within
+// `margin` x (atol + rtol |r64|) of the same reference run in float64 on the same inputs, with
+// no non-finite value the float64 reference does not have. An honest kernel as precise as the
+// reference therefore never fails a variant that is used.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "data_synth/task_spec.h"
+
+namespace kforge {
+
+enum class DrawVariant { plain, scaled, shifted, row_scaled, element_scaled, spikes };
+inline constexpr DrawVariant kRobustVariants[] = {DrawVariant::scaled, DrawVariant::shifted, DrawVariant::row_scaled,
+                                                  DrawVariant::element_scaled, DrawVariant::spikes};
+const char* variant_name(DrawVariant v);
+
+// True when the variant changes at least one argument of the task.
+bool variant_applies(const TaskSpec& task, DrawVariant v);
+// Applies `v` in place to `args` (the task's argument order, on the device).
+void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vector<at::Tensor>& args);
+
+struct VariantCondition {
+  DrawVariant variant = DrawVariant::plain;
+  bool usable = false;
+  double worst_ratio = 0;         // the largest max |r - r64| / (atol + rtol |r64|) over the seeds tried
+  std::vector<uint64_t> seeds;    // the variant seeds under which the reference is well-conditioned
+  std::string reason;             // why not usable
+};
+
+struct TaskConditions {
+  double plain_ratio = 0;  // the same ratio on the task's own draw
+  std::vector<VariantCondition> variants;
+};
+
+// Every robust variant that applies to the task, each tried with `seeds_per_variant` seeds on one
+// draw of the task's own distribution (`plain_args`). A seed is approved when its ratio is at most
+// max(margin, plain_ratio) and at most 1: no worse-conditioned than the task's own draws, which
+// honest kernels are held to anyway. Calls then use approved seeds only, so a variant's random
+// parameters (exponents, signs, spike places) are ones the reference was seen to survive.
+TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed,
+                                  double margin, int seeds_per_variant = 2);
+
+}  // namespace kforge
