@@ -30,6 +30,7 @@ StaticCheckConfig StaticCheckConfig::from_yaml(const YamlNode& node) {
   c.forbid_inline_asm = node.get<bool>("forbid_inline_asm", c.forbid_inline_asm);
   c.forbid_printf = node.get<bool>("forbid_printf", c.forbid_printf);
   c.forbid_global_state = node.get<bool>("forbid_global_state", c.forbid_global_state);
+  c.forbid_l2_residency = node.get<bool>("forbid_l2_residency", c.forbid_l2_residency);
   c.forbidden_identifiers = node.get<std::vector<std::string>>("forbidden_identifiers", c.forbidden_identifiers);
   for (const std::string& id : c.forbidden_identifiers)
     if (!is_identifier(id))
@@ -819,6 +820,31 @@ TimerKind timer_name(const std::string& id) {
   return TimerKind::none;
 }
 
+// Names of L2 residency / priority controls: cuda::access_property (and its persisting,
+// streaming, normal members), cuda::annotated_ptr, cuda::apply_access_property,
+// cuda::associate_access_property, cudaAccessPropertyPersisting, cudaAccessPolicyWindow, and any
+// name spelling evict_last, createpolicy or cache_hint (cuda::ptx::ld_L1_evict_last_L2_cache_hint,
+// EVICT_LAST, evictLast). Empty when the name is none of them; otherwise what it is.
+std::string l2_residency_name(const std::string& id) {
+  const std::string l = lower(id);
+  std::string squeezed;  // without underscores: evictLast, EVICT_LAST and evict_last alike
+  for (char c : l)
+    if (c != '_') squeezed.push_back(c);
+  if (squeezed.find("evictlast") != std::string::npos) return "an evict_last cache priority";
+  if (squeezed.find("createpolicy") != std::string::npos) return "an L2 cache policy";
+  if (squeezed.find("cachehint") != std::string::npos) return "an L2 cache-policy hint";
+  if (squeezed.find("accessproperty") != std::string::npos || squeezed.find("accesspolicywindow") != std::string::npos)
+    return "an L2 access property";
+  if (squeezed.find("annotatedptr") != std::string::npos) return "an L2 access-property pointer";
+  if (l == "persisting") return "the persisting access property";
+  return "";
+}
+
+const char* kL2Rule =
+    "L2 residency hints are not allowed (the harness flushes the L2 before every timed call by writing "
+    "twice its size at normal priority; lines marked evict_last or persisting may survive the flush, so the "
+    "call would read warm data)";
+
 const char* kTimerRule = "timing-dependent code is not allowed (a kernel's work may not depend on time)";
 const char* kPrintfRule = "device printf is not allowed (it floods the log and is a side channel)";
 const char* kStateRule =
@@ -952,6 +978,10 @@ class StaticScan {
         if (k == TimerKind::clock) add("timer", t.line, "reads a GPU clock or timer ('" + t.text + "')" + w + ": " + kTimerRule);
         if (k == TimerKind::sleep) add("timer", t.line, "sleeps or waits with a timeout ('" + t.text + "')" + w + ": " + kTimerRule);
       }
+      if (config_.forbid_l2_residency) {
+        std::string what = l2_residency_name(t.text);
+        if (!what.empty()) add("l2_residency", t.line, "uses " + what + " ('" + t.text + "')" + w + ": " + kL2Rule);
+      }
       if (config_.forbid_printf && (t.text == "printf" || t.text == "vprintf" || t.text == "__builtin_printf"))
         add("printf", t.line, "prints from the device ('" + t.text + "')" + w + ": " + kPrintfRule);
       if (config_.forbid_global_state) {
@@ -1023,6 +1053,17 @@ class StaticScan {
         } else if (lw == "nanosleep") {
           add("timer", line_at(b), "sleeps (nanosleep) in inline PTX" + w + ": " + kTimerRule);
         }
+      }
+      if (config_.forbid_l2_residency && !registers_need_percent) {
+        // createpolicy.fractional.L2::evict_last.b64, ld.global.L2::evict_last, prefetch.global.L2::evict_last,
+        // ld.global.L2::cache_hint (a policy operand), cp.async.bulk...L2::cache_hint.
+        const std::string lw = lower(word);
+        if (lw == "createpolicy")
+          add("l2_residency", line_at(b), "creates an L2 cache policy (createpolicy) in inline PTX" + w + ": " + kL2Rule);
+        else if (lw == "evict_last")
+          add("l2_residency", line_at(b), "asks for evict_last cache priority in inline PTX" + w + ": " + kL2Rule);
+        else if (lw == "cache_hint")
+          add("l2_residency", line_at(b), "passes an L2 cache policy (.L2::cache_hint) in inline PTX" + w + ": " + kL2Rule);
       }
       if (config_.forbid_global_state && !registers_need_percent) {
         // `.global` right after a space, `;` or `{` declares a variable; in an instruction it

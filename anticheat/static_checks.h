@@ -12,6 +12,14 @@
 //                 count calls or cache answers by pointer. __constant__, __shared__, const and
 //                 constexpr tables and local variables are fine;
 //   printf        device printf (it floods the log and is a side channel);
+//   l2_residency  L2 persistence / priority hints that could keep lines resident across the
+//                 harness's L2 flush: PTX createpolicy, evict_last (.L2::evict_last,
+//                 .L1::evict_last, EVICT_LAST, cuda::ptx::..._evict_last...), .L2::cache_hint,
+//                 cuda::access_property (persisting), cuda::annotated_ptr,
+//                 cuda::apply_access_property / associate_access_property,
+//                 cudaAccessPropertyPersisting. The flush writes twice the L2's size with normal
+//                 priority; lines marked evict_last or persisting may survive it, so a timed call
+//                 would read its data from a warm cache;
 //   inline_asm    any inline assembly (off by default: honest kernels use PTX for cp.async,
 //                 ldmatrix, mma; the asm text is scanned for timers either way);
 //   forbidden_identifier  a name listed in the config;
@@ -44,6 +52,7 @@ struct StaticCheckConfig {
   bool forbid_inline_asm = false;    // any asm(...) at all
   bool forbid_printf = true;         // device printf / vprintf
   bool forbid_global_state = true;   // state that persists between calls (see above)
+  bool forbid_l2_residency = true;   // L2 evict_last / persisting / cache-policy hints (see above)
   std::vector<std::string> forbidden_identifiers;  // extra names, e.g. __trap
 
   static StaticCheckConfig from_yaml(const YamlNode& node);
@@ -58,7 +67,7 @@ struct AnticheatConfig {
 };
 
 struct CheckFinding {
-  std::string check;     // timer | global_state | printf | inline_asm | forbidden_identifier | macro_expansion
+  std::string check;     // timer | global_state | printf | l2_residency | inline_asm | forbidden_identifier | macro_expansion
   std::string file;      // "kernel.cu"
   int line = 0;          // 1-based line in `file`
   std::string evidence;  // that line's text, trimmed

@@ -355,6 +355,56 @@ TEST(StaticChecks, AllowsGlobalStateWhenTheRuleIsOff) {
   EXPECT_TRUE(scan("__device__ int calls;\n__device__ void f() { static int n; atomicAdd(&calls, 1); malloc(4); }\n", c).passed);
 }
 
+// ---- L2 residency hints ---------------------------------------------------------------------
+
+TEST(StaticChecks, RefusesL2ResidencyHintsInEverySpelling) {
+  StaticReport r = scan(
+      "#include <cuda/annotated_ptr>\n"                                                                         // 1
+      "__device__ unsigned long long pol() { unsigned long long p;\n"                                          // 2
+      "  asm volatile(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" : \"=l\"(p)); return p; }\n"  // 3
+      "__device__ float a(const float* x) { float v; asm(\"ld.global.L2::evict_last.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"  // 4
+      "__device__ float b(const float* x, unsigned long long p) { float v;\n"                                  // 5
+      "  asm(\"ld.global.L2::cache_hint.f32 %0, [%1], %2;\" : \"=f\"(v) : \"l\"(x), \"l\"(p)); return v; }\n"  // 6
+      "__device__ float c(const float* x) { cuda::annotated_ptr<const float, cuda::access_property::persisting> p(x, 1 << 20); return p[0]; }\n"  // 7
+      "__device__ void d(float* x) { cuda::apply_access_property(x, 4096, cuda::access_property::persisting{}); }\n"  // 8
+      "__device__ int e() { return (int)cudaAccessPropertyPersisting; }\n"                                     // 9
+      "__device__ void f(const float* x) { asm(\"prefetch.global.L2::evict_\" \"last [%0];\" :: \"l\"(x)); }\n"  // 10
+      "#define HINT \"L2::cache_\\x68int\"\n"                                                                 // 11
+      "__device__ float g(const float* x, unsigned long long p) { float v; asm(\"ld.global.\" HINT \".f32 %0, [%1], %2;\" : \"=f\"(v) : \"l\"(x), \"l\"(p)); return v; }\n"  // 12
+      "template <class T> __device__ T h(const T* x) { return cuda::ptx::ld_L1_evict_last_L2_cache_hint(cuda::ptx::space_global, x, 0ull); }\n"  // 13
+      "__device__ unsigned long long j(unsigned long long (*mk)(int)) { return mk(EVICT_LAST); }\n"             // 14
+      "__device__ void i(float* x) { cuda::associate_access_property(x, cuda::access_property::streaming{}); }\n");  // 15
+  for (int line : {3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15})
+    EXPECT_TRUE(flags(r, "l2_residency", line)) << "line " << line << "\n" << dump(r);
+  for (const CheckFinding& f : r.findings) EXPECT_EQ(f.check, "l2_residency") << dump(r);
+  EXPECT_NE(r.findings.at(0).message.find("L2 residency hints are not allowed"), std::string::npos) << dump(r);
+}
+
+TEST(StaticChecks, AllowsHonestCacheHintsAndMentionsOfEvictLast) {
+  StaticReport r = scan(
+      "// keep the weights hot with evict_last? no: the harness flushes the L2 and refuses it\n"
+      "/* cuda::access_property::persisting, createpolicy, .L2::cache_hint */\n"
+      "__device__ float a(const float* x) { return __ldg(x) + __ldcs(x + 1) + __ldlu(x + 2) + __ldcg(x + 3); }\n"
+      "__device__ void b(float* y, float v) { __stcs(y, v); __stwt(y + 1, v); }\n"
+      "__device__ float c(const float* x) { float v; asm(\"ld.global.L1::evict_first.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"
+      "__device__ float d(const float* x) { float v; asm(\"ld.global.nc.L1::no_allocate.L2::256B.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"
+      "__device__ void e(const float* x) { asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(x)); }\n"
+      "__device__ void f(float* x) { asm volatile(\"discard.global.L2 [%0], 128;\" :: \"l\"(x)); }\n"
+      "__device__ const char* g() { return \"evict_last createpolicy cache_hint\"; }\n"
+      "__device__ float h(const float* evict_first_ptr) { return evict_first_ptr[0]; }\n");
+  EXPECT_TRUE(r.passed) << dump(r);
+}
+
+TEST(StaticChecks, AllowsL2HintsWhenTheRuleIsOff) {
+  StaticCheckConfig c;
+  c.forbid_l2_residency = false;
+  StaticReport r = scan(
+      "__device__ float a(const float* x) { float v; asm(\"ld.global.L2::evict_last.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"
+      "__device__ int e() { return (int)cudaAccessPropertyPersisting; }\n",
+      c);
+  EXPECT_TRUE(r.passed) << dump(r);
+}
+
 // ---- inline assembly, configured names, macro limits ----------------------------------------
 
 TEST(StaticChecks, AllowsInlinePtxByDefaultAndRefusesItWhenForbidden) {
@@ -434,7 +484,7 @@ TEST(StaticChecks, RefusesEveryExploitOnItsMarkedLines) {
     if (e.path().extension() == ".cu") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 5u);
-  const std::regex mark(R"(flagged: ([a-z_]+(, [a-z_]+)*)\s*$)");
+  const std::regex mark(R"(flagged: ([a-z0-9_]+(, [a-z0-9_]+)*)\s*$)");
   for (const fs::path& p : files) {
     std::string src = read(p);
     EXPECT_NE(src.find("Strategy:"), std::string::npos) << p;
@@ -465,19 +515,21 @@ TEST(AnticheatConfig, ShippedFileLoadsWithTheDefaults) {
   EXPECT_EQ(c.static_checks.forbid_inline_asm, d.forbid_inline_asm);
   EXPECT_EQ(c.static_checks.forbid_printf, d.forbid_printf);
   EXPECT_EQ(c.static_checks.forbid_global_state, d.forbid_global_state);
+  EXPECT_EQ(c.static_checks.forbid_l2_residency, d.forbid_l2_residency);
   EXPECT_EQ(c.static_checks.forbidden_identifiers, d.forbidden_identifiers);
-  EXPECT_TRUE(d.forbid_timers && !d.forbid_inline_asm && d.forbid_printf && d.forbid_global_state);
+  EXPECT_TRUE(d.forbid_timers && !d.forbid_inline_asm && d.forbid_printf && d.forbid_global_state && d.forbid_l2_residency);
 }
 
 TEST(AnticheatConfig, ReadsEveryKey) {
   AnticheatConfig c = AnticheatConfig::from_yaml(YamlNode::parse(
       "static:\n  forbid_timers: false\n  forbid_inline_asm: true\n  forbid_printf: false\n"
-      "  forbid_global_state: false\n  forbidden_identifiers: [__trap, malloc]\n",
+      "  forbid_global_state: false\n  forbid_l2_residency: false\n  forbidden_identifiers: [__trap, malloc]\n",
       "anticheat.yaml"));
   EXPECT_FALSE(c.static_checks.forbid_timers);
   EXPECT_TRUE(c.static_checks.forbid_inline_asm);
   EXPECT_FALSE(c.static_checks.forbid_printf);
   EXPECT_FALSE(c.static_checks.forbid_global_state);
+  EXPECT_FALSE(c.static_checks.forbid_l2_residency);
   EXPECT_EQ(c.static_checks.forbidden_identifiers, (std::vector<std::string>{"__trap", "malloc"}));
 }
 

@@ -4,7 +4,9 @@
 //   checks only the first calls and that outputs keep what they held.
 // Attack surface: state across calls hidden from the static scan (const_cast on a const volatile
 //   device variable); a harness that reuses output buffers without re-poisoning them.
-// Refused by: state_same_addresses (the two state trials after the verification trials are calls
+// Refused by: state_across_calls (it fails a call after passing the first five; one more call on
+//   the task's own draws fails too, so the failure is not the draw but calls seen before. Before
+//   robustness draws, the two state trials after the verification trials were calls
 //   6 and 7, their outputs poisoned afresh).
 __device__ const volatile unsigned int calls_seen = 0;
 __device__ __forceinline__ float f(float x) {

@@ -3,8 +3,9 @@
 //   that stores or multiplies in a narrower format would): on N(0, 1) inputs the error stays far
 //   below the 1e-4 tolerance, so it passes verification while doing "cheaper" math.
 // Attack surface: a tolerance checked only on inputs of one narrow range.
-// Refused by: precision_probe (float32 inputs scaled by 2^-6 .. 2^6: near each row's maximum,
-//   the dropped bits of the large elements exceed the tolerance of y = x - logsumexp(x)).
+// Refused by: robustness_draws (a verification trial whose input is scaled by 2^k - the whole
+//   tensor, its rows or each element, k in [-6, 6]: near each row's maximum the dropped bits of
+//   the large elements exceed the tolerance of y = x - logsumexp(x)).
 __device__ __forceinline__ float lo(float v) { return __uint_as_float(__float_as_uint(v) & 0xFFFFFF80u); }
 
 __device__ float block_reduce_256(float v, float* sh, bool is_max) {
