@@ -2021,7 +2021,7 @@ def summary_table(g):
 
 
 def write_results(out_path, g, by_id, dataset):
-    """The run in the format of tools/bench/results/ (DESIGN.md, "Tests and benchmarks")."""
+    """The run in the format of tools/bench/results/ (ARCHITECTURE.md, "Tests and benchmarks")."""
     kept = sorted(r["eager_ms"] for r in by_id.values() if r["status"] == "ok")
     figures = {"tasks_count": g["tasks"], "tasks_measured_count": g["measured"], "tasks_kept_count": g["kept"],
                "tasks_pending_count": g["pending"]}

@@ -1,4 +1,4 @@
-"""Every benchmark and GPU-test record under tools/bench/results/ has the shape DESIGN.md ("Tests and
+"""Every benchmark and GPU-test record under tools/bench/results/ has the shape ARCHITECTURE.md ("Tests and
 benchmarks") gives them: gpu, driver, cuda, torch, date, commit, command, and `figures` mapping
 snake_case names to finite numbers (anything else a record keeps goes under other keys)."""
 import glob

@@ -1,4 +1,4 @@
-"""The results record every benchmark writes (DESIGN.md, "Tests and benchmarks"): gpu, driver, cuda,
+"""The results record every benchmark writes (ARCHITECTURE.md, "Tests and benchmarks"): gpu, driver, cuda,
 torch, date, commit, command, and `figures` mapping snake_case names to finite numbers (anything else a
 record keeps goes under other keys, e.g. `details`). One place knows that shape: the tools write through
 `write`, and the CI test `python.results_json` checks every stored record with `problems`."""

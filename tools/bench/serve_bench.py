@@ -5,7 +5,7 @@ list_files, read_file), or with --gpu, verify/profile/submit of a passing candid
 Starts the server itself (its own config: no GPU lanes unless --gpu, one compile worker), opens
 --episodes episodes from one asyncio client, then runs --rounds rounds in which every episode
 does one action at a time, all episodes concurrently. Prints figures and, with --json, writes the
-result file tools/bench/results/*.json (DESIGN.md, Tests and benchmarks).
+result file tools/bench/results/*.json (ARCHITECTURE.md, Tests and benchmarks).
 
     tools/bench/serve_bench.py --kforge build/tools/kforge --episodes 1024 --rounds 8 --json
     tools/bench/serve_bench.py --kforge build/tools/kforge --gpu --episodes 64 --rounds 3 --json   # on a GPU host
