@@ -208,7 +208,7 @@ int aa(int argc, char** argv) {
   Candidate cand = Candidate::load(dir);
   Evaluator ev(EvalConfig{});
   ev.set_anticheat(anticheat_from_args(argc, argv));
-  std::vector<double> medians, walls;
+  std::vector<double> medians, walls, checks_per_pair;
   std::vector<std::vector<double>> samples;
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
@@ -216,6 +216,8 @@ int aa(int argc, char** argv) {
     Json r = ev.evaluate(task, cand, opt);
     KFORGE_CHECK(report_verdict(r) == "pass", runtime, "A/A run " << i << ": " << format_report(r));
     medians.push_back(r["timing"]["candidate"]["median_ms"].get<double>());
+    if (r.contains("phases") && r["phases"].contains("timed_checks_ms_per_pair"))
+      checks_per_pair.push_back(r["phases"]["timed_checks_ms_per_pair"].get<double>());
     walls.push_back(r["gpu_request_wall_ms"].get<double>());
     samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
     std::printf("run %2d: median %.4f ms (n %d)\n", i, medians.back(), static_cast<int>(samples.back().size()));
@@ -237,6 +239,8 @@ int aa(int argc, char** argv) {
               {"aa_pairs_count", pairs},
               {"aa_judged_5pct_faster_count", judged_faster},
               {"timing_request_wall_ms_p50", median(walls)}};
+  // What preparing and checking each timed pair costs (the time stage less the timed calls).
+  if (!checks_per_pair.empty()) fig["timed_checks_ms_per_pair_p50"] = median(checks_per_pair);
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) +
