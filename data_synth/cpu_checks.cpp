@@ -24,7 +24,7 @@ class CpuReferenceFilter : public CandidateFilter {
   explicit CpuReferenceFilter(const CpuCheckConfig& cfg) : cfg_(cfg) {}
   std::string name() const override { return "cpu_reference"; }
   std::vector<std::string> reasons() const override { return kReasons; }
-  std::string check(Candidate& c) override { return cpu_reference_verdict(c.synth.task, cfg_); }
+  std::string check(HashedCandidate& c) override { return cpu_reference_verdict(c.synth.task, cfg_); }
 
  private:
   CpuCheckConfig cfg_;

@@ -31,7 +31,7 @@ class DecontaminationFilter : public CandidateFilter {
   DecontaminationFilter(std::vector<KernelBenchSignature> sigs, DecontaminationRule rule) : sigs_(std::move(sigs)), rule_(rule) {}
   std::string name() const override { return "decontaminate"; }
   std::vector<std::string> reasons() const override { return {"kernelbench_similar"}; }
-  std::string check(Candidate& c) override {
+  std::string check(HashedCandidate& c) override {
     return kernelbench_match(c.synth.task, sigs_, rule_).empty() ? "" : "kernelbench_similar";
   }
 
@@ -187,7 +187,7 @@ std::vector<KeptTask> run_synthesis(const SynthConfig& cfg, std::vector<std::uni
       uint64_t task_seed = mix(mix(cfg.seed, static_cast<uint64_t>(shard)), static_cast<uint64_t>(i)) >> 1;
       DrawOutcome d = composer.draw(rng, id, task_seed);
       std::string reason = d.rejected;
-      Candidate c;
+      HashedCandidate c;
       if (reason.empty()) {
         c.synth = std::move(*d.candidate);
         for (const auto& n : c.synth.task.resolved.nodes)

@@ -20,7 +20,10 @@
 
 namespace kforge {
 
-struct Candidate {
+// A composed task with its canonical identity, as the filter stages see it (env/evaluator.h's
+// Candidate is a kernel candidate: a different thing, and one name per type keeps the binaries
+// that link both free of ODR clashes).
+struct HashedCandidate {
   SynthCandidate synth;
   std::string hash;       // canonical graph hash
   std::string sequence;   // canonical operator sequence
@@ -34,9 +37,7 @@ class CandidateFilter {
   virtual std::string name() const = 0;
   // The rejection names this stage can give, in report order.
   virtual std::vector<std::string> reasons() const = 0;
-  virtual std::string check(Candidate& c) = 0;
-  // True for stages that need a GPU (they run on the GPU host, not in CI).
-  virtual bool needs_gpu() const { return false; }
+  virtual std::string check(HashedCandidate& c) = 0;
 };
 
 struct KeptTask {

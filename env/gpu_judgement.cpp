@@ -55,7 +55,7 @@ void Judgement::scrub(std::vector<at::Tensor>& ref) {
 }
 
 void Judgement::add_check(const std::string& name, bool passed, const std::string& message, Json evidence) {
-  checks_.push_back({{"name", name}, {"passed", passed}, {"message", passed ? "" : message}, {"evidence", std::move(evidence)}});
+  checks_.push_back(check_to_json({name, passed, passed ? "" : message, std::move(evidence)}));
   reply_["anticheat_checks"] = checks_;
 }
 

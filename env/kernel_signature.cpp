@@ -7,20 +7,6 @@
 
 namespace kforge {
 
-const char* param_kind_name(ParamKind k) {
-  switch (k) {
-    case ParamKind::pointer: return "pointer";
-    case ParamKind::i32: return "i32";
-    case ParamKind::u32: return "u32";
-    case ParamKind::i64: return "i64";
-    case ParamKind::u64: return "u64";
-    case ParamKind::f32: return "f32";
-    case ParamKind::f64: return "f64";
-    case ParamKind::other: return "other";
-  }
-  return "other";
-}
-
 namespace {
 
 struct Tok {

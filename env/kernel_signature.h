@@ -12,7 +12,6 @@
 namespace kforge {
 
 enum class ParamKind { pointer, i32, u32, i64, u64, f32, f64, other };
-const char* param_kind_name(ParamKind k);  // "pointer", "i32", ...
 
 struct KernelParam {
   std::string type_text;  // as written, normalised spacing: "const float* __restrict__"

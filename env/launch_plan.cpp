@@ -16,16 +16,6 @@
 
 namespace kforge {
 
-const char* buffer_role_name(BufferRole r) {
-  switch (r) {
-    case BufferRole::input: return "input";
-    case BufferRole::parameter: return "parameter";
-    case BufferRole::output: return "output";
-    case BufferRole::workspace: return "workspace";
-  }
-  return "input";
-}
-
 namespace {
 
 [[noreturn]] void fail_at(const std::string& where, const std::string& message) {

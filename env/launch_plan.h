@@ -66,7 +66,6 @@ struct DeviceLimits {
 };
 
 enum class BufferRole { input, parameter, output, workspace };
-const char* buffer_role_name(BufferRole r);
 
 // index: into task.arguments for input and parameter (a task buffer such as bn.running_var is a
 // parameter here), into task.outputs for output, into the plan's workspace for workspace.

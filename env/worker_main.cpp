@@ -5,8 +5,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include <cuda_runtime_api.h>
-
 #include "configs/error.h"
 #include "env/gpu_worker.h"
 #include "env/sandbox.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything kforge needs on a fresh Debian or Ubuntu machine, idempotently:
-#   - Debian packages (compilers, CMake, Ninja, ccache, ZeroMQ + cppzmq, msgpack-cxx, Eigen, HDF5,
+#   - Debian packages (compilers, CMake, Ninja, ccache, ZeroMQ + cppzmq, HDF5,
 #     yaml-cpp, GoogleTest, libseccomp, CLI11, nlohmann-json, xz for the shipped dataset);
 #   - a Python virtual environment at $KFORGE_VENV (default: <repo>/.venv) holding the pinned
 #     torch wheel (its libtorch is what kforge links against) and the Python test dependencies;
@@ -28,7 +28,7 @@ sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
   local debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv python3-pip
-      libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libeigen3-dev libhdf5-dev libyaml-cpp-dev
+      libzmq3-dev cppzmq-dev libhdf5-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libseccomp-dev libcli11-dev nlohmann-json3-dev xz-utils)
   local missing=() p
   for p in "${debs[@]}"; do

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Builds the shipped dataset (issue 7) over several device calls: the CPU stage here, the GPU stage
+# Builds the shipped dataset over several device calls: the CPU stage here, the GPU stage
 # on the GPU host in as many calls as it takes (each resumes), then the merge and the shipped files
 # here. The work folder is .gpu/synth (git-ignored, carried to the GPU host with `carry: [".gpu"]`).
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Cold-start wall time of `kforge eval` (issue 15), on a GPU host after `bash .gpu/run.sh configure`
+# Cold-start wall time of `kforge eval`, on a GPU host after `bash .gpu/run.sh configure`
 # and a build of kforge (it builds kforge-full, kforge-worker and kforge-compile-worker with it):
 #   bash tools/bench/cold_start.sh [BUILD_DIR] [OUTDIR]
 # BUILD_DIR: $1, else $KFORGE_BUILD_DIR, else build-gpu. OUTDIR (default cold_start_out): the log of

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The evaluation core's GPU figures (issue 3), on a GPU host after `bash .gpu/run.sh build`:
+# The evaluation core's GPU figures, on a GPU host after `bash .gpu/run.sh build`:
 #   bash tools/bench/run_eval_core.sh OUTDIR [steps...]
 # steps (default all): compile overhead overhead_off gputests evaluator audit aa aa_off profile profile_counters (the _off
 # ones with the dynamic anti-cheat checks off, to measure their cost). Each step has a time limit so one

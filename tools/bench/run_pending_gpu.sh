@@ -3,10 +3,10 @@
 #   bash .gpu/run.sh configure && bash tools/bench/run_pending_gpu.sh OUTDIR [steps...]
 # steps (default: build new_gpu): build gputests audit overhead aa coverage new_gpu serve_load synth_calibration
 # reference_vs_baseline sample_baselines python
-#   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit (issue 5,
-#                     JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
-#                     profiler (issue 4, evaluator and episode tests), a GPU worker killed mid-request
-#                     (issue 6, rollout server test)
+#   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit
+#                     (JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
+#                     profiler (evaluator and episode tests), a GPU worker killed mid-request
+#                     (rollout server test)
 #   audit             the anti-cheat audit alone (every exploit refused, every control accepted)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
@@ -15,8 +15,8 @@
 #                     kernel (python.synth_gpu_fused), and profile()'s cost with the default counter
 #                     list, 5 metrics in 6 passes since the sixth session (JSON in
 #                     OUTDIR/eval_profile_counters_default.json)
-#   serve_load        issue 6: GPU actions under load (verifies per minute, GPU utilisation, A/A)
-#   synth_calibration issue 7: the synthesizer's GPU stage on 200 tasks (tasks per minute)
+#   serve_load        GPU actions under load (verifies per minute, GPU utilisation, A/A)
+#   synth_calibration the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
 #                     stored eager_ms (Python eager, synth_gpu; and again now) on 40 kept tasks: the shipped
 #                     datasets/synth/dataset.h5.xz, or else .gpu/synth merged into a temporary copy
