@@ -71,7 +71,9 @@ constexpr const char* wall_clock = "wall_clock_budget";
 constexpr const char* gpu_time = "gpu_time_budget";
 }  // namespace termination
 
-// The verdict of an evaluation report: report_verdict's, with an anti-cheat finding as "cheat".
+// The verdict of an evaluation report: report_verdict's, with an anti-cheat finding as "cheat" (the
+// evaluator's own rule, env/evaluator.cpp; checked again here so a report that says otherwise
+// never pays).
 std::string episode_verdict(const Json& report);
 // What a final evaluation report says, as the reward rules read it.
 SubmissionOutcome submission_outcome(const Json& report);

@@ -245,7 +245,9 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
   if (r.body.contains("anticheat_checks"))
     for (const Json& c : r.body["anticheat_checks"]) checks.push_back(c);
   report["anticheat"] = anticheat_section(checks);
-  if (report["anticheat"]["verdict"] == "cheat" && report["verdict"] != "error") report["verdict"] = "cheat";
+  // The verdict, decided here once for every reader (episode, reward, server): a failed anti-cheat
+  // check makes it "cheat" whatever else happened.
+  if (report["anticheat"]["verdict"] == "cheat") report["verdict"] = "cheat";
   report["wall_ms"] = ms_since(t0);
   return report;
 }
