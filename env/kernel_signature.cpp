@@ -5,6 +5,8 @@
 #include <cstring>
 #include <set>
 
+#include "anticheat/source_text.h"
+
 namespace kforge {
 
 namespace {
@@ -20,18 +22,19 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 // Tokens of the source with comments and preprocessor lines removed. Only what declarations need:
 // identifiers, numbers, string and character literals, "::" and single punctuation characters.
-std::vector<Tok> tokenize(const std::string& s) {
+// The source is read as every scan reads it (anticheat/source_text.h): lines spliced first, so a
+// backslash-newline inside a name or between tokens reads as the compiler reads it.
+std::vector<Tok> tokenize(const std::string& source) {
+  const SplicedText sp = splice_lines(source);
+  const std::string& s = sp.chars;
   std::vector<Tok> out;
-  int line = 1;
   bool line_start = true;  // only whitespace so far on this line (a '#' here starts a directive)
   size_t i = 0, n = s.size();
+  auto line_at = [&](size_t k) { return sp.lines.empty() ? 1 : sp.lines[std::min(k, sp.lines.size() - 1)]; };
   auto skip_quoted = [&](char quote) {  // from the opening quote; returns the contents
     size_t start = ++i;
     while (i < n && s[i] != quote && s[i] != '\n') {
-      if (s[i] == '\\' && i + 1 < n) {
-        if (s[i + 1] == '\n') ++line;
-        ++i;
-      }
+      if (s[i] == '\\' && i + 1 < n) ++i;
       ++i;
     }
     std::string text = s.substr(start, i - start);
@@ -41,36 +44,23 @@ std::vector<Tok> tokenize(const std::string& s) {
   while (i < n) {
     char c = s[i];
     if (c == '\n') {
-      ++line, ++i, line_start = true;
+      ++i, line_start = true;
       continue;
     }
     if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
       continue;
     }
-    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      i += 2;
-      while (i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/')) {
-        if (s[i] == '\n') ++line;
-        ++i;
-      }
-      i = std::min(n, i + 2);
-      continue;
-    }
-    if (c == '#' && line_start) {  // a directive, with its backslash continuations
+    if (c == '/' && skip_comment(s, i)) continue;
+    if (c == '#' && line_start) {  // a directive (its continuations already spliced)
       while (i < n && s[i] != '\n') {
-        if (s[i] == '\\' && i + 1 < n && s[i + 1] == '\n') ++line, ++i;
-        else if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') break;  // a comment ends it here
+        if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') break;  // a comment ends it here
         ++i;
       }
       continue;
     }
     line_start = false;
-    int tok_line = line;
+    int tok_line = line_at(i);
     if (ident_start(c)) {
       size_t start = i;
       while (i < n && ident_char(s[i])) ++i;
@@ -81,7 +71,6 @@ std::vector<Tok> tokenize(const std::string& s) {
         std::string delim = open == std::string::npos ? "" : s.substr(i + 1, open - i - 1);
         size_t close = open == std::string::npos ? std::string::npos : s.find(")" + delim + "\"", open);
         size_t end = close == std::string::npos ? n : close + delim.size() + 2;
-        line += static_cast<int>(std::count(s.begin() + i, s.begin() + end, '\n'));
         out.push_back({Tok::string, "", tok_line});
         i = end;
         continue;

@@ -237,3 +237,17 @@ extern "C" __global__ void b(int n) {}
 )");
   EXPECT_EQ(names(ks), (std::vector<std::string>{"a", "b"}));
 }
+
+// Lines are spliced before tokens are read (anticheat/source_text.h), as NVRTC does: a name or a
+// type split by backslash-newline reads as one, and a comment ended by a continuation goes on.
+TEST(KernelSignature, ReadsNamesAndTypesSplitByLineContinuations) {
+  auto ks = parse_kernel_signatures("extern \"C\" __global__ void sc\\\nale(const flo\\\nat* x, float* y, in\\\nt n) {}\n"
+                                    "// a comment \\\nextern \"C\" __global__ void hidden(float* p) {}\n");
+  ASSERT_EQ(ks.size(), 1u) << "the continued comment swallows the second kernel";
+  EXPECT_EQ(ks[0].name, "scale");
+  EXPECT_EQ(ks[0].line, 1);
+  ASSERT_EQ(ks[0].params.size(), 3u);
+  EXPECT_EQ(ks[0].params[0].type_text, "const float*");
+  EXPECT_EQ(ks[0].params[0].pointee, DType::float32);
+  EXPECT_EQ(ks[0].params[2].kind, ParamKind::i32);
+}
