@@ -73,8 +73,11 @@ AnticheatConfig anticheat_from_args(int argc, char** argv) {
   KFORGE_CHECK(v == "on" || v == "off", usage, "--anticheat takes on or off");
   if (v == "off") {
     a.dynamic.state_checks = a.dynamic.verify_timed_calls = a.dynamic.scrub_reference = false;
-    a.dynamic.kernel_activity = a.dynamic.speed_of_light = false;
+    a.dynamic.kernel_activity = a.dynamic.speed_of_light = a.dynamic.robustness_draws = false;
   }
+  // For side-by-side runs: the share of timed calls drawn with a robustness variant, the pool size.
+  a.dynamic.robustness_timed_share = std::stod(arg_value(argc, argv, "--robust-share", std::to_string(a.dynamic.robustness_timed_share)));
+  a.dynamic.address_pool = std::stoi(arg_value(argc, argv, "--address-pool", std::to_string(a.dynamic.address_pool)));
   return a;
 }
 
@@ -244,7 +247,8 @@ int aa(int argc, char** argv) {
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) +
-                   " --anticheat " + arg_value(argc, argv, "--anticheat", "on"),
+                   " --anticheat " + arg_value(argc, argv, "--anticheat", "on") + " --robust-share " +
+                   arg_value(argc, argv, "--robust-share", "0.25") + " --address-pool " + arg_value(argc, argv, "--address-pool", "3"),
                fig);
   return 0;
 }
