@@ -472,12 +472,12 @@ TEST(StaticChecks, EveryShippedCandidatePasses) {
   }
 }
 
-// tests/anticheat/exploits/*.cu: one exploit a file, its header naming strategy and attack
+// anticheat/corpus/static_scan/*.cu (the corpus's source-only part): one exploit a file, its header naming strategy and attack
 // surface; each line a check must refuse ends in "flagged: <check>[, <check>]". The findings
 // must be exactly those.
 TEST(StaticChecks, RefusesEveryExploitOnItsMarkedLines) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(source_dir()) / "tests" / "anticheat" / "exploits";
+  fs::path dir = fs::path(source_dir()) / "anticheat" / "corpus" / "static_scan";
   ASSERT_TRUE(fs::exists(dir)) << dir;
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir))
