@@ -98,7 +98,7 @@ CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<
     }
     slots_.push_back(std::move(s));
   }
-  for (const auto& a : task_.arguments)
+  for (const auto& a : task_.arguments)  // harness-owned: filled by draw_into after each candidate call
     ref_args_.push_back(at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(device_.dev)));
   const int64_t ng = static_cast<int64_t>(slots_[0]->guards.size());
   // before: args, guards | after: args, reference inputs, guards, compares
@@ -109,14 +109,24 @@ CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<
 CallBench::~CallBench() = default;
 
 const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[current_]->outputs; }
-const std::vector<at::Tensor>& CallBench::arguments() const { return slots_[current_]->args; }
+
+void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream) {
+  for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
+    if (args[i].numel() > 0)
+      drawer.fill(task.arguments[i].draw, task.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(), ptr_of(args[i]), stream);
+}
+
+std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, at::Device dev,
+                                                 CUstream stream) {
+  std::vector<at::Tensor> args;
+  for (const auto& a : task.arguments)
+    args.push_back(at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(dev)));
+  fill_arguments(task, key, drawer, args, stream);
+  return args;
+}
 
 void CallBench::draw_into(std::vector<at::Tensor>& args, const CallSpec& spec) {
-  DrawKey key{task_.seed, spec.draw_trial, salt_};
-  for (size_t i = 0; i < task_.arguments.size(); ++i)
-    if (args[i].numel() > 0)
-      device_.drawer->fill(task_.arguments[i].draw, task_.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(),
-                           ptr_of(args[i]), device_.stream);
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, args, device_.stream);
   apply_variant(task_, spec.variant, spec.variant_seed, args);
 }
 

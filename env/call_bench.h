@@ -91,16 +91,13 @@ class CallBench {
   size_t calls() const { return specs_.size(); }
   const CallSpec& last_spec() const { return specs_.back(); }
 
-  // The current call's buffers (for the slow comparison path and the profile).
+  // The current call's outputs (for the slow comparison path).
   const std::vector<at::Tensor>& outputs() const;
-  const std::vector<at::Tensor>& arguments() const;
-  const std::vector<at::Tensor>& reference_inputs() const { return ref_args_; }
-  uint64_t next_trial() { return ids_.next(); }
 
  private:
   struct Slot;
   struct Log;
-  void draw_into(std::vector<at::Tensor>& args, const CallSpec& spec);
+  void draw_into(std::vector<at::Tensor>& args, const CallSpec& spec);  // the draw, then the variant
   void fingerprint_into(const Slot& s, uint64_t key, CUdeviceptr words, bool with_reference_inputs);
 
   const TaskSpec& task_;
@@ -122,5 +119,12 @@ class CallBench {
   uint64_t key_ = 0, poison_id_ = 0;
   uint8_t guard_byte_ = 0;
 };
+
+// Draws `key`'s values of every argument into `args` (the task's order, on the device) with the
+// device drawer, byte for byte what the CPU draw gives (draw_kernel.h). Asynchronous on `stream`.
+void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream);
+// The same into new tensors on `dev`.
+std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, at::Device dev,
+                                                 CUstream stream);
 
 }  // namespace kforge

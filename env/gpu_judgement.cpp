@@ -90,6 +90,9 @@ void Judgement::load() {
                        {"max_threads_per_block", func_attr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)}});
   }
   reply_["load"] = {{"kernels", kernels}, {"module_cached", cached}};
+  // Every kernel of the candidate's module, not only those the plan names (activity and profile).
+  module_kernels_.insert(req_.kernel_names.begin(), req_.kernel_names.end());
+  for (const auto& l : plan_.launches) module_kernels_.insert(l.kernel);
   // Launch-time limits, checked before anything runs so the error names the launch.
   for (const auto& l : plan_.launches) {
     CUfunction f = funcs_[l.kernel];
@@ -133,10 +136,8 @@ Json Judgement::kernel_json(const KernelRecord& k, CUfunction f) {
 // candidate launched, its occupancy, and the achieved rates against the measured ceilings.
 void Judgement::profile() {
   auto t_prof = std::chrono::steady_clock::now();
-  bench_->prepare({bench_->next_trial(), DrawVariant::plain, 0, -1});
+  bench_->prepare({s_.ids.next(), DrawVariant::plain, 0, -1});
   sync_candidate("profile");
-  std::set<std::string> module_kernels(req_.kernel_names.begin(), req_.kernel_names.end());
-  for (const auto& l : plan_.launches) module_kernels.insert(l.kernel);
   Json prof = {{"kernels", Json::array()}};
   ActivityWindow window(true);
   if (window.on) {
@@ -145,7 +146,7 @@ void Judgement::profile() {
     std::vector<KernelRecord> recs = window.finish();
     uint64_t first = 0, last = 0, busy = 0;
     for (const auto& k : recs) {
-      if (!module_kernels.count(k.name)) continue;
+      if (!module_kernels_.count(k.name)) continue;
       prof["kernels"].push_back(kernel_json(k, funcs_.count(k.name) ? funcs_[k.name] : nullptr));
       first = first ? std::min(first, k.start_ns) : k.start_ns;
       last = std::max(last, k.end_ns);

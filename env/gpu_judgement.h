@@ -7,6 +7,7 @@
 // Each stage adds its section to the reply and its named checks to `anticheat_checks`.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,7 @@ class Judgement {
   const TaskSpec& task_;
   WirePlan plan_;
   std::map<std::string, CUfunction> funcs_;
+  std::set<std::string> module_kernels_;
   std::unique_ptr<CallBench> bench_;
   std::vector<VariantCondition> usable_;  // well-conditioned robustness variants for this task, with their seeds
   Json reply_ = {{"ok", true}};

@@ -8,34 +8,12 @@
 #include "env/candidate_error.h"
 #include "env/clock.h"
 #include "env/cuda_driver.h"
+#include "env/cuda_events.h"
 #include "env/gpu_judgement.h"
 #include "env/output_compare.h"
 
 namespace kforge {
 
-namespace {
-
-// CUDA events for one call's phases, released however the call ends.
-struct CallEvents {
-  cudaEvent_t e[6] = {};
-  CallEvents() {
-    for (auto& x : e) KFORGE_CUDART(cudaEventCreate(&x));
-  }
-  ~CallEvents() {
-    for (auto& x : e) cudaEventDestroy(x);
-  }
-  CallEvents(const CallEvents&) = delete;
-  CallEvents& operator=(const CallEvents&) = delete;
-  void record(int i, CUstream st) { KFORGE_CUDART(cudaEventRecord(e[i], st)); }
-  double ms(int a, int b) const {
-    float v = 0;
-    KFORGE_CUDART(cudaEventElapsedTime(&v, e[a], e[b]));
-    return v;
-  }
-};
-
-
-}  // namespace
 
 // The plan: plain trials (as many as the request asks, less one per usable robustness variant,
 // at least one), then the two state trials, then one trial per usable variant in random order.
@@ -76,8 +54,6 @@ void Judgement::verify() {
   }
   std::vector<Planned> calls = plan_verification();
   verify_ = {{"passed", true}, {"trials_run", 0}, {"failed_trial", nullptr}, {"reason", ""}};
-  std::set<std::string> module_kernels(req_.kernel_names.begin(), req_.kernel_names.end());
-  for (const auto& l : plan_.launches) module_kernels.insert(l.kernel);
   ActivityWindow activity(ac.kernel_activity);
   const size_t first = bench_->calls();
   bool all_ok = true;
@@ -103,7 +79,7 @@ void Judgement::verify() {
       int64_t seen = 0, other_stream = 0, from_device = 0;
       std::map<std::string, int64_t> per_kernel;
       for (const auto& k : recs) {
-        if (!module_kernels.count(k.name)) continue;
+        if (!module_kernels_.count(k.name)) continue;
         ++seen;
         ++per_kernel[k.name];
         if (k.stream_id != harness_stream) ++other_stream;
@@ -133,7 +109,7 @@ void Judgement::verify() {
 // mismatch's reason (empty when right).
 Judgement::Outcome Judgement::run_call(const CallSpec& spec, size_t index) {
   CUstream st = s_.stream();
-  CallEvents ev;
+  CudaEvents ev(6);
   ev.record(0, st);
   bench_->prepare(spec);
   s_.flush_l2(req_.time ? req_.time->l2_flush_factor : 2.0);  // as before every timed call
@@ -148,7 +124,7 @@ Judgement::Outcome Judgement::run_call(const CallSpec& spec, size_t index) {
   ev.record(4, st);
   bench_->compare(ref);
   ev.record(5, st);
-  KFORGE_CUDART(cudaEventSynchronize(ev.e[5]));
+  ev.synchronize(5);
   cand_ms_ += ev.ms(1, 2);
   ref_ms_ += ev.ms(3, 4);
   harness_ms_ += ev.ms(0, 1) + ev.ms(2, 3) + ev.ms(4, 5);

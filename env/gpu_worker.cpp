@@ -18,6 +18,7 @@
 #include "env/candidate_error.h"
 #include "env/clock.h"
 #include "env/cuda_driver.h"
+#include "env/cuda_events.h"
 #include "env/gpu_judgement.h"
 #include "env/gpu_request.h"
 #include "env/gpu_worker_state.h"
@@ -30,20 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Two CUDA events, released however the measurement ends.
-struct EventPair {
-  cudaEvent_t a = nullptr, b = nullptr;
-  EventPair() {
-    KFORGE_CUDART(cudaEventCreate(&a));
-    KFORGE_CUDART(cudaEventCreate(&b));
-  }
-  ~EventPair() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-};
 
 }  // namespace
 
@@ -64,15 +51,7 @@ const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, con
   auto it = conditions.find(key);
   if (it != conditions.end()) return it->second;
   // One draw of the task's own distribution (a fresh secret trial), then each variant on it.
-  std::vector<at::Tensor> args;
-  DrawKey dk{task.seed, ids.next(), ids.next()};
-  for (size_t i = 0; i < task.arguments.size(); ++i) {
-    const TaskArgument& a = task.arguments[i];
-    at::Tensor x = at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(dev));
-    if (x.numel() > 0)
-      drawer->fill(a.draw, a.decl.meta.dtype, draw_stream(dk, i), x.numel(), reinterpret_cast<CUdeviceptr>(x.data_ptr()), stream());
-    args.push_back(x);
-  }
+  std::vector<at::Tensor> args = draw_arguments_on_device(task, {task.seed, ids.next(), ids.next()}, *drawer, dev, stream());
   auto c = condition_variants(task, args, ids.next(), margin);
   return conditions.emplace(key, std::move(c)).first->second;
 }
@@ -90,18 +69,16 @@ void GpuWorker::State::flush_l2(double factor) {
 const DeviceCeilings& GpuWorker::State::ceilings() {
   if (ceilings_.valid()) return ceilings_;
   CUstream st = stream();
-  EventPair ev;
+  CudaEvents ev(2);
   auto best_ms = [&](const std::function<void()>& fn, int reps) {
     fn();  // warm-up
     float best = 1e30f;
     for (int i = 0; i < reps; ++i) {
-      KFORGE_CUDART(cudaEventRecord(ev.a, st));
+      ev.record(0, st);
       fn();
-      KFORGE_CUDART(cudaEventRecord(ev.b, st));
-      KFORGE_CUDART(cudaEventSynchronize(ev.b));
-      float ms = 0;
-      KFORGE_CUDART(cudaEventElapsedTime(&ms, ev.a, ev.b));
-      best = std::min(best, ms);
+      ev.record(1, st);
+      ev.synchronize(1);
+      best = std::min(best, static_cast<float>(ev.ms(0, 1)));
     }
     return static_cast<double>(best);
   };

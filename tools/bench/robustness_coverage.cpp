@@ -27,6 +27,7 @@
 #include "data_synth/dataset_h5.h"
 #include "data_synth/reference.h"
 #include "env/clock.h"
+#include "env/call_bench.h"
 #include "env/draw_kernel.h"
 #include "env/robust_draws.h"
 #include "env/timing.h"
@@ -89,15 +90,8 @@ int main(int argc, char** argv) {
     for (const DatasetRow* r : sample) {
       if (ms_since(t0) > budget_s * 1e3) break;
       TaskSpec task = parse_task(r->spec_yaml, r->id);
-      std::vector<at::Tensor> args;
-      DrawKey key{task.seed, 12345, 678};
-      CUstream st = at::cuda::getCurrentCUDAStream().stream();
-      for (size_t i = 0; i < task.arguments.size(); ++i) {
-        const auto& a = task.arguments[i];
-        at::Tensor x = at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(dev));
-        if (x.numel() > 0) drawer.fill(a.draw, a.decl.meta.dtype, draw_stream(key, i), x.numel(), reinterpret_cast<CUdeviceptr>(x.data_ptr()), st);
-        args.push_back(x);
-      }
+      std::vector<at::Tensor> args =
+          draw_arguments_on_device(task, {task.seed, 12345, 678}, drawer, dev, at::cuda::getCurrentCUDAStream().stream());
       auto t_task = std::chrono::steady_clock::now();
       TaskConditions tcs;
       try {
