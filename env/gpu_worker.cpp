@@ -57,11 +57,8 @@ const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, con
 }
 
 void GpuWorker::State::flush_l2(double factor) {
-  int64_t bytes = static_cast<int64_t>(factor * static_cast<double>(l2_bytes));
-  if (bytes <= 0) return;
-  if (!l2_flush.defined() || l2_flush.numel() < bytes) l2_flush = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(dev));
-  KFORGE_CU(cuda_driver().MemsetD8Async(reinterpret_cast<CUdeviceptr>(l2_flush.data_ptr()), 0x5a, bytes, stream()));
-  KFORGE_CUDART(cudaCtxResetPersistingL2Cache());
+  if (!l2_flush || l2_flush->factor() != factor) l2_flush = std::make_unique<L2Flush>(dev, factor);
+  (*l2_flush)(0x5a, stream());
 }
 
 // The best of a few 1 GiB device-to-device copies, and of 8192^3 matmuls in float32 (TF32 off)
@@ -130,7 +127,6 @@ GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
   int optin = 0;
   KFORGE_CUDART(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   s_->max_optin_smem = optin;
-  s_->l2_bytes = prop.l2CacheSize;
   auto [drawer, checker, kernels_ms] = kernels.get();
   s_->drawer = std::move(drawer);
   s_->checker = std::move(checker);

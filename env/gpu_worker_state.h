@@ -17,6 +17,7 @@
 #include "env/draw_kernel.h"
 #include "env/gpu_worker.h"
 #include "env/robust_draws.h"
+#include "env/timing.h"
 
 namespace kforge {
 
@@ -34,15 +35,14 @@ struct GpuWorker::State {
   std::map<std::string, TaskSpec> tasks;        // by spec text
   std::map<std::string, TaskConditions> conditions;  // by spec text and margin
   int64_t max_optin_smem = 0;
-  int64_t l2_bytes = 0;
-  at::Tensor l2_flush;                          // verification calls are flushed as timed ones are
+  std::unique_ptr<L2Flush> l2_flush;            // verification calls are flushed as timed ones are
 
   CUstream stream() const;
   const TaskSpec& task_for(const std::string& yaml);
   // Which robustness variants are well-conditioned for the task (robust_draws.h), measured once
   // per task and margin in this worker.
   const TaskConditions& conditions_for(const TaskSpec& task, const std::string& yaml, double margin);
-  // Writes factor x the L2 size and resets persisting lines, as time_interleaved does.
+  // Writes factor x the L2 size and resets persisting lines: time_interleaved's flush (timing.h).
   void flush_l2(double factor);
   // The device's ceilings for the speed-of-light check, measured on first use.
   const DeviceCeilings& ceilings();

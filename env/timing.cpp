@@ -74,6 +74,18 @@ DeviceInfo device_info(const at::Device& device) {
   return info;
 }
 
+L2Flush::L2Flush(const at::Device& device, double factor) : factor_(factor) {
+  if (factor <= 0) return;
+  const double bytes = factor * static_cast<double>(device_info(device).l2_bytes);
+  buf_ = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
+}
+
+void L2Flush::operator()(int pattern, void* stream) const {
+  if (!buf_.defined()) return;
+  cuda_check(cudaMemsetAsync(buf_.data_ptr(), pattern & 0xff, buf_.numel(), static_cast<cudaStream_t>(stream)), "L2 flush");
+  cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
+}
+
 TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& c) {
   return time_interleaved({fn}, device, c).front();
 }
@@ -122,17 +134,9 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available on this machine");
     c10::cuda::CUDAGuard guard(device);
     cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
-    DeviceInfo info = device_info(device);
-    at::Tensor flush;
-    if (c.l2_flush) {
-      flush_bytes = c.l2_flush_factor * static_cast<double>(info.l2_bytes);
-      flush = at::empty({static_cast<int64_t>(flush_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
-    }
-    auto flush_l2 = [&](int i) {
-      if (!c.l2_flush) return;
-      cuda_check(cudaMemsetAsync(flush.data_ptr(), i & 0xff, flush.numel(), stream), "L2 flush");
-      cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
-    };
+    const L2Flush flush(device, c.l2_flush ? c.l2_flush_factor : 0.0);
+    flush_bytes = flush.bytes();
+    auto flush_l2 = [&](int i) { flush(i, stream); };
     while (warmup < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
       for (size_t j = 0; j < k; ++j) {
         before(j);

@@ -43,6 +43,21 @@ struct TimedCall {
 std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device,
                                        const TimingConfig& config);
 
+// The L2 flush before a timed call: factor x the device's L2 size written (a byte pattern the
+// caller varies), then persisting L2 lines reset. A factor of 0 flushes nothing. The GPU worker's
+// verification calls use it too, so they are flushed exactly as timed calls are.
+class L2Flush {
+ public:
+  L2Flush(const at::Device& device, double factor);
+  void operator()(int pattern, void* stream) const;  // a cudaStream_t
+  double bytes() const { return static_cast<double>(buf_.defined() ? buf_.numel() : 0); }
+  double factor() const { return factor_; }
+
+ private:
+  double factor_ = 0;
+  at::Tensor buf_;
+};
+
 struct DeviceInfo {
   std::string name;
   std::string torch_version;
