@@ -19,7 +19,10 @@
 #include "rollout/server.h"
 #include "rollout/trajectory_file.h"
 
+#include "tests/test_paths.h"
+
 using namespace kforge;
+using kforge::testing::read_text;
 
 namespace {
 
@@ -31,13 +34,6 @@ namespace {
       GTEST_SKIP() << "no CUDA device";                                                             \
     }                                                                                               \
   } while (0)
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Child processes of this process whose command name is `name` (the server's GPU workers).
 std::vector<pid_t> children_named(const std::string& name) {

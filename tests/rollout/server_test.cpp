@@ -21,30 +21,19 @@
 #include "env/env_config.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
+#include "tests/test_paths.h"
 
 using namespace kforge;
+using kforge::testing::read_text;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string candidate_file(const std::string& task, const std::string& name, const std::string& file) {
   return read_text(resource_path("datasets/samples/candidates/" + task + "/" + name + "/" + file));
 }
 
-std::string temp_path(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kforge_server_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::path p = dir / name;
-  fs::remove(p);
-  return p.string();
-}
+std::string temp_path(const std::string& name) { return kforge::testing::temp_path("kforge_server_test", name); }
 
 ServerConfig cpu_config() {
   ServerConfig c;
@@ -527,181 +516,3 @@ TEST(RolloutServer, ListsAndFiltersTasks) {
 
 // A synthesised dataset as the server's tasks: the HDF5 file, the shipped .h5.xz, a directory holding
 // either; rows a GPU stage rejected are left out; the splits filter; a missing or broken file is named.
-TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
-  const std::string spec = read_text(resource_path("datasets/samples/linear_relu.yaml"));
-  Dataset d;
-  d.attrs["format"] = "kforge-dataset";
-  for (const auto& [id, split, status] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"syn_a", "train", "ok"}, {"syn_b", "train", "rejected:compile_mismatch"}, {"syn_c", "heldout", "ok"},
-           {"syn_d", "train", "cpu_ok"}}) {
-    DatasetRow r;
-    r.id = id;
-    r.split = split;
-    r.status = status;
-    r.source = "synth";
-    r.dtype = "float32";
-    r.ops = "linear,relu";
-    r.n_ops = 2;
-    r.spec_yaml = spec;
-    r.eager_ms = id == "syn_a" ? 12.5 : std::nan("");  // syn_c: no time stored; syn_d: no GPU stage yet
-    r.compile_ms = id == "syn_a" ? 5.0 : std::nan("");
-    d.rows.push_back(r);
-  }
-  fs::path dir = fs::path(temp_path("catalog")) / "synth";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string h5 = (dir / "dataset.h5").string();
-  write_dataset(h5, d);
-  ASSERT_EQ(std::system(("xz -k -f " + h5).c_str()), 0) << "xz (xz-utils) is needed";
-
-  auto served = [](const std::string& path) {
-    TaskCatalog c;
-    c.add_dataset(path);
-    return c;
-  };
-  for (const std::string& path : {h5, h5 + ".xz", dir.string()}) {
-    TaskCatalog c = served(path);
-    EXPECT_EQ(c.size(), 3u) << path;
-    EXPECT_EQ(c.unmeasured(), 1u) << "syn_d: served, and counted as not yet measured on a GPU";
-    EXPECT_EQ(c.find("syn_b"), nullptr) << "a rejected row is not served";
-    ASSERT_NE(c.find("syn_a"), nullptr) << path;
-    EXPECT_EQ(c.find("syn_a")->graph.nodes.size(), 2u);
-    TasksParams heldout;
-    heldout.split = "heldout";
-    EXPECT_EQ(c.list(heldout)["total"], 1) << path;
-    EXPECT_TRUE(c.list(heldout)["tasks"][0]["eager_ms"].is_null()) << "no baseline yet";
-    TasksParams train;
-    train.split = "train";
-    const Json a = c.list(train)["tasks"][0];
-    EXPECT_EQ(a["name"], "syn_a");
-    EXPECT_DOUBLE_EQ(a["eager_ms"].get<double>(), 12.5);
-    EXPECT_DOUBLE_EQ(a["compile_ms"].get<double>(), 5.0);
-  }
-  TaskCatalog measured_only;
-  measured_only.add_dataset(h5, /*serve_unmeasured=*/false);
-  EXPECT_EQ(measured_only.size(), 2u);
-  EXPECT_EQ(measured_only.find("syn_d"), nullptr) << "tasks.serve_unmeasured false: no GPU stage yet, not served";
-  EXPECT_EQ(measured_only.unmeasured(), 0u);
-  EXPECT_EQ(measured_only.unmeasured_left_out(), 1u);
-  fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
-  EXPECT_EQ(served(dir.string()).size(), 3u);
-
-  auto error_of = [&](const std::string& path) -> std::string {
-    try {
-      served(path);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
-  fs::create_directories(dir / "empty");
-  EXPECT_NE(error_of((dir / "empty").string()).find("holds neither dataset.h5 nor dataset.h5.xz"), std::string::npos);
-  std::ofstream((dir / "junk.h5.xz").string()) << "not xz";
-  EXPECT_NE(error_of((dir / "junk.h5.xz").string()).find("junk.h5.xz: xz could not decompress it"), std::string::npos)
-      << error_of((dir / "junk.h5.xz").string());
-  fs::remove_all(dir);
-}
-
-TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {
-  auto fails = [](const std::string& text, const std::string& needle) {
-    try {
-      ServerConfig::from_yaml(YamlNode::parse(text, "server.yaml"));
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-      return;
-    }
-    ADD_FAILURE() << "accepted: " << text;
-  };
-  fails("sessions: {max_episode: 3}\n", "max_episodes");
-  fails("scheduler: {gpus: -2}\n", "gpus");
-  fails("scheduler: {compile_workers: 0}\n", "compile_workers");
-  fails("protocol: {max_depth: 1000}\n", "max_depth");
-  fails("recrod: {path: x.h5}\n", "record");
-  fails("tasks: {serve_unmeasured: maybe}\n", "serve_unmeasured");
-  EXPECT_FALSE(ServerConfig::from_yaml(YamlNode::parse("tasks: {serve_unmeasured: false}\n", "s.yaml")).tasks.serve_unmeasured);
-  EXPECT_TRUE(ServerConfig::from_yaml(YamlNode::parse("tasks: {samples: true}\n", "s.yaml")).tasks.serve_unmeasured);
-  ServerConfig c = ServerConfig::from_yaml(YamlNode::parse("record: {path: out/t.h5}\nenv_config: env.yaml\n", "s.yaml"), "/base");
-  EXPECT_EQ(c.record.path, "/base/out/t.h5");
-  EXPECT_EQ(c.env_config, "/base/env.yaml");
-}
-
-TEST(RolloutServerConfig, AMissingPathNamesTheKeyTheFullPathTriedAndTheRule) {
-  fs::path dir = fs::path(temp_path("copied")).parent_path() / "copied_config";
-  fs::create_directories(dir);
-  fs::copy_file(resource_path("configs/server.yaml"), dir / "server.yaml", fs::copy_options::overwrite_existing);
-  ServerConfig c = ServerConfig::load((dir / "server.yaml").string());
-  EXPECT_EQ(c.source, (dir / "server.yaml").string());
-  auto io_error = [](const ServerConfig& cfg) {
-    try {
-      ServerSetup::load(cfg);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::io);
-      return std::string(e.what());
-    }
-    ADD_FAILURE() << "loaded";
-    return std::string();
-  };
-  EXPECT_EQ(io_error(c), "env_config: the file " + (dir / "env.yaml").string() + " does not exist (relative paths in " +
-                             (dir / "server.yaml").string() + " resolve against its folder, " + dir.string() + ")");
-  c.env_config = c.reward_config = c.eval_config = c.anticheat_config = "";
-  EXPECT_NE(io_error(c).find("tasks.datasets: the dataset " + (dir.parent_path() / "datasets/synth/dataset.h5.xz").string()),
-            std::string::npos);
-  c.tasks.datasets.clear();
-  c.record.path = (dir / "no_such_folder" / "t.h5").string();
-  EXPECT_NE(io_error(c).find("record.path: the folder of the trajectory file, " + (dir / "no_such_folder").string()),
-            std::string::npos);
-  fs::remove_all(dir);
-}
-
-TEST(RolloutServerConfig, TheShippedConfigLoads) {
-  ServerConfig c = ServerConfig::load(resource_path("configs/server.yaml"));
-  EXPECT_EQ(c.bind, "tcp://127.0.0.1:5555");
-  EXPECT_EQ(c.scheduler.gpus, -1);
-  EXPECT_NO_THROW(ServerSetup::load(c));
-  // It serves the shipped dataset: at least 6 000 tasks, each with both baselines, heldout at least 5 %.
-  ASSERT_EQ(c.tasks.datasets.size(), 1u);
-  EXPECT_EQ(fs::path(c.tasks.datasets[0]), fs::path(resource_path("datasets/synth/dataset.h5.xz")).lexically_normal());
-  TaskCatalog catalog;
-  catalog.add_dataset(c.tasks.datasets[0], c.tasks.serve_unmeasured);
-  EXPECT_GE(catalog.size(), 6000u);
-  EXPECT_EQ(catalog.unmeasured(), 0u);
-  TasksParams all, heldout;
-  heldout.split = "heldout";
-  const Json page = catalog.list(all, 100000);
-  ASSERT_EQ(page["total"].get<size_t>(), catalog.size());
-  for (const Json& t : page["tasks"]) {
-    ASSERT_TRUE(t["eager_ms"].is_number() && t["compile_ms"].is_number()) << t.dump();
-    ASSERT_GE(t["eager_ms"].get<double>(), 1.0) << t.dump();
-    ASSERT_LE(t["eager_ms"].get<double>(), 100.0) << t.dump();
-  }
-  EXPECT_GE(catalog.list(heldout)["total"].get<double>(), 0.05 * catalog.size());
-}
-
-TEST(TrajectoryFile, AppendsAcrossReopeningsAndReadsBackInOrder) {
-  std::string path = temp_path("append.h5");
-  {
-    TrajectoryFile f(path, false);
-    f.append({{"episode", "e1"}, {"task", "t"}, {"seed", 1}, {"turns", Json::array({1, 2})}, {"episode_reward", -1.0}});
-    f.append({{"episode", "e2"}, {"task", "t"}, {"seed", 2}, {"turns", Json::array()}});
-  }
-  {
-    TrajectoryFile f(path, false);
-    EXPECT_EQ(f.count(), 2u);
-    f.append({{"episode", "e3"}, {"task", std::string(300, 'x')}, {"seed", 3}});
-  }
-  auto all = read_trajectories(path);
-  ASSERT_EQ(all.size(), 3u);
-  EXPECT_EQ(all[0]["turns"], Json::array({1, 2}));
-  EXPECT_EQ(all[2]["episode"], "e3");
-  auto index = read_trajectory_index(path);
-  EXPECT_EQ(index[0].turns, 2);
-  EXPECT_EQ(index[0].episode_reward, -1.0);
-  EXPECT_EQ(index[2].task.size(), 256u);  // the index column is cut; the record keeps the whole name
-  EXPECT_EQ(all[2]["task"].get<std::string>().size(), 300u);
-}
-
-TEST(TrajectoryFile, RefusesAFileThatIsNotATrajectoryFile) {
-  std::string path = temp_path("not.h5");
-  { std::ofstream(path) << "hello"; }
-  EXPECT_THROW(TrajectoryFile f(path), Error);
-}

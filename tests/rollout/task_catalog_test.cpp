@@ -12,23 +12,19 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/error.h"
 #include "data_synth/dataset_h5.h"
 #include "env/env_config.h"
 #include "rollout/server_config.h"
+#include "tests/test_paths.h"
 
 using namespace kforge;
+using kforge::testing::read_text;
 namespace fs = std::filesystem;
 
 namespace {
 
 const size_t kSamples = 13;  // datasets/samples/*.yaml
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TasksParams query(std::optional<std::string> split, std::optional<std::string> source = std::nullopt) {
   TasksParams p;
@@ -125,4 +121,79 @@ TEST(TaskCatalog, TheShippedConfigsCatalogCountsTheShippedDatasetAlone) {
   EXPECT_EQ(c.size(), static_cast<size_t>(rows["train"] + rows["heldout"]) + kSamples);
   // Heldout plays dataset rows: its first task is not a sample.
   EXPECT_EQ(c.list(query("heldout"), 1)["tasks"][0]["source"], "synth");
+}
+
+TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
+  const std::string spec = read_text(resource_path("datasets/samples/linear_relu.yaml"));
+  Dataset d;
+  d.attrs["format"] = "kforge-dataset";
+  for (const auto& [id, split, status] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"syn_a", "train", "ok"}, {"syn_b", "train", "rejected:compile_mismatch"}, {"syn_c", "heldout", "ok"},
+           {"syn_d", "train", "cpu_ok"}}) {
+    DatasetRow r;
+    r.id = id;
+    r.split = split;
+    r.status = status;
+    r.source = "synth";
+    r.dtype = "float32";
+    r.ops = "linear,relu";
+    r.n_ops = 2;
+    r.spec_yaml = spec;
+    r.eager_ms = id == "syn_a" ? 12.5 : std::nan("");  // syn_c: no time stored; syn_d: no GPU stage yet
+    r.compile_ms = id == "syn_a" ? 5.0 : std::nan("");
+    d.rows.push_back(r);
+  }
+  fs::path dir = fs::path(kforge::testing::temp_path("kforge_catalog_test", "catalog")) / "synth";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string h5 = (dir / "dataset.h5").string();
+  write_dataset(h5, d);
+  ASSERT_EQ(std::system(("xz -k -f " + h5).c_str()), 0) << "xz (xz-utils) is needed";
+
+  auto served = [](const std::string& path) {
+    TaskCatalog c;
+    c.add_dataset(path);
+    return c;
+  };
+  for (const std::string& path : {h5, h5 + ".xz", dir.string()}) {
+    TaskCatalog c = served(path);
+    EXPECT_EQ(c.size(), 3u) << path;
+    EXPECT_EQ(c.unmeasured(), 1u) << "syn_d: served, and counted as not yet measured on a GPU";
+    EXPECT_EQ(c.find("syn_b"), nullptr) << "a rejected row is not served";
+    ASSERT_NE(c.find("syn_a"), nullptr) << path;
+    EXPECT_EQ(c.find("syn_a")->graph.nodes.size(), 2u);
+    TasksParams heldout;
+    heldout.split = "heldout";
+    EXPECT_EQ(c.list(heldout)["total"], 1) << path;
+    EXPECT_TRUE(c.list(heldout)["tasks"][0]["eager_ms"].is_null()) << "no baseline yet";
+    TasksParams train;
+    train.split = "train";
+    const Json a = c.list(train)["tasks"][0];
+    EXPECT_EQ(a["name"], "syn_a");
+    EXPECT_DOUBLE_EQ(a["eager_ms"].get<double>(), 12.5);
+    EXPECT_DOUBLE_EQ(a["compile_ms"].get<double>(), 5.0);
+  }
+  TaskCatalog measured_only;
+  measured_only.add_dataset(h5, /*serve_unmeasured=*/false);
+  EXPECT_EQ(measured_only.size(), 2u);
+  EXPECT_EQ(measured_only.find("syn_d"), nullptr) << "tasks.serve_unmeasured false: no GPU stage yet, not served";
+  EXPECT_EQ(measured_only.unmeasured(), 0u);
+  EXPECT_EQ(measured_only.unmeasured_left_out(), 1u);
+  fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
+  EXPECT_EQ(served(dir.string()).size(), 3u);
+
+  auto error_of = [&](const std::string& path) -> std::string {
+    try {
+      served(path);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  fs::create_directories(dir / "empty");
+  EXPECT_NE(error_of((dir / "empty").string()).find("holds neither dataset.h5 nor dataset.h5.xz"), std::string::npos);
+  std::ofstream((dir / "junk.h5.xz").string()) << "not xz";
+  EXPECT_NE(error_of((dir / "junk.h5.xz").string()).find("junk.h5.xz: xz could not decompress it"), std::string::npos)
+      << error_of((dir / "junk.h5.xz").string());
+  fs::remove_all(dir);
 }
