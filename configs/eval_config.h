@@ -30,9 +30,9 @@ struct PrecisionConfig {
 struct TimingConfig {
   int warmup_count = 3;         // calls before timing starts ...
   double warmup_ms = 25.0;      // ... and at least this much time spent warming up
-  int min_reps = 10;            // timed calls, at least
+  int min_reps = 20;            // timed calls, at least
   int max_reps = 500;           // and at most
-  double target_rse = 0.005;    // stop once the relative standard error of the mean is below this
+  double target_rse = 0.002;    // stop once the relative standard error of the mean is below this
   double budget_ms = 3000.0;    // or once this much wall time was spent timing
   bool l2_flush = true;         // write l2_flush_factor x the L2 size before every timed call
   double l2_flush_factor = 2.0;

@@ -49,8 +49,14 @@ void Judgement::time() {
   std::vector<TimedCall> calls(2);
   calls[0].call = [&] { bench_->run_candidate(); };
   calls[1].call = [&] { last_ref = bench_->run_reference(); };
+  bool plain = true;  // the pair just prepared is on the task's own distribution: its times count
   if (check_each) {
-    calls[0].before = [&] { bench_->prepare(timed_spec()); };
+    calls[0].before = [&] {
+      CallSpec spec = timed_spec();
+      plain = spec.variant == DrawVariant::plain;
+      bench_->prepare(spec);
+    };
+    calls[0].counted = [&] { return plain; };
     calls[0].after = [&] { bench_->after_candidate(false); };
     calls[1].after = [&] {
       bench_->compare(last_ref);
@@ -78,8 +84,10 @@ void Judgement::time() {
                       {"speedup", {{"point", sp.point}, {"lo", sp.lo}, {"hi", sp.hi}, {"confidence", sp.confidence}, {"method", sp.method}}},
                       {"outputs_right_after_timing", still_right},
                       {"inputs_fresh_per_call", check_each},
+                      {"robustness_pairs_not_counted", runs[0].uncounted_ms.size()},
                       {"method", runs[0].method + (check_each ? "; every call on fresh inputs at a random buffer set, checked like a "
-                                                                "verification call after its pair"
+                                                                "verification call after its pair; pairs on robustness draws "
+                                                                "checked but not counted"
                                                               : "")}};
   if (req_.anticheat.speed_of_light) {
     auto t_ceil = std::chrono::steady_clock::now();
@@ -96,7 +104,8 @@ void Judgement::time() {
   phases_["time_ms"] = wall_ms;
   // What the checks around the timed calls cost: the stage's wall time less the timed calls themselves.
   const int64_t pairs = static_cast<int64_t>(bench_->calls() - first);
-  const double timed = sum(runs[0].samples_ms) + sum(runs[1].samples_ms);
+  const double timed =
+      sum(runs[0].samples_ms) + sum(runs[1].samples_ms) + sum(runs[0].uncounted_ms) + sum(runs[1].uncounted_ms);
   phases_["timed_checks_ms"] = std::max(0.0, wall_ms - timed);
   phases_["timed_checks_ms_per_pair"] = pairs > 0 ? std::max(0.0, wall_ms - timed) / static_cast<double>(pairs) : 0.0;
 }

@@ -24,9 +24,10 @@ void cuda_check(cudaError_t e, const char* what) {
   }
 }
 
-bool done(const std::vector<std::vector<double>>& all, const TimingConfig& c, Clock::time_point t0) {
+// `rounds`: every timed round so far, counted or not; `all`: the counted samples of each function.
+bool done(const std::vector<std::vector<double>>& all, int64_t rounds, const TimingConfig& c, Clock::time_point t0) {
   int64_t n = static_cast<int64_t>(all.front().size());
-  if (n >= c.max_reps) return true;
+  if (rounds >= c.max_reps) return true;
   if (n < c.min_reps) return false;
   if (ms_since(t0) > c.budget_ms) return true;
   for (const auto& s : all)
@@ -97,17 +98,34 @@ std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>&
   return time_interleaved(calls, device, c);
 }
 
+namespace {
+
+// One round's times (one per function) go to the counted samples or to the uncounted ones.
+struct RoundSamples {
+  std::vector<std::vector<double>> counted, uncounted;
+  int64_t rounds = 0;
+  explicit RoundSamples(size_t k) : counted(k), uncounted(k) {}
+  void add(const std::vector<double>& ms, bool counts) {
+    for (size_t j = 0; j < ms.size(); ++j) (counts ? counted : uncounted)[j].push_back(ms[j]);
+    ++rounds;
+  }
+};
+
+}  // namespace
+
 std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device,
                                        const TimingConfig& c) {
   KFORGE_CHECK(!calls.empty(), internal, "time_interleaved needs at least one function");
   const size_t k = calls.size();
+  // Runs call j's `before` and says whether the call counts.
   auto before = [&](size_t j) {
     if (calls[j].before) calls[j].before();
+    return !calls[j].counted || calls[j].counted();
   };
   auto after = [&](size_t j) {
     if (calls[j].after) calls[j].after();
   };
-  std::vector<std::vector<double>> samples(k);
+  RoundSamples rs(k);
   int warmup = 0;
   double flush_bytes = 0;
   auto t_warm = Clock::now();
@@ -121,14 +139,17 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
       ++warmup;
     }
     auto t0 = Clock::now();
-    while (!done(samples, c, t0)) {
+    std::vector<double> ms(k);
+    while (!done(rs.counted, rs.rounds, c, t0)) {
+      bool counts = true;
       for (size_t j = 0; j < k; ++j) {
-        before(j);
+        counts = before(j) && counts;
         auto t = Clock::now();
         calls[j].call();
-        samples[j].push_back(ms_since(t));
+        ms[j] = ms_since(t);
         after(j);
       }
+      rs.add(ms, counts);
     }
   } else {
     KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available on this machine");
@@ -157,11 +178,14 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     try {
       for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
       auto t0 = Clock::now();
-      while (!done(samples, c, t0)) {
-        int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(samples[0].size())));
+      std::vector<char> counts(kBatch);
+      std::vector<double> ms(k);
+      while (!done(rs.counted, rs.rounds, c, t0)) {
+        int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - rs.rounds));
         for (int i = 0; i < batch; ++i) {
+          counts[i] = 1;
           for (size_t j = 0; j < k; ++j) {
-            before(j);
+            counts[i] = before(j) && counts[i];
             flush_l2(i);
             cuda_check(cudaEventRecord(events[2 * (i * k + j)], stream), "cudaEventRecord");
             calls[j].call();
@@ -172,10 +196,11 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
         cuda_check(cudaStreamSynchronize(stream), "timed calls");
         for (int i = 0; i < batch; ++i) {
           for (size_t j = 0; j < k; ++j) {
-            float ms = 0;
-            cuda_check(cudaEventElapsedTime(&ms, events[2 * (i * k + j)], events[2 * (i * k + j) + 1]), "cudaEventElapsedTime");
-            samples[j].push_back(ms);
+            float e = 0;
+            cuda_check(cudaEventElapsedTime(&e, events[2 * (i * k + j)], events[2 * (i * k + j) + 1]), "cudaEventElapsedTime");
+            ms[j] = e;
           }
+          rs.add(ms, counts[i] != 0);
         }
       }
     } catch (...) {
@@ -186,8 +211,9 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
   }
   std::vector<TimedRun> runs(k);
   for (size_t j = 0; j < k; ++j) {
-    runs[j].samples_ms = samples[j];
-    runs[j].stats = TimingStats::from_samples(samples[j]);
+    runs[j].samples_ms = rs.counted[j];
+    runs[j].uncounted_ms = rs.uncounted[j];
+    runs[j].stats = TimingStats::from_samples(rs.counted[j]);
     runs[j].warmup_calls = warmup;
     runs[j].l2_flush_bytes = flush_bytes;
     runs[j].method = method_text(c, device, flush_bytes, warmup) + (k > 1 ? "; interleaved with " + std::to_string(k - 1) + " other function(s)" : "");

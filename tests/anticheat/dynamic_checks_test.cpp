@@ -56,7 +56,7 @@ TEST(DynamicCheckConfig, TheOldPrecisionProbeKeyNamesItsSuccessor) {
 }
 
 TEST(DynamicCheckConfig, RobustnessAndPoolBoundsAreChecked) {
-  for (const char* bad : {"dynamic: {robustness_timed_share: 1.5}\n", "dynamic: {robustness_margin: 0}\n",
+  for (const char* bad : {"dynamic: {robustness_timed_share: 1.5}\n", "dynamic: {robustness_timed_share: 0.75}\n", "dynamic: {robustness_margin: 0}\n",
                           "dynamic: {address_pool: 1}\n", "dynamic: {guard_bytes: 100}\n"}) {
     EXPECT_THROW(AnticheatConfig::from_yaml(YamlNode::parse(bad, "a.yaml")), Error) << bad;
   }

@@ -7,7 +7,9 @@
 //       fingerprints, comparisons); verify_harness_gpu_ms = that harness GPU work alone (event
 //       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
 //       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
-//   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30]
+//   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30] [--target-rse X]
+//       [--robust-share S] [--address-pool N]: the timing noise target, the share of timed calls on
+//       robustness draws and the number of buffer sets, for side-by-side runs.
 //   kforge_eval_bench profile --out FILE [--counters on|off] [--metrics A,B,...]
 //       For every shipped correct candidate, in a warm worker (ceilings measured by a first request):
 //       profile_overhead_ms = the worker's wall time of the profile phase (one call on fresh
@@ -209,9 +211,12 @@ int aa(int argc, char** argv) {
   std::string dir = arg_value(argc, argv, "--candidate", "");
   TaskSpec task = load_task(kforge::testing::task_path(task_name));
   Candidate cand = Candidate::load(dir);
-  Evaluator ev(EvalConfig{});
+  EvalConfig cfg;
+  // For side-by-side runs: the stopping rule's noise target (configs/eval.yaml's timing.target_rse).
+  cfg.timing.target_rse = std::stod(arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)));
+  Evaluator ev(cfg);
   ev.set_anticheat(anticheat_from_args(argc, argv));
-  std::vector<double> medians, walls, checks_per_pair;
+  std::vector<double> medians, walls, checks_per_pair, counted;
   std::vector<std::vector<double>> samples;
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
@@ -223,6 +228,7 @@ int aa(int argc, char** argv) {
       checks_per_pair.push_back(r["phases"]["timed_checks_ms_per_pair"].get<double>());
     walls.push_back(r["gpu_request_wall_ms"].get<double>());
     samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
+    counted.push_back(static_cast<double>(samples.back().size()));
     std::printf("run %2d: median %.4f ms (n %d)\n", i, medians.back(), static_cast<int>(samples.back().size()));
   }
   double m = median(medians);
@@ -241,14 +247,16 @@ int aa(int argc, char** argv) {
               {"aa_median_max_dev_pct", std::max(hi - m, m - lo) / m * 100},
               {"aa_pairs_count", pairs},
               {"aa_judged_5pct_faster_count", judged_faster},
-              {"timing_request_wall_ms_p50", median(walls)}};
+              {"timing_request_wall_ms_p50", median(walls)},
+              {"timed_pairs_counted_p50", median(counted)}};
   // What preparing and checking each timed pair costs (the time stage less the timed calls).
   if (!checks_per_pair.empty()) fig["timed_checks_ms_per_pair_p50"] = median(checks_per_pair);
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) +
                    " --anticheat " + arg_value(argc, argv, "--anticheat", "on") + " --robust-share " +
-                   arg_value(argc, argv, "--robust-share", "0.25") + " --address-pool " + arg_value(argc, argv, "--address-pool", "3"),
+                   arg_value(argc, argv, "--robust-share", "0.25") + " --address-pool " + arg_value(argc, argv, "--address-pool", "3") +
+                   " --target-rse " + arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)),
                fig);
   return 0;
 }

@@ -10,6 +10,7 @@
 #   audit             the anti-cheat audit alone (every exploit refused, every control accepted)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with and without robustness draws in timed calls, with 3 and 2 buffer sets
+#   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
 #   coverage          kforge_robustness_coverage on 300 tasks of the shipped dataset (robustness draws
 #                     usable; about 1.5 s a task: a device call of its own)
@@ -55,8 +56,10 @@ for s in $steps; do
           --runs 20 --out "$out/eval_aa.json" >"$out/aa.txt" 2>&1 ;;
     aa_ab) for v in "0.25 3" "0 3" "0.25 2" "0 2"; do set -- $v
              timeout 100 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
-               --runs 20 --robust-share $1 --address-pool $2 --out "$out/eval_aa_share$1_pool$2.json" >>"$out/aa_ab.txt" 2>&1
+               --runs 12 --robust-share $1 --address-pool $2 --out "$out/eval_aa_share$1_pool$2.json" >>"$out/aa_ab.txt" 2>&1
            done ;;
+    aa_rse) timeout 150 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
+              --runs 20 --target-rse 0.005 --out "$out/eval_aa_rse0.005.json" >"$out/aa_rse.txt" 2>&1 ;;
     cold_start) KFORGE_COLD_N=5 timeout 170 bash tools/bench/cold_start.sh "$b" "$out/cold" >"$out/cold_start.txt" 2>&1 ;;
     coverage) timeout 540 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 300 --budget-s 500 \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
