@@ -12,7 +12,7 @@
 #   aa_ab             the A/A with and without robustness draws in timed calls, with 3 and 2 buffer sets
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
-#   coverage          kforge_robustness_coverage on 300 tasks of the shipped dataset (robustness draws
+#   coverage          kforge_robustness_coverage on 240 tasks of the shipped dataset (robustness draws
 #                     usable; about 1.5 s a task: a device call of its own)
 #   new_gpu           the counter tests (EvaluatorGpu.Counter*), the synth GPU stage's fused checks
 #                     kernel (python.synth_gpu_fused), and profile()'s cost with the default counter
@@ -61,7 +61,7 @@ for s in $steps; do
     aa_rse) timeout 150 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
               --runs 20 --target-rse 0.005 --out "$out/eval_aa_rse0.005.json" >"$out/aa_rse.txt" 2>&1 ;;
     cold_start) KFORGE_COLD_N=5 timeout 170 bash tools/bench/cold_start.sh "$b" "$out/cold" >"$out/cold_start.txt" 2>&1 ;;
-    coverage) timeout 540 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 300 --budget-s 500 \
+    coverage) timeout 400 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 240 --budget-s 330 \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
