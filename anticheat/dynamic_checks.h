@@ -1,7 +1,7 @@
 #pragma once
 // The dynamic and physical anti-cheat layers (anticheat/README.md): what the GPU worker does while
 // it verifies and times a candidate so that the verdict holds on every call, and the rules that
-// turn what it saw into named checks. Torch-free: the worker (env/gpu_worker.cpp) does the device
+// turn what it saw into named checks. Torch-free: the worker (env/gpu/gpu_worker.cpp) does the device
 // work and reports evidence; this file holds the config, the speed-of-light arithmetic and the
 // composition of the report's `anticheat` section, so they are tested without a GPU.
 //

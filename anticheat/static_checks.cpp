@@ -413,7 +413,7 @@ class Lexer {
   bool skipping() const { return !cond_.empty() && cond_.back().skipping; }
 
   // After `#`: one directive. Only #define, #undef and conditionals matter here; the include
-  // sandbox (env/include_guard.h) judges the rest.
+  // sandbox (env/compile/include_guard.h) judges the rest.
   void directive(size_t& i) {
     const int line = line_of(i > 0 ? i - 1 : 0);
     const size_t end = line_end(i);

@@ -1,5 +1,5 @@
 #pragma once
-// Static anti-cheat checks of `kernel` candidates (env/KERNEL_FORMAT.md): a scan of kernel.cu's
+// Static anti-cheat checks of `kernel` candidates (env/judge/KERNEL_FORMAT.md): a scan of kernel.cu's
 // text, before anything is compiled, for what an honest kernel never needs and a cheating one
 // does. Rules (each a `check` name of the findings):
 //   timer         reading a clock or timer (%globaltimer, %clock, %clock64, %pm0..7 in inline

@@ -26,7 +26,7 @@ struct PrecisionConfig {
   static PrecisionConfig from_yaml(const YamlNode& node);
 };
 
-// How a function is timed on a device (see env/timing.h for the method).
+// How a function is timed on a device (see env/gpu/timing.h for the method).
 struct TimingConfig {
   int warmup_count = 3;         // calls before timing starts ...
   double warmup_ms = 25.0;      // ... and at least this much time spent warming up

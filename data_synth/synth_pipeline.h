@@ -20,7 +20,7 @@
 
 namespace kforge {
 
-// A composed task with its canonical identity, as the filter stages see it (env/evaluator.h's
+// A composed task with its canonical identity, as the filter stages see it (env/judge/evaluator.h's
 // Candidate is a kernel candidate: a different thing, and one name per type keeps the binaries
 // that link both free of ODR clashes).
 struct HashedCandidate {

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "configs/error.h"
-#include "env/cuda_probe.h"
-#include "env/tool_call.h"
+#include "env/gpu/cuda_probe.h"
+#include "env/episode/tool_call.h"
 
 namespace kforge {
 
@@ -206,7 +206,7 @@ Json LaneJudge::check(const TaskSpec& task, const Candidate& candidate) {
 }
 
 Json LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) {
-  if (!has_gpus_)  // nothing to judge on: a report the episode shows as it is (env/episode.cpp, tool_evaluate)
+  if (!has_gpus_)  // nothing to judge on: a report the episode shows as it is (env/episode/episode.cpp, tool_evaluate)
     return {{"harness_error",
              {{"kind", kNoGpuKind},
               {"message", "nothing was judged: this server has no GPU (none visible, or scheduler.gpus is 0) and verify, "

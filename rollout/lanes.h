@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "env/episode.h"
+#include "env/episode/episode.h"
 #include "rollout/protocol.h"
 
 namespace kforge {

@@ -19,8 +19,8 @@
 #include <zmq_addon.hpp>
 
 #include "configs/error.h"
-#include "env/evaluator.h"
-#include "env/tool_call.h"
+#include "env/judge/evaluator.h"
+#include "env/episode/tool_call.h"
 #include "rollout/lanes.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"

@@ -13,7 +13,7 @@
 
 #include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
-#include "env/env_config.h"
+#include "env/episode/env_config.h"
 #include "reward/reward_config.h"
 #include "rollout/server_config.h"
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "env/timing.h"
+#include "env/gpu/timing.h"
 
 #define KFORGE_SKIP_WITHOUT_CUDA()                                                                  \
   do {                                                                                              \

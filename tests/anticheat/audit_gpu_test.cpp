@@ -4,7 +4,7 @@
 // the default anti-cheat config (configs/anticheat.yaml; an entry's expect.yaml may switch a
 // dynamic check for itself under `anticheat:`, e.g. the precision probe). Prints the table: candidate, expected,
 // verdict, the check that fired. With KFORGE_AUDIT_OUT=FILE it also writes the rows as JSON.
-#include "env/evaluator.h"
+#include "env/judge/evaluator.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/yaml_reader.h"
-#include "tests/env/candidates.h"
+#include "tests/env/judge/candidates.h"
 #include "tests/skip_without_cuda.h"
 
 using namespace kforge;

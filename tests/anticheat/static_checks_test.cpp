@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/yaml_reader.h"
-#include "tests/env/candidates.h"
+#include "tests/env/judge/candidates.h"
 
 using namespace kforge;
 using kforge::testing::shipped_candidates;

@@ -9,7 +9,7 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
-#include "env/env_config.h"
+#include "env/episode/env_config.h"
 #include "rollout/server.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"

@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 #include <zmq_addon.hpp>
 
-#include "env/cuda_probe.h"
-#include "env/env_config.h"
+#include "env/gpu/cuda_probe.h"
+#include "env/episode/env_config.h"
 #include "rollout/server.h"
 #include "rollout/trajectory_file.h"
 

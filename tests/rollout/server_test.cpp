@@ -18,7 +18,7 @@
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
 #include "data_synth/dataset_h5.h"
-#include "env/env_config.h"
+#include "env/episode/env_config.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
 #include "tests/test_paths.h"

@@ -14,7 +14,7 @@
 
 #include "configs/error.h"
 #include "data_synth/dataset_h5.h"
-#include "env/env_config.h"
+#include "env/episode/env_config.h"
 #include "rollout/server_config.h"
 #include "tests/test_paths.h"
 

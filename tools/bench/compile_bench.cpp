@@ -1,4 +1,4 @@
-// NVRTC compile time of kernel candidates in one warm process (env/nvrtc_compiler.h).
+// NVRTC compile time of kernel candidates in one warm process (env/compile/nvrtc_compiler.h).
 //
 //   kforge_compile_bench [--out FILE.json] [--arch sm_90a] [--rounds N] [--no-pch] [--no-prelude]
 //                        [--no-warm-up] [--commit SHA] [FILE.cu ...]
@@ -28,8 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "env/include_guard.h"
-#include "env/nvrtc_compiler.h"
+#include "env/compile/include_guard.h"
+#include "env/compile/nvrtc_compiler.h"
 
 namespace fs = std::filesystem;
 using kforge::CompileOptions;

@@ -33,10 +33,10 @@
 #include <map>
 
 #include "configs/error.h"
-#include "env/evaluator.h"
+#include "env/judge/evaluator.h"
 #include "reward/speedup.h"
 #include "reward/timing_stats.h"
-#include "tests/env/candidates.h"
+#include "tests/env/judge/candidates.h"
 
 using namespace kforge;
 
@@ -68,6 +68,11 @@ void write_result(const std::string& path, const Json& device, const std::string
 }
 
 double median(std::vector<double> v) { return TimingStats::from_samples(std::move(v)).median; }
+
+// (max - min) / median of a list, in percent.
+double spread_pct(const std::vector<double>& v) {
+  return (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / median(v) * 100;
+}
 
 AnticheatConfig anticheat_from_args(int argc, char** argv) {
   AnticheatConfig a;
@@ -216,7 +221,7 @@ int aa(int argc, char** argv) {
   cfg.timing.target_rse = std::stod(arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)));
   Evaluator ev(cfg);
   ev.set_anticheat(anticheat_from_args(argc, argv));
-  std::vector<double> medians, walls, checks_per_pair, counted;
+  std::vector<double> medians, ref_medians, speedups, walls, checks_per_pair, counted;
   std::vector<std::vector<double>> samples;
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
@@ -224,12 +229,15 @@ int aa(int argc, char** argv) {
     Json r = ev.evaluate(task, cand, opt);
     KFORGE_CHECK(report_verdict(r) == "pass", runtime, "A/A run " << i << ": " << format_report(r));
     medians.push_back(r["timing"]["candidate"]["median_ms"].get<double>());
+    ref_medians.push_back(r["timing"]["reference"]["median_ms"].get<double>());
+    speedups.push_back(r["timing"]["speedup"]["point"].get<double>());
     if (r.contains("phases") && r["phases"].contains("timed_checks_ms_per_pair"))
       checks_per_pair.push_back(r["phases"]["timed_checks_ms_per_pair"].get<double>());
     walls.push_back(r["gpu_request_wall_ms"].get<double>());
     samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
     counted.push_back(static_cast<double>(samples.back().size()));
-    std::printf("run %2d: median %.4f ms (n %d)\n", i, medians.back(), static_cast<int>(samples.back().size()));
+    std::printf("run %2d: median %.4f ms (n %d), reference %.4f ms, speedup %.4f\n", i, medians.back(),
+                static_cast<int>(samples.back().size()), ref_medians.back(), speedups.back());
   }
   double m = median(medians);
   double lo = *std::min_element(medians.begin(), medians.end()), hi = *std::max_element(medians.begin(), medians.end());
@@ -248,7 +256,11 @@ int aa(int argc, char** argv) {
               {"aa_pairs_count", pairs},
               {"aa_judged_5pct_faster_count", judged_faster},
               {"timing_request_wall_ms_p50", median(walls)},
-              {"timed_pairs_counted_p50", median(counted)}};
+              {"timed_pairs_counted_p50", median(counted)},
+              // The same spread for what the reward reads: the reference timed interleaved with the
+              // candidate, and their ratio (drift that hits both calls of a pair cancels in it).
+              {"aa_reference_median_spread_pct", spread_pct(ref_medians)},
+              {"aa_speedup_spread_pct", spread_pct(speedups)}};
   // What preparing and checking each timed pair costs (the time stage less the timed calls).
   if (!checks_per_pair.empty()) fig["timed_checks_ms_per_pair_p50"] = median(checks_per_pair);
   std::cout << fig.dump(2) << "\n";

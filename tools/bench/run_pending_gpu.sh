@@ -11,6 +11,7 @@
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with and without robustness draws in timed calls, with 3 and 2 buffer sets
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
+#   aa_again, aa_off  the A/A once more (the noise of the A/A itself), and with every dynamic check off
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
 #   coverage          kforge_robustness_coverage on 240 tasks of the shipped dataset (robustness draws
 #                     usable; about 1.5 s a task: a device call of its own)
@@ -58,6 +59,10 @@ for s in $steps; do
              timeout 100 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
                --runs 12 --robust-share $1 --address-pool $2 --out "$out/eval_aa_share$1_pool$2.json" >>"$out/aa_ab.txt" 2>&1
            done ;;
+    aa_again) timeout 200 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
+                --runs 20 --out "$out/eval_aa_again.json" >"$out/aa_again.txt" 2>&1 ;;
+    aa_off) timeout 200 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
+              --runs 20 --anticheat off --out "$out/eval_aa_off.json" >"$out/aa_off.txt" 2>&1 ;;
     aa_rse) timeout 150 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
               --runs 20 --target-rse 0.005 --out "$out/eval_aa_rse0.005.json" >"$out/aa_rse.txt" 2>&1 ;;
     cold_start) KFORGE_COLD_N=5 timeout 170 bash tools/bench/cold_start.sh "$b" "$out/cold" >"$out/cold_start.txt" 2>&1 ;;

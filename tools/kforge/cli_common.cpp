@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "configs/error.h"
-#include "env/worker_protocol.h"
+#include "env/process/worker_protocol.h"
 #include "tools/kforge/commands.h"
 
 #ifndef KFORGE_SOURCE_DIR

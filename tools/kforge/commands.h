@@ -23,7 +23,7 @@ int run_selected(CLI::App& app);
 
 // Start-up timestamps (the cold-start breakdown of `kforge eval`): mark_main() first thing in main.
 void mark_main();
-int64_t main_monotonic_ns();  // monotonic_ns() (env/worker_protocol.h) at main
+int64_t main_monotonic_ns();  // monotonic_ns() (env/process/worker_protocol.h) at main
 double process_to_main_ms();  // the process's start (fork) to main, 1/CLK_TCK resolution (10 ms); -1 unknown
 
 // `kforge` links no libtorch: it runs eval and demo itself and hands every other command line

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "env/kernel_counters.h"
+#include "env/gpu/kernel_counters.h"
 #include "tools/kforge/commands.h"
 
 namespace kforge::cli {

@@ -7,10 +7,10 @@
 #include <CLI/CLI.hpp>
 
 #include "configs/error.h"
-#include "env/cuda_probe.h"
-#include "env/episode.h"
-#include "env/observation.h"
-#include "env/scripted_policy.h"
+#include "env/gpu/cuda_probe.h"
+#include "env/episode/episode.h"
+#include "env/episode/observation.h"
+#include "env/episode/scripted_policy.h"
 #include "tools/kforge/commands.h"
 
 namespace kforge::cli {

@@ -15,7 +15,7 @@
 #include "data_synth/render_python.h"
 #include "data_synth/safetensors.h"
 #include "data_synth/task_spec.h"
-#include "env/timing.h"
+#include "env/gpu/timing.h"
 #include "tools/kforge/commands.h"
 
 namespace fs = std::filesystem;

@@ -1,0 +1,67 @@
+#pragma once
+// Typed view of configs/env.yaml: an episode's limits, the candidate workspace's limits and the
+// task prompt's template. Defaults live here, beside the fields; the YAML file documents and may
+// override them. Loading validates every value once and rejects unknown keys.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+class YamlNode;
+
+struct EpisodeLimits {
+  int max_turns = 24;              // steps per episode; the last one truncates (unless it submits)
+  double wall_clock_s = 1800;      // wall time since reset(); 0: no limit
+  double gpu_time_s = 600;         // GPU request time (verify, profile, submit) since reset(); 0: no limit
+  int observation_max_chars = 8000;  // a tool's observation is trimmed in the middle beyond this
+  int prompt_max_chars = 40000;    // the first observation (the task prompt) likewise
+  static EpisodeLimits from_yaml(const YamlNode& node);
+};
+
+struct WorkspaceLimits {
+  int max_files = 16;
+  int64_t max_file_bytes = 256 * 1024;
+  int64_t max_total_bytes = 1024 * 1024;
+  int max_path_chars = 96;
+  int max_depth = 3;  // path components, file name included
+  // Names the policy may write: these exact names anywhere, and any name with these extensions.
+  std::vector<std::string> allowed_names = {"kernel.cu", "launch.yaml"};
+  std::vector<std::string> allowed_extensions = {".cu", ".cuh", ".h", ".yaml", ".md", ".txt"};
+  static WorkspaceLimits from_yaml(const YamlNode& node);
+};
+
+struct PromptConfig {
+  // Paths as given, and resolved (relative ones against the config file's directory; the
+  // defaults against the kforge resource directory, see resource_path).
+  std::string template_path;  // the task prompt, with {{placeholders}} (configs/prompt/kernel.md)
+  std::string format_page;    // the candidate format page (env/judge/KERNEL_FORMAT.md)
+  static PromptConfig from_yaml(const YamlNode& node, const std::string& base_dir);
+};
+
+struct ToolConfig {
+  int verify_trials = 0;  // trials of verify() and profile(); 0: the eval config's verify.trials
+  bool profile_times = true;  // profile() times the candidate against eager (else verification only)
+  bool profile_counters = true;  // profile() reads hardware counters through CUPTI's range profiler
+  // The counters' metrics (CUPTI/Nsight Compute names); empty: the worker's default list
+  // (env/gpu/kernel_counters.cpp, default_counter_metrics). Each pass the metrics need replays the call.
+  std::vector<std::string> profile_metrics;
+  static ToolConfig from_yaml(const YamlNode& node);
+};
+
+struct EnvConfig {
+  EpisodeLimits limits;
+  WorkspaceLimits workspace;
+  PromptConfig prompt = default_prompt();
+  ToolConfig tools;
+
+  static PromptConfig default_prompt();
+  static EnvConfig from_yaml(const YamlNode& node, const std::string& base_dir = ".");
+  static EnvConfig load(const std::string& path);
+};
+
+// A file shipped with kforge (a prompt template, the format page, a sample): under
+// $KFORGE_SOURCE_DIR when set, else under the source tree kforge was built from.
+std::string resource_path(const std::string& relative);
+
+}  // namespace kforge

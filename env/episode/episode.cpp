@@ -1,0 +1,346 @@
+#include "env/episode/episode.h"
+
+#include <sstream>
+
+#include "configs/error.h"
+#include "env/episode/observation.h"
+#include "env/episode/prompt.h"
+#include "env/episode/report_text.h"
+
+namespace kforge {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+Json to_json(const nlohmann::ordered_json& j) { return Json::parse(j.dump()); }
+
+// A compact view of a report for info (the full report, samples included, is info["report"]).
+bool compiled_ok(const Json& r) {
+  return r.is_object() && r.contains("compile") && r["compile"].is_object() && r["compile"].value("ok", false) &&
+         r.contains("plan") && r["plan"].is_object();
+}
+
+}  // namespace
+
+std::string episode_verdict(const Json& report) {
+  if (report.is_object() && report.contains("anticheat") && report["anticheat"].is_object() &&
+      report["anticheat"].value("verdict", std::string()) == "cheat")
+    return "cheat";
+  return report_verdict(report);
+}
+
+SubmissionOutcome submission_outcome(const Json& report) {
+  SubmissionOutcome o;
+  std::string v = episode_verdict(report);
+  const Json err = report.contains("error") && report["error"].is_object() ? report["error"] : Json::object();
+  if (v == "pass") {
+    o.verdict = SubmissionOutcome::Verdict::pass;
+  } else if (v == "fail") {
+    o.verdict = SubmissionOutcome::Verdict::fail;
+    if (report.contains("verify") && report["verify"].is_object()) o.reason = report["verify"].value("reason", std::string());
+  } else if (v == "cheat") {
+    o.verdict = SubmissionOutcome::Verdict::cheat;
+    o.cheat_check = report["anticheat"].value("check", std::string());
+    o.reason = report["anticheat"].value("message", std::string());
+  } else {
+    o.verdict = SubmissionOutcome::Verdict::error;
+    o.error_kind = err.value("kind", std::string("internal_error"));
+    o.reason = err.value("message", std::string());
+    bool compile_failed = report.contains("compile") && report["compile"].is_object() && !report["compile"].value("ok", false);
+    o.compile_stage = o.error_kind == "compile_error" || (o.error_kind == "timeout" && compile_failed);
+  }
+  if (report.contains("timing") && report["timing"].is_object()) {
+    const Json& t = report["timing"];
+    if (t.contains("candidate_samples_ms") && t["candidate_samples_ms"].is_array())
+      o.candidate_ms = t["candidate_samples_ms"].get<std::vector<double>>();
+    if (t.contains("reference_samples_ms") && t["reference_samples_ms"].is_array())
+      o.eager_ms = t["reference_samples_ms"].get<std::vector<double>>();
+    if (t.contains("speedup") && t["speedup"].is_object()) {
+      const Json& s = t["speedup"];
+      SpeedupEstimate e;
+      e.point = s.value("point", 0.0);
+      e.lo = s.value("lo", 0.0);
+      e.hi = s.value("hi", 0.0);
+      e.confidence = s.value("confidence", 0.95);
+      e.method = s.value("method", std::string());
+      if (e.point > 0) o.reported_speedup = e;
+    }
+  }
+  if (report.contains("device") && report["device"].is_object()) o.device = report["device"].value("name", std::string());
+  return o;
+}
+
+StoredBaseline stored_baseline(const Baselines& b) {
+  StoredBaseline s;
+  s.eager_ms = b.eager_ms;
+  s.compile_ms = b.compile_ms;
+  s.gpu = b.gpu;
+  return s;
+}
+
+KernelEnv::KernelEnv(EnvConfig env, RewardConfig reward, CandidateJudge& judge)
+    : env_(std::move(env)), reward_(std::move(reward)), judge_(judge), limits_(env_.limits), workspace_(env_.workspace) {}
+
+ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& options) {
+  KFORGE_CHECK(options.is_null() || options.is_object(), usage, "reset options must be an object");
+  EpisodeLimits limits = env_.limits;
+  Workspace ws(env_.workspace);
+  if (options.is_object()) {
+    for (const auto& [key, value] : options.items()) {
+      if (key == "max_turns") {
+        KFORGE_CHECK(value.is_number_integer() && value.get<int64_t>() >= 1, usage, "reset option max_turns must be an integer >= 1");
+        limits.max_turns = value.get<int>();
+      } else if (key == "wall_clock_s" || key == "gpu_time_s") {
+        KFORGE_CHECK(value.is_number() && value.get<double>() >= 0, usage, "reset option " << key << " must be a number >= 0");
+        (key == "wall_clock_s" ? limits.wall_clock_s : limits.gpu_time_s) = value.get<double>();
+      } else if (key == "files") {
+        KFORGE_CHECK(value.is_object(), usage, "reset option files must map paths to contents");
+        for (const auto& [path, content] : value.items()) {
+          KFORGE_CHECK(content.is_string(), usage, "reset option files: the content of " << path << " must be a string");
+          std::string why = ws.write(path, content.get<std::string>());
+          KFORGE_CHECK(why.empty(), usage, "reset option files: " << why);
+        }
+      } else {
+        KFORGE_FAIL(usage, "unknown reset option '" << key << "' (known: max_turns, wall_clock_s, gpu_time_s, files)");
+      }
+    }
+  }
+  std::string prompt = trim_middle(render_prompt(task, env_, reward_), static_cast<size_t>(limits.prompt_max_chars));
+  task_ = task;
+  limits_ = limits;
+  workspace_ = std::move(ws);
+  seed_ = seed;
+  // The policy never sees its inputs' salt: it is derived from the episode seed and the eval config's.
+  salt_ = splitmix64(seed ^ splitmix64(judge_.eval_config().draws.salt)) | 1;
+  gpu_calls_ = 0;
+  turn_ = 0;
+  running_ = true;
+  compiled_once_ = verified_once_ = false;
+  gpu_time_s_ = 0;
+  total_reward_ = 0;
+  termination_.clear();
+  start_ = Clock::now();
+  ResetResult r;
+  r.observation = prompt;
+  r.info = common_info();
+  r.info["tools"] = tool_schemas();
+  return r;
+}
+
+double KernelEnv::elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+Json KernelEnv::common_info() const {
+  return {{"task", task_ ? task_->id : ""},
+          {"seed", seed_},
+          {"turn", turn_},
+          {"max_turns", limits_.max_turns},
+          {"elapsed_s", elapsed_s()},
+          {"wall_clock_budget_s", limits_.wall_clock_s},
+          {"gpu_time_s", gpu_time_s_},
+          {"gpu_time_budget_s", limits_.gpu_time_s},
+          {"termination_reason", termination_.empty() ? Json() : Json(termination_)},
+          {"episode_reward", total_reward_}};
+}
+
+EvalOptions KernelEnv::next_eval_options(int trials, bool time) {
+  EvalOptions o;
+  o.trials = trials;
+  o.time = time;
+  o.salt = salt_;  // every call's inputs are drawn afresh by the GPU worker, from seeds it never sends
+  ++gpu_calls_;
+  return o;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_compile() {
+  ToolResult r;
+  std::string why;
+  auto cand = workspace_.candidate("workspace", why);
+  if (!cand) {
+    r.observation = "compile: " + why + "\n";
+    return r;
+  }
+  r.report = judge_.check(*task_, *cand);
+  r.ok = true;
+  r.compiled = compiled_ok(r.report);
+  r.observation = compile_text(r.report, static_cast<size_t>(limits_.observation_max_chars) * 3 / 4);
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
+  ToolResult r;
+  std::string why;
+  auto cand = workspace_.candidate("workspace", why);
+  if (!cand) {
+    r.observation = tool + ": " + why + "\n";
+    if (tool == "submit") {
+      // A submit with nothing to submit ends the episode as a failed compile: it was asked for.
+      SubmissionOutcome o;
+      o.verdict = SubmissionOutcome::Verdict::error;
+      o.error_kind = "compile_error";
+      o.compile_stage = true;
+      o.reason = why;
+      r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
+      r.observation += reward_text(*r.submission);
+    }
+    return r;
+  }
+  const EvalConfig& ec = judge_.eval_config();
+  int verify_trials = env_.tools.verify_trials > 0 ? env_.tools.verify_trials : ec.verify.trials;
+  EvalOptions opt = tool == "submit"    ? next_eval_options(ec.verify.submit_trials, true)
+                    : tool == "profile" ? next_eval_options(verify_trials, env_.tools.profile_times)
+                                        : next_eval_options(verify_trials, false);
+  if (tool == "profile") {
+    opt.profile = true;
+    opt.counters = env_.tools.profile_counters;
+    opt.counter_metrics = env_.tools.profile_metrics;
+  }
+  r.report = judge_.evaluate(*task_, *cand, opt);
+  if (r.report.is_object() && r.report.contains("harness_error") && !r.report.contains("verdict")) {
+    // The judge ran nothing (a server without a GPU: kind no_gpu): no verdict, no submission; the episode goes on.
+    const Json& h = r.report["harness_error"];
+    r.observation = tool + ": not run (" + h.value("kind", std::string("harness_error")) + "): " + h.value("message", std::string()) + "\n";
+    return r;
+  }
+  r.ok = true;
+  if (r.report.contains("gpu_request_wall_ms") && r.report["gpu_request_wall_ms"].is_number())
+    gpu_time_s_ += r.report["gpu_request_wall_ms"].get<double>() / 1000.0;
+  r.compiled = compiled_ok(r.report);
+  std::string verdict = episode_verdict(r.report);
+  r.verified = verdict == "pass";
+  size_t log_budget = static_cast<size_t>(limits_.observation_max_chars) * 3 / 4;
+  std::ostringstream os;
+  os << verify_text(r.report, log_budget);
+  if (verdict == "pass" && (tool == "profile" || tool == "submit")) os << timing_text(r.report, task_->baselines);
+  if (verdict == "pass" && tool == "profile") os << profile_text(r.report);
+  if (tool == "submit") {
+    r.submission = submission_reward(reward_, submission_outcome(r.report), stored_baseline(task_->baselines));
+    os << reward_text(*r.submission);
+  }
+  r.observation = os.str();
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
+  ToolResult r;
+  const Json& a = call.arguments;
+  if (call.name == "write_file") {
+    std::string path = a["path"].get<std::string>();
+    const std::string& content = a["content"].get_ref<const std::string&>();
+    std::string why = workspace_.write(path, content);
+    r.ok = why.empty();
+    r.observation = r.ok ? "wrote " + path + " (" + std::to_string(content.size()) + " bytes); the workspace holds " +
+                               std::to_string(workspace_.files().size()) + " file(s), " + std::to_string(workspace_.total_bytes()) +
+                               " bytes\n"
+                         : "write_file refused: " + why + "\n";
+  } else if (call.name == "read_file") {
+    std::string path = a["path"].get<std::string>();
+    auto content = workspace_.read(path);
+    r.ok = content.has_value();
+    if (r.ok) {
+      r.observation = *content;
+    } else {
+      std::string why = workspace_.check_path(path);
+      r.observation = "read_file: " + (why.empty() ? "no file " + path + " in the workspace (list_files shows what there is)" : why) + "\n";
+    }
+  } else if (call.name == "list_files") {
+    r.ok = true;
+    std::ostringstream os;
+    if (workspace_.files().empty()) os << "the workspace is empty\n";
+    for (const auto& [p, c] : workspace_.files()) os << p << "  " << c.size() << " bytes\n";
+    r.observation = os.str();
+  } else if (call.name == "compile") {
+    r = tool_compile();
+  } else {  // verify, profile, submit (the parser only lets known tools through)
+    r = tool_evaluate(call.name);
+  }
+  return r;
+}
+
+StepResult KernelEnv::step(const Json& action) {
+  KFORGE_CHECK(running_, usage,
+               (task_ ? "the episode is over (" + termination_ + "); call reset() to start another" : std::string("call reset() before step()")));
+  ++turn_;
+  StepResult s;
+  ParsedAction parsed = parse_action(action);
+  ToolResult result;
+  std::string tool_name;
+  if (!parsed.call) {
+    result.observation = "error: " + parsed.error + "\n";
+  } else {
+    tool_name = parsed.call->name;
+    try {
+      result = run_tool(*parsed.call);
+    } catch (const Error& e) {
+      // A failure of kforge itself while running a tool (a worker that cannot start, an unreadable
+      // file): the policy reads it, the episode goes on.
+      result = ToolResult();
+      result.observation = tool_name + ": the harness failed (" + std::string(error_kind_name(e.kind())) + "): " + e.what() + "\n";
+      result.report = {{"harness_error", {{"kind", error_kind_name(e.kind())}, {"message", e.what()}}}};
+    } catch (const std::exception& e) {
+      // A bug of kforge's (a report it cannot read): reported, not fatal to the episode.
+      result = ToolResult();
+      result.observation = tool_name + ": the harness failed (internal_error): " + e.what() + "\n";
+      result.report = {{"harness_error", {{"kind", "internal_error"}, {"message", e.what()}}}};
+    }
+    if (!parsed.note.empty()) result.observation = "note: " + parsed.note + "\n" + result.observation;
+  }
+
+  bool first_compile = false, first_verify = false;
+  if (tool_name != "submit") {
+    first_compile = result.compiled && !compiled_once_;
+    first_verify = result.verified && !verified_once_;
+  }
+  compiled_once_ = compiled_once_ || result.compiled;
+  verified_once_ = verified_once_ || result.verified;
+  TurnShaping shaping = turn_shaping(reward_.shaping, first_compile, first_verify);
+  s.reward = shaping.value;
+
+  Json reward_info;
+  if (result.submission) {
+    s.terminated = true;
+    termination_ = termination::submitted;
+    s.reward += result.submission->value;
+    reward_info = to_json(result.submission->evidence);
+  } else if (turn_ >= limits_.max_turns) {
+    termination_ = termination::max_turns;
+  } else if (limits_.wall_clock_s > 0 && elapsed_s() >= limits_.wall_clock_s) {
+    termination_ = termination::wall_clock;
+  } else if (limits_.gpu_time_s > 0 && gpu_time_s_ >= limits_.gpu_time_s) {
+    termination_ = termination::gpu_time;
+  }
+  if (!s.terminated && !termination_.empty()) {
+    s.truncated = true;
+    RewardResult none = no_submission_reward(reward_, termination_);
+    s.reward += none.value;
+    reward_info = to_json(none.evidence);
+    std::ostringstream os;
+    os << "the episode ended: " << termination_ << " reached without a submission; reward " << none.value << "\n";
+    result.observation += os.str();
+  }
+  running_ = !(s.terminated || s.truncated);
+  total_reward_ += s.reward;
+
+  s.observation = trim_middle(result.observation, static_cast<size_t>(limits_.observation_max_chars));
+  s.info = common_info();
+  s.info["tool"] = tool_name.empty() ? Json() : Json(tool_name);
+  s.info["tool_ok"] = result.ok;
+  s.info["action_error"] = parsed.call ? Json() : Json(parsed.error);
+  if (!result.report.is_null()) {
+    s.info["verdict"] = result.report.contains("verdict") ? result.report["verdict"] : Json();
+    if (episode_verdict(result.report) == "cheat") s.info["verdict"] = "cheat";
+    s.info["report"] = result.report;
+  }
+  if (!shaping.evidence.empty()) s.info["shaping"] = to_json(shaping.evidence);
+  if (!reward_info.is_null()) s.info["reward"] = reward_info;
+  return s;
+}
+
+}  // namespace kforge

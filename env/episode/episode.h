@@ -1,0 +1,137 @@
+#pragma once
+// The gym-style environment, in process and torch-free: one episode at a time of a policy writing
+// a kernel candidate for a task through tools, judged by the evaluator (which runs its worker
+// processes) and rewarded at the end.
+//
+//   reset(task, seed, options) -> (observation, info)
+//   step(action) -> (observation, reward, terminated, truncated, info)      (Gymnasium's contract)
+//
+// The environment owns the common info fields (turn, elapsed time, GPU time, termination reason)
+// and the limits, so no tool can get them wrong: a step that reaches max_turns, the wall-clock or
+// the GPU-time budget without submitting truncates the episode with the no-submission reward.
+// An action that cannot be parsed or names an unknown tool costs its turn, never the episode.
+// env/episode/ENVIRONMENT.md describes the tools, observations, info fields and rewards.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "configs/eval_config.h"
+#include "data_synth/task_spec.h"
+#include "env/episode/env_config.h"
+#include "env/judge/evaluator.h"
+#include "env/episode/tool_call.h"
+#include "env/episode/workspace.h"
+#include "reward/episode_reward.h"
+#include "reward/reward_config.h"
+
+namespace kforge {
+
+// What the episode needs of the evaluator: compile-and-plan checks (no GPU) and full evaluations
+// (GPU worker). EvaluatorJudge is the real one.
+class CandidateJudge {
+ public:
+  virtual ~CandidateJudge() = default;
+  virtual Json check(const TaskSpec& task, const Candidate& candidate) = 0;
+  virtual Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) = 0;
+  virtual const EvalConfig& eval_config() const = 0;
+};
+
+class EvaluatorJudge final : public CandidateJudge {
+ public:
+  explicit EvaluatorJudge(Evaluator& evaluator) : evaluator_(evaluator) {}
+  Json check(const TaskSpec& task, const Candidate& candidate) override { return evaluator_.check(task, candidate); }
+  Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override {
+    return evaluator_.evaluate(task, candidate, options);
+  }
+  const EvalConfig& eval_config() const override { return evaluator_.config(); }
+
+ private:
+  Evaluator& evaluator_;
+};
+
+struct ResetResult {
+  std::string observation;  // the task prompt
+  Json info;
+};
+
+struct StepResult {
+  std::string observation;
+  double reward = 0;
+  bool terminated = false;  // the policy submitted
+  bool truncated = false;   // a limit ended the episode first
+  Json info;
+};
+
+// Termination reasons (info["termination_reason"]).
+namespace termination {
+constexpr const char* submitted = "submitted";
+constexpr const char* max_turns = "max_turns";
+constexpr const char* wall_clock = "wall_clock_budget";
+constexpr const char* gpu_time = "gpu_time_budget";
+}  // namespace termination
+
+// The verdict of an evaluation report: report_verdict's, with an anti-cheat finding as "cheat" (the
+// evaluator's own rule, env/judge/evaluator.cpp; checked again here so a report that says otherwise
+// never pays).
+std::string episode_verdict(const Json& report);
+// What a final evaluation report says, as the reward rules read it.
+SubmissionOutcome submission_outcome(const Json& report);
+StoredBaseline stored_baseline(const Baselines& baselines);
+
+class KernelEnv {
+ public:
+  KernelEnv(EnvConfig env, RewardConfig reward, CandidateJudge& judge);
+
+  // Starts an episode. `seed` picks the hidden draw salt of its evaluations. `options` may
+  // override limits for this episode ({"max_turns", "wall_clock_s", "gpu_time_s"}) and seed the
+  // workspace ({"files": {path: content}}); anything else is a usage error.
+  ResetResult reset(const TaskSpec& task, uint64_t seed, const Json& options = Json::object());
+  // One tool call. Throws a usage error when no episode is running (before reset, after the end).
+  StepResult step(const Json& action);
+
+  bool running() const { return running_; }
+  int turn() const { return turn_; }
+  const std::string& termination_reason() const { return termination_; }
+  const Workspace& workspace() const { return workspace_; }
+  const EnvConfig& config() const { return env_; }
+  const RewardConfig& reward_config() const { return reward_; }
+
+ private:
+  struct ToolResult {
+    std::string observation;
+    bool ok = false;       // the tool did what was asked (a failing verify is ok: the tool worked)
+    Json report;           // the evaluator's report, when there was one
+    bool compiled = false; // the report shows a successful compile
+    bool verified = false; // the report shows a passing verification
+    std::optional<RewardResult> submission;
+  };
+  ToolResult run_tool(const ToolCall& call);
+  ToolResult tool_compile();
+  ToolResult tool_evaluate(const std::string& tool);
+  EvalOptions next_eval_options(int trials, bool time);
+  double elapsed_s() const;
+  Json common_info() const;
+
+  EnvConfig env_;
+  RewardConfig reward_;
+  CandidateJudge& judge_;
+
+  // Episode state.
+  std::optional<TaskSpec> task_;
+  EpisodeLimits limits_;
+  Workspace workspace_;
+  uint64_t seed_ = 0;
+  uint64_t salt_ = 0;
+  int gpu_calls_ = 0;
+  int turn_ = 0;
+  bool running_ = false;
+  bool compiled_once_ = false;
+  bool verified_once_ = false;
+  double gpu_time_s_ = 0;
+  double total_reward_ = 0;
+  std::string termination_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace kforge

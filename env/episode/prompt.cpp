@@ -1,0 +1,151 @@
+#include "env/episode/prompt.h"
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <vector>
+
+#include "configs/error.h"
+#include "configs/yaml_reader.h"
+#include "data_synth/render_python.h"
+#include "env/episode/tool_call.h"
+
+namespace kforge {
+
+namespace {
+
+int line_of(const std::string& text, size_t pos) {
+  int line = 1;
+  for (size_t i = 0; i < pos && i < text.size(); ++i) line += text[i] == '\n';
+  return line;
+}
+
+std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) KFORGE_FAIL(io, path << ": cannot read the " << what);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string seconds(double s) {
+  if (s <= 0) return "no limit";
+  std::ostringstream os;
+  if (s >= 120) os << s / 60 << " min";
+  else os << s << " s";
+  return os.str();
+}
+
+}  // namespace
+
+std::string fill_template(const std::string& text, const std::string& origin, const std::map<std::string, std::string>& fields) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t open = text.find("{{", pos);
+    if (open == std::string::npos) {
+      out += text.substr(pos);
+      break;
+    }
+    out += text.substr(pos, open - pos);
+    if (text.compare(open, 5, "{{!--") == 0) {
+      size_t end = text.find("--}}", open + 5);
+      KFORGE_CHECK(end != std::string::npos, config, origin << ":" << line_of(text, open) << ": a {{!-- comment is not closed by --}}");
+      pos = end + 4;
+      if (pos < text.size() && text[pos] == '\n') ++pos;  // a comment on its own lines leaves no blank line
+      continue;
+    }
+    size_t close = text.find("}}", open + 2);
+    KFORGE_CHECK(close != std::string::npos, config, origin << ":" << line_of(text, open) << ": '{{' is not closed by '}}'");
+    std::string name = text.substr(open + 2, close - open - 2);
+    while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    auto it = fields.find(name);
+    if (it == fields.end()) {
+      std::vector<std::string> known;
+      for (const auto& [k, v] : fields) known.push_back(k);
+      std::string close_match = closest_match(name, known);
+      KFORGE_FAIL(config, origin << ":" << line_of(text, open) << ": unknown placeholder {{" << name << "}}"
+                                 << (close_match.empty() ? "" : " (did you mean {{" + close_match + "}}?)"));
+    }
+    out += it->second;
+    pos = close + 2;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page, const EnvConfig& env,
+                                                 const RewardConfig& reward) {
+  std::map<std::string, std::string> f;
+  f["task_id"] = task.id;
+  f["description"] = task.description.empty() ? "(no description)" : task.description;
+  std::string program = render_python(task);
+  while (!program.empty() && program.back() == '\n') program.pop_back();
+  f["program"] = program;
+  std::string dims;
+  for (const auto& [name, value] : task.dims) dims += (dims.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+  f["dimensions"] = dims.empty() ? "(none)" : dims;
+  f["dtype"] = dtype_name(task.dtype);
+
+  std::ostringstream args;
+  args << "| # | name | role | shape | dtype |\n| --- | --- | --- | --- | --- |\n";
+  for (size_t i = 0; i < task.arguments.size(); ++i) {
+    const ArgumentDecl& a = task.arguments[i].decl;
+    args << "| " << i << " | " << a.name << " | " << arg_role_name(a.role) << " | " << shape_str(a.meta.shape) << " | "
+         << dtype_name(a.meta.dtype) << " |\n";
+  }
+  f["arguments"] = args.str();
+  std::ostringstream outs;
+  outs << "| name | shape | dtype |\n| --- | --- | --- |\n";
+  for (const auto& o : task.outputs) outs << "| " << o.name << " | " << shape_str(o.meta.shape) << " | " << dtype_name(o.meta.dtype) << " |\n";
+  f["outputs"] = outs.str();
+  f["tolerance"] = "atol = " + number(task.tolerance.atol) + ", rtol = " + number(task.tolerance.rtol);
+  std::string page = format_page;
+  while (!page.empty() && page.back() == '\n') page.pop_back();
+  f["format"] = page;
+  f["tools"] = tool_summary();
+
+  const EpisodeLimits& l = env.limits;
+  std::ostringstream lim;
+  lim << "- at most " << l.max_turns << " turns (one tool call each); the episode ends without a reward for the "
+      << "candidate if none is submitted by then\n"
+      << "- wall time: " << seconds(l.wall_clock_s) << "; GPU time (verify, profile, submit): " << seconds(l.gpu_time_s) << "\n"
+      << "- observations longer than " << l.observation_max_chars << " characters are cut in the middle\n"
+      << "- the workspace takes at most " << env.workspace.max_files << " files of " << env.workspace.max_file_bytes << " bytes each";
+  f["limits"] = lim.str();
+
+  const TierConfig& t = reward.tiers;
+  const FailureConfig& fl = reward.failures;
+  const DecisionConfig& d = reward.decision;
+  std::ostringstream rw;
+  rw << "submit() judges the workspace's candidate once more (more trials, full timing) and ends the episode:\n"
+     << "- " << number(fl.compile_error) << " if it does not compile, " << number(fl.run_error) << " if it faults or hangs, "
+     << number(fl.verify_fail) << " if its outputs are wrong, " << number(fl.cheat) << " if it is caught cheating\n"
+     << "- " << number(t.correct) << " if it is correct\n"
+     << "- " << number(t.faster_than_eager) << " if it is also faster than eager PyTorch by more than "
+     << number((d.eager_threshold - 1) * 100) << " %\n"
+     << "- " << number(t.faster_than_both) << " if it is faster than both eager PyTorch and torch.compile by more than "
+     << number((d.compile_threshold - 1) * 100) << " %\n"
+     << (d.mode == DecisionMode::ci_lower_bound
+             ? "Faster means the lower bound of the speedup's " + number(d.interval.confidence * 100) +
+                   " % confidence interval clears the threshold, not one lucky measurement.\n"
+             : std::string("Faster is decided on the median speedup.\n"))
+     << "Ending without submit() gives " << number(fl.no_submission) << ".";
+  if (!task.baselines.compile_ms) rw << " (This task stores no torch.compile time.)";
+  f["reward"] = rw.str();
+  return f;
+}
+
+std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward) {
+  std::string tmpl = read_text(env.prompt.template_path, "prompt template (prompt.template)");
+  std::string page = read_text(env.prompt.format_page, "candidate format page (prompt.format_page)");
+  return fill_template(tmpl, env.prompt.template_path, prompt_fields(task, page, env, reward));
+}
+
+}  // namespace kforge

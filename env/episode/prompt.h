@@ -1,0 +1,26 @@
+#pragma once
+// The task prompt: a template (configs/prompt/kernel.md) with {{placeholders}} filled from the
+// task, the candidate format page, the tools, the limits and the reward rules. Researchers change
+// the wording in the template, not in code. `{{!-- ... --}}` is a comment and is dropped.
+#include <map>
+#include <string>
+
+#include "data_synth/task_spec.h"
+#include "env/episode/env_config.h"
+#include "reward/reward_config.h"
+
+namespace kforge {
+
+// Fills every {{name}} of `text` from `fields`. An unknown placeholder, or an unclosed {{ or
+// comment, is a config error naming `origin`, its line and the placeholder.
+std::string fill_template(const std::string& text, const std::string& origin, const std::map<std::string, std::string>& fields);
+
+// The fields of a task prompt: task_id, description, program, dimensions, arguments, outputs,
+// tolerance, dtype, format, tools, limits, reward.
+std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page,
+                                                 const EnvConfig& env, const RewardConfig& reward);
+
+// Reads the template and the format page named by the config and fills them in for the task.
+std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward);
+
+}  // namespace kforge

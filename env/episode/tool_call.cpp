@@ -1,0 +1,229 @@
+#include "env/episode/tool_call.h"
+
+#include "configs/yaml_reader.h"
+
+namespace kforge {
+
+using Json = nlohmann::json;
+
+namespace {
+
+Json function(const char* name, const char* description, Json properties, Json required) {
+  return {{"type", "function"},
+          {"function",
+           {{"name", name},
+            {"description", description},
+            {"parameters",
+             {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)},
+              {"additionalProperties", false}}}}}};
+}
+
+Json build_schemas() {
+  Json path = {{"type", "string"}, {"description", "a relative path in the workspace, e.g. kernel.cu or launch.yaml"}};
+  Json tools = Json::array();
+  tools.push_back(function("write_file", "Create or replace a file in the candidate workspace.",
+                           {{"path", path}, {"content", {{"type", "string"}, {"description", "the whole file"}}}},
+                           {"path", "content"}));
+  tools.push_back(function("read_file", "Read a file of the candidate workspace.", {{"path", path}}, {"path"}));
+  tools.push_back(function("list_files", "List the files of the candidate workspace with their sizes.", Json::object(), Json::array()));
+  tools.push_back(function("compile",
+                           "Compile kernel.cu with NVRTC and check launch.yaml against the task: compiler errors, "
+                           "and per kernel its registers, shared memory, local memory and spills.",
+                           Json::object(), Json::array()));
+  tools.push_back(function("verify",
+                           "Compile and run the candidate on the GPU over several trials with fresh random inputs "
+                           "and compare its outputs with the PyTorch reference.",
+                           Json::object(), Json::array()));
+  tools.push_back(function("profile",
+                           "Verify, then time the candidate against eager PyTorch (and the task's torch.compile "
+                           "baseline) and report what each kernel did on the GPU.",
+                           Json::object(), Json::array()));
+  tools.push_back(function("submit",
+                           "Submit the workspace's candidate for the final evaluation (more trials, full timing). "
+                           "This ends the episode and gives the reward.",
+                           Json::object(), Json::array()));
+  return tools;
+}
+
+const Json* find_tool(const std::string& name) {
+  for (const auto& t : tool_schemas())
+    if (t["function"]["name"] == name) return &t["function"];
+  return nullptr;
+}
+
+std::vector<std::string> tool_names() {
+  std::vector<std::string> names;
+  for (const auto& t : tool_schemas()) names.push_back(t["function"]["name"].get<std::string>());
+  return names;
+}
+
+std::string json_type_name(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a boolean";
+    default: return "a number";
+  }
+}
+
+// Checks a call against its tool's schema.
+ParsedAction checked(const std::string& name, Json arguments) {
+  ParsedAction out;
+  if (name.empty()) {
+    out.error = "the tool call has no \"name\"";
+    return out;
+  }
+  const Json* tool = find_tool(name);
+  if (!tool) {
+    std::string names, close = closest_match(name, tool_names());
+    for (const auto& n : tool_names()) names += (names.empty() ? "" : ", ") + n;
+    out.error = "unknown tool '" + name + "'" + (close.empty() ? "" : " (did you mean '" + close + "'?)") + "; the tools are " + names;
+    return out;
+  }
+  if (arguments.is_null()) arguments = Json::object();
+  if (arguments.is_string()) {
+    // OpenAI tool calls carry their arguments as JSON text.
+    std::string text = arguments.get<std::string>();
+    Json parsed = Json::parse(text, nullptr, false);
+    if (parsed.is_discarded()) {
+      out.error = name + ": the arguments are not valid JSON: " + text.substr(0, 200);
+      return out;
+    }
+    arguments = parsed.is_null() ? Json::object() : parsed;
+  }
+  if (!arguments.is_object()) {
+    out.error = name + ": \"arguments\" must be an object, not " + json_type_name(arguments);
+    return out;
+  }
+  const Json& props = (*tool)["parameters"]["properties"];
+  for (const auto& [key, value] : arguments.items()) {
+    if (!props.contains(key)) {
+      std::vector<std::string> known;
+      for (const auto& [k, v] : props.items()) known.push_back(k);
+      std::string close = closest_match(key, known);
+      out.error = name + ": unknown argument '" + key + "'" + (close.empty() ? "" : " (did you mean '" + close + "'?)") +
+                  (known.empty() ? "; it takes no arguments" : "");
+      return out;
+    }
+    if (props[key]["type"] == "string" && !value.is_string()) {
+      out.error = name + ": argument '" + key + "' must be a string, not " + json_type_name(value);
+      return out;
+    }
+  }
+  for (const auto& req : (*tool)["parameters"]["required"]) {
+    if (!arguments.contains(req.get<std::string>())) {
+      out.error = name + ": missing argument '" + req.get<std::string>() + "'";
+      return out;
+    }
+  }
+  out.call = ToolCall{name, std::move(arguments)};
+  return out;
+}
+
+ParsedAction from_object(const Json& a) {
+  if (a.contains("function") && a["function"].is_object()) return from_object(a["function"]);
+  if (a.contains("tool_calls") && a["tool_calls"].is_array() && !a["tool_calls"].empty()) {
+    ParsedAction p = from_object(a["tool_calls"][0]);
+    if (a["tool_calls"].size() > 1 && p.note.empty())
+      p.note = std::to_string(a["tool_calls"].size()) + " tool calls found; only the first was run (one tool per turn)";
+    return p;
+  }
+  if (!a.contains("name") && a.contains("content") && a["content"].is_string()) return parse_action_text(a["content"].get<std::string>());
+  if (!a.contains("name")) {
+    ParsedAction out;
+    out.error = "the action has no \"name\"; call a tool as {\"name\": ..., \"arguments\": {...}}";
+    return out;
+  }
+  if (!a["name"].is_string()) {
+    ParsedAction out;
+    out.error = "the tool call's \"name\" must be a string, not " + json_type_name(a["name"]);
+    return out;
+  }
+  for (const auto& [k, v] : a.items()) {
+    if (k != "name" && k != "arguments" && k != "id" && k != "type") {
+      ParsedAction out;
+      out.error = "the tool call has an unknown field '" + k + "'; it takes \"name\" and \"arguments\"";
+      return out;
+    }
+  }
+  return checked(a["name"].get<std::string>(), a.contains("arguments") ? a["arguments"] : Json::object());
+}
+
+}  // namespace
+
+const Json& tool_schemas() {
+  static const Json schemas = build_schemas();
+  return schemas;
+}
+
+std::string tool_summary() {
+  std::string out;
+  for (const auto& t : tool_schemas()) {
+    const Json& f = t["function"];
+    // Required parameters in their declared order, then the optional ones.
+    std::string args;
+    for (const auto& r : f["parameters"]["required"]) args += (args.empty() ? "" : ", ") + r.get<std::string>();
+    for (const auto& [k, v] : f["parameters"]["properties"].items()) {
+      bool required = false;
+      for (const auto& r : f["parameters"]["required"]) required = required || r == k;
+      if (!required) args += (args.empty() ? "" : ", ") + k;
+    }
+    out += "- " + f["name"].get<std::string>() + "(" + args + "): " + f["description"].get<std::string>() + "\n";
+  }
+  return out;
+}
+
+ParsedAction parse_action_text(const std::string& text) {
+  static const std::string open = "<tool_call>", close = "</tool_call>";
+  ParsedAction out;
+  size_t a = text.find(open);
+  if (a == std::string::npos) {
+    out.error = "no tool call found; call one tool per turn as <tool_call>{\"name\": \"compile\", \"arguments\": {}}</tool_call>";
+    return out;
+  }
+  size_t body = a + open.size();
+  size_t b = text.find(close, body);
+  if (b == std::string::npos) {
+    out.error = "<tool_call> is not closed by </tool_call>";
+    return out;
+  }
+  int count = 0;
+  for (size_t p = text.find(open); p != std::string::npos; p = text.find(open, p + open.size())) ++count;
+  std::string inner = text.substr(body, b - body);
+  Json j = Json::parse(inner, nullptr, false);
+  if (j.is_discarded()) {
+    // Say where the JSON breaks: nlohmann's message has the byte position.
+    std::string detail;
+    try {
+      Json again = Json::parse(inner);
+      detail = again.dump();  // not reached: the first parse failed
+    } catch (const Json::parse_error& e) {
+      detail = e.what();
+      size_t bracket = detail.find("] ");  // drop the "[json.exception.parse_error.101] " prefix
+      if (detail.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) detail = detail.substr(bracket + 2);
+    }
+    std::string shown = inner.size() > 200 ? inner.substr(0, 200) + "..." : inner;
+    out.error = "the text inside <tool_call> is not valid JSON (" + detail + "): " + shown;
+    return out;
+  }
+  if (!j.is_object()) {
+    out.error = "the text inside <tool_call> must be a JSON object {\"name\": ..., \"arguments\": {...}}, not " + json_type_name(j);
+    return out;
+  }
+  out = from_object(j);
+  if (count > 1 && out.note.empty()) out.note = std::to_string(count) + " tool calls found; only the first was run (one tool per turn)";
+  return out;
+}
+
+ParsedAction parse_action(const Json& action) {
+  if (action.is_string()) return parse_action_text(action.get<std::string>());
+  if (action.is_object()) return from_object(action);
+  ParsedAction out;
+  out.error = "an action is a tool call {\"name\": ..., \"arguments\": {...}} or assistant text with <tool_call>...</tool_call>, not " +
+              json_type_name(action);
+  return out;
+}
+
+}  // namespace kforge

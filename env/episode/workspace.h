@@ -1,0 +1,40 @@
+#pragma once
+// The candidate workspace of one episode: the files the policy writes, kept in memory (nothing the
+// policy names ever becomes a path on the host). Paths are checked before anything is stored:
+// relative, no `..` or `.` components, no hidden or odd names, an allow-list of names and
+// extensions, and limits on path length, depth, file size, file count and total size. Every refusal
+// is a sentence the policy can act on.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "env/episode/env_config.h"
+
+namespace kforge {
+
+struct Candidate;
+
+class Workspace {
+ public:
+  explicit Workspace(WorkspaceLimits limits = {}) : limits_(std::move(limits)) {}
+
+  // "" when `path` may be written, else why not.
+  std::string check_path(const std::string& path) const;
+  // Stores (or replaces) a file; "" on success, else why it was refused (nothing changes then).
+  std::string write(const std::string& path, const std::string& content);
+  // The file's content, or nullopt when there is none.
+  std::optional<std::string> read(const std::string& path) const;
+  const std::map<std::string, std::string>& files() const { return files_; }
+  int64_t total_bytes() const;
+  void clear() { files_.clear(); }
+
+  // The kernel candidate in the workspace (kernel.cu + launch.yaml), or nullopt with `why` set.
+  std::optional<Candidate> candidate(const std::string& label, std::string& why) const;
+
+ private:
+  WorkspaceLimits limits_;
+  std::map<std::string, std::string> files_;
+};
+
+}  // namespace kforge

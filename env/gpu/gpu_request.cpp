@@ -1,0 +1,163 @@
+#include "env/gpu/gpu_request.h"
+
+#include <set>
+
+#include "configs/error.h"
+
+namespace kforge {
+
+namespace {
+
+// Reads one JSON object strictly: every key is asked for by name with its type, and done() fails
+// on any key that was not asked for.
+class StrictObject {
+ public:
+  StrictObject(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
+    KFORGE_CHECK(j_.is_object(), spec, path_ << " must be a map, got " << j_.type_name());
+  }
+  template <typename T>
+  T req(const std::string& key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    KFORGE_CHECK(it != j_.end(), spec, path_ << "." << key << " is missing");
+    try {
+      return it->get<T>();
+    } catch (const Json::exception&) {
+      KFORGE_FAIL(spec, path_ << "." << key << " has the wrong type (" << it->type_name() << ")");
+    }
+  }
+  const Json& raw(const std::string& key) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    KFORGE_CHECK(it != j_.end(), spec, path_ << "." << key << " is missing");
+    return *it;
+  }
+  std::string path(const std::string& key) const { return path_ + "." + key; }
+  void done() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      KFORGE_CHECK(seen_.count(it.key()), spec, path_ << "." << it.key() << " is not a key of this request");
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+Json timing_json(const TimingConfig& t) {
+  return {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps},
+          {"max_reps", t.max_reps},         {"target_rse", t.target_rse}, {"budget_ms", t.budget_ms},
+          {"l2_flush", t.l2_flush},         {"l2_flush_factor", t.l2_flush_factor}};
+}
+
+TimingConfig timing_from(const Json& j, const std::string& path) {
+  StrictObject o(j, path);
+  TimingConfig t;
+  t.warmup_count = o.req<int>("warmup_count");
+  t.warmup_ms = o.req<double>("warmup_ms");
+  t.min_reps = o.req<int>("min_reps");
+  t.max_reps = o.req<int>("max_reps");
+  t.target_rse = o.req<double>("target_rse");
+  t.budget_ms = o.req<double>("budget_ms");
+  t.l2_flush = o.req<bool>("l2_flush");
+  t.l2_flush_factor = o.req<double>("l2_flush_factor");
+  o.done();
+  KFORGE_CHECK(t.min_reps >= 1 && t.max_reps >= t.min_reps, spec, path << ": min_reps and max_reps out of order");
+  return t;
+}
+
+Json anticheat_json(const DynamicCheckConfig& d) {
+  return {{"state_checks", d.state_checks},
+          {"verify_timed_calls", d.verify_timed_calls},
+          {"scrub_reference", d.scrub_reference},
+          {"kernel_activity", d.kernel_activity},
+          {"speed_of_light", d.speed_of_light},
+          {"robustness_draws", d.robustness_draws},
+          {"robustness_timed_share", d.robustness_timed_share},
+          {"robustness_margin", d.robustness_margin},
+          {"address_pool", d.address_pool},
+          {"guard_bytes", d.guard_bytes},
+          {"sol_headroom", d.sol_headroom}};
+}
+
+DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
+  StrictObject o(j, path);
+  DynamicCheckConfig d;
+  d.state_checks = o.req<bool>("state_checks");
+  d.verify_timed_calls = o.req<bool>("verify_timed_calls");
+  d.scrub_reference = o.req<bool>("scrub_reference");
+  d.kernel_activity = o.req<bool>("kernel_activity");
+  d.speed_of_light = o.req<bool>("speed_of_light");
+  d.robustness_draws = o.req<bool>("robustness_draws");
+  d.robustness_timed_share = o.req<double>("robustness_timed_share");
+  d.robustness_margin = o.req<double>("robustness_margin");
+  d.address_pool = o.req<int>("address_pool");
+  d.guard_bytes = o.req<int64_t>("guard_bytes");
+  d.sol_headroom = o.req<double>("sol_headroom");
+  o.done();
+  KFORGE_CHECK(d.address_pool >= 2 && d.address_pool <= 8, spec, path << ".address_pool must be 2..8");
+  KFORGE_CHECK(d.guard_bytes >= 256 && d.guard_bytes % 256 == 0, spec, path << ".guard_bytes must be a multiple of 256");
+  return d;
+}
+
+}  // namespace
+
+Json to_json(const GpuEvalRequest& r) {
+  return {{"type", "evaluate"},
+          {"task_yaml", r.task_yaml},
+          {"cubin", Json::binary(r.cubin)},
+          {"cubin_hash", r.cubin_hash},
+          {"plan", r.plan},
+          {"max_workspace_bytes", r.max_workspace_bytes},
+          {"verify", {{"trials", r.verify.trials}, {"salt", r.verify.salt}, {"report_mismatches", r.verify.report_mismatches}}},
+          {"time", r.time ? timing_json(*r.time) : Json(nullptr)},
+          {"profile", r.profile},
+          {"counters", r.counters},
+          {"counter_metrics", r.counter_metrics},
+          {"kernel_names", r.kernel_names},
+          {"anticheat", anticheat_json(r.anticheat)}};
+}
+
+GpuEvalRequest parse_gpu_eval_request(const Json& j) {
+  StrictObject o(j, "request");
+  GpuEvalRequest r;
+  KFORGE_CHECK(o.req<std::string>("type") == "evaluate", spec, "request.type must be evaluate");
+  r.task_yaml = o.req<std::string>("task_yaml");
+  const Json& bin = o.raw("cubin");
+  KFORGE_CHECK(bin.is_binary(), spec, "request.cubin must be binary");
+  r.cubin = bin.get_binary();
+  r.cubin_hash = o.req<std::string>("cubin_hash");
+  r.plan = o.raw("plan");
+  KFORGE_CHECK(r.plan.is_object(), spec, "request.plan must be a map");
+  r.max_workspace_bytes = o.req<int64_t>("max_workspace_bytes");
+  {
+    StrictObject v(o.raw("verify"), o.path("verify"));
+    r.verify.trials = v.req<int>("trials");
+    r.verify.salt = v.req<uint64_t>("salt");
+    r.verify.report_mismatches = v.req<int>("report_mismatches");
+    v.done();
+    KFORGE_CHECK(r.verify.trials >= 1 && r.verify.trials <= 1000, spec, "request.verify.trials must be 1..1000");
+  }
+  const Json& t = o.raw("time");
+  if (!t.is_null()) r.time = timing_from(t, o.path("time"));
+  r.profile = o.req<bool>("profile");
+  r.counters = o.req<bool>("counters");
+  r.counter_metrics = o.req<std::vector<std::string>>("counter_metrics");
+  r.kernel_names = o.req<std::vector<std::string>>("kernel_names");
+  r.anticheat = anticheat_from(o.raw("anticheat"), o.path("anticheat"));
+  o.done();
+  return r;
+}
+
+void check_gpu_eval_reply_keys(const Json& reply) {
+  KFORGE_CHECK(reply.is_object(), internal, "the GPU worker's reply is not a map");
+  for (auto it = reply.begin(); it != reply.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "ok" || k == "error" || k == "fatal") continue;
+    bool known = false;
+    for (const auto& r : kGpuEvalReplyKeys) known = known || r == k;
+    KFORGE_CHECK(known, internal, "the GPU worker's reply has a key the contract does not know: " << k);
+  }
+}
+
+}  // namespace kforge

@@ -1,0 +1,218 @@
+#include "env/gpu/robust_draws.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/core/InferenceMode.h>
+
+#include "configs/error.h"
+#include "data_synth/reference.h"
+
+namespace kforge {
+
+namespace {
+
+// Which of n eligible arguments `scaled` moves under a seed.
+size_t scaled_argument(uint64_t seed, size_t n);
+
+bool eligible(const TaskArgument& a) {
+  return dtype_is_float(a.decl.meta.dtype) && (a.draw.dist == DrawDist::normal || a.draw.dist == DrawDist::uniform) &&
+         numel(a.decl.meta.shape) > 0;
+}
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+size_t scaled_argument(uint64_t seed, size_t n) { return n ? static_cast<size_t>(mix(seed) % n) : 0; }
+
+at::Generator generator_for(const at::Tensor& t, uint64_t seed) {
+  at::Generator gen = t.is_cuda() ? at::cuda::detail::createCUDAGenerator(t.device().index()) : at::detail::createCPUGenerator();
+  gen.set_current_seed(seed);
+  return gen;
+}
+
+at::Tensor randint_f(int64_t lo, int64_t hi, at::IntArrayRef sizes, at::Generator& gen, const at::Tensor& like) {
+  return at::randint(lo, hi, sizes, gen, like.options().dtype(at::kFloat));
+}
+
+// Typical size of one draw: its std (normal) or width (uniform).
+double spread(const Draw& d) { return d.dist == DrawDist::normal ? std::abs(d.b) : std::abs(d.b - d.a); }
+// Whether values of the draw may be negative (then a move may go either way).
+bool signed_domain(const Draw& d) { return d.dist == DrawDist::normal || d.a < 0; }
+
+void apply_one(DrawVariant v, const Draw& d, at::Tensor& t, uint64_t seed) {
+  at::Generator gen = generator_for(t, seed);
+  const int64_t n = t.numel();
+  switch (v) {
+    case DrawVariant::plain:
+      return;
+    case DrawVariant::scaled: {  // k in [1, 4]: one argument up against the others (apply_variant picks it)
+      t.mul_(at::exp2(randint_f(1, 5, {1}, gen, t)));
+      return;
+    }
+    case DrawVariant::shifted: {
+      if (d.dist == DrawDist::uniform) {
+        t.add_(spread(d));
+      } else {
+        at::Tensor s = randint_f(0, 2, {1}, gen, t) * 2 - 1;
+        t.add_(s * (3.0 * spread(d)));
+      }
+      return;
+    }
+    case DrawVariant::row_scaled: {
+      if (t.dim() < 2) return;
+      int64_t last = t.size(-1), rows = n / std::max<int64_t>(last, 1);
+      at::Tensor k = randint_f(-4, 5, {rows, 1}, gen, t);
+      t.view({rows, last}).mul_(at::exp2(k));
+      return;
+    }
+    case DrawVariant::element_scaled: {
+      at::Tensor k = randint_f(-6, 7, t.sizes(), gen, t);
+      t.mul_(at::exp2(k));
+      return;
+    }
+    case DrawVariant::spikes: {
+      // 1 element in 256 (at least 16), one per stride so no two land on the same element.
+      int64_t m = std::min<int64_t>(n, std::max<int64_t>(16, n / 256));
+      int64_t stride = n / m;
+      at::Tensor idx = at::arange(m, t.options().dtype(at::kLong)) * stride +
+                       at::randint(0, stride, {m}, gen, t.options().dtype(at::kLong));
+      at::Tensor s = signed_domain(d) ? randint_f(0, 2, {m}, gen, t) * 2 - 1 : at::ones({m}, t.options().dtype(at::kFloat));
+      // 8 spreads times 2^u, u in [0, 4]: up to 128, beyond any range a shortcut may assume.
+      at::Tensor delta = (s * at::exp2(randint_f(0, 5, {m}, gen, t)) * (8.0 * spread(d))).to(t.scalar_type());
+      t.view({-1}).index_add_(0, idx, delta);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+const char* variant_name(DrawVariant v) {
+  switch (v) {
+    case DrawVariant::plain: return "plain";
+    case DrawVariant::scaled: return "scaled";
+    case DrawVariant::shifted: return "shifted";
+    case DrawVariant::row_scaled: return "row_scaled";
+    case DrawVariant::element_scaled: return "element_scaled";
+    case DrawVariant::spikes: return "spikes";
+  }
+  return "?";
+}
+
+bool variant_applies(const TaskSpec& task, DrawVariant v) {
+  if (v == DrawVariant::plain) return false;
+  for (const auto& a : task.arguments) {
+    if (!eligible(a)) continue;
+    if (v == DrawVariant::row_scaled && a.decl.meta.shape.size() < 2) continue;
+    return true;
+  }
+  return false;
+}
+
+void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vector<at::Tensor>& args) {
+  if (v == DrawVariant::plain) return;
+  c10::InferenceMode inference;
+  std::vector<size_t> eligible_args;
+  for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
+    if (eligible(task.arguments[i]) && (v != DrawVariant::row_scaled || args[i].dim() >= 2)) eligible_args.push_back(i);
+  if (eligible_args.empty()) return;
+  // scaled moves one argument against the others (a shortcut that ignores one input, or assumes
+  // the inputs' relative scale, leaves the tolerance); the others move every eligible argument.
+  if (v == DrawVariant::scaled) eligible_args = {eligible_args[scaled_argument(seed, eligible_args.size())]};
+  for (size_t i : eligible_args) apply_one(v, task.arguments[i].draw, args[i], mix(seed ^ mix(i + 1)));
+}
+
+namespace {
+
+// max |r - r64| / (atol + rtol |r64|) over the outputs of the reference on `args` (task dtype) and
+// on the same values in float64; a non-empty reason when the comparison itself is not possible.
+double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args, std::string& reason) {
+  c10::InferenceMode inference;
+  std::vector<at::Tensor> args64;
+  for (const auto& a : args) args64.push_back(a.is_floating_point() ? a.to(at::kDouble) : a);
+  std::vector<at::Tensor> r = run_reference(task, args), r64 = run_reference(task, args64);
+  KFORGE_CHECK(r.size() == r64.size(), internal, "the float64 reference has another number of outputs");
+  double worst = 0;
+  for (size_t o = 0; o < r.size(); ++o) {
+    if (!r[o].is_floating_point()) {
+      if (!r[o].equal(r64[o].to(r[o].scalar_type()))) reason = "an integer output differs in float64";
+      continue;
+    }
+    at::Tensor a = r[o].to(at::kDouble), b = r64[o].to(at::kDouble);
+    if (!at::isfinite(b).all().item<bool>()) {
+      reason = "the float64 reference has non-finite values";
+      return worst;
+    }
+    if (!at::isfinite(a).all().item<bool>()) {
+      reason = "the reference overflows in its dtype";
+      return worst;
+    }
+    worst = std::max(worst, ((a - b).abs() / (task.tolerance.atol + task.tolerance.rtol * b.abs())).max().item<double>());
+  }
+  return worst;
+}
+
+}  // namespace
+
+TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
+                                  int seeds_per_variant) {
+  TaskConditions out;
+  try {
+    std::string reason;
+    out.plain_ratio = reference_ratio(task, plain_args, reason);
+  } catch (const std::exception&) {
+    out.plain_ratio = 0;  // no float64 reference: every variant says so below
+  }
+  const double bound = std::min(1.0, std::max(margin, out.plain_ratio));
+  for (DrawVariant v : kRobustVariants) {
+    if (!variant_applies(task, v)) continue;
+    VariantCondition c;
+    c.variant = v;
+    std::string last_reason;
+    // Seeds to try: for scaled one per argument it can move (each argument moved once), else
+    // seeds_per_variant of them.
+    std::vector<uint64_t> tries;
+    size_t n_eligible = 0;
+    for (const auto& a : task.arguments) n_eligible += eligible(a) ? 1 : 0;
+    const size_t want = v == DrawVariant::scaled ? n_eligible : static_cast<size_t>(seeds_per_variant);
+    for (uint64_t k = 0; tries.size() < want && k < 64 * (want + 1); ++k) {
+      const uint64_t vs = mix(seed ^ mix(static_cast<uint64_t>(v) * 131 + k + 1));
+      if (v == DrawVariant::scaled && scaled_argument(vs, n_eligible) != tries.size()) continue;
+      tries.push_back(vs);
+    }
+    for (const uint64_t vs : tries) {
+      try {
+        std::vector<at::Tensor> args;
+        for (const auto& a : plain_args) args.push_back(a.clone());
+        apply_variant(task, v, vs, args);
+        std::string reason;
+        double ratio = reference_ratio(task, args, reason);
+        c.worst_ratio = std::max(c.worst_ratio, ratio);
+        if (reason.empty() && ratio > bound) {
+          std::ostringstream os;
+          os << "the reference itself uses " << ratio << " of the tolerance (over " << bound << ")";
+          reason = os.str();
+        }
+        if (reason.empty()) c.seeds.push_back(vs);
+        else last_reason = reason;
+      } catch (const c10::Error& e) {
+        last_reason = std::string("no float64 reference: ") + e.what_without_backtrace();
+      } catch (const Error& e) {
+        last_reason = std::string("no float64 reference: ") + e.what();
+      }
+    }
+    c.usable = !c.seeds.empty();
+    if (!c.usable) c.reason = last_reason;
+    out.variants.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace kforge

@@ -1,0 +1,80 @@
+// The candidate workspace: what paths it takes, what it refuses and why, and its limits.
+#include "env/episode/workspace.h"
+
+#include <gtest/gtest.h>
+
+#include "env/judge/evaluator.h"
+
+using namespace kforge;
+
+TEST(Workspace, TakesTheCandidateFilesAndNotesUnderSubdirectories) {
+  Workspace ws;
+  for (const char* p : {"kernel.cu", "launch.yaml", "helpers.cuh", "sub/tile.h", "notes/plan.md", "a/b/log.txt", "v2-kernel_1.cu"})
+    EXPECT_EQ(ws.check_path(p), "") << p;
+}
+
+TEST(Workspace, RefusesPathsThatLeaveOrHideInTheWorkspace) {
+  Workspace ws;
+  struct Case {
+    const char* path;
+    const char* why;
+  };
+  for (const Case& c : {Case{"", "empty"}, Case{"/etc/passwd", "absolute"}, Case{"/tmp/kernel.cu", "absolute"},
+                        Case{"~/kernel.cu", "absolute"}, Case{"../kernel.cu", "leaves the workspace"},
+                        Case{"a/../../kernel.cu", "leaves the workspace"}, Case{"sub/..", "leaves the workspace"},
+                        Case{"./kernel.cu", "'.' component"}, Case{"a//b.cu", "empty or '.' component"},
+                        Case{"kernel.cu/", "empty or '.' component"}, Case{".hidden.cu", "may not start with '.'"},
+                        Case{"-rf.cu", "may not start with '.' or '-'"}, Case{"a\\b.cu", "backslash"},
+                        Case{"my kernel.cu", "a character other than"}, Case{"k\xc3\xa9rnel.cu", "a character other than"},
+                        Case{"a/b/c/d.cu", "levels deep"}, Case{"run.sh", "not a file the workspace takes"},
+                        Case{"kernel.cu.sh", "not a file the workspace takes"}, Case{"Makefile", "not a file the workspace takes"},
+                        Case{".cu", "may not start with '.'"}}) {
+    std::string why = ws.check_path(c.path);
+    EXPECT_NE(why.find(c.why), std::string::npos) << "'" << c.path << "': " << why;
+  }
+  std::string long_name(200, 'a');
+  EXPECT_NE(ws.check_path(long_name + ".cu").find("characters long"), std::string::npos);
+}
+
+TEST(Workspace, AWriteRefusedLeavesTheWorkspaceUnchanged) {
+  Workspace ws;
+  EXPECT_EQ(ws.write("kernel.cu", "a"), "");
+  EXPECT_NE(ws.write("../kernel.cu", "b"), "");
+  EXPECT_NE(ws.write("kernel.cu", std::string("a\0b", 3)).find("NUL"), std::string::npos);
+  EXPECT_EQ(ws.files().size(), 1u);
+  EXPECT_EQ(*ws.read("kernel.cu"), "a");
+  EXPECT_FALSE(ws.read("launch.yaml").has_value());
+}
+
+TEST(Workspace, EnforcesFileSizeCountAndTotalLimits) {
+  WorkspaceLimits l;
+  l.max_files = 3;
+  l.max_file_bytes = 1000;
+  l.max_total_bytes = 2500;
+  Workspace ws(l);
+  EXPECT_NE(ws.write("kernel.cu", std::string(1001, 'x')).find("at most 1000"), std::string::npos);
+  EXPECT_EQ(ws.write("kernel.cu", std::string(1000, 'x')), "");
+  EXPECT_EQ(ws.write("launch.yaml", std::string(1000, 'x')), "");
+  EXPECT_NE(ws.write("notes.md", std::string(600, 'x')).find("at most 2500"), std::string::npos);
+  EXPECT_EQ(ws.write("notes.md", std::string(500, 'x')), "");
+  EXPECT_NE(ws.write("more.md", "x").find("already holds 3 files"), std::string::npos);
+  // Overwriting is not a new file, and frees the old content's bytes.
+  EXPECT_EQ(ws.write("notes.md", std::string(500, 'y')), "");
+  EXPECT_EQ(ws.write("kernel.cu", "small"), "");
+  EXPECT_EQ(ws.total_bytes(), 5 + 1000 + 500);
+}
+
+TEST(Workspace, ACandidateNeedsBothKernelAndLaunchPlan) {
+  Workspace ws;
+  std::string why;
+  EXPECT_FALSE(ws.candidate("w", why).has_value());
+  EXPECT_NE(why.find("no kernel.cu and no launch.yaml"), std::string::npos);
+  ws.write("kernel.cu", "k");
+  EXPECT_FALSE(ws.candidate("w", why).has_value());
+  EXPECT_NE(why.find("no launch.yaml"), std::string::npos);
+  ws.write("launch.yaml", "p");
+  auto c = ws.candidate("w", why);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->source, "k");
+  EXPECT_EQ(c->plan_text, "p");
+}

@@ -1,0 +1,129 @@
+// Robustness draws (env/gpu/robust_draws.h) on the CPU, on sample tasks at their check sizes: each
+// variant is deterministic per seed (what lets the GPU worker draw the reference's inputs again
+// after the candidate ran), touches only the arguments it may, and the conditioning approves a
+// variant only where the task-dtype reference stays close to float64.
+#include "env/gpu/robust_draws.h"
+
+#include <gtest/gtest.h>
+
+#include "data_synth/reference.h"
+#include "tests/env/judge/candidates.h"
+
+using namespace kforge;
+using kforge::testing::task_path;
+
+namespace {
+
+std::vector<at::Tensor> draw(const TaskSpec& t, uint64_t trial) {
+  return draw_arguments(t, DrawKey{t.seed, trial, 7}, at::Device(at::kCPU));
+}
+
+std::vector<at::Tensor> clones(const std::vector<at::Tensor>& a) {
+  std::vector<at::Tensor> out;
+  for (const auto& x : a) out.push_back(x.clone());
+  return out;
+}
+
+int changed(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  int n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += a[i].equal(b[i]) ? 0 : 1;
+  return n;
+}
+
+}  // namespace
+
+TEST(RobustDraws, EveryVariantIsTheSameBytesForTheSameSeedAndOthersForAnother) {
+  TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
+  auto plain = draw(t, 1);
+  for (DrawVariant v : kRobustVariants) {
+    ASSERT_TRUE(variant_applies(t, v)) << variant_name(v);
+    auto a = clones(plain), b = clones(plain);
+    apply_variant(t, v, 42, a);
+    apply_variant(t, v, 42, b);
+    EXPECT_EQ(changed(a, b), 0) << variant_name(v) << ": not deterministic";
+    EXPECT_GT(changed(plain, a), 0) << variant_name(v) << ": changed nothing";
+    int differ = 0;  // scaled has 12 outcomes here (3 arguments x 4 exponents): some seeds coincide
+    for (uint64_t seed = 43; seed < 51; ++seed) {
+      auto c = clones(plain);
+      apply_variant(t, v, seed, c);
+      differ += changed(a, c) > 0 ? 1 : 0;
+    }
+    if (v != DrawVariant::shifted) EXPECT_GE(differ, 4) << variant_name(v) << ": the seed hardly matters";
+  }
+}
+
+TEST(RobustDraws, ScaledMovesExactlyOneArgumentUpByAPowerOfTwo) {
+  TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
+  auto plain = draw(t, 2);
+  std::set<int> moved_args;
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    auto a = clones(plain);
+    apply_variant(t, DrawVariant::scaled, seed, a);
+    ASSERT_EQ(changed(plain, a), 1) << "seed " << seed;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].equal(plain[i])) continue;
+      moved_args.insert(static_cast<int>(i));
+      at::Tensor nz = plain[i].ne(0);
+      double ratio = (a[i].masked_select(nz) / plain[i].masked_select(nz)).mean().item<double>();
+      EXPECT_TRUE(ratio == 2 || ratio == 4 || ratio == 8 || ratio == 16) << ratio;
+    }
+  }
+  EXPECT_EQ(moved_args.size(), plain.size()) << "every argument is moved by some seed";
+}
+
+TEST(RobustDraws, SpikesLandOnDistinctElementsOneIn256AtLeast16) {
+  TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
+  auto plain = draw(t, 3);
+  auto a = clones(plain);
+  apply_variant(t, DrawVariant::spikes, 9, a);
+  const int64_t n = plain[0].numel();
+  const int64_t expect = std::min<int64_t>(n, std::max<int64_t>(16, n / 256));
+  EXPECT_EQ(a[0].ne(plain[0]).sum().item<int64_t>(), expect);
+  // each at least 8 spreads (std 1) away
+  at::Tensor moved = (a[0] - plain[0]).abs().masked_select(a[0].ne(plain[0]));
+  EXPECT_GE(moved.min().item<double>(), 8.0 - 1e-3);
+  EXPECT_LE(moved.max().item<double>(), 128.0 + 1e-3);
+}
+
+TEST(RobustDraws, ConstantAndIntegerArgumentsAreNeverTouched) {
+  for (const char* name : {"cumsum_max_sub", "conv_bn_relu", "attention_fp16", "layernorm_gelu_bf16"}) {
+    TaskSpec t = load_task(task_path(name)).at_check_dims();
+    auto plain = draw(t, 4);
+    for (DrawVariant v : kRobustVariants) {
+      if (!variant_applies(t, v)) continue;
+      auto a = clones(plain);
+      apply_variant(t, v, 5, a);
+      for (size_t i = 0; i < a.size(); ++i) {
+        const TaskArgument& arg = t.arguments[i];
+        bool may = dtype_is_float(arg.decl.meta.dtype) && (arg.draw.dist == DrawDist::normal || arg.draw.dist == DrawDist::uniform);
+        if (!may) EXPECT_TRUE(a[i].equal(plain[i])) << name << " " << arg.decl.name << " " << variant_name(v);
+      }
+    }
+  }
+}
+
+TEST(RobustDraws, ConditioningApprovesWellConditionedVariantsWithTheirSeeds) {
+  TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
+  TaskConditions c = condition_variants(t, draw(t, 5), 11, 0.5);
+  EXPECT_LT(c.plain_ratio, 0.5);
+  ASSERT_EQ(c.variants.size(), 5u);
+  for (const auto& v : c.variants) {
+    EXPECT_TRUE(v.usable) << variant_name(v.variant) << ": " << v.reason;
+    EXPECT_FALSE(v.seeds.empty());
+    EXPECT_LE(v.worst_ratio, 0.5);
+  }
+}
+
+TEST(RobustDraws, ConditioningRefusesVariantsTheReferenceCannotPass) {
+  // A tolerance far below float32's rounding: the reference itself leaves it against float64,
+  // on the plain draw too (so the bound is 1 tolerance), and no variant is approved.
+  TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
+  t.tolerance.atol = t.tolerance.rtol = 1e-12;
+  TaskConditions c = condition_variants(t, draw(t, 6), 12, 0.5);
+  EXPECT_GT(c.plain_ratio, 1.0);
+  for (const auto& v : c.variants) {
+    EXPECT_FALSE(v.usable) << variant_name(v.variant);
+    EXPECT_TRUE(v.seeds.empty());
+    EXPECT_NE(v.reason.find("of the tolerance"), std::string::npos) << v.reason;
+  }
+}
