@@ -82,8 +82,8 @@ setup_python() {
   else
     echo "setup: torch $torch_version present"
   fi
-  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib)
-  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib" 2>/dev/null; then
+  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib lizard)
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard" 2>/dev/null; then
     echo "setup: installing Python packages: ${pydeps[*]}"
     "$py" -m pip install -q "${pydeps[@]}"
   else

@@ -30,7 +30,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "env/compile/compile_log.h"
+
+struct _nvrtcProgram;  // nvrtc.h's nvrtcProgram
+
 namespace kforge {
+
+struct SourceScan;  // include_guard.h
 
 struct CompileOptions {
   std::string arch = "sm_90a";  // NVRTC -arch=sm_XX[a|f] (a cubin needs a real sm_ target)
@@ -112,6 +118,11 @@ class NvrtcCompiler {
  private:
   // *cacheable: false when the result does not follow from source and options alone.
   CompileResult compile_uncached(const std::string& source, const CompileOptions& options, bool* cacheable);
+  // The pieces of compile_uncached (nvrtc_compiler.cpp).
+  std::string refusal(const std::string& source, const CompileOptions& options, bool* harness) const;
+  std::string program_text(const std::string& source, const SourceScan& scan, bool* prelude) const;
+  std::vector<std::string> nvrtc_options(const CompileOptions& options) const;
+  std::string program_log(::_nvrtcProgram* prog, CompileResult* r);
   bool cache_get(const std::string& hash, CompileResult* out);
   void cache_put(const CompileResult& result);
   bool disk_get(const std::string& hash, CompileResult* out) const;
@@ -150,15 +161,5 @@ class NvrtcCompiler {
 std::string find_cccl_include_dir();
 // The toolkit's include directory (cuda_fp16.h): $KFORGE_CUDA_INCLUDE_DIR if set, else as above.
 std::string find_cuda_include_dir();
-
-// Keeps at most `limit` characters: the head and the tail of `log`, cut at line ends where
-// possible, joined by "[... N characters cut ...]".
-std::string trim_log(const std::string& log, size_t limit);
-
-// Per-function resources from ptxas -v output (every function it reports, mangled names too).
-std::vector<KernelResources> parse_ptxas_info(const std::string& log);
-
-// SHA-256 of `data`, as 64 lowercase hex digits.
-std::string sha256_hex(const std::string& data);
 
 }  // namespace kforge
