@@ -16,6 +16,7 @@ namespace kforge {
 namespace {
 
 constexpr int64_t kAlign = 256;
+constexpr int64_t kPage = int64_t(2) << 20;  // the GPU's large page
 int64_t round_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 CUdeviceptr ptr_of(const at::Tensor& t) { return reinterpret_cast<CUdeviceptr>(t.data_ptr()); }
@@ -30,7 +31,10 @@ CallIds::CallIds() {
 }
 
 // One buffer set: a single allocation holding every buffer of a call, each between guards, from a
-// random offset, so its addresses differ from the other sets' and from request to request.
+// random offset, so its addresses differ from the other sets' and from request to request. The
+// offset is a whole number of 2 MiB pages: every buffer then sits at the same place within its
+// pages in every set and request: sets and requests differ in which pages they use, not in how
+// their buffers fall on them (a candidate's time should not depend on the draw of an offset).
 struct CallBench::Slot {
   at::Tensor block;
   std::vector<at::Tensor> args, outputs, workspace;
@@ -74,7 +78,7 @@ CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<
   const size_t na = task_.arguments.size(), no = task_.outputs.size();
   for (int p = 0; p < config_.address_pool; ++p) {
     auto s = std::make_unique<Slot>();
-    int64_t offset = kAlign * static_cast<int64_t>(ids_.next() % 64);
+    int64_t offset = kPage * static_cast<int64_t>(ids_.next() % 8);
     s->block = at::empty({total + offset}, at::TensorOptions().dtype(at::kByte).device(device_.dev));
     // Every buffer starts 256-byte aligned (as cudaMalloc's); everything between two buffers is
     // guard, from the byte right after a buffer's last one (a tail of up to 7 bytes, fingerprinted
