@@ -58,6 +58,41 @@ RewardResult failure(double value, const char* rule, const SubmissionOutcome& o,
   return r;
 }
 
+// torch.compile's time now over eager's time now, from the task's stored baseline (rescaled by the
+// eager time measured now, or as stored under compile_baseline.allow_unscaled); none when the
+// task cannot give one (`missing` says why). `comp_ev` gets the evidence.
+std::optional<double> compile_factor(const RewardConfig& config, const StoredBaseline& baseline, double eager_now_ms, OJson& comp_ev,
+                                     std::string& missing) {
+  std::optional<double> factor;
+  if (!baseline.compile_ms) {
+    missing = "the task stores no torch.compile time";
+  } else if (!(*baseline.compile_ms > 0) || !std::isfinite(*baseline.compile_ms)) {
+    missing = "the task's stored torch.compile time is not a positive time";
+  } else if (baseline.eager_ms && *baseline.eager_ms > 0 && std::isfinite(*baseline.eager_ms)) {
+    factor = *baseline.compile_ms / *baseline.eager_ms;
+    comp_ev = {{"available", true},
+               {"stored_ms", *baseline.compile_ms},
+               {"stored_eager_ms", *baseline.eager_ms},
+               {"rescale", "stored torch.compile time x (eager median now / eager time stored)"}};
+    if (eager_now_ms > 0) {
+      comp_ev["eager_now_ms"] = eager_now_ms;
+      comp_ev["rescaled_ms"] = *baseline.compile_ms * eager_now_ms / *baseline.eager_ms;
+    }
+  } else if (config.compile_baseline.allow_unscaled && eager_now_ms > 0) {
+    // Unscaled: the stored compile time as it is, against the candidate's median now.
+    factor = *baseline.compile_ms / eager_now_ms;
+    comp_ev = {{"available", true},
+               {"stored_ms", *baseline.compile_ms},
+               {"stored_eager_ms", nullptr},
+               {"rescale", "none: no eager time stored beside it (compile_baseline.allow_unscaled)"},
+               {"rescaled_ms", *baseline.compile_ms}};
+  } else {
+    missing = "the task stores a torch.compile time but no eager time to rescale it by";
+  }
+  if (!baseline.gpu.empty() && comp_ev.is_object()) comp_ev["stored_gpu"] = baseline.gpu;
+  return factor;
+}
+
 }  // namespace
 
 RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& o, const StoredBaseline& baseline) {
@@ -124,34 +159,8 @@ RewardResult submission_reward(const RewardConfig& config, const SubmissionOutco
 
   // The speedup over torch.compile, from the stored baseline rescaled to now.
   OJson comp_ev;
-  std::optional<double> factor;  // compile time now / eager time now
   std::string missing;
-  if (!baseline.compile_ms) {
-    missing = "the task stores no torch.compile time";
-  } else if (!(*baseline.compile_ms > 0) || !std::isfinite(*baseline.compile_ms)) {
-    missing = "the task's stored torch.compile time is not a positive time";
-  } else if (baseline.eager_ms && *baseline.eager_ms > 0 && std::isfinite(*baseline.eager_ms)) {
-    factor = *baseline.compile_ms / *baseline.eager_ms;
-    comp_ev = {{"available", true},
-               {"stored_ms", *baseline.compile_ms},
-               {"stored_eager_ms", *baseline.eager_ms},
-               {"rescale", "stored torch.compile time x (eager median now / eager time stored)"}};
-    if (eager_now_ms > 0) {
-      comp_ev["eager_now_ms"] = eager_now_ms;
-      comp_ev["rescaled_ms"] = *baseline.compile_ms * eager_now_ms / *baseline.eager_ms;
-    }
-  } else if (config.compile_baseline.allow_unscaled && eager_now_ms > 0) {
-    // Unscaled: the stored compile time as it is, against the candidate's median now.
-    factor = *baseline.compile_ms / eager_now_ms;
-    comp_ev = {{"available", true},
-               {"stored_ms", *baseline.compile_ms},
-               {"stored_eager_ms", nullptr},
-               {"rescale", "none: no eager time stored beside it (compile_baseline.allow_unscaled)"},
-               {"rescaled_ms", *baseline.compile_ms}};
-  } else {
-    missing = "the task stores a torch.compile time but no eager time to rescale it by";
-  }
-  if (!baseline.gpu.empty() && comp_ev.is_object()) comp_ev["stored_gpu"] = baseline.gpu;
+  std::optional<double> factor = compile_factor(config, baseline, eager_now_ms, comp_ev, missing);  // compile now / eager now
 
   bool beats_compile = false;
   if (!factor && config.compile_baseline.when_missing == MissingCompileBaseline::as_eager) {
