@@ -4,6 +4,7 @@
 
 #include "configs/error.h"
 #include "data_synth/reference.h"
+#include "data_synth/tolerance.h"
 
 namespace kforge {
 
@@ -12,11 +13,9 @@ namespace {
 const std::vector<std::string> kReasons = {"no_check_dims", "cpu_budget", "cpu_failed", "nondeterministic_run",
                                            "nonfinite", "invariant_to_inputs", "below_tolerance_floor", "near_constant"};
 
-// Elements where `answer` would fail the tolerance test against `ref`.
+// The share of elements where `answer` fails the tolerance rule against `ref` (both finite here).
 double failing_fraction(const at::Tensor& ref, const at::Tensor& answer, const Tolerance& tol) {
-  at::Tensor r = ref.to(at::kDouble), a = answer.to(at::kDouble);
-  at::Tensor bad = (a - r).abs() > (tol.atol + tol.rtol * r.abs());
-  return bad.to(at::kDouble).mean().item<double>();
+  return outside_tolerance(answer, ref, tol).to(at::kDouble).mean().item<double>();
 }
 
 class CpuReferenceFilter : public CandidateFilter {

@@ -112,23 +112,27 @@ KF_FN double kf_load(int dt, const void* base, kf_u64 i, kf_u64* bits) {
   return (double)u;
 }
 
+/* The tolerance rule (data_synth/tolerance.h has it for tensors): both finite, outside when
+   |c - r| > atol + rtol * |r|; otherwise outside unless the same infinity or both NaN. */
+KF_FN int kf_outside_tolerance(double c, double r, double atol, double rtol) {
+  if (kf_is_finite(c) && kf_is_finite(r)) return kf_abs(kf_dsub(c, r)) > kf_dadd(atol, kf_dmul(rtol, kf_abs(r)));
+  return !(c == r || (kf_is_nan(c) && kf_is_nan(r)));
+}
+
 KF_FN void kf_compare_elem(int dt, const void* cand, const void* ref, kf_u64 i, double atol, double rtol,
                            kf_u64 poison, KfCompareAcc* acc) {
   kf_u64 cb = 0, rb = 0;
   double c = kf_load(dt, cand, i, &cb);
   double r = kf_load(dt, ref, i, &rb);
   int unwritten = cb == poison;
-  int bad;
-  if (kf_is_finite(c) && kf_is_finite(r)) {
+  int bad = kf_outside_tolerance(c, r, atol, rtol);
+  if (kf_is_finite(c) && kf_is_finite(r)) {  /* the errors reported are over elements finite in both */
     double err = kf_abs(kf_dsub(c, r));
-    bad = err > kf_dadd(atol, kf_dmul(rtol, kf_abs(r)));
     if (err > acc->max_abs) acc->max_abs = err;
     if (r != 0.0) {
       double rel = kf_ddiv(err, kf_abs(r));
       if (rel > acc->max_rel) acc->max_rel = rel;
     }
-  } else {
-    bad = !(c == r || (kf_is_nan(c) && kf_is_nan(r)));
   }
   if (unwritten && dt <= 2) bad = 1;
   acc->unwritten += (kf_u64)unwritten;

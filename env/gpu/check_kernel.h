@@ -8,7 +8,9 @@
 // NVRTC for the device and by the host compiler into compare_like_device() and
 // fingerprint_like_device(), which the CPU tests check against plain definitions of the rules.
 //
-// The comparison rule (the task's tolerance is the contract), per element, in double precision:
+// The comparison rule, per element, in double precision: the tolerance rule of
+// data_synth/tolerance.h (the task's contract; kf_outside_tolerance is its device text, held equal
+// to the tensor one by tests/env/gpu/tolerance_agreement_test.cpp), and the poison:
 //   both finite:      bad if |c - r| > atol + rtol * |r|
 //   otherwise:        bad unless c == r (the same infinity) or both are NaN
 //   float dtypes:     bad if c has the trial's poison bits (never written), even where r is NaN

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "data_synth/reference.h"
+#include "data_synth/tolerance.h"
 #include "env/gpu/check_kernel.h"
 
 namespace kforge {
@@ -46,9 +47,10 @@ int64_t poison_fill_value(DType dtype, uint64_t poison_id) {
 void poison_output(at::Tensor& t, DType dtype, uint64_t poison_id) { as_bits(t, dtype).fill_(poison_fill_value(dtype, poison_id)); }
 
 // Compares one candidate output with the reference's, in chunks so temporaries stay small.
-// The slow path (libtorch, double precision, in chunks): the same rule as the fused kernel
-// (check_kernel.h), plus a few mismatching elements with both values. Used when the fused
-// compare found mismatches, or when the reference's output is not of the declared dtype.
+// The slow path (libtorch, double precision, in chunks): the tolerance rule of data_synth/tolerance.h
+// and the poison and error statistics of the fused kernel (check_kernel.h), plus a few mismatching
+// elements with both values. Used when the fused compare found mismatches, or when the reference's
+// output is not of the declared dtype.
 Json compare_output(const std::string& name, const at::Tensor& cand, const at::Tensor& ref_in, DType dtype,
                     const Tolerance& tol, int max_examples, uint64_t trial) {
   const int64_t poison = poison_fill_value(dtype, trial);
@@ -67,13 +69,11 @@ Json compare_output(const std::string& name, const at::Tensor& cand, const at::T
     at::Tensor r = r_flat.narrow(0, start, len).to(at::kDouble);
     at::Tensor poisoned = c_bits.narrow(0, start, len).eq(poison);
     unwritten += poisoned.sum().item<int64_t>();
+    at::Tensor bad = outside_tolerance(c, r, tol);
+    if (dtype_is_float(dtype)) bad = bad.logical_or(poisoned);  // unwritten, even where the reference is NaN
+    // The reported errors are over elements finite in both.
     at::Tensor both_finite = at::isfinite(c).logical_and(at::isfinite(r));
     at::Tensor err = (c - r).abs();
-    at::Tensor over = err.gt(tol.atol + tol.rtol * r.abs());
-    // Non-finite values must match exactly: the same infinity, or NaN where the reference has NaN.
-    at::Tensor same_special = c.eq(r).logical_or(at::isnan(c).logical_and(at::isnan(r)));
-    at::Tensor bad = at::where(both_finite, over, same_special.logical_not());
-    if (dtype_is_float(dtype)) bad = bad.logical_or(poisoned);  // unwritten, even where the reference is NaN
     int64_t nbad = bad.sum().item<int64_t>();
     mismatches += nbad;
     at::Tensor fin_err = at::where(both_finite, err, at::zeros_like(err));

@@ -9,6 +9,7 @@
 
 #include "configs/error.h"
 #include "data_synth/reference.h"
+#include "data_synth/tolerance.h"
 
 namespace kforge {
 
@@ -154,7 +155,7 @@ double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args
       reason = "the reference overflows in its dtype";
       return worst;
     }
-    worst = std::max(worst, ((a - b).abs() / (task.tolerance.atol + task.tolerance.rtol * b.abs())).max().item<double>());
+    worst = std::max(worst, tolerance_ratio(a, b, task.tolerance).max().item<double>());
   }
   return worst;
 }
