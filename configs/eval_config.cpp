@@ -53,8 +53,10 @@ PrecisionConfig PrecisionConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
-TimingConfig TimingConfig::from_yaml(const YamlNode& node) {
-  TimingConfig c;
+TimingConfig TimingConfig::from_yaml(const YamlNode& node) { return from_yaml(node, TimingConfig{}); }
+
+TimingConfig TimingConfig::from_yaml(const YamlNode& node, const TimingConfig& defaults) {
+  TimingConfig c = defaults;
   c.warmup_count = node.get<int>("warmup_count", c.warmup_count);
   c.warmup_ms = node.get<double>("warmup_ms", c.warmup_ms);
   c.min_reps = node.get<int>("min_reps", c.min_reps);

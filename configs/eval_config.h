@@ -38,6 +38,9 @@ struct TimingConfig {
   double l2_flush_factor = 2.0;
 
   static TimingConfig from_yaml(const YamlNode& node);
+  // The same, with `defaults` for the keys the node leaves out (configs/synth.yaml's
+  // baseline_timing pins other counts than the evaluator's).
+  static TimingConfig from_yaml(const YamlNode& node, const TimingConfig& defaults);
 };
 
 // How candidates are verified.

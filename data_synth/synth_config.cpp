@@ -62,6 +62,19 @@ CostModelConfig CostModelConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
+TimingConfig SynthConfig::default_baseline_timing() {
+  TimingConfig t;
+  t.warmup_count = 3;
+  t.warmup_ms = 50;
+  t.min_reps = 10;
+  t.max_reps = 100;
+  t.target_rse = 0.01;
+  t.budget_ms = 3000;
+  t.l2_flush = true;
+  t.l2_flush_factor = 2;
+  return t;
+}
+
 SynthConfig SynthConfig::from_yaml(const YamlNode& node) {
   SynthConfig c;
   if (!node.is_map()) node.fail("a synthesis config is a mapping (see configs/synth.yaml)");
@@ -120,6 +133,7 @@ SynthConfig SynthConfig::from_yaml(const YamlNode& node) {
     if (d.sequence_only_min_ops < 1) n->at("sequence_only_min_ops").fail("must be >= 1");
     n->check_no_unknown_keys();
   }
+  if (auto n = node.find("baseline_timing")) c.baseline_timing = TimingConfig::from_yaml(*n, c.baseline_timing);
   node.check_no_unknown_keys();
   return c;
 }

@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "configs/eval_config.h"
+
 namespace kforge {
 
 class YamlNode;
@@ -56,8 +58,12 @@ struct SynthConfig {
   CostModelConfig cost;
   CpuCheckConfig cpu_check;
   DecontaminationConfig decontamination;
+  // How the GPU stage (tools/synth_gpu/) times the eager and torch.compile baselines: env/timing.h's
+  // method, with fewer calls than the evaluator's (configs/eval.yaml timing): thousands of tasks.
+  TimingConfig baseline_timing = default_baseline_timing();
   std::string origin;              // the file it came from ("" for defaults)
 
+  static TimingConfig default_baseline_timing();
   static SynthConfig from_yaml(const YamlNode& node);
   static SynthConfig load(const std::string& path);
 };

@@ -316,6 +316,23 @@ namespace {
 
 std::string num(double v) { return shortest_double(v); }
 
+void emit_baselines(YAML::Emitter& e, const Baselines& b) {
+  e << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
+  if (b.eager_ms) e << YAML::Key << "eager_ms" << YAML::Value << num(*b.eager_ms);
+  if (b.compile_ms) e << YAML::Key << "compile_ms" << YAML::Value << num(*b.compile_ms);
+  // Every string quoted: a plain 13.0 or 2.10 is a float to other YAML readers (13, 2.1), and a
+  // plain false a boolean.
+  e << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << b.gpu << YAML::Key << "torch" << YAML::Value
+    << YAML::DoubleQuoted << b.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted
+    << b.cuda_version << YAML::Key << "method" << YAML::Value << YAML::DoubleQuoted << b.method;
+  if (!b.flags.empty()) {
+    e << YAML::Key << "flags" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [k, v] : b.flags) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
+}
+
 void emit_shape(YAML::Emitter& e, const Shape& s) {
   e << YAML::Flow << YAML::BeginSeq;
   for (int64_t d : s) e << d;
@@ -433,26 +450,48 @@ std::string task_to_yaml(const TaskSpec& t) {
     << num(t.tolerance.atol) << YAML::Key << "rtol" << YAML::Value << num(t.tolerance.rtol) << YAML::EndMap;
   e << YAML::Key << "cost" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "flops" << YAML::Value
     << num(t.resolved.flops) << YAML::Key << "min_bytes" << YAML::Value << num(t.resolved.min_bytes) << YAML::EndMap;
-  if (!t.baselines.empty()) {
-    e << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
-    if (t.baselines.eager_ms) e << YAML::Key << "eager_ms" << YAML::Value << num(*t.baselines.eager_ms);
-    if (t.baselines.compile_ms) e << YAML::Key << "compile_ms" << YAML::Value << num(*t.baselines.compile_ms);
-    // Every string quoted, as tools/synth_gpu.py writes them: a plain 13.0 or 2.10 is a float to
-    // other YAML readers (13, 2.1), and a plain false a boolean.
-    e << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << t.baselines.gpu << YAML::Key << "torch" << YAML::Value
-      << YAML::DoubleQuoted << t.baselines.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted
-      << t.baselines.cuda_version << YAML::Key << "method" << YAML::Value << YAML::DoubleQuoted << t.baselines.method;
-    if (!t.baselines.flags.empty()) {
-      e << YAML::Key << "flags" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [k, v] : t.baselines.flags) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
-      e << YAML::EndMap;
-    }
-    e << YAML::EndMap;
-  }
+  if (!t.baselines.empty()) emit_baselines(e, t.baselines);
   e << YAML::Key << "provenance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "generator"
     << YAML::Value << t.provenance.generator << YAML::Key << "seed" << YAML::Value << t.provenance.seed << YAML::EndMap;
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
+}
+
+std::string spec_with_baselines(const std::string& text, const Baselines& b, const std::string& origin) {
+  // A top-level key starts a line with neither indentation, comment nor list marker.
+  auto top_level = [](const std::string& ln) {
+    return !ln.empty() && ln[0] != ' ' && ln[0] != '\t' && ln[0] != '#' && ln[0] != '-' && ln.find(':') != std::string::npos;
+  };
+  std::vector<std::string> kept;
+  std::istringstream in(text);
+  std::string ln;
+  bool skip = false, last_kept = false;
+  while (std::getline(in, ln)) {
+    if (top_level(ln)) skip = ln.rfind("baselines:", 0) == 0;
+    last_kept = !skip;
+    if (!skip) kept.push_back(ln + "\n");
+  }
+  if (!text.empty() && text.back() != '\n' && last_kept) kept.back().pop_back();  // the last line as it was
+  std::string block;
+  if (!b.empty()) {
+    YAML::Emitter e;
+    e << YAML::BeginMap;
+    emit_baselines(e, b);
+    e << YAML::EndMap;
+    block = std::string(e.c_str()) + "\n";
+  }
+  std::string out;
+  bool placed = false;
+  for (const auto& k : kept) {
+    if (!placed && k.rfind("provenance:", 0) == 0) {
+      out += block;
+      placed = true;
+    }
+    out += k;
+  }
+  if (!placed) out += (out.empty() || out.back() == '\n' ? "" : "\n") + block;
+  parse_task(out, origin);  // the result must still be a task
+  return out;
 }
 
 }  // namespace kforge

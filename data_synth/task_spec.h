@@ -90,4 +90,10 @@ TaskSpec make_op_example_task(const OpDef& op, DType dtype = DType::float32);
 // Re-derives arguments, outputs and cost after the graph or dims changed; keeps draws by name.
 void derive_task(TaskSpec& task);
 
+// The spec text with its top-level `baselines:` block replaced by `b` (or inserted before
+// `provenance:`, where task_to_yaml writes it, else at the end); every other line is kept as it
+// was, comments included (hand-written samples keep their layout). The block is the one
+// task_to_yaml emits. Throws a spec error when the result does not parse.
+std::string spec_with_baselines(const std::string& yaml_text, const Baselines& b, const std::string& origin);
+
 }  // namespace kforge

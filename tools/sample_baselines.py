@@ -91,47 +91,48 @@ def cmd_pack(a):
 
 
 def cmd_apply(a):
-    from synth_gpu import InputError, read_dataset, spec_with_baselines
-    try:
-        _, cols = read_dataset(a.dataset, ["id", "status", "eager_ms", "compile_ms", "baseline_json"])
-    except InputError as e:
-        return fail(str(e))
+    import tempfile
     import yaml
-    by_id = {p_id: i for i, p_id in enumerate(cols["id"])}
-    changed, skipped = 0, []
-    for path in samples_in(a.samples):
-        text = open(path).read()
-        sid = (yaml.safe_load(text) or {}).get("id", os.path.splitext(os.path.basename(path))[0])
-        i = by_id.get(sid)
-        if i is None:
-            skipped.append(f"{sid}: not in {a.dataset}")
-            continue
-        status = cols["status"][i]
-        if status != "ok":
-            skipped.append(f"{sid}: {status}")
-            continue
-        b = json.loads(cols["baseline_json"][i] or "{}")
-        if (b.get("dims") == "check" or str(b.get("gpu", "")).startswith("none")) and not a.allow_cpu:
-            skipped.append(f"{sid}: measured on the CPU (--allow-cpu to write it anyway)")
-            continue
-        rec = {"eager_ms": cols["eager_ms"][i], "compile_ms": cols["compile_ms"][i], "method": b.get("method", ""),
-               "flags": b.get("flags", {}), "env": {"gpu": b.get("gpu", ""), "torch": b.get("torch", ""),
-                                                    "cuda": b.get("cuda", "")}}
-        new = spec_with_baselines(text, rec)
-        if new != text:
-            tmp = path[:-len(".yaml")] + ".new.yaml"
-            with open(tmp, "w") as f:
-                f.write(new)
-            try:
-                kforge_out(a.kforge, "task", "fmt", tmp)
-            except RuntimeError as e:
-                os.remove(tmp)
+    from synth_gpu import InputError, run_kforge
+    os.environ.setdefault("KFORGE_BIN", a.kforge)
+    with tempfile.TemporaryDirectory(prefix="sample_baselines_") as d:
+        rows_file = os.path.join(d, "rows.jsonl")
+        try:  # kforge reads the dataset
+            run_kforge("tasks", "export", a.dataset, "--status", "all", "--format", "jsonl", "--out", rows_file)
+        except InputError as e:
+            return fail(str(e))
+        with open(rows_file) as f:
+            by_id = {r["id"]: r for r in map(json.loads, f)}
+        changed, skipped = 0, []
+        for path in samples_in(a.samples):
+            text = open(path).read()
+            sid = (yaml.safe_load(text) or {}).get("id", os.path.splitext(os.path.basename(path))[0])
+            r = by_id.get(sid)
+            if r is None:
+                skipped.append(f"{sid}: not in {a.dataset}")
+                continue
+            if r["status"] != "ok":
+                skipped.append(f"{sid}: {r['status']}")
+                continue
+            b = r.get("baseline") or {}
+            if (b.get("dims") == "check" or str(b.get("gpu", "")).startswith("none")) and not a.allow_cpu:
+                skipped.append(f"{sid}: measured on the CPU (--allow-cpu to write it anyway)")
+                continue
+            rec = {"eager_ms": r["eager_ms"], "gpu": b.get("gpu", ""), "torch": b.get("torch", ""),
+                   "cuda": b.get("cuda", ""), "method": b.get("method", ""), "flags": b.get("flags", {})}
+            if r.get("compile_ms"):
+                rec["compile_ms"] = r["compile_ms"]
+            src = os.path.join(d, sid + ".json")
+            with open(src, "w") as f:
+                json.dump(rec, f)
+            try:  # kforge writes the block (every other line kept) and checks that the task still parses
+                out = run_kforge("task", "set-baselines", path, "--from", src)
+            except InputError as e:
                 return fail(f"{path}: the spec with its baselines does not parse ({e}); left as it was")
-            os.replace(tmp, path)
-            changed += 1
-        print(f"sample_baselines: {sid}: eager {rec['eager_ms']:.3f} ms, torch.compile {rec['compile_ms']:.3f} ms")
-    for s in skipped:
-        print(f"sample_baselines: left alone: {s}")
+            changed += "unchanged" not in out
+            print(f"sample_baselines: {sid}: eager {r['eager_ms']:.3f} ms, torch.compile {r['compile_ms']:.3f} ms")
+    for s_ in skipped:
+        print(f"sample_baselines: left alone: {s_}")
     print(f"sample_baselines: {changed} sample(s) updated, {len(skipped)} left alone")
     return 0
 

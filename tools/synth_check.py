@@ -105,14 +105,37 @@ def check(cols, attrs, min_heldout_pct, reasons):
     return fails, info, pending
 
 
+def read_columns(dataset):
+    """(attrs, {column: list}) of every row, as kforge reads the dataset (`kforge tasks export
+    --status all --format jsonl`; the summary from `kforge tasks export-gpu`'s settings line)."""
+    import tempfile
+    from synth_gpu import export_tasks, run_kforge
+    settings, _ = export_tasks(dataset, "all/1")
+    with tempfile.TemporaryDirectory(prefix="synth_check_") as d:
+        out = os.path.join(d, "rows.jsonl")
+        run_kforge("tasks", "export", dataset, "--status", "all", "--format", "jsonl", "--out", out)
+        with open(out) as f:
+            rows = [json.loads(line) for line in f]
+    cols = {c: [] for c in COLUMNS}
+    for r in rows:
+        for c in COLUMNS:
+            if c == "baseline_json":
+                cols[c].append(json.dumps(r["baseline"]) if r.get("baseline") is not None else "")
+            elif c in ("eager_ms", "compile_ms"):
+                cols[c].append(math.nan if r.get(c) is None else r[c])
+            else:
+                cols[c].append(r[c])
+    return {"summary_json": settings.get("summary_json", "")}, cols
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dataset")
     ap.add_argument("--min-heldout-pct", type=float, default=5.0)
     a = ap.parse_args(argv)
-    from synth_gpu import REASONS, InputError, read_dataset
+    from synth_gpu import REASONS, InputError
     try:
-        attrs, cols = read_dataset(a.dataset, COLUMNS)
+        attrs, cols = read_columns(a.dataset)
     except InputError as e:
         print(f"synth_check: {e}", file=sys.stderr)
         return 2

@@ -32,6 +32,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 work=${SYNTH_WORK:-.gpu/synth}
 kforge=${KFORGE:-build/tools/kforge}
+# The GPU stage (tools/synth_gpu/) asks this kforge for the tasks and writes the results through it.
+case $kforge in /*) ;; */*) kforge=$PWD/$kforge ;; esac
+export KFORGE_BIN=${KFORGE_BIN:-$kforge}
 cmd=${1:-}; shift || true
 . "$root/tools/python_env.sh"
 case $cmd in gpu|status|report|finish) kforge_python "$root" || exit 2 ;; esac
@@ -92,9 +95,9 @@ import collections, os, subprocess, sys
 sys.path.insert(0, "tools")
 import synth_gpu
 dataset, parts, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-_, cols = synth_gpu.read_dataset(dataset, ["id", "graph_hash"])
+_, tasks = synth_gpu.export_tasks(dataset, "all/1")  # kforge's reading of the dataset
 done = {(r["id"], r.get("graph_hash")) for r in synth_gpu.read_records(parts)}
-left = [t for t, h in zip(cols["id"], cols["graph_hash"]) if (t, h) not in done]
+left = [t["id"] for t in tasks if (t["id"], t["graph_hash"]) not in done]
 for k in range(g):
     with open(os.path.join(lists, f"ids-{k}.txt"), "w") as f:
         f.writelines(t + "\n" for t in left[k * len(left) // g:(k + 1) * len(left) // g])
@@ -108,7 +111,7 @@ for k in range(g):
     mine = sorted(c for key in keys[k * len(keys) // g:(k + 1) * len(keys) // g] for c in cores[key])
     with open(os.path.join(lists, f"cpus-{k}.txt"), "w") as f:
         f.write(",".join(map(str, mine)))
-print(f"synth_dataset: {len(left)} of {len(cols['id'])} rows left; {g} GPU(s), about {len(left) // g} rows each")
+print(f"synth_dataset: {len(left)} of {len(tasks)} rows left; {g} GPU(s), about {len(left) // g} rows each")
 EOF
     for k in $(seq 0 $((ngpu - 1))); do
       pin=()
@@ -166,10 +169,10 @@ EOF
     "$py" - "$work" <<'EOF'
 import collections, os, sys
 sys.path.insert(0, "tools")
-import synth_gpu  # its dataset and part-file readers (torch is imported lazily, not here)
+import synth_gpu  # the part-file reader and kforge's tasks (no torch is imported)
 work = sys.argv[1]
-_, cols = synth_gpu.read_dataset(os.path.join(work, "dataset.h5"), ["id"])
-ids = set(cols["id"])
+_, tasks = synth_gpu.export_tasks(os.path.join(work, "dataset.h5"), "all/1")
+ids = {t["id"] for t in tasks}
 rows = {r["id"]: r["status"] for r in synth_gpu.read_records(os.path.join(work, "gpu")) if r["id"] in ids}  # last wins
 c = collections.Counter("ok" if s == "ok" else "rejected" for s in rows.values())
 print(f"synth_dataset: {len(rows)} of {len(ids)} rows measured (ok {c['ok']}, rejected {c['rejected']}); {len(ids) - len(rows)} left")

@@ -221,6 +221,32 @@ TEST(SynthConfig, ShippedConfigLoadsAndEqualsTheDefaults) {
   EXPECT_EQ(c.cost.peak_tflops, d.cost.peak_tflops);
   EXPECT_DOUBLE_EQ(c.cpu_check.max_flops, d.cpu_check.max_flops);
   EXPECT_EQ(c.decontamination.signatures, d.decontamination.signatures);
+  // The GPU stage's timing settings, pinned in the file (tools/synth_gpu/ reads them through kforge).
+  for (const TimingConfig* t : {&c.baseline_timing, &d.baseline_timing}) {
+    EXPECT_EQ(t->warmup_count, 3);
+    EXPECT_DOUBLE_EQ(t->warmup_ms, 50);
+    EXPECT_EQ(t->min_reps, 10);
+    EXPECT_EQ(t->max_reps, 100);
+    EXPECT_DOUBLE_EQ(t->target_rse, 0.01);
+    EXPECT_DOUBLE_EQ(t->budget_ms, 3000);
+    EXPECT_TRUE(t->l2_flush);
+    EXPECT_DOUBLE_EQ(t->l2_flush_factor, 2);
+  }
+}
+
+TEST(SynthConfig, BaselineTimingKeepsTheStageDefaultsForKeysLeftOut) {
+  SynthConfig c = SynthConfig::from_yaml(YamlNode::parse("baseline_timing: {min_reps: 5, max_reps: 6}\n", "synth.yaml"));
+  EXPECT_EQ(c.baseline_timing.min_reps, 5);
+  EXPECT_EQ(c.baseline_timing.max_reps, 6);
+  EXPECT_DOUBLE_EQ(c.baseline_timing.warmup_ms, 50);       // the stage's, not the evaluator's 25
+  EXPECT_DOUBLE_EQ(c.baseline_timing.target_rse, 0.01);    // not 0.002
+  try {
+    SynthConfig::from_yaml(YamlNode::parse("baseline_timing:\n  l2_flush_factor: 1\n", "synth.yaml"));
+    ADD_FAILURE() << "a flush of less than 2x L2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_NE(std::string(e.what()).find("l2_flush_factor"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SynthConfig, ErrorsNameTheKeyFileAndLine) {

@@ -202,3 +202,34 @@ TEST(OpExampleTask, EveryOperatorMakesAValidOneNodeTask) {
     EXPECT_EQ(parse_task(task_to_yaml(t), "x").arguments.size(), t.arguments.size());
   }
 }
+
+TEST(TaskSpec, SpecWithBaselinesReplacesOnlyTheBlock) {
+  TaskSpec t = parse_task(kMinimal, "task.yaml");
+  std::string text = "# a comment kept\n" + task_to_yaml(t);
+  Baselines b;
+  b.eager_ms = 2.5;
+  b.compile_ms = 1.25;
+  b.gpu = "NVIDIA H200";
+  b.torch_version = "2.11.0";
+  b.cuda_version = "13.0";
+  b.method = "cuda-events: \"quoted\"";
+  b.flags = {{"allow_tf32_cublas", "false"}};
+  std::string once = spec_with_baselines(text, b, "task.yaml");
+  // The block where task_to_yaml writes it, the same text as task_to_yaml's, the rest untouched.
+  TaskSpec with = t;
+  with.baselines = b;
+  EXPECT_EQ(once, "# a comment kept\n" + task_to_yaml(with));
+  TaskSpec back = parse_task(once, "task.yaml");
+  EXPECT_EQ(*back.baselines.eager_ms, 2.5);
+  EXPECT_EQ(back.baselines.method, b.method);
+  EXPECT_EQ(back.baselines.flags, b.flags);
+  // A second write replaces the block; an empty one removes it.
+  b.eager_ms = 3.0;
+  std::string twice = spec_with_baselines(once, b, "task.yaml");
+  EXPECT_EQ(*parse_task(twice, "task.yaml").baselines.eager_ms, 3.0);
+  EXPECT_EQ(twice.find("baselines:"), twice.rfind("baselines:"));
+  EXPECT_EQ(spec_with_baselines(twice, Baselines{}, "task.yaml"), text);
+  // A result that is no task (the block's numbers must be > 0) is an error, not a file.
+  b.eager_ms = -1.0;
+  EXPECT_THROW(spec_with_baselines(text, b, "task.yaml"), Error);
+}

@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-import h5py
 import pytest
 
 SOURCE_DIR = os.path.abspath(os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -338,13 +337,11 @@ def script_env(tmp_path, **extra):
 
 def test_synth_dataset_steps_and_the_gpu_host_script_run_the_setting(tmp_path):
     work = tmp_path / "work"
-    work.mkdir()
-    with h5py.File(work / "dataset.h5", "w") as f:  # the two columns the status step reads
-        f.attrs["format"], f.attrs["format_version"] = "kforge-dataset", "1"
-        t = f.create_group("tasks")
-        t.create_dataset("id", data=["t0", "t1"], dtype=h5py.string_dtype())
-        t.create_dataset("graph_hash", data=["h0", "h1"], dtype=h5py.string_dtype())
-    env, expected = script_env(tmp_path, SYNTH_WORK=str(work))
+    kforge = os.environ.get("KFORGE_BIN", "kforge")  # the status step reads the dataset through kforge
+    (tmp_path / "synth.yaml").write_text("seed: 3\ntarget_tasks: 2\nshard_candidates: 6\n")
+    subprocess.run([kforge, "synth", "--config", str(tmp_path / "synth.yaml"), "--out", str(work), "--quiet"],
+                   check=True, capture_output=True, timeout=300)
+    env, expected = script_env(tmp_path, SYNTH_WORK=str(work), KFORGE=kforge)
     script = os.path.join(SOURCE_DIR, "tools", "synth_dataset.sh")
     r = subprocess.run(["bash", script, "status"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and "0 of 2 rows measured (ok 0, rejected 0); 2 left" in r.stdout, r.stdout + r.stderr

@@ -62,21 +62,24 @@ def fresh_copy(dataset, tmp_path):
 
 # -- pure helpers -------------------------------------------------------------------------------
 
-def test_shards_cover_every_row_once():
+def test_shards_from_kforge_cover_every_row_once(dataset):
+    """The rows of a run come from `kforge tasks export-gpu`: k/N blocks cover every row once, all/N
+    is every block in turn, each row tagged with its shard."""
     m = load_tool()
-    for n_rows in (0, 1, 7, 6000):
-        for n in (1, 3, 8):
-            rows = [r for k in range(n) for r in m.shard_rows(n_rows, k, n)]
-            assert rows == list(range(n_rows))
-    assert m.parse_shard("2/8") == ([2], 8) and m.parse_shard("all/3") == ([0, 1, 2], 3)
+    ds = str(dataset / "ds" / "dataset.h5")
+    for n in (1, 3, 8):
+        rows = [(t["row"], t["shard"]) for k in range(n) for t in m.export_tasks(ds, f"{k}/{n}")[1]]
+        assert [r for r, _ in rows] == list(range(N_TASKS))
+        assert m.export_tasks(ds, f"all/{n}")[1] == [t for k in range(n) for t in m.export_tasks(ds, f"{k}/{n}")[1]]
+        assert all(k == r * n // N_TASKS or (k * N_TASKS // n <= r < (k + 1) * N_TASKS // n) for r, k in rows)
     for bad in ("8/8", "1", "a/b", "-1/2", "0/0"):
-        with pytest.raises(m.InputError):
-            m.parse_shard(bad)
+        with pytest.raises(m.InputError, match="--shard"):
+            m.export_tasks(ds, bad)
 
 
 def test_stats_median_and_rse():
     m = load_tool()
-    s = m.stats([3.0, 1.0, 2.0, 4.0])
+    s = m.stats([3.0, 1.0, 2.0, 4.0])  # the records' statistics (timing.stats)
     assert s["median_ms"] == 2.5 and s["n"] == 4 and s["min_ms"] == 1.0 and s["max_ms"] == 4.0
     assert abs(s["rse"] - (math.sqrt(5 / 3) / 2 / 2.5)) < 1e-12
     assert m.stats([5.0] * 10)["rse"] == 0.0
@@ -93,7 +96,7 @@ def test_informative_fractions_match_failing_fraction_chunked():
         y = torch.where(torch.rand(*shape, generator=g) < 0.3, x, torch.randn(*shape, generator=g, dtype=dtype))
         y_before = y.clone()
         for chunk in (1 << 26, 7):  # one chunk, and many chunks with a ragged end
-            m.CHUNK = chunk
+            m.checks.CHUNK = chunk
             for atol, rtol in ((1e-4, 1e-4), (0.5, 0.1), (0.0, 0.0)):
                 v, z, c = m.informative_fractions(torch, x, y, atol, rtol)
                 assert v == m.failing_fraction(torch, x, y, atol, rtol)
@@ -110,7 +113,7 @@ FUSED_PROBE = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
 import torch
-import synth_gpu as m
+from synth_gpu import checks as m
 dev = torch.device("cpu")
 F = m.FUSED
 assert F.interpret, "TRITON_INTERPRET=1 did not reach the tool"
@@ -239,21 +242,29 @@ def test_gpu_turn_excludes_and_is_freed_when_its_holder_dies(tmp_path):
         holder.wait()
 
 
-def test_baselines_go_into_the_spec_as_the_parser_reads_them(dataset):
+def test_baselines_go_into_the_spec_as_the_parser_reads_them(dataset, tmp_path):
+    """What --merge sends for an ok row (merge.spec_baselines_of) goes into the spec through kforge,
+    the block where kforge writes it, every other key unchanged, a second write replacing it."""
     m = load_tool()
     with h5py.File(dataset / "ds" / "dataset.h5") as f:
         spec = f["tasks/spec_yaml"].asstr()[0]
     rec = {"eager_ms": 2.5, "compile_ms": 1.25, "method": 'CUDA events; "quoted" and: colons',
            "env": {"gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "cuda": "13.0"},
            "flags": {"allow_tf32_cublas": "false", "allow_tf32_cudnn": "false"}}
-    new = m.spec_with_baselines(spec, rec)
+    task, src = tmp_path / "t.yaml", tmp_path / "b.json"
+    task.write_text(spec)
+    src.write_text(json.dumps(m.spec_baselines_of(rec)))
+    kforge("task", "set-baselines", str(task), "--from", str(src))
+    new = task.read_text()
     before, after = yaml.safe_load(spec), yaml.safe_load(new)
     b = after.pop("baselines")
     assert after == before  # nothing else changed
     assert b == {"eager_ms": 2.5, "compile_ms": 1.25, "gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "cuda": "13.0",
                  "method": rec["method"], "flags": rec["flags"]}
     assert list(yaml.safe_load(new).keys())[-2:] == ["baselines", "provenance"]  # where kforge writes it
-    again = m.spec_with_baselines(new, dict(rec, eager_ms=3.0))  # a second merge replaces the block
+    src.write_text(json.dumps(m.spec_baselines_of(dict(rec, eager_ms=3.0))))  # a second merge replaces the block
+    kforge("task", "set-baselines", str(task), "--from", str(src))
+    again = task.read_text()
     assert again.count("baselines:") == 1 and yaml.safe_load(again)["baselines"]["eager_ms"] == 3.0
 
 

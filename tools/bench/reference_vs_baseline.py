@@ -127,7 +127,10 @@ def main(argv=None):
                 f.write("".join(x["id"] + "\n" for x in rows))
             cmd = [sys.executable, os.path.join(ROOT, "tools", "synth_gpu.py"), ds, "--ids", ids, "--shard", "0/1",
                    "--out", os.path.join(tmp, "now"), "--device", a.device] + a.synth_args.split()
-            r = run(cmd)
+            # The GPU stage reads the tasks through this same kforge.
+            r = subprocess.run(cmd, capture_output=True, text=True,
+                               env=dict(os.environ, KFORGE_BIN=os.path.abspath(a.kforge) if os.sep in a.kforge
+                                        else (shutil.which(a.kforge) or a.kforge)))
             if r.returncode != 0:
                 print(f"reference_vs_baseline: synth_gpu.py failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}",
                       file=sys.stderr)

@@ -34,6 +34,7 @@ set -uo pipefail
 out=${1:?usage: run_pending_gpu.sh OUTDIR [steps]}; shift
 steps=${*:-build new_gpu}
 b=${KFORGE_BUILD_DIR:-build-gpu}
+export KFORGE_BIN=${KFORGE_BIN:-$PWD/$b/tools/kforge}  # what tools/synth_gpu/ asks for tasks and writes through
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gpu_tests="draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests evaluator_gpu_tests anticheat_audit_gpu_tests

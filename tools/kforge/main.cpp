@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   kforge::cli::add_demo_command(app);
 #ifndef KFORGE_CLI_LIGHT
   kforge::cli::add_synth_commands(app);
+  kforge::cli::add_gpu_stage_commands(app);
   kforge::cli::add_serve_commands(app);
   kforge::cli::add_counters_command(app);
 #endif
