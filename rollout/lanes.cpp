@@ -25,15 +25,6 @@ const char* lane_name(Lane lane) {
   return "?";
 }
 
-Lane lane_for_action(const Json& action) {
-  ParsedAction parsed = parse_action(action);
-  if (!parsed.call) return Lane::front;
-  const std::string& tool = parsed.call->name;
-  if (tool == "compile") return Lane::compile;
-  if (tool == "verify" || tool == "profile" || tool == "submit") return Lane::gpu;
-  return Lane::front;
-}
-
 bool WorkQueue::push(StepJobPtr job) {
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -188,21 +179,9 @@ GpuLanes detect_gpu_lanes(int configured) {
   return g;
 }
 
-namespace {
-thread_local Evaluator* bound_compile = nullptr;
-thread_local Evaluator* bound_gpu = nullptr;
-}  // namespace
-
-LaneJudge::Binding::Binding(Evaluator* compile, Evaluator* gpu) {
-  bound_compile = compile;
-  bound_gpu = gpu;
-}
-
-LaneJudge::Binding::~Binding() { bound_compile = bound_gpu = nullptr; }
-
 Json LaneJudge::check(const TaskSpec& task, const Candidate& candidate) {
-  KFORGE_CHECK(bound_compile, internal, "compile() reached a thread without a compile worker (a scheduling bug)");
-  return bound_compile->check(task, candidate);
+  KFORGE_CHECK(compile_, internal, "compile() reached a judge without a compile worker (a scheduling bug)");
+  return compile_->check(task, candidate);
 }
 
 Json LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) {
@@ -211,8 +190,8 @@ Json LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const
              {{"kind", kNoGpuKind},
               {"message", "nothing was judged: this server has no GPU (none visible, or scheduler.gpus is 0) and verify, "
                           "profile and submit need one; compile() still works and the episode goes on"}}}};
-  KFORGE_CHECK(bound_gpu, internal, "a GPU tool reached a thread without a GPU worker (a scheduling bug)");
-  return bound_gpu->evaluate(task, candidate, options);
+  KFORGE_CHECK(gpu_, internal, "a GPU tool reached a judge without a GPU worker (a scheduling bug)");
+  return gpu_->evaluate(task, candidate, options);
 }
 
 }  // namespace kforge

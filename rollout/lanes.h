@@ -26,11 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Session;
 
-enum class Lane { front, compile, gpu };
 const char* lane_name(Lane lane);
-// Which lane an action's step needs: the tool it calls (an action that does not parse is answered
-// by the front thread: the episode reads the parse error).
-Lane lane_for_action(const Json& action);
 
 // One step of one episode, from the request to its reply.
 struct StepJob {
@@ -39,6 +35,7 @@ struct StepJob {
   std::shared_ptr<Session> session;
   Envelope to;
   Json action;
+  ParsedAction parsed;  // the action, parsed once (its lane comes from its tool: tool_call.h's table)
   Lane lane = Lane::front;
   int gpu = -1;
   Clock::time_point received, started, finished;
@@ -111,27 +108,24 @@ GpuLanes detect_gpu_lanes(int configured);
 // What a GPU tool answers on a server without GPU lanes (an observation, not an error reply).
 extern const char* const kNoGpuKind;  // "no_gpu": info.report.harness_error.kind
 
-// The judge every episode of a server shares. The thread a step runs on says which Evaluator
-// does the work: a compile thread binds its own (check), a GPU thread its GPU's (check and
-// evaluate). A GPU tool on a server without GPUs returns a report of one `harness_error` of kind
-// `no_gpu` (nothing was judged): the policy reads it, the episode goes on.
+// The judge of one lane: its compile evaluator (check) and, on a GPU lane, its GPU's evaluator
+// (check and evaluate). A lane hands its own to the episode before it runs the episode's step
+// (KernelEnv::set_judge); the front thread's judge has no evaluator. A GPU tool on a server
+// without GPUs returns a report of one `harness_error` of kind `no_gpu` (nothing was judged): the
+// policy reads it, the episode goes on.
 class LaneJudge final : public CandidateJudge {
  public:
-  LaneJudge(EvalConfig config, bool has_gpus) : config_(std::move(config)), has_gpus_(has_gpus) {}
+  LaneJudge(EvalConfig config, bool has_gpus, Evaluator* compile = nullptr, Evaluator* gpu = nullptr)
+      : config_(std::move(config)), has_gpus_(has_gpus), compile_(compile), gpu_(gpu) {}
   Json check(const TaskSpec& task, const Candidate& candidate) override;
   Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override;
   const EvalConfig& eval_config() const override { return config_; }
 
-  // Binds evaluators to the calling thread for the lifetime of the binding.
-  class Binding {
-   public:
-    Binding(Evaluator* compile, Evaluator* gpu);
-    ~Binding();
-  };
-
  private:
   EvalConfig config_;
   bool has_gpus_;
+  Evaluator* compile_;
+  Evaluator* gpu_;
 };
 
 }  // namespace kforge

@@ -147,19 +147,20 @@ void RolloutServer::Impl::start() {
 }
 
 void RolloutServer::Impl::lane_loop(WorkQueue& queue, Evaluator* compile_ev, Evaluator* gpu_ev, int gpu) {
-  LaneJudge::Binding binding(compile_ev, gpu_ev);
+  LaneJudge lane_judge(setup.eval, setup.gpus > 0, compile_ev, gpu_ev);
   while (StepJobPtr job = queue.pop()) {
-    run_step(*job);
+    run_step(*job, lane_judge);
     queue.finished(ms_between(job->started, job->finished) / 1000.0);
     if (gpu >= 0) gpu_state[gpu]->worker_starts = gpu_ev->gpu_worker().starts();
     inbox.post([this, job] { step_done(job); });
   }
 }
 
-void RolloutServer::Impl::run_step(StepJob& job) {
+void RolloutServer::Impl::run_step(StepJob& job, CandidateJudge& judge) {
   job.started = Clock::now();
+  job.session->env.set_judge(judge);
   try {
-    job.result = job.session->env.step(job.action);
+    job.result = job.session->env.step(job.parsed);
   } catch (const std::exception& e) {
     job.failure = e.what();
   }

@@ -92,12 +92,13 @@ void RolloutServer::Impl::step(const Envelope& to, const StepParams& p) {
   job->to = to;
   job->action = p.action;
   job->received = Clock::now();
-  job->lane = lane_for_action(p.action);
+  job->parsed = parse_action(p.action);
+  job->lane = lane_of(job->parsed);
   // Without GPUs a GPU tool is answered at once: the judge says there is no GPU.
   if (job->lane == Lane::gpu && setup.gpus == 0) job->lane = Lane::front;
   if (job->lane == Lane::front) {
     job->state = StepJob::running;
-    run_step(*job);
+    run_step(*job, *judge);
     step_done(job);
     return;
   }
@@ -133,9 +134,7 @@ void RolloutServer::Impl::step_done(const StepJobPtr& job) {
                   {"run_ms", ms_between(job->started, job->finished)},
                   {"total_ms", ms_between(job->received, Clock::now())}};
   if (job->gpu >= 0) timings["gpu"] = job->gpu;
-  if (job->gpu >= 0 && r.info.contains("report") && r.info["report"].is_object() && r.info["report"].contains("device") &&
-      r.info["report"]["device"].is_object())
-    s.gpu_name = r.info["report"]["device"].value("name", s.gpu_name);
+  if (job->gpu >= 0) s.gpu_name = gpu_state[job->gpu]->name();  // its lane's device, as its worker named it
   s.turns.push_back({{"turn", s.env.turn()}, {"action", job->action}, {"observation", r.observation}, {"reward", r.reward},
                      {"terminated", r.terminated}, {"truncated", r.truncated}, {"info", r.info}, {"timings", timings}});
   s.final_reward = r.reward;

@@ -137,7 +137,7 @@ struct RolloutServer::Impl {
   std::unique_ptr<zmq::socket_t> push;
   std::string endpoint, stream_endpoint;
   TaskCatalog catalog;
-  std::unique_ptr<LaneJudge> judge;
+  std::unique_ptr<LaneJudge> judge;  // the front thread's (no evaluator): front-lane steps and new episodes
   Inbox inbox;
   std::unique_ptr<Recorder> recorder;
 
@@ -194,7 +194,7 @@ struct RolloutServer::Impl {
 
   void lane_loop(WorkQueue& queue, Evaluator* compile_ev, Evaluator* gpu_ev, int gpu);
 
-  static void run_step(StepJob& job);
+  static void run_step(StepJob& job, CandidateJudge& judge);
 
   void stop_lanes();
 

@@ -30,16 +30,9 @@ bool compiled_ok(const Json& r) {
 
 }  // namespace
 
-std::string episode_verdict(const Json& report) {
-  if (report.is_object() && report.contains("anticheat") && report["anticheat"].is_object() &&
-      report["anticheat"].value("verdict", std::string()) == "cheat")
-    return "cheat";
-  return report_verdict(report);
-}
-
 SubmissionOutcome submission_outcome(const Json& report) {
   SubmissionOutcome o;
-  std::string v = episode_verdict(report);
+  std::string v = report_verdict(report);  // the one rule (env/judge/evaluator.h)
   const Json err = report.contains("error") && report["error"].is_object() ? report["error"] : Json::object();
   if (v == "pass") {
     o.verdict = SubmissionOutcome::Verdict::pass;
@@ -87,7 +80,7 @@ StoredBaseline stored_baseline(const Baselines& b) {
 }
 
 KernelEnv::KernelEnv(EnvConfig env, RewardConfig reward, CandidateJudge& judge)
-    : env_(std::move(env)), reward_(std::move(reward)), judge_(judge), limits_(env_.limits), workspace_(env_.workspace) {}
+    : env_(std::move(env)), reward_(std::move(reward)), judge_(&judge), limits_(env_.limits), workspace_(env_.workspace) {}
 
 ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& options) {
   KFORGE_CHECK(options.is_null() || options.is_object(), usage, "reset options must be an object");
@@ -119,7 +112,7 @@ ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& op
   workspace_ = std::move(ws);
   seed_ = seed;
   // The policy never sees its inputs' salt: it is derived from the episode seed and the eval config's.
-  salt_ = splitmix64(seed ^ splitmix64(judge_.eval_config().draws.salt)) | 1;
+  salt_ = splitmix64(seed ^ splitmix64(judge_->eval_config().draws.salt)) | 1;
   gpu_calls_ = 0;
   turn_ = 0;
   running_ = true;
@@ -167,7 +160,7 @@ KernelEnv::ToolResult KernelEnv::tool_compile() {
     r.observation = "compile: " + why + "\n";
     return r;
   }
-  r.report = judge_.check(*task_, *cand);
+  r.report = judge_->check(*task_, *cand);
   r.ok = true;
   r.compiled = compiled_ok(r.report);
   r.observation = compile_text(r.report, static_cast<size_t>(limits_.observation_max_chars) * 3 / 4);
@@ -192,7 +185,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
     }
     return r;
   }
-  const EvalConfig& ec = judge_.eval_config();
+  const EvalConfig& ec = judge_->eval_config();
   int verify_trials = env_.tools.verify_trials > 0 ? env_.tools.verify_trials : ec.verify.trials;
   EvalOptions opt = tool == "submit"    ? next_eval_options(ec.verify.submit_trials, true)
                     : tool == "profile" ? next_eval_options(verify_trials, env_.tools.profile_times)
@@ -202,7 +195,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
     opt.counters = env_.tools.profile_counters;
     opt.counter_metrics = env_.tools.profile_metrics;
   }
-  r.report = judge_.evaluate(*task_, *cand, opt);
+  r.report = judge_->evaluate(*task_, *cand, opt);
   if (r.report.is_object() && r.report.contains("harness_error") && !r.report.contains("verdict")) {
     // The judge ran nothing (a server without a GPU: kind no_gpu): no verdict, no submission; the episode goes on.
     const Json& h = r.report["harness_error"];
@@ -213,7 +206,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   if (r.report.contains("gpu_request_wall_ms") && r.report["gpu_request_wall_ms"].is_number())
     gpu_time_s_ += r.report["gpu_request_wall_ms"].get<double>() / 1000.0;
   r.compiled = compiled_ok(r.report);
-  std::string verdict = episode_verdict(r.report);
+  std::string verdict = report_verdict(r.report);
   r.verified = verdict == "pass";
   size_t log_budget = static_cast<size_t>(limits_.observation_max_chars) * 3 / 4;
   std::ostringstream os;
@@ -264,12 +257,13 @@ KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
   return r;
 }
 
-StepResult KernelEnv::step(const Json& action) {
+StepResult KernelEnv::step(const Json& action) { return step(parse_action(action)); }
+
+StepResult KernelEnv::step(const ParsedAction& parsed) {
   KFORGE_CHECK(running_, usage,
                (task_ ? "the episode is over (" + termination_ + "); call reset() to start another" : std::string("call reset() before step()")));
   ++turn_;
   StepResult s;
-  ParsedAction parsed = parse_action(action);
   ToolResult result;
   std::string tool_name;
   if (!parsed.call) {
@@ -334,8 +328,7 @@ StepResult KernelEnv::step(const Json& action) {
   s.info["tool_ok"] = result.ok;
   s.info["action_error"] = parsed.call ? Json() : Json(parsed.error);
   if (!result.report.is_null()) {
-    s.info["verdict"] = result.report.contains("verdict") ? result.report["verdict"] : Json();
-    if (episode_verdict(result.report) == "cheat") s.info["verdict"] = "cheat";
+    s.info["verdict"] = result.report.contains("verdict") ? Json(report_verdict(result.report)) : Json();
     s.info["report"] = result.report;
   }
   if (!shaping.evidence.empty()) s.info["shaping"] = to_json(shaping.evidence);

@@ -71,10 +71,6 @@ constexpr const char* wall_clock = "wall_clock_budget";
 constexpr const char* gpu_time = "gpu_time_budget";
 }  // namespace termination
 
-// The verdict of an evaluation report: report_verdict's, with an anti-cheat finding as "cheat" (the
-// evaluator's own rule, env/judge/evaluator.cpp; checked again here so a report that says otherwise
-// never pays).
-std::string episode_verdict(const Json& report);
 // What a final evaluation report says, as the reward rules read it.
 SubmissionOutcome submission_outcome(const Json& report);
 StoredBaseline stored_baseline(const Baselines& baselines);
@@ -89,6 +85,11 @@ class KernelEnv {
   ResetResult reset(const TaskSpec& task, uint64_t seed, const Json& options = Json::object());
   // One tool call. Throws a usage error when no episode is running (before reset, after the end).
   StepResult step(const Json& action);
+  // The same for an action already parsed (parse_action): a server parses each action once.
+  StepResult step(const ParsedAction& parsed);
+  // The judge the next steps use (a rollout server's lane hands over its own before it runs a
+  // step: the lane's evaluators do the work). The judge must outlive those steps.
+  void set_judge(CandidateJudge& judge) { judge_ = &judge; }
 
   bool running() const { return running_; }
   int turn() const { return turn_; }
@@ -115,7 +116,7 @@ class KernelEnv {
 
   EnvConfig env_;
   RewardConfig reward_;
-  CandidateJudge& judge_;
+  CandidateJudge* judge_;
 
   // Episode state.
   std::optional<TaskSpec> task_;

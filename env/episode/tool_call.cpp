@@ -18,31 +18,33 @@ Json function(const char* name, const char* description, Json properties, Json r
               {"additionalProperties", false}}}}}};
 }
 
-Json build_schemas() {
+std::vector<ToolSpec> build_table() {
   Json path = {{"type", "string"}, {"description", "a relative path in the workspace, e.g. kernel.cu or launch.yaml"}};
-  Json tools = Json::array();
-  tools.push_back(function("write_file", "Create or replace a file in the candidate workspace.",
-                           {{"path", path}, {"content", {{"type", "string"}, {"description", "the whole file"}}}},
-                           {"path", "content"}));
-  tools.push_back(function("read_file", "Read a file of the candidate workspace.", {{"path", path}}, {"path"}));
-  tools.push_back(function("list_files", "List the files of the candidate workspace with their sizes.", Json::object(), Json::array()));
-  tools.push_back(function("compile",
-                           "Compile kernel.cu with NVRTC and check launch.yaml against the task: compiler errors, "
-                           "and per kernel its registers, shared memory, local memory and spills.",
-                           Json::object(), Json::array()));
-  tools.push_back(function("verify",
-                           "Compile and run the candidate on the GPU over several trials with fresh random inputs "
-                           "and compare its outputs with the PyTorch reference.",
-                           Json::object(), Json::array()));
-  tools.push_back(function("profile",
-                           "Verify, then time the candidate against eager PyTorch (and the task's torch.compile "
-                           "baseline) and report what each kernel did on the GPU.",
-                           Json::object(), Json::array()));
-  tools.push_back(function("submit",
-                           "Submit the workspace's candidate for the final evaluation (more trials, full timing). "
-                           "This ends the episode and gives the reward.",
-                           Json::object(), Json::array()));
-  return tools;
+  auto tool = [](const char* name, Lane lane, const char* description, Json properties, Json required) {
+    return ToolSpec{name, lane, function(name, description, std::move(properties), std::move(required))};
+  };
+  return {
+      tool("write_file", Lane::front, "Create or replace a file in the candidate workspace.",
+           {{"path", path}, {"content", {{"type", "string"}, {"description", "the whole file"}}}}, {"path", "content"}),
+      tool("read_file", Lane::front, "Read a file of the candidate workspace.", {{"path", path}}, {"path"}),
+      tool("list_files", Lane::front, "List the files of the candidate workspace with their sizes.", Json::object(), Json::array()),
+      tool("compile", Lane::compile,
+           "Compile kernel.cu with NVRTC and check launch.yaml against the task: compiler errors, "
+           "and per kernel its registers, shared memory, local memory and spills.",
+           Json::object(), Json::array()),
+      tool("verify", Lane::gpu,
+           "Compile and run the candidate on the GPU over several trials with fresh random inputs "
+           "and compare its outputs with the PyTorch reference.",
+           Json::object(), Json::array()),
+      tool("profile", Lane::gpu,
+           "Verify, then time the candidate against eager PyTorch (and the task's torch.compile "
+           "baseline) and report what each kernel did on the GPU.",
+           Json::object(), Json::array()),
+      tool("submit", Lane::gpu,
+           "Submit the workspace's candidate for the final evaluation (more trials, full timing). "
+           "This ends the episode and gives the reward.",
+           Json::object(), Json::array()),
+  };
 }
 
 const Json* find_tool(const std::string& name) {
@@ -153,9 +155,25 @@ ParsedAction from_object(const Json& a) {
 
 }  // namespace
 
+const std::vector<ToolSpec>& tool_table() {
+  static const std::vector<ToolSpec> table = build_table();
+  return table;
+}
+
 const Json& tool_schemas() {
-  static const Json schemas = build_schemas();
+  static const Json schemas = [] {
+    Json a = Json::array();
+    for (const ToolSpec& t : tool_table()) a.push_back(t.schema);
+    return a;
+  }();
   return schemas;
+}
+
+Lane lane_of(const ParsedAction& action) {
+  if (action.call)
+    for (const ToolSpec& t : tool_table())
+      if (t.name == action.call->name) return t.lane;
+  return Lane::front;
 }
 
 std::string tool_summary() {

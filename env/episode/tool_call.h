@@ -8,6 +8,7 @@
 // back as a sentence for the policy, never as an exception.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,22 @@ struct ParsedAction {
   std::string error;             // else what was wrong
   std::string note;              // e.g. "2 tool calls found; only the first was run"
 };
+
+// Where a tool's call runs in a rollout server: its front thread, a compile worker, or a GPU's worker.
+enum class Lane { front, compile, gpu };
+
+// One tool: its name, where its calls run, and its OpenAI function schema.
+struct ToolSpec {
+  std::string name;
+  Lane lane = Lane::front;
+  nlohmann::json schema;
+};
+// The tools, in one table that the action parser, the schemas, the prompt's summary and the
+// server's lanes all read.
+const std::vector<ToolSpec>& tool_table();
+// Where a parsed action's step runs: its tool's lane (an action that does not parse: the front,
+// where the episode answers with the parse error).
+Lane lane_of(const ParsedAction& action);
 
 // The tools as OpenAI function schemas: [{"type": "function", "function": {"name", "description",
 // "parameters": {"type": "object", "properties", "required", "additionalProperties": false}}}].

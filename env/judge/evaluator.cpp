@@ -245,14 +245,20 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
   if (r.body.contains("anticheat_checks"))
     for (const Json& c : r.body["anticheat_checks"]) checks.push_back(c);
   report["anticheat"] = anticheat_section(checks);
-  // The verdict, decided here once for every reader (episode, reward, server): a failed anti-cheat
-  // check makes it "cheat" whatever else happened.
-  if (report["anticheat"]["verdict"] == "cheat") report["verdict"] = "cheat";
+  // The verdict, by the one rule every reader applies (report_verdict).
+  report["verdict"] = report_verdict(report);
   report["wall_ms"] = ms_since(t0);
   return report;
 }
 
-std::string report_verdict(const Json& report) { return report.value("verdict", std::string("error")); }
+std::string report_verdict(const Json& report) {
+  if (!report.is_object()) return "error";
+  // A failed anti-cheat check makes it "cheat" whatever else happened, whoever wrote the report.
+  if (report.contains("anticheat") && report["anticheat"].is_object() &&
+      report["anticheat"].value("verdict", std::string()) == "cheat")
+    return "cheat";
+  return report.value("verdict", std::string("error"));
+}
 
 std::string format_report(const Json& r) {
   std::ostringstream os;

@@ -8,7 +8,7 @@ function length, in lines), for the tree at a commit or the working tree.
 The goals (issue text, ARCHITECTURE.md): at most 600 lines a file, at most 120 lines a function.
 """
 import argparse
-import json
+import datetime
 import os
 import subprocess
 import sys
@@ -16,6 +16,9 @@ import tarfile
 import tempfile
 
 import lizard
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_doc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FOLDERS = ["env", "anticheat", "rollout", "data_synth", "reward", "configs", "tools/kforge", "tools/bench"]
@@ -75,9 +78,16 @@ def main():
         g0 = v["longest_functions"][0] if v["longest_functions"] else (0, "-")
         print(f"  {folder:14s} {v['files']:3d} files; largest {f0[0]:5d} {f0[1]}; longest function {g0[0]:4d} {g0[1]}")
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump({"rev": rev, "command": "tools/bench/code_shape.py" + (f" --rev {a.rev}" if a.rev else ""),
-                       "folders": s}, fh, indent=1)
+        figures = {}
+        for folder, v in s.items():
+            key = folder.replace("/", "_")
+            figures[f"{key}_largest_file_lines"] = v["largest_files"][0][0] if v["largest_files"] else 0
+            figures[f"{key}_longest_function_lines"] = v["longest_functions"][0][0] if v["longest_functions"] else 0
+        doc = {"gpu": "none (source analysis)", "driver": "", "cuda": "", "torch": "",
+               "date": datetime.date.today().isoformat(), "commit": a.rev or results_doc.commit(),
+               "command": "tools/bench/code_shape.py" + (f" --rev {a.rev}" if a.rev else ""), "figures": figures,
+               "details": s}
+        results_doc.write(a.json, doc, "code_shape")
     return 0
 
 

@@ -95,3 +95,17 @@ TEST(ParseAction, UnknownToolsAndBadArgumentsAreNamed) {
   EXPECT_NE(parse_action(Json::array({1, 2})).error.find("not an array"), std::string::npos);
   EXPECT_NE(parse_action(Json()).error.find("not null"), std::string::npos);
 }
+
+// One table: the schemas are the table's, in its order, and each tool's lane is where its work is.
+TEST(ToolCall, TheToolTableGivesSchemasAndLanes) {
+  const auto& table = tool_table();
+  ASSERT_EQ(table.size(), tool_schemas().size());
+  for (size_t i = 0; i < table.size(); ++i) EXPECT_EQ(tool_schemas()[i]["function"]["name"], table[i].name);
+  auto lane = [](const char* action) { return lane_of(parse_action(nlohmann::json::parse(action))); };
+  EXPECT_EQ(lane(R"({"name": "compile", "arguments": {}})"), Lane::compile);
+  for (const char* gpu : {"verify", "profile", "submit"})
+    EXPECT_EQ(lane((std::string(R"({"name": ")") + gpu + R"(", "arguments": {}})").c_str()), Lane::gpu) << gpu;
+  EXPECT_EQ(lane(R"({"name": "read_file", "arguments": {"path": "kernel.cu"}})"), Lane::front);
+  EXPECT_EQ(lane(R"({"name": "no_such_tool", "arguments": {}})"), Lane::front);  // the parse error is answered at the front
+  EXPECT_EQ(lane(R"({"name": "verify", "arguments": {"extra": 1}})"), Lane::front);
+}

@@ -470,7 +470,7 @@ TEST(LaunchPlan, LoadsAPlanFileAndNamesItByItsFileName) {
 
 // The example the policy reads in env/judge/KERNEL_FORMAT.md is a valid plan for softmax_rows.
 TEST(LaunchPlan, KernelFormatExampleResolvesAgainstSoftmaxRows) {
-  std::string doc = read(fs::path(source_dir()) / "env" / "KERNEL_FORMAT.md");
+  std::string doc = read(fs::path(source_dir()) / "env" / "judge" / "KERNEL_FORMAT.md");
   size_t start = doc.find("```yaml\n");
   ASSERT_NE(start, std::string::npos);
   start += 8;
