@@ -59,6 +59,22 @@ const std::vector<std::pair<const char*, const char*>>& punctuators() {
   return p;
 }
 
+// At chars[i] == '/': skips a comment (`//` up to, not including, its newline; `/* */`) and
+// returns true; otherwise leaves i and returns false.
+bool skip_comment(const std::string& s, size_t& i) {
+  if (i >= s.size() || s[i] != '/' || i + 1 >= s.size()) return false;
+  if (s[i + 1] == '/') {
+    while (i < s.size() && s[i] != '\n') ++i;
+    return true;
+  }
+  if (s[i + 1] == '*') {
+    size_t end = s.find("*/", i + 2);
+    i = end == std::string::npos ? s.size() : end + 2;
+    return true;
+  }
+  return false;
+}
+
 bool raw_prefix(const std::string& name) {
   return name == "R" || name == "LR" || name == "u8R" || name == "uR" || name == "UR";
 }
@@ -207,7 +223,7 @@ class Lexer {
     const std::string& s = t_.chars;
     size_t p = i + 1;
     std::string delim;
-    while (p < end && s[p] != '(' && delim.size() <= 16) {
+    while (p < end && s[p] != '(' && delim.size() < 16) {
       if (s[p] == ' ' || s[p] == ')' || s[p] == '\\' || s[p] == '\n' || s[p] == '\t') return false;
       delim.push_back(s[p++]);
     }
