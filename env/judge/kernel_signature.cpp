@@ -240,9 +240,9 @@ std::vector<KernelParam> read_params(const std::vector<CudaToken>& t, size_t ope
   return out;
 }
 
-class Reader {
+class SignatureReader {
  public:
-  explicit Reader(std::vector<CudaToken> toks) : t_(std::move(toks)) {}
+  explicit SignatureReader(std::vector<CudaToken> toks) : t_(std::move(toks)) {}
 
   std::vector<KernelSignature> read() {
     size_t i = 0;
@@ -374,7 +374,7 @@ class Reader {
 }  // namespace
 
 std::vector<KernelSignature> parse_kernel_signatures(const std::string& source) {
-  return Reader(tokenize(source)).read();
+  return SignatureReader(tokenize(source)).read();
 }
 
 }  // namespace kforge
