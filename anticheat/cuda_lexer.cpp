@@ -86,6 +86,7 @@ class Lexer {
 
   LexedSource run() {
     const std::string& s = t_.chars;
+    out_.tokens.reserve(s.size() / 4);
     bool line_start = true, space = false;
     size_t i = 0;
     while (i < s.size()) {
@@ -329,6 +330,7 @@ class Lexer {
     if (c == '"' || c == '\'') return quoted(i, end, t);
     if (c == '<' && wants_header_name(in_directive) && header_name(i, end, t)) return;
     for (const auto& [spelling, meaning] : punctuators()) {
+      if (spelling[0] != c) continue;
       size_t n = std::strlen(spelling);
       if (i + n > end || s.compare(i, n, spelling) != 0) continue;
       // `<::` is `<` `::` unless followed by `:` or `>` (C++11 [lex.pptoken]).

@@ -310,20 +310,20 @@ class Expander {
 
 }  // namespace
 
-PreprocessedSource read_directives(const LexedSource& lexed) {
+PreprocessedSource read_directives(LexedSource lexed) {
   PreprocessedSource out;
   std::vector<Cond> cond;
-  const std::vector<CudaToken>& t = lexed.tokens;
+  std::vector<CudaToken>& t = lexed.tokens;
   for (size_t i = 0; i < t.size();) {
     if (t[i].directive) {  // the `#`, then the directive's tokens
       const int line = t[i].line;
       std::vector<MacroToken> toks;
       for (++i; i < t.size() && t[i].directive && !t[i].line_start; ++i)
-        if (t[i].kind != TokenKind::other) toks.emplace_back(t[i]);
+        if (t[i].kind != TokenKind::other) toks.emplace_back(std::move(t[i]));
       directive(toks, line, cond, out);
       continue;
     }
-    if (t[i].kind != TokenKind::other && (cond.empty() || !cond.back().skipping)) out.code.emplace_back(t[i]);
+    if (t[i].kind != TokenKind::other && (cond.empty() || !cond.back().skipping)) out.code.emplace_back(std::move(t[i]));
     ++i;
   }
   return out;

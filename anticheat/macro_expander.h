@@ -42,7 +42,7 @@ struct PreprocessedSource {
 };
 
 // The code tokens outside `#if 0` groups and the #define / #undef directives (`#if 0` ones aside).
-PreprocessedSource read_directives(const LexedSource& lexed);
+PreprocessedSource read_directives(LexedSource lexed);
 
 constexpr size_t kMaxExpandedTokens = 200000;
 constexpr int kMaxExpansionDepth = 200;
