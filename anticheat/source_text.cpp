@@ -26,18 +26,4 @@ SplicedText splice_lines(const std::string& source) {
   return t;
 }
 
-bool skip_comment(const std::string& s, size_t& i) {
-  if (i >= s.size() || s[i] != '/' || i + 1 >= s.size()) return false;
-  if (s[i + 1] == '/') {
-    while (i < s.size() && s[i] != '\n') ++i;
-    return true;
-  }
-  if (s[i + 1] == '*') {
-    size_t end = s.find("*/", i + 2);
-    i = end == std::string::npos ? s.size() : end + 2;
-    return true;
-  }
-  return false;
-}
-
 }  // namespace kforge

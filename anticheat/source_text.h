@@ -1,7 +1,8 @@
 #pragma once
-// A kernel source as the compiler's front end first sees it. Shared by every scan of candidate
-// source (the compiler's include guard, the static anti-cheat checks) so they agree, character for
-// character, on what a line and a comment are: a scan that splices differently from NVRTC could
+// A kernel source as the compiler's front end first sees it. The one lexer of CUDA source
+// (cuda_lexer.h), which every scan of candidate source reads (the compiler's include guard, the
+// kernel signature reader, the static anti-cheat checks), lexes this text, so that they agree,
+// character for character, on what a line is: a scan that splices differently from NVRTC could
 // be shown one text while the compiler reads another.
 #include <string>
 #include <vector>
@@ -17,9 +18,5 @@ struct SplicedText {
 };
 
 SplicedText splice_lines(const std::string& source);
-
-// At chars[i] == '/': skips a comment (`//` up to, not including, its newline; `/* */`) and
-// returns true; otherwise leaves i and returns false.
-bool skip_comment(const std::string& chars, size_t& i);
 
 }  // namespace kforge

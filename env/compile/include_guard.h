@@ -23,8 +23,9 @@
 //     Thrust computes include names from such macros (`#include THRUST_MR_STD_MR_HEADER`), so a
 //     candidate defining one could make a toolkit header include any file.
 // Directives are scanned whatever the `#if` state around them (a refused include inside `#if 0`
-// is refused too): the scan is lexical, after joining backslash-newline continuations and removing
-// comments, with string, character and raw string literals skipped.
+// is refused too): the scan reads the tokens of anticheat/cuda_lexer.h, the lexer every scan of
+// candidate source shares (backslash-newline continuations joined, comments as spaces, string,
+// character and raw string literals as one token each, header names as the compiler reads them).
 //
 // The scan is one layer; the compile worker's process limits are the other (see env/process/sandbox.h).
 #include <string>

@@ -1,125 +1,44 @@
 #include "env/judge/kernel_signature.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstring>
 #include <set>
 
-#include "anticheat/source_text.h"
+#include "anticheat/cuda_lexer.h"
 
 namespace kforge {
 
 namespace {
 
-struct Tok {
-  enum Kind { ident, number, string, chr, punct } kind;
-  std::string text;
-  int line;
-};
-
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Tokens of the source with comments and preprocessor lines removed. Only what declarations need:
-// identifiers, numbers, string and character literals, "::" and single punctuation characters.
-// The source is read as every scan reads it (anticheat/source_text.h): lines spliced first, so a
-// backslash-newline inside a name or between tokens reads as the compiler reads it.
-std::vector<Tok> tokenize(const std::string& source) {
-  const SplicedText sp = splice_lines(source);
-  const std::string& s = sp.chars;
-  std::vector<Tok> out;
-  bool line_start = true;  // only whitespace so far on this line (a '#' here starts a directive)
-  size_t i = 0, n = s.size();
-  auto line_at = [&](size_t k) { return sp.lines.empty() ? 1 : sp.lines[std::min(k, sp.lines.size() - 1)]; };
-  auto skip_quoted = [&](char quote) {  // from the opening quote; returns the contents
-    size_t start = ++i;
-    while (i < n && s[i] != quote && s[i] != '\n') {
-      if (s[i] == '\\' && i + 1 < n) ++i;
-      ++i;
-    }
-    std::string text = s.substr(start, i - start);
-    if (i < n && s[i] == quote) ++i;
-    return text;
-  };
-  while (i < n) {
-    char c = s[i];
-    if (c == '\n') {
-      ++i, line_start = true;
+// The tokens declarations are read from: the lexer's (anticheat/cuda_lexer.h) without the
+// directives, punctuators of several characters (`>>` closing two template argument lists, `&&`,
+// `...`) as single characters but `::`, and a stray character as punctuation.
+std::vector<CudaToken> tokenize(const std::string& source) {
+  std::vector<CudaToken> out;
+  for (CudaToken& t : lex_cuda(source).tokens) {
+    if (t.directive) continue;
+    if (t.kind == TokenKind::other) t.kind = TokenKind::punctuator;
+    if (t.kind != TokenKind::punctuator || t.text.size() == 1 || t.text == "::") {
+      out.push_back(std::move(t));
       continue;
     }
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-      continue;
+    for (char c : t.text) {
+      CudaToken single = t;
+      single.text = std::string(1, c);
+      out.push_back(std::move(single));
     }
-    if (c == '/' && skip_comment(s, i)) continue;
-    if (c == '#' && line_start) {  // a directive (its continuations already spliced)
-      while (i < n && s[i] != '\n') {
-        if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') break;  // a comment ends it here
-        ++i;
-      }
-      continue;
-    }
-    line_start = false;
-    int tok_line = line_at(i);
-    if (ident_start(c)) {
-      size_t start = i;
-      while (i < n && ident_char(s[i])) ++i;
-      std::string id = s.substr(start, i - start);
-      if (i < n && s[i] == '"' && (id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR")) {
-        // Raw string literal: R"delim( ... )delim".
-        size_t open = s.find('(', i);
-        std::string delim = open == std::string::npos ? "" : s.substr(i + 1, open - i - 1);
-        size_t close = open == std::string::npos ? std::string::npos : s.find(")" + delim + "\"", open);
-        size_t end = close == std::string::npos ? n : close + delim.size() + 2;
-        out.push_back({Tok::string, "", tok_line});
-        i = end;
-        continue;
-      }
-      if (i < n && (s[i] == '"' || s[i] == '\'') && (id == "u8" || id == "u" || id == "U" || id == "L")) {
-        char q = s[i];
-        out.push_back({q == '"' ? Tok::string : Tok::chr, skip_quoted(q), tok_line});
-        continue;
-      }
-      out.push_back({Tok::ident, id, tok_line});
-      continue;
-    }
-    if (std::isdigit(static_cast<unsigned char>(c)) ||
-        (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
-      size_t start = i;
-      while (i < n) {
-        char d = s[i];
-        if (ident_char(d) || d == '.') ++i;
-        else if (d == '\'' && i + 1 < n && ident_char(s[i + 1])) ++i;  // digit separator
-        else if ((d == '+' || d == '-') && std::strchr("eEpP", s[i - 1])) ++i;
-        else break;
-      }
-      out.push_back({Tok::number, s.substr(start, i - start), tok_line});
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      out.push_back({c == '"' ? Tok::string : Tok::chr, skip_quoted(c), tok_line});
-      continue;
-    }
-    if (c == ':' && i + 1 < n && s[i + 1] == ':') {
-      out.push_back({Tok::punct, "::", tok_line});
-      i += 2;
-      continue;
-    }
-    out.push_back({Tok::punct, std::string(1, c), tok_line});
-    ++i;
   }
   return out;
 }
 
-bool is_punct(const Tok& t, const char* p) { return t.kind == Tok::punct && t.text == p; }
-bool is_ident(const Tok& t, const char* id) { return t.kind == Tok::ident && t.text == id; }
+bool is_punct(const CudaToken& t, const char* p) { return t.kind == TokenKind::punctuator && t.text == p; }
+bool is_ident(const CudaToken& t, const char* id) { return t.kind == TokenKind::identifier && t.text == id; }
 
 // Index just past the group that opens at `i` ('(' ... ')', '[' ... ']', '{' ... '}'), counting
 // all three kinds of brackets; the end of the tokens when it never closes.
-size_t skip_group(const std::vector<Tok>& t, size_t i) {
+size_t skip_group(const std::vector<CudaToken>& t, size_t i) {
   int depth = 0;
   for (; i < t.size(); ++i) {
-    if (t[i].kind != Tok::punct) continue;
+    if (t[i].kind != TokenKind::punctuator) continue;
     const std::string& p = t[i].text;
     if (p == "(" || p == "[" || p == "{") ++depth;
     else if (p == ")" || p == "]" || p == "}") {
@@ -152,12 +71,12 @@ bool is_builtin_type_word(const std::string& w) {
 }
 
 // The element type as written, qualifiers and std:: / cuda::std:: prefixes dropped.
-std::string base_type_text(const std::vector<Tok>& toks) {
+std::string base_type_text(const std::vector<CudaToken>& toks) {
   std::vector<std::string> words;
   for (size_t k = 0; k < toks.size(); ++k) {
-    const Tok& t = toks[k];
-    if (t.kind == Tok::ident && qualifiers().count(t.text)) continue;
-    if (t.kind == Tok::ident && (t.text == "std" || t.text == "cuda") && k + 1 < toks.size() &&
+    const CudaToken& t = toks[k];
+    if (t.kind == TokenKind::identifier && qualifiers().count(t.text)) continue;
+    if (t.kind == TokenKind::identifier && (t.text == "std" || t.text == "cuda") && k + 1 < toks.size() &&
         is_punct(toks[k + 1], "::")) {
       ++k;
       continue;
@@ -221,7 +140,7 @@ Scalar classify(const std::string& base) {
   return {};
 }
 
-std::string join_type(const std::vector<Tok>& toks) {
+std::string join_type(const std::vector<CudaToken>& toks) {
   std::string out;
   for (size_t k = 0; k < toks.size(); ++k) {
     const std::string& w = toks[k].text;
@@ -233,7 +152,7 @@ std::string join_type(const std::vector<Tok>& toks) {
   return out;
 }
 
-KernelParam read_param(std::vector<Tok> p) {
+KernelParam read_param(std::vector<CudaToken> p) {
   KernelParam out;
   // Drop a default value, C++ attributes and alignment specifiers.
   for (size_t k = 0; k < p.size(); ++k)
@@ -241,14 +160,14 @@ KernelParam read_param(std::vector<Tok> p) {
       p.resize(k);
       break;
     }
-  std::vector<Tok> t;
+  std::vector<CudaToken> t;
   bool array = false;
   for (size_t k = 0; k < p.size();) {
     if (is_punct(p[k], "[") && k + 1 < p.size() && is_punct(p[k + 1], "[")) {
       k = skip_group(p, k);
       continue;
     }
-    if (p[k].kind == Tok::ident && is_attribute_call(p[k].text) && k + 1 < p.size() && is_punct(p[k + 1], "(")) {
+    if (p[k].kind == TokenKind::identifier && is_attribute_call(p[k].text) && k + 1 < p.size() && is_punct(p[k + 1], "(")) {
       k = skip_group(p, k + 1);
       continue;
     }
@@ -259,11 +178,11 @@ KernelParam read_param(std::vector<Tok> p) {
     t.push_back(p[k++]);
   }
   // The name: a trailing identifier that is not part of the type.
-  if (t.size() >= 2 && t.back().kind == Tok::ident && !qualifiers().count(t.back().text) &&
+  if (t.size() >= 2 && t.back().kind == TokenKind::identifier && !qualifiers().count(t.back().text) &&
       !is_builtin_type_word(t.back().text) && !is_punct(t[t.size() - 2], "::")) {
     bool type_left = false;
     for (size_t k = 0; k + 1 < t.size(); ++k)
-      if (!(t[k].kind == Tok::ident && qualifiers().count(t[k].text))) type_left = true;
+      if (!(t[k].kind == TokenKind::identifier && qualifiers().count(t[k].text))) type_left = true;
     if (type_left) {
       out.name = t.back().text;
       t.pop_back();
@@ -280,8 +199,8 @@ KernelParam read_param(std::vector<Tok> p) {
     }
     if (is_punct(t[k], "&")) reference = true;
   }
-  std::vector<Tok> element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(first_star));
-  for (const Tok& e : element)
+  std::vector<CudaToken> element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(first_star));
+  for (const CudaToken& e : element)
     if (is_ident(e, "const")) out.is_const = true;
   std::string base = base_type_text(element);
   Scalar sc = classify(base);
@@ -297,12 +216,12 @@ KernelParam read_param(std::vector<Tok> p) {
   return out;
 }
 
-std::vector<KernelParam> read_params(const std::vector<Tok>& t, size_t open, size_t close) {
-  std::vector<std::vector<Tok>> parts(1);
+std::vector<KernelParam> read_params(const std::vector<CudaToken>& t, size_t open, size_t close) {
+  std::vector<std::vector<CudaToken>> parts(1);
   int depth = 0, angle = 0;
   for (size_t k = open + 1; k + 1 < close; ++k) {
-    const Tok& x = t[k];
-    if (x.kind == Tok::punct) {
+    const CudaToken& x = t[k];
+    if (x.kind == TokenKind::punctuator) {
       if (x.text == "(" || x.text == "[" || x.text == "{") ++depth;
       else if (x.text == ")" || x.text == "]" || x.text == "}") --depth;
       else if (x.text == "<") ++angle;
@@ -321,9 +240,9 @@ std::vector<KernelParam> read_params(const std::vector<Tok>& t, size_t open, siz
   return out;
 }
 
-class Reader {
+class SignatureReader {
  public:
-  explicit Reader(std::vector<Tok> toks) : t_(std::move(toks)) {}
+  explicit SignatureReader(std::vector<CudaToken> toks) : t_(std::move(toks)) {}
 
   std::vector<KernelSignature> read() {
     size_t i = 0;
@@ -335,7 +254,7 @@ class Reader {
   // Declarations until the end of the tokens, or past the '}' that closes this scope.
   void scope(size_t& i, bool extern_c, bool braced) {
     while (i < t_.size()) {
-      const Tok& x = t_[i];
+      const CudaToken& x = t_[i];
       if (is_punct(x, "}")) {
         ++i;
         if (braced) return;
@@ -345,8 +264,8 @@ class Reader {
         ++i;
         continue;
       }
-      if (is_ident(x, "extern") && i + 1 < t_.size() && t_[i + 1].kind == Tok::string) {
-        bool c = t_[i + 1].text == "C";
+      if (is_ident(x, "extern") && i + 1 < t_.size() && t_[i + 1].kind == TokenKind::string) {
+        bool c = t_[i + 1].value == "C";
         i += 2;
         if (i < t_.size() && is_punct(t_[i], "{")) {
           ++i;
@@ -377,7 +296,7 @@ class Reader {
     std::vector<size_t> body_free;  // indices of the declaration's tokens, bodies left out
     bool has_call = false, has_assign = false;
     while (i < t_.size()) {
-      const Tok& x = t_[i];
+      const CudaToken& x = t_[i];
       if (is_punct(x, ";")) {
         ++i;
         break;
@@ -390,7 +309,7 @@ class Reader {
       }
       if (is_punct(x, "=") && !has_call) has_assign = true;
       if (is_punct(x, "(") || is_punct(x, "[")) {
-        if (is_punct(x, "(") && i > start && t_[i - 1].kind == Tok::ident && !is_attribute_call(t_[i - 1].text))
+        if (is_punct(x, "(") && i > start && t_[i - 1].kind == TokenKind::identifier && !is_attribute_call(t_[i - 1].text))
           has_call = true;
         size_t end = skip_group(t_, i);
         for (size_t k = i; k < end; ++k) body_free.push_back(k);
@@ -412,13 +331,13 @@ class Reader {
 
   void signature(const std::vector<size_t>& idx, size_t decl_end) {
     for (size_t n = 0; n + 1 < idx.size(); ++n) {
-      const Tok& x = t_[idx[n]];
+      const CudaToken& x = t_[idx[n]];
       if (is_punct(x, "[") && is_punct(t_[idx[n + 1]], "[")) {  // [[attribute]]
         size_t end = skip_group(t_, idx[n]);
         while (n + 1 < idx.size() && idx[n + 1] < end) ++n;
         continue;
       }
-      if (x.kind != Tok::ident || !is_punct(t_[idx[n + 1]], "(")) continue;
+      if (x.kind != TokenKind::identifier || !is_punct(t_[idx[n + 1]], "(")) continue;
       size_t open = idx[n + 1], close = skip_group(t_, open);
       if (is_attribute_call(x.text)) {
         while (n + 1 < idx.size() && idx[n + 1] < close) ++n;
@@ -447,7 +366,7 @@ class Reader {
     defined_.push_back(definition);
   }
 
-  std::vector<Tok> t_;
+  std::vector<CudaToken> t_;
   std::vector<KernelSignature> found_;
   std::vector<bool> defined_;
 };
@@ -455,7 +374,7 @@ class Reader {
 }  // namespace
 
 std::vector<KernelSignature> parse_kernel_signatures(const std::string& source) {
-  return Reader(tokenize(source)).read();
+  return SignatureReader(tokenize(source)).read();
 }
 
 }  // namespace kforge

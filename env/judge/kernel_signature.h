@@ -35,7 +35,8 @@ struct KernelSignature {
 // name (a definition is preferred to an earlier declaration). Understands `extern "C" { ... }`
 // blocks, namespaces, __launch_bounds__(...) and other attributes, __restrict__, comments,
 // preprocessor lines and multi-line parameter lists; templates are never extern "C" and are
-// skipped. Never throws on odd input: what it cannot read is left out.
+// skipped. The source is read as every scan reads it (anticheat/cuda_lexer.h). Never throws on
+// odd input: what it cannot read is left out.
 std::vector<KernelSignature> parse_kernel_signatures(const std::string& source);
 
 }  // namespace kforge
