@@ -15,21 +15,29 @@
 namespace kforge {
 
 
-// The plan: plain trials (as many as the request asks, less one per usable robustness variant,
-// at least one), then the two state trials, then one trial per usable variant in random order.
-// Every call's draw seed is fresh and secret; only new_addresses repeats the previous values.
-// The plan: plain trials (as many as the request asks, less one per usable robustness variant,
-// at least one), then one trial per usable variant in random order (each with one of its approved
-// seeds), then the two state trials. Every call's draw seed is fresh and secret; only
-// new_addresses repeats the previous call's values.
+// The plan: plain trials (as many as the request asks, less the robustness trials, at least one),
+// then the robustness trials in random order, then the two state trials. The robustness trials:
+// `scaled` once with each of its approved seeds (each seed moves a different argument, so every
+// argument the task's reference is well-conditioned under is moved once: a shortcut that assumes
+// one input's scale cannot hope the draw picks another), every other usable variant once with one
+// of its approved seeds. Every call's draw seed is fresh and secret; only new_addresses repeats
+// the previous call's values.
 std::vector<Judgement::Planned> Judgement::plan_verification() {
-  std::vector<Planned> calls;
-  std::vector<VariantCondition> variants = usable_;
-  const int plain = std::max(1, req_.verify.trials - static_cast<int>(variants.size()));
+  std::vector<Planned> calls, robust;
+  for (const VariantCondition& v : usable_) {
+    if (v.variant == DrawVariant::scaled) {
+      for (uint64_t seed : v.seeds) robust.push_back({Mode::robust, {0, v.variant, seed, -1}});
+    } else {
+      robust.push_back({Mode::robust, {0, v.variant, v.seeds[s_.ids.next() % v.seeds.size()], -1}});
+    }
+  }
+  for (size_t i = robust.size(); i > 1; --i) std::swap(robust[i - 1], robust[s_.ids.next() % i]);
+  const int plain = std::max(1, req_.verify.trials - static_cast<int>(robust.size()));
   for (int t = 0; t < plain; ++t) calls.push_back({Mode::plain, {s_.ids.next(), DrawVariant::plain, 0, -1}});
-  for (size_t i = variants.size(); i > 1; --i) std::swap(variants[i - 1], variants[s_.ids.next() % i]);
-  for (const auto& v : variants)
-    calls.push_back({Mode::robust, {s_.ids.next(), v.variant, v.seeds[s_.ids.next() % v.seeds.size()], -1}});
+  for (Planned& r : robust) {
+    r.spec.draw_trial = s_.ids.next();
+    calls.push_back(r);
+  }
   if (req_.anticheat.state_checks) {
     calls.push_back({Mode::same_addresses, {s_.ids.next(), DrawVariant::plain, 0, -1}});
     calls.push_back({Mode::new_addresses, {0, DrawVariant::plain, 0, -1}});  // values and slot fixed when it runs
