@@ -137,6 +137,109 @@ TaskSpec make_op_example_task(const OpDef& op, DType dtype) {
   return t;
 }
 
+namespace {
+
+// The operator graph of a spec (its inputs in the task dtype unless they say otherwise).
+void read_graph(const YamlNode& graph, TaskSpec& t) {
+  for (const auto& in : graph.at("inputs").items()) {
+    GraphInput gi;
+    gi.name = in.req<std::string>("name");
+    for (const auto& d : in.at("shape").items())
+      gi.shape.push_back(at_node(d, [&] { return DimExpr::parse(d.as<std::string>()); }));
+    gi.dtype = t.dtype;
+    if (auto dt = in.find("dtype")) gi.dtype = at_node(*dt, [&] { return dtype_from_name(dt->as<std::string>()); });
+    in.check_no_unknown_keys();
+    t.graph.inputs.push_back(gi);
+  }
+  for (const auto& nn : graph.at("nodes").items()) {
+    GraphNode node;
+    node.id = nn.req<std::string>("id");
+    node.op = nn.req<std::string>("op");
+    node.inputs = nn.at("in").as<std::vector<std::string>>();
+    if (auto attrs = nn.find("attrs"))
+      for (const auto& k : attrs->keys()) node.attrs[k] = scalar_or_list_text(attrs->at(k));
+    node.origin = nn.location();
+    nn.check_no_unknown_keys();
+    t.graph.nodes.push_back(node);
+  }
+  t.graph.outputs = graph.at("outputs").as<std::vector<std::string>>();
+  graph.check_no_unknown_keys();
+}
+
+// A spec's stated arguments: they must be the graph's, in its order; their draws are taken.
+void read_stated_arguments(const YamlNode& args, TaskSpec& t) {
+    std::vector<YamlNode> items = args.items();
+    if (items.size() != t.arguments.size()) {
+      std::string expected;
+      for (const auto& a : t.arguments) expected += (expected.empty() ? "" : ", ") + a.decl.name;
+      args.fail("lists " + std::to_string(items.size()) + " arguments but the graph gives " +
+                 std::to_string(t.arguments.size()) + ": " + expected);
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YamlNode& a = items[i];
+      TaskArgument& ta = t.arguments[i];
+      std::string name = a.req<std::string>("name");
+      if (name != ta.decl.name)
+        a.at("name").fail("argument " + std::to_string(i) + " is '" + ta.decl.name + "' in the graph's order, not '" + name + "'");
+      if (auto role = a.find("role"))
+        if (role->as<std::string>() != arg_role_name(ta.decl.role))
+          role->fail(std::string("role of '") + name + "' is " + arg_role_name(ta.decl.role));
+      if (auto shape = a.find("shape"))
+        if (read_shape(*shape) != ta.decl.meta.shape)
+          shape->fail("shape of '" + name + "' is " + shape_str(ta.decl.meta.shape) + " by the graph, not " +
+                      shape_str(read_shape(*shape)));
+      if (auto dt = a.find("dtype"))
+        if (dt->as<std::string>() != dtype_name(ta.decl.meta.dtype))
+          dt->fail("dtype of '" + name + "' is " + std::string(dtype_name(ta.decl.meta.dtype)));
+      if (auto d = a.find("draw")) {
+        ta.draw = at_node(*d, [&] { return Draw::from_yaml(*d); });
+        at_node(*d, [&] {
+          ta.draw.validate(ta.decl.meta.dtype);
+          return 0;
+        });
+      }
+      a.get<bool>("used", true);  // informational
+      a.check_no_unknown_keys();
+    }
+}
+
+// A spec's stated outputs: they must be the graph's.
+void check_stated_outputs(const YamlNode& outs, const TaskSpec& t) {
+    std::vector<YamlNode> items = outs.items();
+    if (items.size() != t.outputs.size())
+      outs.fail("lists " + std::to_string(items.size()) + " outputs but the graph has " + std::to_string(t.outputs.size()));
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YamlNode& o = items[i];
+      std::string name = o.req<std::string>("name");
+      if (name != t.outputs[i].name) o.at("name").fail("output " + std::to_string(i) + " is '" + t.outputs[i].name + "'");
+      if (read_shape(o.at("shape")) != t.outputs[i].meta.shape)
+        o.at("shape").fail("shape of output '" + name + "' is " + shape_str(t.outputs[i].meta.shape) + " by the graph");
+      if (o.req<std::string>("dtype") != dtype_name(t.outputs[i].meta.dtype))
+        o.at("dtype").fail(std::string("dtype of output '") + name + "' is " + dtype_name(t.outputs[i].meta.dtype));
+      o.check_no_unknown_keys();
+    }
+}
+
+Baselines read_baselines(const YamlNode& b) {
+  Baselines out;
+    if (auto v = b.find("eager_ms"); v && !v->is_null()) out.eager_ms = v->as<double>();
+    if (auto v = b.find("compile_ms"); v && !v->is_null()) out.compile_ms = v->as<double>();
+    for (auto* ms : {&out.eager_ms, &out.compile_ms})
+      if (*ms && !(**ms > 0)) b.fail("baseline times must be > 0 ms");
+    out.gpu = b.get<std::string>("gpu", "");
+    out.torch_version = b.get<std::string>("torch", "");
+    out.cuda_version = b.get<std::string>("cuda", "");
+    out.method = b.get<std::string>("method", "");
+    if (auto f = b.find("flags"))
+      for (const auto& k : f->keys()) out.flags[k] = f->at(k).as<std::string>();
+    if ((out.eager_ms || out.compile_ms) && (out.gpu.empty() || out.method.empty()))
+      b.fail("baseline times need the gpu and the method that measured them");
+    b.check_no_unknown_keys();
+  return out;
+}
+
+}  // namespace
+
 TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
   YamlNode root = YamlNode::parse(yaml_text, origin, ErrorKind::spec);
   if (!root.is_map()) root.fail("a task spec is a mapping (see data_synth/TASK_FORMAT.md)");
@@ -180,86 +283,15 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
               "(imported TorchScript references come with the import tool)");
   }
   YamlNode graph = root.at("graph");
-  for (const auto& in : graph.at("inputs").items()) {
-    GraphInput gi;
-    gi.name = in.req<std::string>("name");
-    for (const auto& d : in.at("shape").items())
-      gi.shape.push_back(at_node(d, [&] { return DimExpr::parse(d.as<std::string>()); }));
-    gi.dtype = t.dtype;
-    if (auto dt = in.find("dtype")) gi.dtype = at_node(*dt, [&] { return dtype_from_name(dt->as<std::string>()); });
-    in.check_no_unknown_keys();
-    t.graph.inputs.push_back(gi);
-  }
-  for (const auto& nn : graph.at("nodes").items()) {
-    GraphNode node;
-    node.id = nn.req<std::string>("id");
-    node.op = nn.req<std::string>("op");
-    node.inputs = nn.at("in").as<std::vector<std::string>>();
-    if (auto attrs = nn.find("attrs"))
-      for (const auto& k : attrs->keys()) node.attrs[k] = scalar_or_list_text(attrs->at(k));
-    node.origin = nn.location();
-    nn.check_no_unknown_keys();
-    t.graph.nodes.push_back(node);
-  }
-  t.graph.outputs = graph.at("outputs").as<std::vector<std::string>>();
-  graph.check_no_unknown_keys();
-
+  read_graph(graph, t);
   at_node(graph, [&] {
     derive_task(t);
     return 0;
   });
 
   // Stated arguments must match the graph's; their draws are taken.
-  if (auto args = root.find("arguments")) {
-    std::vector<YamlNode> items = args->items();
-    if (items.size() != t.arguments.size()) {
-      std::string expected;
-      for (const auto& a : t.arguments) expected += (expected.empty() ? "" : ", ") + a.decl.name;
-      args->fail("lists " + std::to_string(items.size()) + " arguments but the graph gives " +
-                 std::to_string(t.arguments.size()) + ": " + expected);
-    }
-    for (size_t i = 0; i < items.size(); ++i) {
-      const YamlNode& a = items[i];
-      TaskArgument& ta = t.arguments[i];
-      std::string name = a.req<std::string>("name");
-      if (name != ta.decl.name)
-        a.at("name").fail("argument " + std::to_string(i) + " is '" + ta.decl.name + "' in the graph's order, not '" + name + "'");
-      if (auto role = a.find("role"))
-        if (role->as<std::string>() != arg_role_name(ta.decl.role))
-          role->fail(std::string("role of '") + name + "' is " + arg_role_name(ta.decl.role));
-      if (auto shape = a.find("shape"))
-        if (read_shape(*shape) != ta.decl.meta.shape)
-          shape->fail("shape of '" + name + "' is " + shape_str(ta.decl.meta.shape) + " by the graph, not " +
-                      shape_str(read_shape(*shape)));
-      if (auto dt = a.find("dtype"))
-        if (dt->as<std::string>() != dtype_name(ta.decl.meta.dtype))
-          dt->fail("dtype of '" + name + "' is " + std::string(dtype_name(ta.decl.meta.dtype)));
-      if (auto d = a.find("draw")) {
-        ta.draw = at_node(*d, [&] { return Draw::from_yaml(*d); });
-        at_node(*d, [&] {
-          ta.draw.validate(ta.decl.meta.dtype);
-          return 0;
-        });
-      }
-      a.get<bool>("used", true);  // informational
-      a.check_no_unknown_keys();
-    }
-  }
-  if (auto outs = root.find("outputs")) {
-    std::vector<YamlNode> items = outs->items();
-    if (items.size() != t.outputs.size())
-      outs->fail("lists " + std::to_string(items.size()) + " outputs but the graph has " + std::to_string(t.outputs.size()));
-    for (size_t i = 0; i < items.size(); ++i) {
-      const YamlNode& o = items[i];
-      std::string name = o.req<std::string>("name");
-      if (name != t.outputs[i].name) o.at("name").fail("output " + std::to_string(i) + " is '" + t.outputs[i].name + "'");
-      if (read_shape(o.at("shape")) != t.outputs[i].meta.shape)
-        o.at("shape").fail("shape of output '" + name + "' is " + shape_str(t.outputs[i].meta.shape) + " by the graph");
-      if (o.req<std::string>("dtype") != dtype_name(t.outputs[i].meta.dtype))
-        o.at("dtype").fail(std::string("dtype of output '") + name + "' is " + dtype_name(t.outputs[i].meta.dtype));
-      o.check_no_unknown_keys();
-    }
-  }
+  if (auto args = root.find("arguments")) read_stated_arguments(*args, t);
+  if (auto outs = root.find("outputs")) check_stated_outputs(*outs, t);
 
   t.tolerance = PrecisionConfig{}.for_dtype(dtype_name(t.dtype));
   if (auto tol = root.find("tolerance")) {
@@ -277,21 +309,7 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
       cost->at("min_bytes").fail("is " + std::to_string(bytes) + " but the graph gives " + std::to_string(t.resolved.min_bytes));
     cost->check_no_unknown_keys();
   }
-  if (auto b = root.find("baselines")) {
-    if (auto v = b->find("eager_ms"); v && !v->is_null()) t.baselines.eager_ms = v->as<double>();
-    if (auto v = b->find("compile_ms"); v && !v->is_null()) t.baselines.compile_ms = v->as<double>();
-    for (auto* ms : {&t.baselines.eager_ms, &t.baselines.compile_ms})
-      if (*ms && !(**ms > 0)) b->fail("baseline times must be > 0 ms");
-    t.baselines.gpu = b->get<std::string>("gpu", "");
-    t.baselines.torch_version = b->get<std::string>("torch", "");
-    t.baselines.cuda_version = b->get<std::string>("cuda", "");
-    t.baselines.method = b->get<std::string>("method", "");
-    if (auto f = b->find("flags"))
-      for (const auto& k : f->keys()) t.baselines.flags[k] = f->at(k).as<std::string>();
-    if ((t.baselines.eager_ms || t.baselines.compile_ms) && (t.baselines.gpu.empty() || t.baselines.method.empty()))
-      b->fail("baseline times need the gpu and the method that measured them");
-    b->check_no_unknown_keys();
-  }
+  if (auto b = root.find("baselines")) t.baselines = read_baselines(*b);
   {
     YamlNode p = root.at("provenance");
     t.provenance.generator = p.req<std::string>("generator");
