@@ -98,6 +98,53 @@ std::vector<fs::path> default_sources(const fs::path& root) {
   return files;
 }
 
+// The figures as a results record (tools/bench/results_doc.py's shape).
+struct CompileFigures {
+  std::vector<double> cold, cold_cub, cold_plain, cached;
+  double warm_ms = 0;
+  size_t sources = 0;
+  int cub_count = 0, failures = 0, pch_created = 0;
+};
+
+void write_record(const std::string& out_path, const std::string& command, std::string commit, const fs::path& root,
+                  const kforge::NvrtcCompiler& compiler, const CompileFigures& f) {
+  std::string gpu = run_command("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1");
+  std::string driver = run_command("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1");
+  if (commit.empty()) commit = run_command("git -C '" + root.string() + "' rev-parse HEAD 2>/dev/null");
+  if (commit.size() < 7 || commit.size() > 40 || commit.find_first_not_of("0123456789abcdef") != std::string::npos) commit.clear();
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json j;
+  j["gpu"] = gpu.empty() ? "none (CPU)" : gpu;
+  j["driver"] = driver.empty() ? "none" : driver;
+  j["cuda"] = compiler.nvrtc_version();
+  j["torch"] = "none (not used)";
+  j["date"] = date;
+  j["commit"] = commit.empty() ? "unknown" : commit;
+  j["command"] = command;
+  j["figures"] = {
+      {"nvrtc_compile_ms_p50_cold", quantile(f.cold, 0.5)},
+      {"nvrtc_compile_ms_p95_cold", quantile(f.cold, 0.95)},
+      {"nvrtc_compile_ms_p50_cold_cub", quantile(f.cold_cub, 0.5)},
+      {"nvrtc_compile_ms_p95_cold_cub", quantile(f.cold_cub, 0.95)},
+      {"nvrtc_compile_ms_p50_cold_no_cub", quantile(f.cold_plain, 0.5)},
+      {"nvrtc_compile_ms_p95_cold_no_cub", quantile(f.cold_plain, 0.95)},
+      {"nvrtc_compile_ms_p50_cached", quantile(f.cached, 0.5)},
+      {"nvrtc_compile_ms_p95_cached", quantile(f.cached, 0.95)},
+      {"nvrtc_warm_up_ms", f.warm_ms},
+      {"sources_count", f.sources},
+      {"sources_cub_count", f.cub_count},
+      {"compiles_cold_count", f.cold.size()},
+      {"compile_failures_count", f.failures},
+      {"pch_created_count", f.pch_created},
+  };
+  std::ofstream out(out_path);
+  out << j.dump(2) << "\n";
+  std::cout << "wrote " << out_path << "\n";
+
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,41 +267,9 @@ int main(int argc, char** argv) {
   std::cout << "cached: p50 " << std::setprecision(3) << quantile(cached, 0.5) << " ms, p95 " << quantile(cached, 0.95)
             << " ms\n";
 
-  if (!out_path.empty()) {
-    std::string gpu = run_command("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1");
-    std::string driver = run_command("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1");
-    if (commit.empty()) commit = run_command("git -C '" + root.string() + "' rev-parse HEAD 2>/dev/null");
-    if (commit.size() < 7 || commit.size() > 40 || commit.find_first_not_of("0123456789abcdef") != std::string::npos) commit.clear();
-    std::time_t now = std::time(nullptr);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    nlohmann::json j;
-    j["gpu"] = gpu.empty() ? "none (CPU)" : gpu;
-    j["driver"] = driver.empty() ? "none" : driver;
-    j["cuda"] = compiler.nvrtc_version();
-    j["torch"] = "none (not used)";
-    j["date"] = date;
-    j["commit"] = commit.empty() ? "unknown" : commit;
-    j["command"] = command;
-    j["figures"] = {
-        {"nvrtc_compile_ms_p50_cold", quantile(cold, 0.5)},
-        {"nvrtc_compile_ms_p95_cold", quantile(cold, 0.95)},
-        {"nvrtc_compile_ms_p50_cold_cub", quantile(cold_cub, 0.5)},
-        {"nvrtc_compile_ms_p95_cold_cub", quantile(cold_cub, 0.95)},
-        {"nvrtc_compile_ms_p50_cold_no_cub", quantile(cold_plain, 0.5)},
-        {"nvrtc_compile_ms_p95_cold_no_cub", quantile(cold_plain, 0.95)},
-        {"nvrtc_compile_ms_p50_cached", quantile(cached, 0.5)},
-        {"nvrtc_compile_ms_p95_cached", quantile(cached, 0.95)},
-        {"nvrtc_warm_up_ms", warm_ms},
-        {"sources_count", sources.size()},
-        {"sources_cub_count", cub_count},
-        {"compiles_cold_count", cold.size()},
-        {"compile_failures_count", failures},
-        {"pch_created_count", pch_created},
-    };
-    std::ofstream out(out_path);
-    out << j.dump(2) << "\n";
-    std::cout << "wrote " << out_path << "\n";
-  }
+  if (!out_path.empty())
+    write_record(out_path, command, commit, root, compiler,
+                 {cold, cold_cub, cold_plain, cached, warm_ms, sources.size(), static_cast<int>(cub_count), static_cast<int>(failures),
+                  static_cast<int>(pch_created)});
   return failures == 0 ? 0 : 1;
 }
