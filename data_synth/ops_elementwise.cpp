@@ -51,7 +51,10 @@ OpDef binary(const std::string& name, const std::string& summary,
 
 }  // namespace
 
-void register_elementwise_ops(OpRegistry& r) {
+namespace {
+
+// Unary elementwise operators.
+void register_unary_ops(OpRegistry& r) {
   auto call = [](const std::string& fn) {
     return [fn](const OpCall&, const std::string& x) { return fn + "(" + x + ")"; };
   };
@@ -141,7 +144,10 @@ void register_elementwise_ops(OpRegistry& r) {
     d.bad_example = {{{4, 33}}, {{"p", "1.5"}}, "0 <= p < 1"};
     r.add(d);
   }
+}
 
+// Binary elementwise operators and where.
+void register_binary_ops(OpRegistry& r) {
   r.add(binary("add", "a + b (broadcasting)", [](const std::string& a, const std::string& b) { return a + " + " + b; }));
   r.add(binary("sub", "a - b (broadcasting)", [](const std::string& a, const std::string& b) { return a + " - " + b; }));
   r.add(binary("mul", "a * b (broadcasting)", [](const std::string& a, const std::string& b) { return a + " * " + b; }));
@@ -178,6 +184,13 @@ void register_elementwise_ops(OpRegistry& r) {
     d.bad_example = {{{4, 33}, {4, 33}, {4, 33}}, {}, "must be boolean"};
     r.add(d);
   }
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpRegistry& r) {
+  register_unary_ops(r);
+  register_binary_ops(r);
 }
 
 }  // namespace kforge
