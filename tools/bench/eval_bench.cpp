@@ -251,7 +251,7 @@ int aa(int argc, char** argv) {
     }
   Json fig = {{"aa_runs_count", runs},
               {"aa_median_ms", m},
-              {"aa_median_spread_pct", (hi - lo) / m * 100},
+              {"aa_median_spread_pct", spread_pct(medians)},
               {"aa_median_max_dev_pct", std::max(hi - m, m - lo) / m * 100},
               {"aa_pairs_count", pairs},
               {"aa_judged_5pct_faster_count", judged_faster},
