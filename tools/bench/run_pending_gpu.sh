@@ -47,6 +47,12 @@ export KFORGE_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 . "$root/tools/python_env.sh"
 kforge_python "$root" || exit 2
 py=$KFORGE_PYTHON_BIN
+# The A/A on softmax_rows/fused: aa_softmax TIMEOUT_S RUNS OUT_NAME [eval_bench options...]
+aa_softmax() {
+  local limit=$1 runs=$2 name=$3; shift 3
+  timeout "$limit" "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
+    --runs "$runs" --out "$out/$name" "$@"
+}
 for s in $steps; do
   t0=$(date +%s)
   case $s in
@@ -54,18 +60,13 @@ for s in $steps; do
              kforge_robustness_coverage $gpu_tests >"$out/build.txt" 2>&1 ;;
     audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 400 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
-    aa) timeout 200 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
-          --runs 20 --out "$out/eval_aa.json" >"$out/aa.txt" 2>&1 ;;
+    aa) aa_softmax 200 20 eval_aa.json >"$out/aa.txt" 2>&1 ;;
     aa_ab) for v in "0.25 3" "0 3" "0.25 2" "0 2"; do set -- $v
-             timeout 100 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
-               --runs 12 --robust-share $1 --address-pool $2 --out "$out/eval_aa_share$1_pool$2.json" >>"$out/aa_ab.txt" 2>&1
+             aa_softmax 100 12 "eval_aa_share$1_pool$2.json" --robust-share $1 --address-pool $2 >>"$out/aa_ab.txt" 2>&1
            done ;;
-    aa_again) timeout 200 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
-                --runs 20 --out "$out/eval_aa_again.json" >"$out/aa_again.txt" 2>&1 ;;
-    aa_off) timeout 200 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
-              --runs 20 --anticheat off --out "$out/eval_aa_off.json" >"$out/aa_off.txt" 2>&1 ;;
-    aa_rse) timeout 150 "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
-              --runs 20 --target-rse 0.005 --out "$out/eval_aa_rse0.005.json" >"$out/aa_rse.txt" 2>&1 ;;
+    aa_again) aa_softmax 200 20 eval_aa_again.json >"$out/aa_again.txt" 2>&1 ;;
+    aa_off) aa_softmax 200 20 eval_aa_off.json --anticheat off >"$out/aa_off.txt" 2>&1 ;;
+    aa_rse) aa_softmax 150 20 eval_aa_rse0.005.json --target-rse 0.005 >"$out/aa_rse.txt" 2>&1 ;;
     cold_start) KFORGE_COLD_N=5 timeout 170 bash tools/bench/cold_start.sh "$b" "$out/cold" >"$out/cold_start.txt" 2>&1 ;;
     coverage) timeout 400 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 240 --budget-s 330 \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
