@@ -24,20 +24,18 @@ namespace kforge {
 // the previous call's values.
 std::vector<Judgement::Planned> Judgement::plan_verification() {
   std::vector<Planned> calls, robust;
+  auto add_robust = [&](DrawVariant v, uint64_t seed) { robust.push_back({Mode::robust, {s_.ids.next(), v, seed, -1}}); };
   for (const VariantCondition& v : usable_) {
     if (v.variant == DrawVariant::scaled) {
-      for (uint64_t seed : v.seeds) robust.push_back({Mode::robust, {0, v.variant, seed, -1}});
+      for (uint64_t seed : v.seeds) add_robust(v.variant, seed);
     } else {
-      robust.push_back({Mode::robust, {0, v.variant, v.seeds[s_.ids.next() % v.seeds.size()], -1}});
+      add_robust(v.variant, v.seeds[s_.ids.next() % v.seeds.size()]);
     }
   }
   for (size_t i = robust.size(); i > 1; --i) std::swap(robust[i - 1], robust[s_.ids.next() % i]);
   const int plain = std::max(1, req_.verify.trials - static_cast<int>(robust.size()));
   for (int t = 0; t < plain; ++t) calls.push_back({Mode::plain, {s_.ids.next(), DrawVariant::plain, 0, -1}});
-  for (Planned& r : robust) {
-    r.spec.draw_trial = s_.ids.next();
-    calls.push_back(r);
-  }
+  calls.insert(calls.end(), robust.begin(), robust.end());
   if (req_.anticheat.state_checks) {
     calls.push_back({Mode::same_addresses, {s_.ids.next(), DrawVariant::plain, 0, -1}});
     calls.push_back({Mode::new_addresses, {0, DrawVariant::plain, 0, -1}});  // values and slot fixed when it runs
