@@ -30,9 +30,6 @@ void bind_or_fail(zmq::socket_t& socket, const std::string& endpoint, const char
 double RolloutServer::Impl::unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-double RolloutServer::Impl::ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 ProtocolError RolloutServer::Impl::error(Kind kind, std::string message, std::string field) {
   ProtocolError e;

@@ -22,6 +22,7 @@
 #include <zmq_addon.hpp>
 
 #include "configs/error.h"
+#include "env/process/clock.h"
 #include "env/judge/evaluator.h"
 #include "env/episode/tool_call.h"
 #include "rollout/lanes.h"
@@ -128,7 +129,6 @@ struct RolloutServer::Impl {
   using Kind = ProtocolErrorKind;
   // Helpers of both files.
   static double unix_now();
-  static double ms_between(Clock::time_point a, Clock::time_point b);
   static ProtocolError error(Kind kind, std::string message, std::string field = "");
   ServerConfig config;
   ServerSetup setup;

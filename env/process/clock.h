@@ -1,11 +1,16 @@
 #pragma once
-// Wall-time figures for reports and logs: milliseconds since a point on the monotonic clock.
+// Wall-time figures for reports and logs: milliseconds on the monotonic clock, since a point or
+// between two.
 #include <chrono>
 
 namespace kforge {
 
 inline double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+inline double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
 }  // namespace kforge
