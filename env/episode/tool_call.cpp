@@ -48,14 +48,14 @@ std::vector<ToolSpec> build_table() {
 }
 
 const Json* find_tool(const std::string& name) {
-  for (const auto& t : tool_schemas())
-    if (t["function"]["name"] == name) return &t["function"];
+  for (const ToolSpec& t : tool_table())
+    if (t.name == name) return &t.schema["function"];
   return nullptr;
 }
 
 std::vector<std::string> tool_names() {
   std::vector<std::string> names;
-  for (const auto& t : tool_schemas()) names.push_back(t["function"]["name"].get<std::string>());
+  for (const ToolSpec& t : tool_table()) names.push_back(t.name);
   return names;
 }
 
