@@ -3,10 +3,11 @@
 // against the float64 reference on the same inputs, under the task's tolerance and the shipped
 // margin. Prints one line per task and a summary; writes a results JSON (tools/bench/results/).
 //
-//   kforge_robustness_coverage datasets/synth/dataset.h5.xz [--n 240] [--budget-s 240] [--json OUT]
+//   kforge_robustness_coverage datasets/synth/dataset.h5.xz [--n 240] [--skip 0] [--budget-s 240] [--json OUT]
 //
 // The sample is drawn across (dtype, first operator) groups in turn, so every dtype and operator
-// family is represented rather than the most common ones.
+// family is represented rather than the most common ones. Its order is fixed (one seed), so
+// `--skip K` goes on where a run that measured K tasks stopped: two device calls give one sample.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,15 +38,16 @@ using Json = nlohmann::json;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DATASET [--n N] [--budget-s S] [--json OUT]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DATASET [--n N] [--skip K] [--budget-s S] [--json OUT]\n", argv[0]);
     return 2;
   }
   std::string path = argv[1], json_out;
-  int n = 240;
+  int n = 240, skip = 0;
   double budget_s = 240;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--n") n = std::atoi(argv[i + 1]);
+    else if (k == "--skip") skip = std::atoi(argv[i + 1]);
     else if (k == "--budget-s") budget_s = std::atof(argv[i + 1]);
     else if (k == "--json") json_out = argv[i + 1];
     else {
@@ -66,15 +68,16 @@ int main(int argc, char** argv) {
     for (auto& [k, g] : groups) order.push_back(&g);
     std::shuffle(order.begin(), order.end(), rng);
     std::vector<const DatasetRow*> sample;
-    for (size_t round = 0; static_cast<int>(sample.size()) < n; ++round) {
+    for (size_t round = 0; static_cast<int>(sample.size()) < skip + n; ++round) {
       bool any = false;
       for (auto* g : order)
-        if (round < g->size() && static_cast<int>(sample.size()) < n) {
+        if (round < g->size() && static_cast<int>(sample.size()) < skip + n) {
           sample.push_back((*g)[round]);
           any = true;
         }
       if (!any) break;
     }
+    sample.erase(sample.begin(), sample.begin() + std::min<size_t>(sample.size(), std::max(0, skip)));
     at::Device dev(at::kCUDA, 0);
     c10::cuda::CUDAGuard guard(dev);
     apply_reference_precision();
@@ -149,7 +152,7 @@ int main(int argc, char** argv) {
       const char* commit = std::getenv("KFORGE_COMMIT");
       Json doc = {{"gpu", prop.name}, {"driver", di.driver_version}, {"cuda", di.cuda_version}, {"torch", di.torch_version},
                   {"date", date}, {"commit", commit ? commit : "unknown"},
-                  {"command", "kforge_robustness_coverage " + path + " --n " + std::to_string(n)}, {"figures", figures}, {"tasks", rows}};
+                  {"command", "kforge_robustness_coverage " + path + " --n " + std::to_string(n) + " --skip " + std::to_string(skip)}, {"figures", figures}, {"tasks", rows}};
       std::ofstream(json_out) << doc.dump(1) << "\n";
     }
   } catch (const std::exception& e) {

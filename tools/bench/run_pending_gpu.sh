@@ -13,8 +13,9 @@
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
 #   aa_again, aa_off  the A/A once more (the noise of the A/A itself), and with every dynamic check off
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
-#   coverage          kforge_robustness_coverage on 240 tasks of the shipped dataset (robustness draws
-#                     usable; about 1.5 s a task: a device call of its own)
+#   coverage          kforge_robustness_coverage on the shipped dataset (robustness draws usable),
+#                     up to 400 tasks in KFORGE_COVERAGE_BUDGET_S (default 330 s; about 1.8 s a task);
+#                     KFORGE_COVERAGE_SKIP=K goes on after the first K tasks of the same sample
 #   new_gpu           the counter tests (EvaluatorGpu.Counter*), the synth GPU stage's fused checks
 #                     kernel (python.synth_gpu_fused), and profile()'s cost with the default counter
 #                     list, 5 metrics in 6 passes since the sixth session (JSON in
@@ -68,7 +69,8 @@ for s in $steps; do
     aa_off) aa_softmax 200 20 eval_aa_off.json --anticheat off >"$out/aa_off.txt" 2>&1 ;;
     aa_rse) aa_softmax 150 20 eval_aa_rse0.005.json --target-rse 0.005 >"$out/aa_rse.txt" 2>&1 ;;
     cold_start) KFORGE_COLD_N=5 timeout 170 bash tools/bench/cold_start.sh "$b" "$out/cold" >"$out/cold_start.txt" 2>&1 ;;
-    coverage) timeout 400 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 240 --budget-s 330 \
+    coverage) timeout 560 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 400 \
+                --skip "${KFORGE_COVERAGE_SKIP:-0}" --budget-s "${KFORGE_COVERAGE_BUDGET_S:-330}" \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
