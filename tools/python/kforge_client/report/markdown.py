@@ -36,7 +36,7 @@ def _environment(env):
     if env["devices"]:
         for d in env["devices"]:
             lines.append(f"- GPU: {d['gpu']} (driver API {d['driver']}, CUDA {d['cuda']}, torch {d['torch']}), "
-                         f"{d['episodes']} episode(s) timed there")
+                         f"{d['episodes']} episode(s) judged there")
     else:
         lines.append("- GPU: none recorded (no submission reached the GPU worker; the server's GPUs: "
                      f"{', '.join(env['server_gpus']) or 'none'})")

@@ -23,7 +23,7 @@ def fast_p_curve(run, path):
     fig, ax = plt.subplots(figsize=(6, 4))
     ys = M.fast_p_curve(run.judged, CURVE_PS)
     if run.judged:
-        ax.plot(CURVE_PS, ys, label=run.name)
+        ax.plot(CURVE_PS, ys, label=run.name, drawstyle="steps-post")
         ax.scatter(M.FAST_P, M.fast_p_curve(run.judged, M.FAST_P), zorder=3)
     else:
         ax.text(0.5, 0.5, "no judged episode", ha="center", va="center", transform=ax.transAxes)
@@ -59,7 +59,7 @@ def comparison(run_a, run_b, path):
     keys = sorted(set(a_by) & set(b_by), key=lambda k: (k[0], str(k[1])))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     for run, by in ((run_a, a_by), (run_b, b_by)):
-        left.plot(CURVE_PS, M.fast_p_curve([by[k] for k in keys], CURVE_PS), label=run.name)
+        left.plot(CURVE_PS, M.fast_p_curve([by[k] for k in keys], CURVE_PS), label=run.name, drawstyle="steps-post")
     left.set_xlabel("p (speedup over eager)")
     left.set_ylabel("fast_p")
     left.set_ylim(0, 1.02)
