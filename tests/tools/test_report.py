@@ -227,7 +227,9 @@ def test_no_judged_episode_says_so_and_defines_nothing(tmp_path):
 
 
 def cli(cmd, tmp_path, *args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
+    # kforge report finds the project's Python as the scripts do: KFORGE_PYTHON_BIN (ctest sets it).
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"),
+               KFORGE_PYTHON_BIN=os.environ.get("KFORGE_PYTHON_BIN", sys.executable))
     return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
 
 
@@ -235,8 +237,6 @@ def test_python_module_and_kforge_report_write_the_same_report(files, tmp_path):
     a = cli([sys.executable, "-m", "kforge_client.report"], tmp_path, *files, "--out", "py", "--resamples", "200")
     assert a.returncode == 0, a.stderr
     assert "A: 6 judged of 7 episode(s), pass rate 50.0 %, fast_1 33.3 %" in a.stdout, a.stdout
-    env_py = dict(KFORGE_PYTHON_BIN=sys.executable)
-    os.environ.update(env_py)
     b = cli([KFORGE, "report"], tmp_path, *files, "--out", "cpp", "--resamples", "200")
     assert b.returncode == 0, b.stdout + b.stderr
     ja, jb = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("py", "cpp"))
