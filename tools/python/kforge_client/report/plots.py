@@ -5,10 +5,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from . import metrics as M  # noqa: E402
 
 CURVE_PS = [i / 20 for i in range(0, 61)]  # 0 to 3 in steps of 0.05
+
+
+def _times_axis(axis):
+    """A log axis labelled 0.5x, 1x, 2x rather than in powers of ten."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _save(fig, path):
@@ -44,6 +51,8 @@ def speedup_histogram(run, path):
         bins = [10 ** (lo + (hi - lo) * i / 30) for i in range(31)]
         ax.hist(s, bins=bins)
         ax.set_xscale("log")
+        ax.set_xticks([t for t in (0.25, 0.5, 1, 2, 4, 8, 16) if bins[0] <= t <= bins[-1]])
+        _times_axis(ax.xaxis)
         ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     else:
         ax.text(0.5, 0.5, "no correct timed submission", ha="center", va="center", transform=ax.transAxes)
@@ -76,6 +85,8 @@ def comparison(run_a, run_b, path):
         right.plot([floor, top], [floor, top], color="grey", lw=0.8)
         right.set_xscale("log")
         right.set_yscale("log")
+        _times_axis(right.xaxis)
+        _times_axis(right.yaxis)
     right.set_xlabel(f"{run_a.name}: speedup over eager (failed = {floor}x)")
     right.set_ylabel(f"{run_b.name}: speedup over eager")
     right.set_title("paired episodes")
