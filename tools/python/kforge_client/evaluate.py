@@ -10,16 +10,16 @@ says how many episodes nothing could be judged in (their lines carry "no_gpu": t
 again by a run against a server with GPUs).
 
 One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
-reward info, seconds; and for the report: `server`, its version and GPU lanes from health;
-`task_meta`, the task's split, source, dtype, operator count, KernelBench level, stored baselines
-from the `tasks` listing and the tolerance its prompt states; `judge`, the final evaluation
-report's device (GPU, driver API, CUDA, torch) and timing method, the candidate's and eager's
-median ms, the rescaled torch.compile ms and both speedups); a line with "error" is an episode that could not be played (the endpoint
-or the server failed): a rerun plays it again, and skips every episode already written without
-one. Progress goes to stderr; a summary of the whole file (this run's lines and earlier ones) goes
-to stdout at the end, or as JSON with --json; --report DIR writes the report of the model's rows there too
-(kforge_client.report: report.md, report.json, plots). Each worker thread has its own server
-connection.
+reward info, seconds) and what the report needs: `server` (its version and GPU lanes, from
+health), `task_meta` (split, source, dtype, operator count, KernelBench level and stored baselines
+from the `tasks` listing; the tolerance the prompt states), `judge` (the last evaluation report's
+device: GPU, driver API, CUDA, torch; its timing method; the candidate's and eager's median ms,
+the rescaled torch.compile ms and both speedups). A line with "error" is an episode that could not
+be played (the endpoint or the server failed): a rerun plays it again, and skips every episode
+already written without one. Progress goes to stderr; a summary of the whole file (this run's
+lines and earlier ones) goes to stdout at the end, or as JSON with --json; --report DIR also
+writes the model's report there (kforge_client.report: report.md, report.json, plots). Each
+worker thread has its own server connection.
 """
 PROG = "kforge-evaluate"
 import argparse
