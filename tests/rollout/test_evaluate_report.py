@@ -73,7 +73,7 @@ def evaluate(server, tmp_path, tasks, *extra):
                             "--chat-url", f"http://127.0.0.1:{httpd.server_address[1]}/v1", "--model", "scripted",
                             "--tasks", ",".join(tasks), "--max-turns", "4", "--concurrency", "2",
                             "--out", str(out), "--report", str(report), *extra],
-                           capture_output=True, text=True, env=env, timeout=1200)
+                           capture_output=True, text=True, env=env, timeout=1000)
     finally:
         httpd.shutdown()
     assert r.returncode == 0, r.stdout + r.stderr
