@@ -133,7 +133,7 @@ def render(doc):
     lines = ["# kforge evaluation report", "",
              "Inputs: " + ", ".join(f"`{p}`" for p in doc.get("inputs", [])) + ".", "",
              f"Intervals: {b['method']}, B = {b['resamples']} resamples, seed {b['seed']}, "
-             f"{int(100 * b['confidence'])} % percentile. Definitions: tools/python/README.md, Report. "
+             f"{int(100 * b['confidence'])} % percentile intervals. Definitions: tools/python/README.md, Report. "
              "Failed episodes enter the all-episode geometric means as speedup 1x; the 'correct only' "
              "means (KernelBench's convention) leave them out.", ""]
     for rep in doc["runs"]:
