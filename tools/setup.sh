@@ -82,8 +82,11 @@ setup_python() {
   else
     echo "setup: torch $torch_version present"
   fi
-  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib lizard)
-  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard" 2>/dev/null; then
+  # matplotlib pinned: the report's plots (kforge report, tools/python/kforge_client/report/).
+  local matplotlib_version=3.11.2
+  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard)
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, sys
+sys.exit(0 if matplotlib.__version__ == '$matplotlib_version' else 1)" 2>/dev/null; then
     echo "setup: installing Python packages: ${pydeps[*]}"
     "$py" -m pip install -q "${pydeps[@]}"
   else

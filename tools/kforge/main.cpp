@@ -12,6 +12,8 @@
 
 int main(int argc, char** argv) {
   kforge::cli::mark_main();
+  // Both executables: every argument goes to the Python report (its own --help included).
+  if (argc > 1 && std::strcmp(argv[1], "report") == 0) return kforge::cli::exec_report(argc, argv);
 #ifdef KFORGE_CLI_LIGHT
   {
     bool mine = argc > 1 && (std::strcmp(argv[1], "eval") == 0 || std::strcmp(argv[1], "demo") == 0);
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
 #endif
   kforge::cli::add_eval_command(app);
   kforge::cli::add_demo_command(app);
+  app.add_subcommand("report", "the checkpoint evaluation report of kforge-evaluate's JSONL (kforge report --help)");
 #ifndef KFORGE_CLI_LIGHT
   kforge::cli::add_synth_commands(app);
   kforge::cli::add_gpu_stage_commands(app);

@@ -10,10 +10,16 @@ says how many episodes nothing could be judged in (their lines carry "no_gpu": t
 again by a run against a server with GPUs).
 
 One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
-reward info, seconds); a line with "error" is an episode that could not be played (the endpoint
-or the server failed): a rerun plays it again, and skips every episode already written without
-one. Progress goes to stderr; a summary of the whole file (this run's lines and earlier ones) goes
-to stdout at the end, or as JSON with --json. Each worker thread has its own server connection.
+reward info, seconds) and what the report needs: `server` (its version and GPU lanes, from
+health), `task_meta` (split, source, dtype, operator count, KernelBench level and stored baselines
+from the `tasks` listing; the tolerance the prompt states), `judge` (the last evaluation report's
+device: GPU, driver API, CUDA, torch; its timing method; the candidate's and eager's median ms,
+the rescaled torch.compile ms and both speedups). A line with "error" is an episode that could not
+be played (the endpoint or the server failed): a rerun plays it again, and skips every episode
+already written without one. Progress goes to stderr; a summary of the whole file (this run's
+lines and earlier ones) goes to stdout at the end, or as JSON with --json; --report DIR also
+writes the model's report there (kforge_client.report: report.md, report.json, plots). Each
+worker thread has its own server connection.
 """
 PROG = "kforge-evaluate"
 import argparse
@@ -22,6 +28,7 @@ import concurrent.futures
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -36,14 +43,68 @@ def task_names(client, split=None, tasks=None, limit=None):
     if tasks:
         names = list(tasks)
     else:
-        names, offset = [], 0
-        while True:
-            page = client.tasks(split=split, limit=500, offset=offset)
-            names += [t["name"] for t in page["tasks"]]
-            if page.get("next_offset") is None:
-                break
-            offset = page["next_offset"]
+        names = [t["name"] for t in listing(client, split=split)]
     return names[:limit] if limit else names
+
+
+def listing(client, **query):
+    """Every task of the server's `tasks` listing that matches the query, page by page."""
+    out, offset = [], 0
+    while True:
+        page = client.tasks(limit=500, offset=offset, **query)
+        out += page["tasks"]
+        if page.get("next_offset") is None:
+            return out
+        offset = page["next_offset"]
+
+
+def task_facts(client, names):
+    """{name: what the server's listing says of it} for the report: split, source, dtype, operator
+    count, KernelBench level (where the listing carries one), the stored baselines. The samples are
+    listed only when asked for by source, so both listings are read."""
+    wanted, facts = set(names), {}
+    for query in ({}, {"source": "samples"}):
+        for t in listing(client, **query):
+            if t["name"] in wanted:
+                level = t.get("level", (t.get("provenance") or {}).get("level"))
+                facts[t["name"]] = {"split": t.get("split"), "source": t.get("source"), "dtype": t.get("dtype"),
+                                    "n_ops": t.get("n_ops"), "level": level, "eager_ms": t.get("eager_ms"),
+                                    "compile_ms": t.get("compile_ms")}
+        if wanted <= set(facts):
+            break
+    return facts
+
+
+TOLERANCE = re.compile(r"Tolerance: atol = ([-+0-9.eE]+), rtol = ([-+0-9.eE]+)")
+
+
+def prompt_tolerance(prompt):
+    """The task's tolerance as its prompt states it (configs/prompt/kernel.md), or None."""
+    m = TOLERANCE.search(prompt or "")
+    return {"atol": float(m.group(1)), "rtol": float(m.group(2))} if m else None
+
+
+def judge_facts(info):
+    """Where and how the final step was judged: the evaluation report's device and timing method
+    (env/judge/EVAL_REPORT.md), and the candidate's times and speedups of the reward's evidence."""
+    info = info or {}
+    report = info.get("report") if isinstance(info.get("report"), dict) else {}
+    reward = info.get("reward") if isinstance(info.get("reward"), dict) else {}
+    device = report.get("device") if isinstance(report.get("device"), dict) else None
+    timing = report.get("timing") if isinstance(report.get("timing"), dict) else {}
+    eager = reward.get("eager") if isinstance(reward.get("eager"), dict) else {}
+    comp = reward.get("torch_compile") if isinstance(reward.get("torch_compile"), dict) else {}
+    out = {"verdict": report.get("verdict", info.get("verdict"))}
+    if device:
+        out["device"] = {k: device.get(k) for k in ("name", "arch", "compute_capability", "cuda", "driver_api", "torch")}
+    if timing.get("method"):
+        out["timing_method"] = timing["method"]
+    if eager:
+        out.update(candidate_ms=eager.get("candidate_median_ms"), eager_ms=eager.get("eager_median_ms"),
+                   speedup_eager=(eager.get("speedup") or {}).get("point"))
+    if comp.get("available"):
+        out.update(compile_ms=comp.get("rescaled_ms"), speedup_compile=(comp.get("speedup") or {}).get("point"))
+    return out
 
 
 def read_rows(path):
@@ -129,6 +190,8 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--connect-timeout", type=float, default=30.0,
                     help="seconds to wait for the server's health at start (default 30)")
+    ap.add_argument("--report", default=None, metavar="DIR",
+                    help="at the end, write the report of this model's rows (report.md, report.json, plots) into DIR")
     ap.add_argument("--allow-no-gpu", action="store_true",
                     help="play against a server with no GPU lane anyway (nothing can be judged; the summary says so)")
     a = ap.parse_args(argv)
@@ -157,6 +220,8 @@ def main(argv=None):
             return 2
         names = task_names(c, split=None if a.tasks else a.split,
                            tasks=[t for t in (a.tasks or "").split(",") if t], limit=a.limit)
+        facts = task_facts(c, names) if names else {}
+        server = {"version": health.get("version"), "gpus": [g.get("name") for g in health.get("gpus") or []]}
     if not names:
         print(f"evaluate: no tasks ({'--tasks is empty' if a.tasks is not None else 'split ' + a.split + ' has none'})",
               file=sys.stderr)
@@ -186,13 +251,15 @@ def main(argv=None):
             local.evaluator = ChatEvaluator(a.chat_url, a.model, client, api_key=os.environ.get(a.api_key_env),
                                             temperature=a.temperature, max_tokens=a.max_tokens)
         start = time.monotonic()
-        row = {"task": task, "seed": seed, "model": a.model}
+        row = {"task": task, "seed": seed, "model": a.model, "server": server}
         if no_gpu:
             row["no_gpu"] = True
         try:
             r = local.evaluator.run_episode(task, seed=seed, options=options, system_prompt=system)
             row.update(episode_reward=r.episode_reward, termination_reason=r.termination_reason, turns=r.turns,
-                       reward=(r.info or {}).get("reward"))
+                       reward=(r.info or {}).get("reward"),
+                       task_meta=dict(facts.get(task, {}), tolerance=prompt_tolerance(r.prompt)),
+                       judge=judge_facts(r.info))
         except Exception as e:  # noqa: BLE001 - written, and played again by the next run
             row["error"] = f"{type(e).__name__}: {e}"
         row["seconds"] = round(time.monotonic() - start, 3)
@@ -217,6 +284,10 @@ def main(argv=None):
 
     s = summarize([r for r in read_rows(a.out) if r.get("model") == a.model])
     print(json.dumps(s, indent=1) if a.json else summary_table(s))
+    if a.report:
+        from .report import write_report  # matplotlib: the extra `report`
+        write_report([a.out], a.report, model=a.model)
+        print(f"evaluate: wrote the report into {a.report} (report.md, report.json, plots)", file=sys.stderr)
     return 0
 
 

@@ -21,6 +21,7 @@ class EpisodeResult:
     turns: int
     transcript: list
     info: dict = None  # the last step's info (its "reward": the rule and figures of the final reward)
+    prompt: str = None  # the task prompt (reset's observation)
 
 
 class ChatEvaluator:
@@ -48,6 +49,7 @@ class ChatEvaluator:
     def run_episode(self, task, seed=None, options=None, system_prompt=None):
         env = KernelEnv(self.client, task=task)
         obs, info = env.reset(seed=seed, options=options)
+        obs_prompt = obs
         tools = info.get("tools") or self.client.tools()
         messages = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + \
                    [{"role": "user", "content": obs}]
@@ -75,7 +77,7 @@ class ChatEvaluator:
         finally:
             env.close()
         return EpisodeResult(task, seed, last_info.get("episode_reward", reward_sum),
-                             last_info.get("termination_reason"), turns, messages, last_info)
+                             last_info.get("termination_reason"), turns, messages, last_info, prompt=obs_prompt)
 
     def evaluate(self, tasks, seeds=(0,), options=None):
         """Every task with every seed; a list of EpisodeResult."""

@@ -1,0 +1,181 @@
+"""kforge-evaluate's JSONL rows as episodes: what each one counts for in the report.
+
+A row is one episode (`kforge_client.evaluate`): `task`, `seed`, `model`, `episode_reward`,
+`termination_reason`, `reward` (the final reward's evidence, env/episode/ENVIRONMENT.md, Info),
+and, from kforge-evaluate's own records, `task_meta` (the server's `tasks` listing and the
+prompt's tolerance), `judge` (the evaluation report's device and timing method) and `server`
+(its health: version and GPUs). Older rows without the last three still count; the report then
+says what it could not learn.
+"""
+import collections
+import json
+import math
+import os
+
+GROUPINGS = ("level_or_ops", "dtype", "split", "source")
+
+
+def read_jsonl(path):
+    """Every complete JSON line of the file (a line cut short by a killed run is skipped)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if not line.endswith("\n"):
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and "task" in row and "seed" in row:
+                rows.append(row)
+    return rows
+
+
+def _dict(x):
+    return x if isinstance(x, dict) else {}
+
+
+def _point(evidence):
+    """The speedup's point estimate of a reward evidence block, or None."""
+    s = _dict(evidence).get("speedup")
+    p = _dict(s).get("point")
+    return float(p) if isinstance(p, (int, float)) and math.isfinite(p) and p > 0 else None
+
+
+def group_label(meta, grouping):
+    """The group an episode falls in: KernelBench level when the task has one, else its operator count."""
+    if grouping == "level_or_ops":
+        level = meta.get("level")
+        if level is not None:
+            return f"level {level}"
+        n = meta.get("n_ops")
+        return f"{n} op" + ("" if n == 1 else "s") if n is not None else "unknown"
+    value = meta.get(grouping)
+    return str(value) if value is not None else "unknown"
+
+
+def episode(row):
+    """One row as the report counts it. judged: played (no error) on a server that could judge it."""
+    reward = _dict(row.get("reward"))
+    meta = _dict(row.get("task_meta"))
+    verdict = reward.get("verdict")
+    correct = verdict == "pass"
+    eager, comp = _dict(reward.get("eager")), _dict(reward.get("torch_compile"))
+    compile_measured = comp.get("available") is True  # a stored torch.compile baseline, rescaled to now
+    sp_eager = _point(eager) if correct else None
+    sp_compile = _point(comp) if correct and compile_measured else None
+    return {
+        "task": row["task"], "seed": row["seed"], "model": row.get("model"),
+        "judged": "error" not in row and not row.get("no_gpu"),
+        "verdict": verdict if verdict is not None else ("no_submission" if reward.get("rule") == "no_submission" else None),
+        "rule": reward.get("rule"),
+        "correct": correct,
+        "speedup_eager": sp_eager,
+        "speedup_compile": sp_compile,
+        "beats_eager": bool(correct and eager.get("beats")),
+        "beats_compile": bool(correct and compile_measured and comp.get("beats")),
+        "compile_baseline": compile_measured,
+        "episode_reward": row.get("episode_reward"),
+        "groups": {g: group_label(meta, g) for g in GROUPINGS},
+    }
+
+
+class Run:
+    """The episodes of one model in one or more files: the last line of each (task, seed) wins,
+    an error line only where no played line exists."""
+
+    def __init__(self, name, rows):
+        self.name = name
+        self.rows = rows
+        played = {}
+        for r in rows:
+            if "error" not in r:
+                played[(r["task"], r["seed"])] = r
+        self.errors = sorted({(r["task"], r["seed"]) for r in rows if "error" in r} - set(played))
+        self.played_rows = list(played.values())
+        self.episodes = [episode(r) for r in self.played_rows]
+        self.judged = [e for e in self.episodes if e["judged"]]
+        self.unjudged = len(self.episodes) - len(self.judged)
+
+    def by_key(self):
+        return {(e["task"], e["seed"]): e for e in self.judged}
+
+
+def load_runs(paths, model=None):
+    """Runs from JSONL files: one run per (file, model) in the order given; `model` keeps one model."""
+    runs = []
+    for path in paths:
+        rows = read_jsonl(path)
+        if model is not None:
+            rows = [r for r in rows if r.get("model") == model]
+        models = list(dict.fromkeys(r.get("model") for r in rows))
+        base = os.path.basename(path)
+        base = base[: -len(".jsonl")] if base.endswith(".jsonl") and len(base) > len(".jsonl") else base
+        if not models:
+            runs.append(Run(base if model is None else f"{base}:{model}", []))
+        for m in models:
+            name = base if len(models) == 1 and model is None else f"{base}:{m}"
+            runs.append(Run(name, [r for r in rows if r.get("model") == m]))
+    return runs
+
+
+def environment(run, eval_yaml=None):
+    """What the rows say about where and how the episodes were judged: GPUs, driver, CUDA, torch,
+    the timing method, the tolerances and the precision profile they match, kforge's version."""
+    devices, methods, tolerances, versions, servers_gpus, baselines = (collections.Counter() for _ in range(6))
+    for r in run.played_rows:
+        judge, server, meta = _dict(r.get("judge")), _dict(r.get("server")), _dict(r.get("task_meta"))
+        d = _dict(judge.get("device"))
+        if d:
+            devices[(d.get("name"), d.get("driver_api"), d.get("cuda"), d.get("torch"))] += 1
+        if judge.get("timing_method"):
+            methods[judge["timing_method"]] += 1
+        tol = _dict(meta.get("tolerance"))
+        if tol:
+            tolerances[(meta.get("dtype"), tol.get("atol"), tol.get("rtol"))] += 1
+        if server.get("version"):
+            versions[server["version"]] += 1
+        for g in server.get("gpus") or []:
+            servers_gpus[g] += 1
+        comp = _dict(_dict(r.get("reward")).get("torch_compile"))
+        if comp.get("rescale"):
+            baselines[(comp.get("stored_gpu"), comp["rescale"])] += 1
+    keys = ("gpu", "driver", "cuda", "torch")
+    return {
+        "devices": [dict(zip(keys, k), episodes=n) for k, n in devices.most_common()],
+        "server_gpus": sorted(servers_gpus),
+        "kforge_versions": sorted(versions),
+        "timing_methods": [{"method": m, "episodes": n} for m, n in methods.most_common()],
+        "tolerances": [{"dtype": k[0], "atol": k[1], "rtol": k[2], "episodes": n} for k, n in sorted(
+            tolerances.items(), key=lambda kv: str(kv[0]))],
+        "tolerance_profile": matching_profile(tolerances, eval_yaml),
+        "compile_baselines": [{"stored_gpu": k[0], "rescale": k[1], "episodes": n} for k, n in baselines.most_common()],
+    }
+
+
+def shipped_profiles(eval_yaml):
+    """precision.profiles of configs/eval.yaml: {profile: {dtype: (atol, rtol)}}; {} when unreadable."""
+    try:
+        import yaml
+        with open(eval_yaml) as f:
+            doc = yaml.safe_load(f)
+        profiles = doc["precision"]["profiles"]
+        return {name: {dt: (float(t["atol"]), float(t["rtol"])) for dt, t in p.items()} for name, p in profiles.items()}
+    except Exception:  # noqa: BLE001 - no config at hand: the report names no profile
+        return {}
+
+
+def default_eval_yaml():
+    root = os.environ.get("KFORGE_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+    return os.path.join(root, "configs", "eval.yaml")
+
+
+def matching_profile(tolerances, eval_yaml=None):
+    """The shipped precision profiles every task's (dtype, atol, rtol) agrees with; "task-specific"
+    when some task carries a tolerance of its own; None when the rows record no tolerance."""
+    if not tolerances:
+        return None
+    profiles = shipped_profiles(eval_yaml or default_eval_yaml())
+    names = [name for name, per_dtype in profiles.items()
+             if all(dt in per_dtype and per_dtype[dt] == (float(a), float(r)) for dt, a, r in tolerances)]
+    return ", ".join(names) if names else "task-specific (no shipped profile matches every task)"
