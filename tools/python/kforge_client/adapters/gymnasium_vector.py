@@ -19,7 +19,8 @@ modes (``autoreset_mode=``, in ``metadata["autoreset_mode"]``):
 
 Seeds: ``reset(seed=S)`` seeds sub-environment i with S + i (a list of N seeds is taken as it is);
 each keeps its own ``np_random``, from which unseeded and automatic resets draw episode seeds.
-An episode that ends is closed (its trajectory recorded) before the next one is opened.
+An episode that ends is closed (its trajectory recorded) before the next one is opened. Every info,
+a step's too, carries ``episode``, the id of the trajectory it belongs to.
 """
 import asyncio
 
@@ -144,6 +145,7 @@ class KernelVectorEnv(VectorEnv):
             obs, info = await self._reset_one(i, None, None)
             return obs, 0.0, False, False, info
         obs, reward, terminated, truncated, info = await self._episodes[i].step(action)
+        info["episode"] = self._episodes[i].id  # as in a reset's info: which trajectory this step belongs to
         self._ended[i] = terminated or truncated
         if self.autoreset_mode == AutoresetMode.SAME_STEP and self._ended[i]:
             final_obs, final_info = obs, info
@@ -164,3 +166,4 @@ class KernelVectorEnv(VectorEnv):
             await asyncio.gather(*(self._close_one(i) for i in range(self.num_envs)), return_exceptions=True)
         finally:
             await self.client.aclose()
+            await asyncio.sleep(0)  # lets the cancelled reader task finish before the loop closes
