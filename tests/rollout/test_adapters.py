@@ -5,11 +5,14 @@ seeding, the spaces holding every observation, the vector form with several epis
 its three autoreset modes, skyrl's init/step/done and rewards, config errors, a server restart and
 `busy`. Scripted policies are the shipped ones (datasets/samples/policies). GPU episodes reaching
 each reward tier are in test_adapters_gpu.py."""
+import importlib.metadata
 import json
 import os
 import re
+import subprocess
 import sys
 import time
+import tomllib
 import warnings
 
 import gymnasium
@@ -21,7 +24,7 @@ from gymnasium.vector import AutoresetMode
 from omegaconf import OmegaConf
 
 sys.path.insert(0, os.path.dirname(__file__))
-from scripted_policy import Policy, as_text  # noqa: E402
+from scripted_policy import SOURCE_DIR, Policy, as_text  # noqa: E402
 from test_client import Server  # noqa: E402  (adds tools/python to sys.path)
 
 from kforge_client import KforgeError, read_trajectories  # noqa: E402
@@ -324,3 +327,29 @@ def test_extras_json_round_trip_as_a_dataset_row_would_carry_them(server):
     _, metadata = env.init(row["prompt"])
     assert metadata["seed"] == 12 and metadata["max_turns"] == 2
     env.close()
+
+
+# ---------------------------------------------------------------- examples and packaging
+
+@pytest.mark.parametrize("example", ["gymnasium_episode.py", "skyrl_episode.py"])
+def test_the_examples_play_an_episode(server, example):
+    path = os.path.join(SOURCE_DIR, "tools", "python", "examples", example)
+    with open(path) as f:
+        assert len(f.read().splitlines()) <= 30
+    env = {**os.environ, "PYTHONPATH": os.path.join(SOURCE_DIR, "tools", "python")}
+    r = subprocess.run([sys.executable, path, server.endpoint], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert any("compile: ok" in line for line in lines) and any("not run (no_gpu)" in line for line in lines), r.stdout
+
+
+def test_the_extras_pin_the_versions_setup_installs_and_the_tests_run():
+    with open(os.path.join(SOURCE_DIR, "tools", "python", "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    with open(os.path.join(SOURCE_DIR, "tools", "setup.sh")) as f:
+        setup = f.read()
+    for extra, package in (("gymnasium", "gymnasium"), ("skyrl", "skyrl-gym")):
+        [requirement] = extras[extra]
+        version = requirement.split("~=")[1]
+        assert requirement == f"{package}~={version}" and importlib.metadata.version(package) == version
+        assert f"{package.replace('-', '_')}_version={version}" in setup
