@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 import warnings
@@ -27,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from scripted_policy import SOURCE_DIR, Policy, as_text  # noqa: E402
 from test_client import Server  # noqa: E402  (adds tools/python to sys.path)
 
-from kforge_client import KforgeError, read_trajectories  # noqa: E402
+from kforge_client import Client, KforgeError, read_trajectories  # noqa: E402
 from kforge_client.adapters.gymnasium_env import ENV_ID, AnyText, KernelGymEnv  # noqa: E402
 from kforge_client.adapters.gymnasium_vector import KernelVectorEnv  # noqa: E402
 from kforge_client.adapters.skyrl_env import KforgeTextEnv  # noqa: E402
@@ -168,6 +169,33 @@ def test_make_vec_runs_n_episodes_at_once_over_one_socket(server):
     envs.close()
     envs.close()
     assert len(read_trajectories(server.record)) == 4  # closing recorded every episode
+
+
+def test_vector_steps_are_in_flight_at_once(server):
+    """The N steps of one vector step reach the server together: a poller of the server's health sees
+    several steps in flight while four compiles (distinct sources, so none is a cache hit) run."""
+    kernel = Policy("gelu_fused").actions()[0]["arguments"]["content"]
+    envs = KernelVectorEnv(4, endpoint=server.endpoint, task="gelu_scale_residual")
+    envs.reset(seed=0, options={"files": {"launch.yaml": Policy("gelu_fused").actions()[1]["arguments"]["content"]}})
+    envs.step([{"name": "write_file", "arguments": {"path": "kernel.cu", "content": kernel + f"// {i} {time.time()}\n"}}
+               for i in range(4)])
+    seen, stop = [], threading.Event()
+
+    def poll():
+        with Client(server.endpoint) as c:
+            while not stop.is_set():
+                seen.append(c.health()["episodes"]["steps_in_flight"])
+                time.sleep(0.002)
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        obs, *_ = envs.step([{"name": "compile", "arguments": {}}] * 4)
+    finally:
+        stop.set()
+        poller.join()
+    envs.close()
+    assert all(o.startswith("compile: ok") and "cached" not in o.splitlines()[0] for o in obs), obs
+    assert max(seen) >= 2, seen  # one at a time would never show more than 1
 
 
 def test_vector_next_step_autoreset_ignores_the_action_after_an_episode_ends(server):
