@@ -90,7 +90,7 @@ setup_python() {
     echo "setup: Python packages present"
   fi
   # The trainer adapters' frameworks, pinned as tools/python/pyproject.toml's extras (gymnasium,
-  # skyrl): about 13 MB to download (skyrl-gym brings pandas, omegaconf, func_timeout), 20 s.
+  # skyrl): about 14 MB to download (skyrl-gym brings pandas, 12 MB, omegaconf, func_timeout), 20 s.
   local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 have
   have=$("$py" -c "import importlib.metadata as m; print(m.version('gymnasium'), m.version('skyrl-gym'))" 2>/dev/null) || have=""
   if [ "$have" != "$gymnasium_version $skyrl_gym_version" ]; then

@@ -305,7 +305,7 @@ def test_skyrl_config_errors_name_the_key(server):
     env.close()
 
 
-def test_a_server_restart_ends_skyrl_episodes_and_gym_steps_raise(server):
+def test_a_server_restart_ends_skyrl_episodes_and_gym_steps_raise_until_reset(server):
     sky = skyrl_env(server)
     sky.init([])
     sky_raise = skyrl_gym.make("kforge", env_config={"endpoint": server.endpoint, "on_error": "raise"},
@@ -313,6 +313,8 @@ def test_a_server_restart_ends_skyrl_episodes_and_gym_steps_raise(server):
     sky_raise.init([])
     gym_env = KernelGymEnv(server.endpoint, task="softmax_rows")
     gym_env.reset(seed=0)
+    envs = KernelVectorEnv(2, endpoint=server.endpoint, task="softmax_rows")
+    envs.reset(seed=0)
     server.kill()
     server.start()  # the same endpoint; the new server knows none of the episodes
     out = sky.step(as_text(LIST))
@@ -327,6 +329,12 @@ def test_a_server_restart_ends_skyrl_episodes_and_gym_steps_raise(server):
     obs, info = gym_env.reset(seed=1)  # a new episode on the new server
     assert info["seed"] == 1 and gym_env.step(LIST)[0] == "the workspace is empty\n"
     gym_env.close()
+    with pytest.raises(KforgeError, match="unknown_episode"):
+        envs.step([LIST, LIST])
+    assert sorted(envs.last_errors) == [0, 1]
+    envs.reset(seed=5)
+    assert envs.last_errors == {} and list(envs.step([LIST, LIST])[4]["turn"]) == [1, 1]
+    envs.close()
 
 
 def test_busy_is_waited_for_up_to_busy_timeout(tmp_path):

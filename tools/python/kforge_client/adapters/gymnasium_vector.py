@@ -21,6 +21,11 @@ Seeds: ``reset(seed=S)`` seeds sub-environment i with S + i (a list of N seeds i
 each keeps its own ``np_random``, from which unseeded and automatic resets draw episode seeds.
 An episode that ends is closed (its trajectory recorded) before the next one is opened. Every info,
 a step's too, carries ``episode``, the id of the trajectory it belongs to.
+
+Errors: when a sub-environment's call raises (``KforgeError``: ``unknown_episode`` after a server
+restart, ``busy`` after ``busy_timeout``; ``ServerUnavailable``), the others still run to the end,
+then the first error is raised and ``last_errors`` maps each failed index to its exception; the
+results of that call are lost, so ``reset()`` (all, or the failed ones by ``reset_mask``).
 """
 import asyncio
 
@@ -62,6 +67,7 @@ class KernelVectorEnv(VectorEnv):
         self._loop = asyncio.new_event_loop()
         self.client = AsyncClient(endpoint, **client_kwargs)
         self.server_health = None
+        self.last_errors = {}  # sub-environment index -> the exception its last call raised
         try:
             self._run(self._connect(check_timeout))
         except BaseException:
@@ -71,10 +77,15 @@ class KernelVectorEnv(VectorEnv):
     def _run(self, coro):
         return self._loop.run_until_complete(coro)
 
-    def _run_all(self, coros):
+    def _run_all(self, indices, coros):
+        """Runs the sub-environments' calls to the end, each of them, then raises the first error."""
         async def gather():
-            return await asyncio.gather(*coros)
-        return self._run(gather())
+            return await asyncio.gather(*coros, return_exceptions=True)
+        results = self._run(gather())
+        self.last_errors = {i: r for i, r in zip(indices, results) if isinstance(r, BaseException)}
+        if self.last_errors:
+            raise next(iter(self.last_errors.values()))
+        return results
 
     async def _connect(self, check_timeout):
         self.client.connect()
@@ -98,7 +109,7 @@ class KernelVectorEnv(VectorEnv):
         if self.task is None:
             raise ValueError("no task: pass task= to the vector env or options={'task': ...} to reset")
         indices = [i for i in range(self.num_envs) if mask[i]]
-        results = self._run_all([self._reset_one(i, seeds[i], options) for i in indices])
+        results = self._run_all(indices, [self._reset_one(i, seeds[i], options) for i in indices])
         infos = {}
         for i, (obs, info) in zip(indices, results):
             self._last_obs[i] = obs
@@ -129,7 +140,7 @@ class KernelVectorEnv(VectorEnv):
         if self.autoreset_mode == AutoresetMode.DISABLED and self._ended.any():
             raise ValueError(f"sub-environments {np.flatnonzero(self._ended).tolist()} have ended: with autoreset "
                              f"DISABLED, reset them with reset(options={{'reset_mask': mask}}) before stepping")
-        results = self._run_all([self._step_one(i, a) for i, a in enumerate(actions)])
+        results = self._run_all(range(self.num_envs), [self._step_one(i, a) for i, a in enumerate(actions)])
         infos = {}
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=bool)
