@@ -260,6 +260,8 @@ def test_skyrl_make_init_step_until_truncation_with_the_no_submission_reward(ser
     messages, metadata = env.init([{"role": "system", "content": "You write CUDA kernels."}])
     assert [m["role"] for m in messages] == ["system", "user"] and "gelu_scale_residual" in messages[1]["content"]
     assert metadata["seed"] == 4 and metadata["max_turns"] == 6 and env.max_turns == 6
+    with pytest.raises(RuntimeError, match="once"):
+        env.init([])
     outs = [env.step(text) for text in Policy("no_submit").texts(limit=6)]
     for out in outs[:-1]:
         assert not out["done"] and out["reward"] == 0.0 and out["observations"][0]["role"] == "user"

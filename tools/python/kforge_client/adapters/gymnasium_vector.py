@@ -99,7 +99,10 @@ class KernelVectorEnv(VectorEnv):
         if mask.shape != (self.num_envs,) or not mask.any():
             raise ValueError(f"reset_mask must be {self.num_envs} booleans, at least one True: {mask}")
         if seed is not None:
-            seeds = list(seed) if isinstance(seed, (list, tuple)) else [int(seed) + i for i in range(self.num_envs)]
+            if isinstance(seed, (list, tuple, np.ndarray)):
+                seeds = list(seed)
+            else:
+                seeds = [int(seed) + i for i in range(self.num_envs)]
             if len(seeds) != self.num_envs:
                 raise ValueError(f"{len(seeds)} seeds for {self.num_envs} sub-environments")
             self._np_random, self._np_random_seed = seeding.np_random(seeds[0])

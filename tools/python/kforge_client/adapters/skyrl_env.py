@@ -72,10 +72,17 @@ class KforgeTextEnv(BaseTextEnv):
         self.error = None
 
     def init(self, prompt=None):
+        if self.client is not None:
+            raise RuntimeError("kforge: init() once per environment; SkyRL makes a new one per trajectory")
         self.client = Client(self.config["endpoint"], timeout=float(self.config["timeout"]),
                              busy_timeout=float(self.config["busy_timeout"]))
-        self.client.wait_ready(timeout=float(self.config["connect_timeout"]))
-        r = self.client.reset(self.task, seed=self.seed, options=self.options or None)
+        try:
+            self.client.wait_ready(timeout=float(self.config["connect_timeout"]))
+            r = self.client.reset(self.task, seed=self.seed, options=self.options or None)
+        except BaseException:  # no episode known here (one whose reply was lost is reaped by the idle timeout)
+            self.client.close()
+            self.client = None
+            raise
         self.episode, self.info = r["episode"], r["info"]
         self.max_turns = self.info.get("max_turns", self.max_turns)
         messages = [dict(m) for m in (prompt or [])]
