@@ -92,6 +92,17 @@ sys.exit(0 if matplotlib.__version__ == '$matplotlib_version' else 1)" 2>/dev/nu
   else
     echo "setup: Python packages present"
   fi
+  # The trainer adapters' frameworks, pinned as tools/python/pyproject.toml's extras (gymnasium,
+  # skyrl): about 14 MB to download (skyrl-gym brings pandas, 12 MB, omegaconf, func_timeout), 20 s.
+  local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 have
+  have=$("$py" -c "import importlib.metadata as m; print(m.version('gymnasium'), m.version('skyrl-gym'))" 2>/dev/null) || have=""
+  if [ "$have" != "$gymnasium_version $skyrl_gym_version" ]; then
+    local adapter_deps=("gymnasium==$gymnasium_version" "skyrl-gym==$skyrl_gym_version")
+    echo "setup: installing the adapters' packages: ${adapter_deps[*]}"
+    "$py" -m pip install -q "${adapter_deps[@]}"
+  else
+    echo "setup: adapters' packages present"
+  fi
 }
 
 # CUDA toolkit: libtorch's CMake config needs one (headers, NVRTC, CUPTI, cudart, the driver stub).

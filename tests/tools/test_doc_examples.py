@@ -36,6 +36,10 @@ KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools",
 DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md"]
 # Docs that must hold at least one example that runs (a parser that finds nothing must not pass).
 DOCS_WITH_RUN_EXAMPLES = ["rollout/PROTOCOL.md", "tools/python/README.md"]
+# The trainer adapters' pages (tools/python/docs/).
+ADAPTER_DOCS = ["tools/python/docs/gymnasium.md", "tools/python/docs/skyrl.md"]
+DOCS += ADAPTER_DOCS
+DOCS_WITH_RUN_EXAMPLES += ADAPTER_DOCS
 ENDPOINT = "tcp://127.0.0.1:5555"
 CHAT_URL = "http://127.0.0.1:8000/v1"
 KFORGE_IN_DOCS = "build/tools/kforge"

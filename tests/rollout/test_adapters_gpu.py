@@ -1,0 +1,119 @@
+"""The trainer adapters on a GPU (ctest label gpu): one episode per reward tier and adapter, played
+by the shipped scripted policies against `kforge serve` with its GPU lanes, as
+tests/env/episode/episode_gpu_test.cpp plays them in process:
+
+- -1: compile_error (linear_relu, a typo, submitted anyway);
+- 1: linear_relu_tiled (correct, ~0.8x eager on an H200);
+- 2: gelu_fused on gelu_tier2, the gelu_scale_residual sample without a stored torch.compile
+  time (so tier 2 is the top; the candidate is ~3.2x eager);
+- 3: gelu_fused on gelu_tier3, the same with torch.compile stored exactly as fast as eager.
+
+The two task variants are written into a task directory the server serves; that they are served
+is checked on any machine. Each GPU test skips, saying why, where the server finds no GPU."""
+import os
+import re
+import sys
+
+import gymnasium
+import pytest
+import skyrl_gym
+
+sys.path.insert(0, os.path.dirname(__file__))
+from scripted_policy import SOURCE_DIR, Policy  # noqa: E402
+from test_client import Server  # noqa: E402
+
+from kforge_client import Client  # noqa: E402
+from kforge_client.adapters.gymnasium_env import ENV_ID  # noqa: E402
+import kforge_client.adapters.skyrl_env  # noqa: E402,F401  (registers kforge)
+
+# (policy, task, reward, rule)
+TIERS = [("compile_error", "linear_relu", -1.0, "compile_error"),
+         ("linear_relu_tiled", "linear_relu", 1.0, "correct"),
+         ("gelu_fused", "gelu_tier2", 2.0, "faster_than_eager"),
+         ("gelu_fused", "gelu_tier3", 3.0, "faster_than_both")]
+
+
+def write_tier_tasks(directory):
+    with open(os.path.join(SOURCE_DIR, "datasets", "samples", "gelu_scale_residual.yaml")) as f:
+        sample = f.read()
+    eager = re.search(r"^  eager_ms: ([0-9.]+)$", sample, re.M).group(1)
+    variants = {"gelu_tier2": re.sub(r"^  compile_ms: .*\n", "", sample, flags=re.M),
+                "gelu_tier3": re.sub(r"^  compile_ms: .*$", f"  compile_ms: {eager}", sample, flags=re.M)}
+    for name, text in variants.items():
+        text = text.replace("id: gelu_scale_residual", f"id: {name}", 1)
+        (directory / f"{name}.yaml").write_text(text)
+
+
+@pytest.fixture(scope="module")
+def gpu_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gpu_adapters")
+    (tmp / "tasks").mkdir()
+    write_tier_tasks(tmp / "tasks")
+    s = Server(tmp, scheduler={"gpus": -1, "compile_workers": 2}, tasks={"dirs": [str(tmp / "tasks")]})
+    with Client(s.endpoint) as c:
+        s.gpus = c.health()["gpus"]
+    yield s
+    s.stop()
+
+
+def need_gpu(server):
+    if not server.gpus:
+        why = "no GPU lane: the server found no CUDA device on this machine; run on a GPU host (ctest -L gpu)"
+        print(f"KFORGE_SKIPPED: {why}")
+        pytest.skip(why)
+
+
+def test_the_tier_tasks_are_served_with_the_baselines_they_need(gpu_server):
+    with Client(gpu_server.endpoint) as c:
+        listed = {t["name"]: t for t in c.tasks(source="samples", limit=100)["tasks"] + c.tasks(limit=100)["tasks"]}
+        for name in ("gelu_tier2", "gelu_tier3"):
+            r = c.reset(name, seed=1)
+            assert name in r["observation"]
+            c.close_episode(r["episode"])
+    assert listed["gelu_tier2"]["compile_ms"] is None and listed["gelu_tier2"]["eager_ms"] > 0
+    assert listed["gelu_tier3"]["compile_ms"] == listed["gelu_tier3"]["eager_ms"]
+
+
+@pytest.mark.parametrize("policy,task,reward,rule", TIERS)
+def test_gymnasium_episode_reaches_its_tier(gpu_server, policy, task, reward, rule):
+    need_gpu(gpu_server)
+    env = gymnasium.make(ENV_ID, endpoint=gpu_server.endpoint, task=task)
+    obs, info = env.reset(seed=42)
+    assert info["gpu"] is not None
+    for action in Policy(policy).actions():
+        obs, r, terminated, truncated, info = env.step(action)
+        print(f"[gym {policy}/{task}] turn {info['turn']} {info['tool']} -> {obs[:60]!r} reward {r}")
+        assert obs in env.observation_space
+        if terminated or truncated:
+            break
+    env.close()
+    assert terminated and info["termination_reason"] == "submitted"
+    assert r == reward and info["reward"]["rule"] == rule, info["reward"]
+
+
+@pytest.mark.parametrize("policy,task,reward,rule", TIERS)
+def test_skyrl_episode_reaches_its_tier(gpu_server, policy, task, reward, rule):
+    need_gpu(gpu_server)
+    env = skyrl_gym.make("kforge", env_config={"endpoint": gpu_server.endpoint}, extras={"task": task, "seed": 42})
+    env.init([])
+    for text in Policy(policy).texts():
+        out = env.step(text)
+        if out["done"]:
+            break
+    metrics = env.get_metrics()
+    env.close()
+    print(f"[skyrl {policy}/{task}] reward {out['reward']} metrics {metrics}")
+    assert out["done"] and out["reward"] == reward and out["metadata"]["reward"]["rule"] == rule, out["metadata"]
+    assert metrics["submitted"] == 1 and metrics["episode_reward"] == reward
+    assert (reward > 0) == ("speedup_eager" in metrics)
+
+
+def test_vector_episodes_share_the_gpu_queue_and_each_reach_tier_two(gpu_server):
+    need_gpu(gpu_server)
+    envs = gymnasium.make_vec(ENV_ID, num_envs=2, endpoint=gpu_server.endpoint, task="gelu_tier2",
+                              autoreset_mode="Disabled")
+    envs.reset(seed=7)
+    for action in Policy("gelu_fused").actions():
+        obs, rewards, terminations, truncations, infos = envs.step([action, action])
+    envs.close()
+    assert terminations.all() and list(rewards) == [2.0, 2.0], infos["reward"]
