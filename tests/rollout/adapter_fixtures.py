@@ -85,7 +85,8 @@ def gpu_server(tmp_path):
 class ScriptedChat(http.server.BaseHTTPRequestHandler):
     """An OpenAI-compatible /chat/completions endpoint replaying `script` (assistant messages) in order,
     one per request, per conversation (the first user message keys it); records the requests."""
-    scripts = {}     # first user message's prefix -> [message, ...]
+    scripts = {}     # a text in the first user message -> [message, ...]
+    before = {}      # (that text, turn) -> a callable run before answering that turn
     requests = []
     lock = threading.Lock()
 
@@ -98,6 +99,9 @@ class ScriptedChat(http.server.BaseHTTPRequestHandler):
             turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
             script = ScriptedChat.scripts[key]
             message = script[turn] if turn < len(script) else {"role": "assistant", "content": "I am done."}
+            hook = ScriptedChat.before.pop((key, turn), None)
+        if hook:
+            hook()
         data = json.dumps({"id": f"chat-{len(ScriptedChat.requests)}", "object": "chat.completion", "created": 0,
                            "model": body.get("model", "scripted"),
                            "choices": [{"index": 0, "message": message,
@@ -113,9 +117,10 @@ class ScriptedChat(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def start_chat(scripts):
+def start_chat(scripts, before=None):
     """Starts ScriptedChat with `scripts`; (base URL .../v1, httpd) — call httpd.shutdown()."""
     ScriptedChat.scripts = scripts
+    ScriptedChat.before = dict(before or {})
     ScriptedChat.requests = []
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ScriptedChat)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
