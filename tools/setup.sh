@@ -89,6 +89,16 @@ setup_python() {
   else
     echo "setup: Python packages present"
   fi
+  # The trainer adapters' packages (tools/python/pyproject.toml extras verl, verifiers), with torch held.
+  local trainers=(verl==0.9.1 cachetools==8.0.2 fastapi==0.165.0 verifiers==0.3.1)
+  if ! "$py" -c "import importlib.metadata as m, sys, cachetools, fastapi
+sys.exit(0 if (m.version('verl'), m.version('verifiers')) == ('0.9.1', '0.3.1') else 1)" 2>/dev/null; then
+    echo "setup: installing the trainer adapters' packages: ${trainers[*]} (torch held at $torch_version)"
+    local hold; hold=$(mktemp); echo "torch==$torch_version" > "$hold"
+    "$py" -m pip install -q -c "$hold" "${trainers[@]}"; rm -f "$hold"
+  else
+    echo "setup: trainer adapters' packages present (verl 0.9.1, verifiers 0.3.1)"
+  fi
 }
 
 # CUDA toolkit: libtorch's CMake config needs one (headers, NVRTC, CUPTI, cudart, the driver stub).
