@@ -83,6 +83,20 @@ def test_a_rollout_plays_one_episode_and_the_rubric_gives_its_reward(server, cha
     assert t["episode"] == facts["episode"] and len(t["turns"]) == 5
 
 
+def test_kforges_max_turns_ends_a_rollout_of_one_call_per_turn_with_its_evidence(server, chat_client):
+    script = [tool_message(i, "list_files", {}) for i in range(3)]
+    url, httpd = start_chat({"softmax_rows": script})
+    try:
+        env = verifiers_env.load_environment(endpoint=server.endpoint, tasks=["softmax_rows"], max_turns=3)
+        out = rollout(env, chat_client(url), env.get_dataset()[0])
+    finally:
+        httpd.shutdown()
+    facts = out["kforge"]  # the third turn was stepped: kforge ended the episode
+    assert [s["tool"] for s in facts["steps"]] == ["list_files"] * 3
+    assert facts["termination_reason"] == "max_turns" and facts["reward"]["rule"] == "no_submission"
+    assert out["reward"] == -1.0 and out["metrics"]["kforge_finished"] == 1.0
+
+
 def test_many_rollouts_at_once_each_with_its_episode_and_an_ended_episode_stops_the_rest(server, chat_client):
     # Every conversation submits an empty workspace, then would list files: the submit ends it (-1).
     script = [{"role": "assistant", "content": None, "tool_calls": [

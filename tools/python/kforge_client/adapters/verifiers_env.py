@@ -62,7 +62,9 @@ class KforgeEnv(vf.MultiTurnEnv):
         kwargs.setdefault("rubric", KforgeRubric(self.unfinished_reward))
         self._episodes = {}  # trajectory id -> AsyncEpisode
         self._clients = {}   # event loop -> AsyncClient
-        super().__init__(max_turns=max_turns if max_turns is not None else -1, tool_defs=tool_defs, **kwargs)
+        # verifiers checks its max_turns before answering a model turn, kforge after stepping it: one more
+        # for verifiers lets kforge step the last turn and end the episode itself (no_submission, evidence).
+        super().__init__(max_turns=int(max_turns) + 1 if max_turns is not None else -1, tool_defs=tool_defs, **kwargs)
 
     def _client(self):
         loop = asyncio.get_running_loop()
