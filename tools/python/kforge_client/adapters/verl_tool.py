@@ -22,7 +22,6 @@ for every kforge tool). Without verl installed, importing this module raises Imp
 """
 import asyncio
 import collections
-import json
 import time
 import uuid
 
@@ -236,19 +235,3 @@ def verl_rows(endpoint, tasks, seeds=(None,), options=None, tool_names=None, dat
                                             "tools_kwargs": {n: {"create_kwargs": create} for n in names}}})
     return rows
 
-
-def tool_config(endpoint, schemas, task=None):
-    """The tool config verl reads (``actor_rollout_ref.rollout.multi_turn.tool_config_path``) as a
-    dict: one ``KforgeTool`` entry per schema (``client.tools()``)."""
-    config = {"type": "native", "endpoint": endpoint}
-    if task:
-        config["task"] = task
-    return {"tools": [{"class_name": f"{__name__}.KforgeTool", "config": dict(config), "tool_schema": s}
-                      for s in schemas]}
-
-
-def dump_tool_config(path, endpoint, schemas, task=None):
-    """``tool_config`` written as YAML-compatible JSON to ``path``."""
-    with open(path, "w") as f:
-        json.dump(tool_config(endpoint, schemas, task), f, indent=2)
-    return path
