@@ -156,3 +156,18 @@ def test_without_verifiers_the_import_says_how_to_install_it():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python")))
     assert "needs verifiers" in r.stdout and "kforge-client[verifiers]" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_shipped_example_runs(server):
+    script = [tool_message(0, "list_files", {})]  # then text turns, each spent, to kforge's max_turns
+    url, httpd = start_chat({"softmax_rows": script, "gelu_scale_residual": script})
+    try:
+        r = subprocess.run([sys.executable, "tools/python/examples/verifiers_example.py"], cwd=SOURCE_DIR,
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, KFORGE_ENDPOINT=server.endpoint, CHAT_URL=url,
+                                    PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python")))
+    finally:
+        httpd.shutdown()
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "8 rollouts, mean reward -1.0" in r.stdout, r.stdout
+    assert r.stdout.count("max_turns turns 8 rule no_submission") == 8, r.stdout

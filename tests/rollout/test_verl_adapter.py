@@ -226,3 +226,15 @@ def fresh_registry():
     verl_tool._TRAJECTORIES.clear()
     verl_tool._INSTANCES.clear()
     yield
+
+
+def test_the_shipped_example_runs_and_writes_the_dataset(server, tmp_path):
+    dataset = tmp_path / "train.parquet"
+    r = subprocess.run([sys.executable, "tools/python/examples/verl_example.py"], cwd=SOURCE_DIR, capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, KFORGE_ENDPOINT=server.endpoint, KFORGE_DATASET=str(dataset),
+                                                        PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python")))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "compile -> compile: ok" in r.stdout and "score: {'score': -1.0, 'rule': 'unfinished'" in r.stdout, r.stdout[-2000:]
+    import pandas as pd
+    rows = pd.read_parquet(dataset)
+    assert len(rows) == 4 and rows["extra_info"][3]["tools_kwargs"]["compile"]["create_kwargs"]["task"] == "gelu_scale_residual"

@@ -11,7 +11,7 @@ from kforge_client.adapters.verl_tool import compute_score, verl_rows
 
 endpoint = os.environ.setdefault("KFORGE_ENDPOINT", "tcp://127.0.0.1:5555")
 rows = verl_rows(endpoint, ["softmax_rows", "gelu_scale_residual"], seeds=(0, 1))
-pd.DataFrame(rows).to_parquet("kforge_train.parquet")
+pd.DataFrame(rows).to_parquet(os.environ.get("KFORGE_DATASET", "kforge_train.parquet"))
 loop = object.__new__(ToolAgentLoop)  # only its tool-calling part: generation needs a model
 loop.tools = {t.name: t for t in initialize_tools_from_config("tools/python/examples/verl_tool_config.yaml")}
 loop.max_tool_response_length, loop.tool_response_truncate_side = 20000, "middle"
@@ -19,7 +19,6 @@ row = rows[2]  # gelu_scale_residual, seed 0
 data = AgentData(row["prompt"], None, None, None, None, {}, "trajectory-1", row["extra_info"]["tools_kwargs"])
 src = "datasets/samples/candidates/gelu_scale_residual/fused/"
 calls = [("write_file", {"path": f, "content": open(src + f).read()}) for f in ("kernel.cu", "launch.yaml")]
-
 
 async def main():
     for name, args in calls + [("compile", {}), ("submit", {})]:
