@@ -2,7 +2,8 @@
 (PyPI, 0.3.1) and a real `kforge serve` without a GPU: rollouts through verifiers' own OpenAI client
 against a scripted OpenAI-compatible endpoint, the server's prompt and tools, tool and text turns,
 kforge's end of the episode, the rubric's reward and evidence, many rollouts at once, a server
-restart mid-rollout, load_environment over a split, and the import error without verifiers."""
+restart mid-rollout, load_environment over a split, the shipped example, and the import error without
+verifiers."""
 import asyncio
 import os
 import subprocess

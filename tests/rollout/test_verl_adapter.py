@@ -2,7 +2,8 @@
 and a real `kforge serve` without a GPU: the shipped tool config loaded by verl's own loader, verl's
 ToolAgentLoop call sequence (create -> execute(agent_data) -> release per call) playing one kforge
 episode per trajectory, concurrent trajectories, the reward function closing the episode, the
-direct lifecycle keyed by instance id, a server restart, busy, and the import error without verl."""
+direct lifecycle keyed by instance id, a server restart, busy, dataset rows, the shipped example, and the
+import error without verl."""
 import asyncio
 import os
 import subprocess
