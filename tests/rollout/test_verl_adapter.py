@@ -99,6 +99,12 @@ def test_tool_agent_loop_plays_one_episode_per_trajectory_and_the_reward_functio
         text, reward = await call(loop, b, "list_files")
         assert text.startswith("error: the kforge episode is over (submitted)") and reward == 0
         assert verl_tool._INSTANCES == {}  # verl released every per-call instance
+        # full_determinism: the next training step's trajectory has the same request_id ("det-<index>"),
+        # and is another trajectory all the same, with its own episode
+        again = trajectory("traj-b", "softmax_rows", 6, names)
+        text, _ = await call(loop, again, "list_files")
+        assert not text.startswith("error") and again.extra_fields["kforge"]["episode"] != b.extra_fields["kforge"]["episode"]
+        await verl_tool.compute_score(extra_info=dict(again.extra_fields))
         open_before = (await verl_tool._client(server.endpoint, 30, 10).health())["episodes"]["open"]
         score_a = await verl_tool.compute_score(extra_info=dict(a.extra_fields))
         score_b = await verl_tool.compute_score(extra_info=dict(b.extra_fields))
@@ -110,9 +116,9 @@ def test_tool_agent_loop_plays_one_episode_per_trajectory_and_the_reward_functio
                        "lost": None}
     assert score_b["score"] == -1.0 and score_b["rule"] == "compile_error" and score_b["termination_reason"] == "submitted"
     assert Client(server.endpoint).health()["episodes"]["open"] == 0  # compute_score closed them
-    by_task = {t["task"]: t for t in read_trajectories(server.record)}
-    assert [x["info"]["tool"] for x in by_task["gelu_scale_residual"]["turns"]] == ["write_file", "write_file", "compile", "verify"]
-    assert [x["info"]["tool"] for x in by_task["softmax_rows"]["turns"]] == ["list_files", "submit"]
+    played = sorted((t["task"], [x["info"]["tool"] for x in t["turns"]]) for t in read_trajectories(server.record))
+    assert played == [("gelu_scale_residual", ["write_file", "write_file", "compile", "verify"]),
+                      ("softmax_rows", ["list_files"]), ("softmax_rows", ["list_files", "submit"])]
 
 
 def test_parallel_calls_of_one_trajectory_run_in_order_and_many_trajectories_at_once(server, tools):

@@ -7,8 +7,8 @@ verl's multi-turn ``ToolAgentLoop`` builds one tool object per entry of a tool c
 ``release(instance_id)``. An instance id therefore lives for one call, while a kforge episode
 lives for a whole trajectory. So:
 
-- the episode belongs to the trajectory: ``agent_data.request_id`` when verl passes ``agent_data``,
-  otherwise the instance id itself (a caller that keeps one instance for a whole rollout, as
+- the episode belongs to the trajectory: verl's ``agent_data`` (one per trajectory) when verl passes
+  it, otherwise the instance id itself (a caller that keeps one instance for a whole rollout, as
   verl's earlier SGLang rollout did); it is opened by the first ``execute`` of that trajectory
   with ``reset(task, seed, options)`` from the instance's ``create_kwargs``;
 - the episode's facts (id, task, seed, turn, termination, reward and its evidence) are written to
@@ -41,7 +41,8 @@ CONFIG_KEYS = {"type", "endpoint", "task", "seed", "options", "timeout", "busy_t
 CREATE_KEYS = {"task", "seed", "options"}
 # What a trajectory that never finished earns: configs/reward.yaml's no_submission default.
 UNFINISHED_REWARD = -1.0
-MAX_TRAJECTORIES = 65536  # episodes remembered per process; the oldest is forgotten beyond (never closed by it)
+MAX_TRAJECTORIES = 65536  # instance-keyed episodes remembered; the oldest is forgotten beyond (never closed by it)
+ATTR = "_kforge_trajectory"  # where an AgentData keeps its episode
 
 
 class _Trajectory:
@@ -58,7 +59,7 @@ class _Trajectory:
                       "reward": None, "lost": None}
 
 
-_TRAJECTORIES = collections.OrderedDict()  # trajectory key -> _Trajectory
+_TRAJECTORIES = collections.OrderedDict()  # instance id -> _Trajectory (the direct lifecycle)
 _INSTANCES = {}                            # instance id -> create params
 _CLIENTS = {}                              # (endpoint, event loop) -> AsyncClient
 
@@ -109,19 +110,24 @@ class KforgeTool(BaseTool):
         return instance_id, ToolResponse()
 
     def _trajectory(self, instance_id, agent_data):
-        key = agent_data.request_id if agent_data is not None else instance_id
-        t = _TRAJECTORIES.get(key)
+        # verl's AgentData is the trajectory (its request_id is not: with full_determinism it is
+        # "det-<index in batch>", the same in every training step), so the episode rides on it and
+        # goes when it goes; without agent_data the instance id keys it, in a bounded table.
+        t = getattr(agent_data, ATTR, None) if agent_data is not None else _TRAJECTORIES.get(instance_id)
         if t is None:
             params = _INSTANCES.get(instance_id)
             if params is None:
                 raise ValueError(f"KforgeTool.execute: unknown instance {instance_id!r} (create it first)")
             if not params.get("task"):
                 raise ValueError("KforgeTool: no task: give create_kwargs.task (verl_rows writes it) or config.task")
-            t = _TRAJECTORIES[key] = _Trajectory(self.endpoint, params)
-            while len(_TRAJECTORIES) > MAX_TRAJECTORIES:
-                _TRAJECTORIES.popitem(last=False)
-        if agent_data is not None:
-            agent_data.extra_fields["kforge"] = t.facts  # the same dict: later steps update it in place
+            t = _Trajectory(self.endpoint, params)
+            if agent_data is not None:
+                setattr(agent_data, ATTR, t)
+                agent_data.extra_fields["kforge"] = t.facts  # the same dict: later steps update it in place
+            else:
+                _TRAJECTORIES[instance_id] = t
+                while len(_TRAJECTORIES) > MAX_TRAJECTORIES:
+                    _TRAJECTORIES.popitem(last=False)
         return t
 
     @rollout_trace_op
@@ -163,8 +169,8 @@ class KforgeTool(BaseTool):
 
     async def calc_reward(self, instance_id: str, **kwargs) -> float:
         """The episode's reward so far: 0 until it ends, then kforge's final reward."""
-        key = kwargs["agent_data"].request_id if kwargs.get("agent_data") is not None else instance_id
-        t = _TRAJECTORIES.get(key)
+        agent_data = kwargs.get("agent_data")
+        t = getattr(agent_data, ATTR, None) if agent_data is not None else _TRAJECTORIES.get(instance_id)
         return 0.0 if t is None else t.facts["episode_reward"]
 
     async def release(self, instance_id: str, **kwargs) -> None:
