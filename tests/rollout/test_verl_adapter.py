@@ -2,8 +2,8 @@
 and a real `kforge serve` without a GPU: the shipped tool config loaded by verl's own loader, verl's
 ToolAgentLoop call sequence (create -> execute(agent_data) -> release per call) playing one kforge
 episode per trajectory, concurrent trajectories, the reward function closing the episode, the
-direct lifecycle keyed by instance id, a server restart, busy, dataset rows, the shipped example, and the
-import error without verl."""
+direct lifecycle keyed by instance id, a server restart, busy, dataset rows, the shipped example, the
+import error without verl, and verl's whole ToolAgentLoop.run with a scripted model: its response_mask."""
 import asyncio
 import os
 import subprocess
@@ -245,3 +245,64 @@ def test_the_shipped_example_runs_and_writes_the_dataset(server, tmp_path):
     import pandas as pd
     rows = pd.read_parquet(dataset)
     assert len(rows) == 4 and rows["extra_info"][3]["tools_kwargs"]["compile"]["create_kwargs"]["task"] == "gelu_scale_residual"
+
+
+def byte_tokenizer():
+    """A Hugging Face tokenizer built here (no hub): one token per byte, a ChatML-like chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}{{ m['content'] }}"
+                "{% endif %}{% if m.get('tool_calls') %}{% for c in m['tool_calls'] %}<tool_call>{{ c['function'] | tojson }}"
+                "</tool_call>{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|im_end|>",
+                                   chat_template=template, additional_special_tokens=["<|im_start|>"])
+
+
+def test_verls_whole_tool_agent_loop_masks_kforges_observations_out_of_the_response(server, tools):
+    """verl's ToolAgentLoop.run itself (a scripted model behind its server manager, a real tokenizer):
+    the response_mask is 1 on what the policy generated and 0 on kforge's observations."""
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.workers.rollout.replica import TokenOutput
+    tokenizer = byte_tokenizer()
+    replies = ['Let me look.<tool_call>{"name": "list_files", "arguments": {}}</tool_call><|im_end|>',
+               '<tool_call>{"name": "write_file", "arguments": {"path": "a.md", "content": "hello"}}</tool_call><|im_end|>',
+               'Done.<|im_end|>']
+
+    class ScriptedModel:  # verl's LLM server client: generate(request_id, prompt_ids, sampling_params, ...)
+        async def generate(self, request_id, prompt_ids, sampling_params, **kwargs):
+            return TokenOutput(token_ids=tokenizer.encode(replies.pop(0)), log_probs=None)
+
+    multi_turn = {"max_user_turns": None, "max_assistant_turns": None, "max_parallel_calls": 1, "format": "hermes",
+                  "max_tool_response_length": 4000, "tool_response_truncate_side": "middle"}
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"prompt_length": 4096, "response_length": 4096,
+                                                                 "full_determinism": False, "multi_turn": multi_turn}}})
+    create = {"create_kwargs": {"task": "softmax_rows", "seed": 1}}
+
+    async def main():
+        loop = ToolAgentLoop(trainer_config=DictConfigWrap(config), server_manager=ScriptedModel(), tokenizer=tokenizer,
+                             processor=None, dataset_cls=None, data_config=DictConfigWrap(OmegaConf.create({})),
+                             tools=ToolListWrap(tools))
+        out = await loop.run({}, raw_prompt=[{"role": "user", "content": "the task"}],
+                             tools_kwargs={t.name: create for t in tools})
+        return out, await verl_tool.compute_score(extra_info=dict(out.extra_fields))
+
+    out, score = asyncio.run(main())
+    spans = []
+    for token, m in zip(out.response_ids, out.response_mask):
+        if not spans or spans[-1][0] != m:
+            spans.append((m, []))
+        spans[-1][1].append(token)
+    text = [(m, tokenizer.decode(ids)) for m, ids in spans]
+    assert [m for m, _ in text] == [1, 0, 1, 0, 1], text
+    assert text[0][1].startswith("Let me look.<tool_call>") and text[4][1] == "Done.<|im_end|>"
+    assert "the workspace is empty" in text[1][1] and text[1][1].startswith("<|im_start|>tool")
+    assert "wrote a.md (5 bytes)" in text[3][1]
+    assert out.extra_fields["tool_rewards"] == [0.0, 0.0] and out.extra_fields["kforge"]["turn"] == 2
+    assert score["rule"] == "unfinished" and score["turns"] == 2  # the model stopped without a submission
+    assert [[x["info"]["tool"] for x in t["turns"]] for t in read_trajectories(server.record)] == [["list_files", "write_file"]]
