@@ -92,16 +92,19 @@ sys.exit(0 if matplotlib.__version__ == '$matplotlib_version' else 1)" 2>/dev/nu
   else
     echo "setup: Python packages present"
   fi
-  # The trainer adapters' frameworks, pinned as tools/python/pyproject.toml's extras (gymnasium,
-  # skyrl): about 14 MB to download (skyrl-gym brings pandas, 12 MB, omegaconf, func_timeout), 20 s.
-  local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 have
-  have=$("$py" -c "import importlib.metadata as m; print(m.version('gymnasium'), m.version('skyrl-gym'))" 2>/dev/null) || have=""
-  if [ "$have" != "$gymnasium_version $skyrl_gym_version" ]; then
-    local adapter_deps=("gymnasium==$gymnasium_version" "skyrl-gym==$skyrl_gym_version")
-    echo "setup: installing the adapters' packages: ${adapter_deps[*]}"
-    "$py" -m pip install -q "${adapter_deps[@]}"
+  # The trainer adapters' packages, pinned as tools/python/pyproject.toml's extras (gymnasium, skyrl,
+  # verl, verifiers), in one resolve with torch held: skyrl-gym brings pandas, omegaconf and
+  # func_timeout; cachetools and fastapi are what verl's ToolAgentLoop imports beyond verl's own
+  # requirements. About 2 min into a fresh venv.
+  local trainers=(gymnasium==1.4.0 skyrl-gym==0.4.0 verl==0.9.1 cachetools==8.0.2 fastapi==0.165.0 verifiers==0.3.1)
+  if ! "$py" -c "import importlib.metadata as m, sys, cachetools, fastapi
+want = ('1.4.0', '0.4.0', '0.9.1', '0.3.1')
+sys.exit(0 if tuple(m.version(p) for p in ('gymnasium', 'skyrl-gym', 'verl', 'verifiers')) == want else 1)" 2>/dev/null; then
+    echo "setup: installing the trainer adapters' packages: ${trainers[*]} (torch held at $torch_version)"
+    local hold; hold=$(mktemp); echo "torch==$torch_version" > "$hold"
+    "$py" -m pip install -q -c "$hold" "${trainers[@]}"; rm -f "$hold"
   else
-    echo "setup: adapters' packages present"
+    echo "setup: trainer adapters' packages present"
   fi
 }
 

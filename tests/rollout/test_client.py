@@ -2,7 +2,7 @@
 loopback endpoints, without a GPU: the Gymnasium-style env, errors as exceptions with kinds, busy
 backpressure, the asyncio client with many episodes, the trajectory reader, `kforge record`, a
 server killed and restarted (finished trajectories stay on disk, the client reconnects), SIGTERM,
-the verl-style tool, the OpenAI-compatible evaluation loop against a scripted stand-in endpoint,
+the OpenAI-compatible evaluation loop against a scripted stand-in endpoint,
 and the evaluate command over a split, concurrent and resumed; timeouts and busy retries as
 wall-clock bounds, KernelEnv's server check, no_gpu answers, start-up messages, packaging."""
 import asyncio
@@ -25,7 +25,7 @@ KFORGE = os.path.abspath(os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "
 
 from kforge_client import AsyncClient, Client, KernelEnv, KforgeError, ServerUnavailable, TrajectoryReader  # noqa: E402
 from kforge_client import read_trajectories  # noqa: E402
-from kforge_client.adapters import ChatEvaluator, KforgeVerlTool  # noqa: E402
+from kforge_client.adapters import ChatEvaluator  # noqa: E402
 
 CAND = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
 
@@ -248,27 +248,6 @@ def test_kforge_record_appends_the_stream(tmp_path):
     finally:
         rec.kill()
         s.stop()
-
-
-def test_verl_style_tool_create_execute_release(server):
-    async def main():
-        async with AsyncClient(server.endpoint) as c:
-            tool = KforgeVerlTool(c, default_task="gelu_scale_residual")
-            schemas = await tool.for_function("compile").get_openai_tool_schemas()
-            assert [s["function"]["name"] for s in schemas] == ["compile"]
-            iid, prompt = await tool.create(seed=3)
-            assert "gelu_scale_residual" in prompt
-            text, reward, metrics = await tool.execute(iid, {"path": "kernel.cu", "content": candidate("kernel.cu")},
-                                                       name="write_file")
-            assert text.startswith("wrote kernel.cu") and metrics["turn"] == 1
-            text, reward, metrics = await tool.for_function("list_files").execute(iid, {})
-            assert "kernel.cu" in text and metrics["turn"] == 2
-            assert await tool.calc_reward(iid) == 0
-            await tool.release(iid)
-            return (await c.health())["episodes"]["open"]
-
-    assert asyncio.run(main()) == 0
-    assert len(read_trajectories(server.record)) == 1
 
 
 class StandInChat(http.server.BaseHTTPRequestHandler):

@@ -33,7 +33,8 @@ import pytest
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
-DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md"]
+DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md",
+        "tools/python/docs/verl.md", "tools/python/docs/verifiers.md"]
 # Docs that must hold at least one example that runs (a parser that finds nothing must not pass).
 DOCS_WITH_RUN_EXAMPLES = ["rollout/PROTOCOL.md", "tools/python/README.md"]
 # The trainer adapters' pages (tools/python/docs/).
@@ -198,7 +199,10 @@ class StandInChat(http.server.BaseHTTPRequestHandler):
         message = {"role": "assistant", "content": None, "tool_calls": [
             {"id": f"call_{len(StandInChat.requests)}", "type": "function",
              "function": {"name": "list_files", "arguments": "{}"}}]}
-        data = json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
+        # A whole chat.completion (id, object, created, model): clients that validate it (verifiers) need them.
+        data = json.dumps({"id": f"chat-{len(StandInChat.requests)}", "object": "chat.completion", "created": 0,
+                           "model": body.get("model", "stand-in"),
+                           "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
         self.send_response(200 if self.path == "/v1/chat/completions" else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

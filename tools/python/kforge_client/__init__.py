@@ -4,7 +4,8 @@
 - ``KernelEnv``: a Gymnasium-style environment, ``reset(seed=None, options=None)`` / ``step(action)``;
 - ``AsyncClient``: asyncio, many concurrent episodes over one socket;
 - ``TrajectoryReader`` / ``read_trajectories``: recorded trajectories (rollout/TRAJECTORY_FORMAT.md);
-- ``adapters``: a verl-style tool and an evaluation loop over an OpenAI-compatible chat endpoint;
+- ``adapters``: a verl tool, a verifiers environment (each needs its trainer's package) and an
+  evaluation loop over an OpenAI-compatible chat endpoint;
 - ``kforge-evaluate`` (or ``python -m kforge_client.evaluate``): a split's tasks played by a chat
   endpoint, many episodes at once, into a resumable JSONL file with a summary.
 
