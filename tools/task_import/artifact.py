@@ -36,7 +36,7 @@ def trace(model, n_inputs, state_names, example):
     with warnings.catch_warnings(record=True) as caught, torch.no_grad():
         warnings.simplefilter("always", torch.jit.TracerWarning)
         try:
-            traced = torch.jit.trace(wrapper, example, check_trace=False)
+            traced = torch.jit.trace(wrapper, example, check_trace=False, _store_inputs=False)
         except Skip:
             raise
         except Exception as e:
@@ -44,10 +44,32 @@ def trace(model, n_inputs, state_names, example):
     baked = [n for n, _ in traced.named_parameters()] + [n for n, _ in traced.named_buffers()]
     if baked:
         raise Skip("trace_mismatch", f"the traced module holds tensors of its own: {', '.join(baked[:5])}")
+    rewritten = device_follows_arguments(traced)
     buf = io.BytesIO()
     torch.jit.save(traced, buf)
     notes = sorted({one_line(w.message, 160) for w in caught if issubclass(w.category, torch.jit.TracerWarning)})
+    if rewritten:
+        notes.append(f"{rewritten} device constant(s) of the trace replaced by the first argument's device")
     return buf.getvalue(), notes
+
+
+def device_follows_arguments(traced):
+    """Tracing on the CPU records device="cpu" for every tensor forward makes (torch.zeros(...,
+    device=x.device), torch.eye(n)); kforge runs the artifact on the GPU with every argument there.
+    Each Device constant becomes prim::device(first argument), so those tensors follow the
+    arguments. Returns how many were replaced."""
+    graph = traced.graph
+    args = list(graph.inputs())[1:]  # after self
+    consts = [n for n in graph.findAllNodes("prim::Constant") if n.output().type().kind() == "DeviceObjType"]
+    if not args or not consts:
+        return 0
+    dev = graph.create("prim::device", [args[0]])
+    dev.output().setType(torch._C.DeviceObjType.get())
+    dev.insertBefore(next(iter(graph.nodes())))
+    for n in consts:
+        n.output().replaceAllUsesWith(dev.output())
+        n.destroy()
+    return len(consts)
 
 
 def verify(data, draws_args, wants, tolerance):

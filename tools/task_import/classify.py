@@ -97,14 +97,15 @@ def build(module, seed, cuda_note):
     return model, inputs, inputs_b, state, roles
 
 
-def run(model, inputs, state, seed, what):
+def run(model, inputs, state, seed, what, cuda_note=None):
     seed_all(seed)
     try:
         raw = call(model, inputs, state)
     except (Skip, Timeout):
         raise
     except Exception as e:
-        raise Skip("load_error", f"forward failed on {what}: {type(e).__name__}: {one_line(e)}") from None
+        raise Skip("load_error", f"forward failed on {what}: {type(e).__name__}: {one_line(e)}"
+                   + (f" (the source {cuda_note})" if cuda_note else "")) from None
     return as_outputs(raw)
 
 
@@ -155,15 +156,17 @@ def examine(tree, item, model, inputs, inputs_b, state, roles, cuda_note, opts):
     seed = opts.seed
 
     with CostRun() as cost:
-        outs = run(model, inputs, state, seed + 3, "get_inputs()")
+        outs = run(model, inputs, state, seed + 3, "get_inputs()", cuda_note)
     check_outputs(outs, cuda_note)
     if cost.recorder.dynamic_shape_ops:
         raise Skip("data_dependent_shape", "forward calls " + ", ".join(sorted(cost.recorder.dynamic_shape_ops))
                    + " (output shapes follow the values)")
     again = run(model, inputs, state, seed + 4, "get_inputs()")
     if len(again) != len(outs) or not all(same(a, b) for a, b in zip(outs, again)):
+        random_ops = sorted(cost.recorder.random_ops)
         raise Skip("stochastic", "two runs on the same arguments (seeded differently) differ"
-                   + (" (train mode: dropout?)" if module_mode == "train" else ""))
+                   + (f"; forward calls {', '.join(random_ops)}" if random_ops else "")
+                   + (" (the module runs in train mode)" if module_mode == "train" else ""))
     outs_b = run(model, inputs_b, state, seed + 3, "a second get_inputs() draw")
     shapes = [list(t.shape) for t in outs]
     if [list(t.shape) for t in outs_b] != shapes:

@@ -73,6 +73,7 @@ class OpRecorder(TorchDispatchMode):
         super().__init__()
         self.ops = set()
         self.dynamic_shape_ops = set()
+        self.random_ops = set()
         self.uncounted = set()
         self.extra_flops = 0
 
@@ -82,6 +83,8 @@ class OpRecorder(TorchDispatchMode):
         self.ops.add(name)
         if torch.Tag.dynamic_output_shape in func.tags:
             self.dynamic_shape_ops.add(name)
+        if torch.Tag.nondeterministic_seeded in func.tags and "attention" not in name:
+            self.random_ops.add(name)
         self.extra_flops += self.flops(func, name, args, out)
         return out
 

@@ -38,10 +38,13 @@ def source_hint(get_inputs_text):
     return None
 
 
-def nice(x, tol):
-    """The value with the fewest significant digits within tol of x."""
+def nice(x, tol, prefer=()):
+    """The value with the fewest significant digits within tol of x (`prefer` first)."""
     if abs(x) <= tol:
         return 0.0
+    for c in prefer:
+        if abs(c - x) <= tol:
+            return c
     for sig in range(1, 10):
         c = float(f"{x:.{sig - 1}e}")
         if abs(c - x) <= tol:
@@ -123,7 +126,7 @@ def fit(v, role, hint, t):
         return fit_uniform(v, lo, hi, n, bounds)
     se_m, se_s = std / math.sqrt(n), std / math.sqrt(2 * n)
     m = nice(mean, 4 * se_m)
-    s = next((c for c in stds if abs(c - std) <= 4 * se_s), None) or nice(std, 4 * se_s)
+    s = next((c for c in stds if abs(c - std) <= 4 * se_s), None) or nice(std, 4 * se_s, prefer=(1.0,))
     if s <= 0:
         s = std
     if (lo >= 0 and m - NORMAL_BOUND * s < 0) or (hi <= 0 and m + NORMAL_BOUND * s > 0):
