@@ -24,6 +24,7 @@ py=$venv/bin/python
 base_python=${KFORGE_BASE_PYTHON:-python3}   # only to make the venv; everything else runs the venv's
 system_site=${KFORGE_VENV_SYSTEM_SITE:-0}
 torch_version=2.11.0          # the GPU hosts run torch 2.11.0+cu130: build against the same libtorch
+pyarrow_version=26.0.1        # tools/task_import reads CUDA-Agent-Ops parquet files with it
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
@@ -82,8 +83,9 @@ setup_python() {
   else
     echo "setup: torch $torch_version present"
   fi
-  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib lizard)
-  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard" 2>/dev/null; then
+  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py matplotlib lizard "pyarrow==$pyarrow_version")
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, pyarrow, sys
+sys.exit(0 if pyarrow.__version__ == '$pyarrow_version' else 1)" 2>/dev/null; then
     echo "setup: installing Python packages: ${pydeps[*]}"
     "$py" -m pip install -q "${pydeps[@]}"
   else

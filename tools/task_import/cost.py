@@ -99,14 +99,14 @@ class OpRecorder(TorchDispatchMode):
             return 2 * _numel(mat.shape)
         if name in ("dot", "vdot"):
             return 2 * args[0].numel()
+        if name in ZERO or _is_view(func) or torch.Tag.dynamic_output_shape in func.tags:
+            return 0
         if name in PER_OUTPUT:
             return first_out.numel() if first_out is not None else 0
         if name in PER_INPUT or torch.Tag.reduction in func.tags:
             return first_in.numel() if first_in is not None else 0
         if torch.Tag.pointwise in func.tags:
             return first_out.numel() if first_out is not None else 0
-        if name in ZERO or _is_view(func) or torch.Tag.dynamic_output_shape in func.tags:
-            return 0
         self.uncounted.add(name)
         return 0
 
