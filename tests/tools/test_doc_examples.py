@@ -33,9 +33,9 @@ import pytest
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
-DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md"]
+DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md", "tools/task_import/README.md"]
 # Docs that must hold at least one example that runs (a parser that finds nothing must not pass).
-DOCS_WITH_RUN_EXAMPLES = ["rollout/PROTOCOL.md", "tools/python/README.md"]
+DOCS_WITH_RUN_EXAMPLES = ["rollout/PROTOCOL.md", "tools/python/README.md", "tools/task_import/README.md"]
 ENDPOINT = "tcp://127.0.0.1:5555"
 CHAT_URL = "http://127.0.0.1:8000/v1"
 KFORGE_IN_DOCS = "build/tools/kforge"

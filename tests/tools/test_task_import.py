@@ -263,7 +263,7 @@ def check_cuda_agent(out, rows_file):
     assert set(tasks) == set(want_ids)
     for tid, r in want_ids.items():
         t = tasks[tid]
-        assert t["source"] == "cuda_agent_ops" and t["split"] == "heldout" and t["program"] == rows[r]["code"]
+        assert t["source"] == "cuda-agent-ops" and t["split"] == "heldout" and t["program"] == rows[r]["code"]
         assert t["tolerance"] == {"atol": 0.01, "rtol": 0.01}
         ops = rows[r]["ops"] if isinstance(rows[r]["ops"], list) else ["nn.Conv1d", "torch.tanh"]
         assert t["provenance"] == {"generator": "kforge tasks import", "format": "cuda-agent", "file": rows_file,

@@ -69,6 +69,20 @@ def check_tensor(name, t, cuda_note):
                    "(tasks hold float32, float16, bfloat16, int32, int64, bool)")
 
 
+def meta_bytes(module, seed):
+    """The argument bytes, found on the meta device (no memory taken), or None when the module does
+    not build there: a module too large to hold is skipped before its tensors are made."""
+    try:
+        seed_all(seed)
+        with torch.device("meta"):
+            model = module.Model(*module.get_init_inputs())
+            inputs = module.get_inputs()
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + list(model.state_dict().values())
+        return sum(t.numel() * t.element_size() for t in tensors)
+    except Exception:  # noqa: BLE001  (the real build reports what is wrong)
+        return None
+
+
 def build(module, seed, cuda_note):
     """(model, inputs, second inputs, state, roles). Failures are load errors."""
     try:
@@ -134,6 +148,9 @@ def analyze(item, module_name, opts):
     phase = "building the model"
     try:
         with time_limit(opts.timeout_s):
+            planned = meta_bytes(module, opts.seed)
+            if planned is not None and planned > opts.max_bytes:
+                raise Skip("too_large", f"the arguments would hold {planned} bytes, above --max-bytes {opts.max_bytes}")
             model, inputs, inputs_b, state, roles = build(module, opts.seed, cuda_note)
             phase = "running the model"
             return examine(tree, item, model, inputs, inputs_b, state, roles, cuda_note, opts)

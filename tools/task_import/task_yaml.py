@@ -8,8 +8,10 @@ import yaml
 from . import artifact
 
 GENERATOR = "kforge tasks import"
-# `source` of the task per --format (the contract's names).
-SOURCES = {"kernelbench": "kernelbench", "cuda-agent": "cuda_agent_ops"}
+# `source` of the task per --format: the names kforge's task parser knows (data_synth/task_spec.cpp,
+# TASK_FORMAT.md "Source and split"). The contract's text spells the second `cuda_agent_ops`, the C++
+# enumerator's name; the parser reads `cuda-agent-ops`.
+SOURCES = {"kernelbench": "kernelbench", "cuda-agent": "cuda-agent-ops"}
 # The tolerance profiles: `kforge` is configs/eval.yaml's default profile (data_synth/tolerance.h's
 # rule applies it), `cuda-agent` CUDA Agent's published 1e-2 everywhere.
 TOLERANCES = {
