@@ -24,7 +24,8 @@ SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os
 PYTHON = os.environ.get("KFORGE_PYTHON_BIN") or sys.executable
 MODULES = os.path.join(SOURCE_DIR, "tests", "tools", "import_modules")
 ROWS = os.path.join(MODULES, "cuda_agent", "rows.jsonl")
-MAX_BYTES, TIMEOUT_S = 4_000_000, 4
+MAX_BYTES, TIMEOUT_S = 4_000_000, 120
+FOLDERS = ("level1", "level2", "level3", "skip")  # slow/ has a run of its own, with a short time limit
 REASONS = {"load_error", "stochastic", "non_tensor_output", "data_dependent_shape", "custom_cuda", "constant_output",
            "trace_mismatch", "unsupported_dtype", "too_large"}
 
@@ -39,8 +40,9 @@ def run_import(*args, out):
 
 def kb_files():
     found = []
-    for d, _, names in os.walk(MODULES):
-        found += [os.path.join(d, n) for n in names if n.endswith(".py")]
+    for folder in FOLDERS:
+        for d, _, names in os.walk(os.path.join(MODULES, folder)):
+            found += [os.path.join(d, n) for n in names if n.endswith(".py")]
     return sorted(os.path.relpath(f, SOURCE_DIR) for f in found)
 
 
@@ -58,7 +60,7 @@ def expected(rel):
 def kb(tmp_path_factory):
     out = tmp_path_factory.mktemp("kb")
     p, wall = run_import("--format", "kernelbench", "--max-bytes", str(MAX_BYTES), "--timeout-s", str(TIMEOUT_S),
-                         "tests/tools/import_modules", out=out)
+                         *[f"tests/tools/import_modules/{f}" for f in FOLDERS], out=out)
     assert p.returncode == 0, p.stderr
     skipped = [json.loads(line) for line in open(out / "skipped.jsonl")]
     tasks = {f[:-5]: yaml.safe_load(open(out / "tasks" / f)) for f in os.listdir(out / "tasks")}
@@ -292,6 +294,15 @@ def test_cuda_agent_parquet_rows(tmp_path):
                       out=tmp_path / "out")
     assert p.returncode == 0, p.stderr
     check_cuda_agent(tmp_path / "out", str(path))
+
+
+def test_a_module_past_the_time_limit_is_a_load_error(tmp_path):
+    rel = "tests/tools/import_modules/slow/sleeps_forever.py"
+    p, wall = run_import("--format", "kernelbench", "--timeout-s", "2", rel, out=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (s,) = [json.loads(line) for line in open(tmp_path / "skipped.jsonl")]
+    assert s["file"] == rel and s["reason"] == "load_error" and "did not finish in 2 s" in s["detail"]
+    assert wall < 60
 
 
 def test_limit_and_a_level_option(tmp_path):

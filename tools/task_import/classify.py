@@ -133,9 +133,31 @@ def check_outputs(outs, cuda_note):
         check_tensor(f"output y{i}", t, cuda_note)
 
 
-def fresh_draws(specs, seed, k):
+def fresh_draws(specs, tensors, seed, k):
     gen = torch.Generator().manual_seed(seed * 1000 + k)
-    return [draws.sample(s["draw"], tuple(s["shape"]), t.dtype, gen) for s, t in specs]
+    return [draws.sample(a["draw"], tuple(a["shape"]), t.dtype, gen) for a, t in zip(specs, tensors)]
+
+
+@dataclasses.dataclass
+class Subject:
+    """One module under examination: what was built from it, and what the checks found so far."""
+    tree: object
+    item: object
+    model: object
+    inputs: list
+    inputs_b: list      # a second get_inputs() draw
+    state: dict
+    roles: dict
+    cuda_note: object
+    opts: Options
+    args: list = None   # [(name, role, tensor)]
+    outs: tuple = None  # outputs on the first draw
+    outs_b: tuple = None  # outputs on the second get_inputs() draw
+    cost: object = None
+
+    def eager(self, a):
+        n = len(self.inputs)
+        return run(self.model, a[:n], dict(zip([k for k, _, _ in self.args[n:]], a[n:])), self.opts.seed + 3, "fresh draws")
 
 
 def analyze(item, module_name, opts):
@@ -151,75 +173,106 @@ def analyze(item, module_name, opts):
             planned = meta_bytes(module, opts.seed)
             if planned is not None and planned > opts.max_bytes:
                 raise Skip("too_large", f"the arguments would hold {planned} bytes, above --max-bytes {opts.max_bytes}")
-            model, inputs, inputs_b, state, roles = build(module, opts.seed, cuda_note)
+            s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
             phase = "running the model"
-            return examine(tree, item, model, inputs, inputs_b, state, roles, cuda_note, opts)
+            return examine(s)
     except Timeout:
         reason = "load_error" if phase == "building the model" else "too_large"
         raise Skip(reason, f"{phase} did not finish in {opts.timeout_s:g} s on the CPU") from None
 
 
-def examine(tree, item, model, inputs, inputs_b, state, roles, cuda_note, opts):
-    args = argument_list(inputs, state, roles)
-    for name, _, t in args:
-        check_tensor(f"argument {name}", t, cuda_note)
-    floats = [dtype_name(t.dtype) for _, _, t in args if dtype_name(t.dtype) in FLOAT_DTYPES]
+def examine(s):
+    """The checks in order; the Analysis of a module that passes them all."""
+    dtype, arg_bytes = check_arguments(s)
+    check_first_runs(s)
+    specs, rules = fit_draws(s)
+    fresh, fresh_outs = check_on_task_draws(s, specs)
+    data, notes = artifact.trace(s.model, len(s.inputs), [k for k, _, _ in s.args[len(s.inputs):]], [t for _, _, t in s.args])
+    artifact.verify(data, fresh, fresh_outs, s.opts.tolerance[dtype])
+    if s.cost.recorder.uncounted:
+        notes.append("flops omitted: uncounted ops " + ", ".join(sorted(s.cost.recorder.uncounted)))
+    if s.cuda_note:
+        notes.append(f"the source {s.cuda_note}")
+    notes += [f"draw of {k}: {r}" for k, r in rules.items()]
+    outputs = [{"name": f"y{i}", "shape": list(t.shape), "dtype": dtype_name(t.dtype)} for i, t in enumerate(s.outs)]
+    return Analysis(module_mode="train" if s.model.training else "eval", arguments=specs, outputs=outputs, dtype=dtype,
+                    flops=s.cost.flops, min_bytes=arg_bytes + sum(tensor_bytes(t) for t in s.outs), artifact=data,
+                    description=describe(s.tree, s.item), notes=notes)
+
+
+def check_arguments(s):
+    """(task dtype, argument bytes): devices, dtypes, size."""
+    s.args = argument_list(s.inputs, s.state, s.roles)
+    for name, _, t in s.args:
+        check_tensor(f"argument {name}", t, s.cuda_note)
+    floats = [dtype_name(t.dtype) for _, _, t in s.args if dtype_name(t.dtype) in FLOAT_DTYPES]
     if not floats:
         raise Skip("unsupported_dtype", "no floating-point argument (the task's dtype is the first one's)")
-    arg_bytes = sum(tensor_bytes(t) for _, _, t in args)
-    if arg_bytes > opts.max_bytes:
-        raise Skip("too_large", f"the arguments hold {arg_bytes} bytes, above --max-bytes {opts.max_bytes}")
-    module_mode = "train" if model.training else "eval"
-    seed = opts.seed
+    arg_bytes = sum(tensor_bytes(t) for _, _, t in s.args)
+    if arg_bytes > s.opts.max_bytes:
+        raise Skip("too_large", f"the arguments hold {arg_bytes} bytes, above --max-bytes {s.opts.max_bytes}")
+    return floats[0], arg_bytes
 
-    with CostRun() as cost:
-        outs = run(model, inputs, state, seed + 3, "get_inputs()", cuda_note)
-    check_outputs(outs, cuda_note)
-    if cost.recorder.dynamic_shape_ops:
-        raise Skip("data_dependent_shape", "forward calls " + ", ".join(sorted(cost.recorder.dynamic_shape_ops))
+
+def check_first_runs(s):
+    """The run that records ops and flops, a rerun on the same arguments, a run on a second draw."""
+    seed = s.opts.seed
+    with CostRun() as s.cost:
+        s.outs = run(s.model, s.inputs, s.state, seed + 3, "get_inputs()", s.cuda_note)
+    check_outputs(s.outs, s.cuda_note)
+    if s.cost.recorder.dynamic_shape_ops:
+        raise Skip("data_dependent_shape", "forward calls " + ", ".join(sorted(s.cost.recorder.dynamic_shape_ops))
                    + " (output shapes follow the values)")
-    again = run(model, inputs, state, seed + 4, "get_inputs()")
-    if len(again) != len(outs) or not all(same(a, b) for a, b in zip(outs, again)):
-        random_ops = sorted(cost.recorder.random_ops)
+    again = run(s.model, s.inputs, s.state, seed + 4, "get_inputs()")
+    if len(again) != len(s.outs) or not all(same(a, b) for a, b in zip(s.outs, again)):
+        random_ops = sorted(s.cost.recorder.random_ops)
         raise Skip("stochastic", "two runs on the same arguments (seeded differently) differ"
                    + (f"; forward calls {', '.join(random_ops)}" if random_ops else "")
-                   + (" (the module runs in train mode)" if module_mode == "train" else ""))
-    outs_b = run(model, inputs_b, state, seed + 3, "a second get_inputs() draw")
-    shapes = [list(t.shape) for t in outs]
-    if [list(t.shape) for t in outs_b] != shapes:
-        raise Skip("data_dependent_shape", f"output shapes {shapes} become {[list(t.shape) for t in outs_b]} on another draw")
+                   + (" (the module runs in train mode)" if s.model.training else ""))
+    outs_b = run(s.model, s.inputs_b, s.state, seed + 3, "a second get_inputs() draw")
+    check_shapes(s.outs, outs_b, "on another get_inputs() draw")
+    s.outs_b = outs_b
 
-    hint = draws.source_hint(get_inputs_text(tree, item.source))
+
+def check_shapes(outs, other, where):
+    shapes, got = [list(t.shape) for t in outs], [list(t.shape) for t in other]
+    if got != shapes:
+        raise Skip("data_dependent_shape", f"output shapes {shapes} become {got} {where}")
+
+
+def fit_draws(s):
+    """(argument specs of the task file, the rule each draw came from)."""
+    hint = draws.source_hint(get_inputs_text(s.tree, s.item.source))
     specs, rules = [], {}
-    for name, role, t in args:
-        d, rule = draws.infer(name, role, t, model, hint)
-        specs.append(({"name": name, "role": role, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "draw": d}, t))
-        rules[name] = rule
-    n = len(inputs)
-    names = [name for name, _, _ in args[n:]]
+    for name, role, t in s.args:
+        d, rules[name] = draws.infer(name, role, t, s.model, hint)
+        specs.append({"name": name, "role": role, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "draw": d})
+    return specs, rules
 
-    def eager(a):
-        return run(model, a[:n], dict(zip(names, a[n:])), seed + 3, "fresh draws")
 
-    fresh = [fresh_draws(specs, seed, k) for k in (1, 2)]
-    fresh_outs = [eager(a) for a in fresh]
+def check_on_task_draws(s, specs):
+    """Two draws of every argument from the task's draws: output shapes hold, outputs vary."""
+    fresh = [fresh_draws(specs, [t for _, _, t in s.args], s.opts.seed, k) for k in (1, 2)]
+    fresh_outs = [s.eager(a) for a in fresh]
     for fo in fresh_outs:
-        if [list(t.shape) for t in fo] != shapes:
-            raise Skip("data_dependent_shape", f"output shapes {shapes} become {[list(t.shape) for t in fo]} on the task's draws")
-    const = [i for i in range(len(outs)) if same(outs[i], outs_b[i]) and same(outs[i], fresh_outs[0][i])]
+        check_shapes(s.outs, fo, "on the task's draws")
+    const = [i for i in range(len(s.outs)) if same(s.outs[i], s.outs_b[i]) and same(s.outs[i], fresh_outs[0][i])]
     if const:
         raise Skip("constant_output", "output " + ", ".join(f"y{i}" for i in const) + " is the same on different draws")
+    return fresh, fresh_outs
 
-    dtype = floats[0]
-    tol = opts.tolerance[dtype]
-    data, notes = artifact.trace(model, n, names, [t for _, _, t in args])
-    artifact.verify(data, fresh, fresh_outs, tol)
-    outputs = [{"name": f"y{i}", "shape": list(t.shape), "dtype": dtype_name(t.dtype)} for i, t in enumerate(outs)]
-    min_bytes = arg_bytes + sum(tensor_bytes(t) for t in outs)
-    if cost.recorder.uncounted:
-        notes.append("flops omitted: uncounted ops " + ", ".join(sorted(cost.recorder.uncounted)))
-    if cuda_note:
-        notes.append(f"the source {cuda_note}")
-    notes += [f"draw of {k}: {r}" for k, r in rules.items()]
-    return Analysis(module_mode=module_mode, arguments=[s for s, _ in specs], outputs=outputs, dtype=dtype,
-                    flops=cost.flops, min_bytes=min_bytes, artifact=data, description=describe(tree, item), notes=notes)
+
+def warm_up():
+    """Runs every torch path the checks take once, on a tiny model, outside any time limit: torch
+    imports parts of itself lazily (torch._dynamo on the first meta-device call, the tracer, the
+    flop counter), and an alarm that cut such an import short would leave it half-initialised for
+    every module after."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    x = torch.randn(4, 3)
+    with torch.device("meta"):
+        torch.nn.Linear(3, 2)(torch.randn(4, 3))
+    state = {k: v.detach() for k, v in model.state_dict().items()}
+    with CostRun():
+        run(model, [x], state, 0, "the warm-up")
+    data, _ = artifact.trace(model, 1, list(state), [x, *state.values()])
+    artifact.verify(data, [[x, *state.values()]], [run(model, [x], state, 0, "the warm-up")], {"atol": 1e-4, "rtol": 1e-4})
