@@ -305,6 +305,23 @@ def test_a_module_past_the_time_limit_is_a_load_error(tmp_path):
     assert wall < 60
 
 
+def test_a_crashing_module_ends_its_worker_only(kb):
+    (s,) = [s for s in kb.skipped if s["file"].endswith("segfault_in_forward.py")]
+    assert s["reason"] == "load_error" and "SIGSEGV" in s["detail"]
+
+
+def test_in_process_mode_imports_alike(tmp_path, kb):
+    rel = "tests/tools/import_modules/level2/conv_bn_relu_train.py"
+    p, _ = run_import("--format", "kernelbench", "--in-process", rel, "tests/tools/import_modules/skip/dropout_train.py",
+                      out=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (s,) = [json.loads(line) for line in open(tmp_path / "skipped.jsonl")]
+    assert s["reason"] == "stochastic"
+    t = yaml.safe_load(open(tmp_path / "tasks" / "kb_l2_conv_bn_relu_train.yaml"))
+    forked = kb.tasks["kb_l2_conv_bn_relu_train"]
+    assert t["arguments"] == forked["arguments"] and t["outputs"] == forked["outputs"] and t["cost"] == forked["cost"]
+
+
 def test_limit_and_a_level_option(tmp_path):
     p, _ = run_import("--format", "kernelbench", "--limit", "2", "--level", "2", "--seed", "7",
                       "tests/tools/import_modules/level1/relu_op.py", "tests/tools/import_modules/skip/syntax_error.py",

@@ -153,6 +153,7 @@ class Subject:
     args: list = None   # [(name, role, tensor)]
     outs: tuple = None  # outputs on the first draw
     outs_b: tuple = None  # outputs on the second get_inputs() draw
+    notes: list = dataclasses.field(default_factory=list)
     cost: object = None
 
     def eager(self, a):
@@ -188,6 +189,7 @@ def examine(s):
     specs, rules = fit_draws(s)
     fresh, fresh_outs = check_on_task_draws(s, specs)
     data, notes = artifact.trace(s.model, len(s.inputs), [k for k, _, _ in s.args[len(s.inputs):]], [t for _, _, t in s.args])
+    notes = s.notes + notes
     artifact.verify(data, fresh, fresh_outs, s.opts.tolerance[dtype])
     if s.cost.recorder.uncounted:
         notes.append("flops omitted: uncounted ops " + ", ".join(sorted(s.cost.recorder.uncounted)))
@@ -259,7 +261,13 @@ def check_on_task_draws(s, specs):
     const = [i for i in range(len(s.outs)) if same(s.outs[i], s.outs_b[i]) and same(s.outs[i], fresh_outs[0][i])]
     if const:
         raise Skip("constant_output", "output " + ", ".join(f"y{i}" for i in const) + " is the same on different draws")
+    s.notes += [f"output y{i} holds NaN or inf on the task's draws, not on get_inputs()'s"
+                for i, t in enumerate(s.outs) if finite(t) and not all(finite(fo[i]) for fo in fresh_outs)]
     return fresh, fresh_outs
+
+
+def finite(t):
+    return not t.is_floating_point() or bool(torch.isfinite(t).all())
 
 
 def warm_up():

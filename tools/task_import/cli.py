@@ -23,6 +23,8 @@ def parse_args(argv):
                    help="kernelbench: the level of files outside a level1/level2/level3 folder")
     p.add_argument("--max-bytes", type=int, default=4 << 30, help="skip (too_large) above this many argument bytes")
     p.add_argument("--timeout-s", type=float, default=300.0, help="time limit per module, for loading and for running")
+    p.add_argument("--in-process", action="store_true",
+                   help="examine modules in this process, not each in a forked worker (for debugging)")
     p.add_argument("paths", nargs="+", metavar="PATH")
     a = p.parse_args(argv)
     if a.limit is not None and a.limit < 0:
@@ -42,14 +44,18 @@ def import_one(item, k, a, opts, ids):
     from .task_yaml import dump, task_document, task_id
 
     name = f"kforge_import_{k}"
-    default_dtype = torch.get_default_dtype()
-    try:
-        analysis = analyze(item, name, opts)
-    finally:
-        from .loading import unload_module
-        unload_module(name)
-        torch.set_default_dtype(default_dtype)
-        torch.set_grad_enabled(True)
+    if not a.in_process:
+        from .isolation import examine_in_child
+        analysis = examine_in_child(item, name, opts, a.threads)
+    else:
+        default_dtype = torch.get_default_dtype()
+        try:
+            analysis = analyze(item, name, opts)
+        finally:
+            from .loading import unload_module
+            unload_module(name)
+            torch.set_default_dtype(default_dtype)
+            torch.set_grad_enabled(True)
     tid = base = task_id(a.format, item)
     n = 2
     while tid in ids:
@@ -80,7 +86,12 @@ def main(argv=None):
     if stale:
         print(f"task_import: removed {len(stale)} task files of an earlier run from {a.out}/tasks", file=sys.stderr)
     start = time.monotonic()
+    import torch
     from .classify import warm_up
+    a.in_process = a.in_process or not hasattr(os, "fork")
+    a.threads = torch.get_num_threads()
+    if not a.in_process:
+        torch.set_num_threads(1)  # no OpenMP pool in the parent: the forked workers set their own count
     warm_up()
     counts, ids = {r: 0 for r in REASONS}, set()
     imported = 0
@@ -102,7 +113,7 @@ def main(argv=None):
                 print(f"[{k + 1}/{len(todo)}] {item.label()}: skipped, load_error: {detail}", file=sys.stderr, flush=True)
                 continue
             finally:
-                if k % 16 == 15:  # a full collection costs ~0.25 s with torch loaded: not after every module
+                if a.in_process and k % 16 == 15:  # a full collection costs ~0.25 s with torch loaded
                     gc.collect()
             imported += 1
             seconds = round(time.monotonic() - t0, 3)
