@@ -12,7 +12,8 @@ The rules, in order (the first that applies; README.md gives the reasons):
      torch.rand -> uniform, only torch.randn -> normal), else by the excess kurtosis (< -0.6:
      uniform; 32 values at least, else normal). Parameters snap to the nearest "nice" value within
      four standard errors (0, 1, 0.02, ... and the usual init bounds and stds of the tensor's fan-in
-     and fan-out). A normal fit that would cross zero where every value kept one sign becomes a
+     and fan-out); a uniform's ends snap within the band n uniform values miss with probability 1e-3.
+     A normal fit that would cross zero where every value kept one sign becomes a
      uniform over the values' range (log, sqrt of a torch.rand input stay defined).
 """
 import math
@@ -38,13 +39,13 @@ def source_hint(get_inputs_text):
     return None
 
 
-def nice(x, tol, prefer=()):
-    """The value with the fewest significant digits within tol of x (`prefer` first)."""
-    if abs(x) <= tol:
-        return 0.0
+def nice(x, tol, prefer=(), zero=True):
+    """The value with the fewest significant digits within tol of x (`prefer` first, then 0 if allowed)."""
     for c in prefer:
         if abs(c - x) <= tol:
             return c
+    if zero and abs(x) <= tol:
+        return 0.0
     for sig in range(1, 10):
         c = float(f"{x:.{sig - 1}e}")
         if abs(c - x) <= tol:
@@ -100,7 +101,10 @@ def state_candidates(t):
 
 
 def fit_uniform(v, lo, hi, n, bounds):
-    tol = 4 * (hi - lo) / n
+    # An end e beyond the values stays plausible while ((hi - lo) / (e - lo))^n >= 1e-3: the chance that
+    # n uniform draws all miss the band between the values and e (about 6.9 / n of the range for large n;
+    # at most half the range, for a handful of values).
+    tol = (hi - lo) * min(1e-3 ** (-1.0 / n) - 1.0, 0.5)
     lo_range = (max(lo - tol, 0.0) if lo >= 0 else lo - tol, lo)
     hi_range = (hi, min(hi + tol, 0.0) if hi <= 0 else hi + tol)
     low, high = nice_in(*lo_range), nice_in(*hi_range)
@@ -126,7 +130,7 @@ def fit(v, role, hint, t):
         return fit_uniform(v, lo, hi, n, bounds)
     se_m, se_s = std / math.sqrt(n), std / math.sqrt(2 * n)
     m = nice(mean, 4 * se_m)
-    s = next((c for c in stds if abs(c - std) <= 4 * se_s), None) or nice(std, 4 * se_s, prefer=(1.0,))
+    s = next((c for c in stds if abs(c - std) <= 4 * se_s), None) or nice(std, 4 * se_s, prefer=(1.0,), zero=False)
     if s <= 0:
         s = std
     if (lo >= 0 and m - NORMAL_BOUND * s < 0) or (hi <= 0 and m + NORMAL_BOUND * s > 0):
