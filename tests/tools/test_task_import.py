@@ -322,6 +322,20 @@ def test_in_process_mode_imports_alike(tmp_path, kb):
     assert t["arguments"] == forked["arguments"] and t["outputs"] == forked["outputs"] and t["cost"] == forked["cost"]
 
 
+def test_program_is_the_source_byte_for_byte(tmp_path):
+    # Trailing spaces, a tab, CRLF line ends and non-ASCII text: the YAML scalar must give them back.
+    text = ("import torch  \r\nimport torch.nn as nn\r\n\r\n\r\nclass Model(nn.Module):\r\n"
+            '    """Doubles x (\u00d72).\t"""\r\n    def forward(self, x):\r\n        return x * 2\r\n\r\n\r\n'
+            "def get_inputs():\r\n    return [torch.randn(3)]\r\n\r\n\r\ndef get_init_inputs():\r\n    return []\r\n\r\n")
+    path = tmp_path / "level1" / "odd_text.py"
+    path.parent.mkdir()
+    path.write_bytes(text.encode("utf-8"))
+    p, _ = run_import("--format", "kernelbench", str(path), out=tmp_path / "out")
+    assert p.returncode == 0, p.stderr
+    t = yaml.safe_load(open(tmp_path / "out" / "tasks" / "kb_l1_odd_text.yaml", encoding="utf-8", newline=""))
+    assert t["program"] == text and t["provenance"]["file_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+
 def test_limit_and_a_level_option(tmp_path):
     p, _ = run_import("--format", "kernelbench", "--limit", "2", "--level", "2", "--seed", "7",
                       "tests/tools/import_modules/level1/relu_op.py", "tests/tools/import_modules/skip/syntax_error.py",
