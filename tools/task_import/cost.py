@@ -4,7 +4,8 @@ checks read it too: ops whose output shape depends on the values).
 flops: torch.utils.flop_counter.FlopCounterMode counts the matrix products, convolutions and
 attention it has formulas for; the other ops of the run are counted here as lower bounds, in
 kforge's convention (TASK_FORMAT.md, "Cost"):
-  - pointwise ops (aten's `pointwise` tag): one per output element;
+  - pointwise ops (aten's `pointwise` tag, and activations such as leaky_relu, hardswish that lack
+    it): one per output element;
   - reductions (aten's `reduction` tag), softmax, log_softmax, the norms (layer, group, batch, RMS),
     cumulative sums and products: one per input element;
   - pooling and upsampling: one per output element;
@@ -34,6 +35,11 @@ PER_OUTPUT = {"max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices
               "upsample_bicubic2d", "upsample_trilinear3d", "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
               "_upsample_nearest_exact3d", "_upsample_bilinear2d_aa", "grid_sampler_2d", "pixel_shuffle", "pixel_unshuffle",
               "im2col", "col2im", "_embedding_bag", "topk", "sort", "kthvalue", "median", "mode", "clamp", "clamp_", "clip"}
+# Elementwise ops aten does not tag `pointwise`: one per output element, as the tagged ones.
+ELEMENTWISE = {"leaky_relu", "leaky_relu_", "hardswish", "hardswish_", "hardsigmoid", "hardsigmoid_", "hardtanh",
+               "hardtanh_", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu", "gelu_", "silu", "silu_", "mish",
+               "mish_", "softplus", "softshrink", "hardshrink", "threshold", "threshold_", "log_sigmoid_forward",
+               "_prelu_kernel", "prelu", "glu", "rrelu_with_noise", "logit", "nan_to_num", "_softmax_backward_data"}
 ZERO = {"clone", "copy_", "_to_copy", "to", "cat", "stack", "constant_pad_nd", "reflection_pad1d", "reflection_pad2d",
         "reflection_pad3d", "replication_pad1d", "replication_pad2d", "replication_pad3d", "index", "index_select",
         "gather", "embedding", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "empty_strided", "full",
@@ -42,7 +48,7 @@ ZERO = {"clone", "copy_", "_to_copy", "to", "cat", "stack", "constant_pad_nd", "
         "index_put", "index_put_", "scatter", "scatter_", "tril", "triu", "tril_", "triu_", "new_zeros", "new_ones",
         "new_empty", "new_full", "new_empty_strided", "eye", "detach", "alias", "clone_", "contiguous", "_local_scalar_dense",
         "item", "resize_", "set_", "masked_scatter", "tile", "one_hot", "_pad_packed_sequence", "narrow_copy",
-        "split_with_sizes_copy", "unbind_copy", "select_copy", "slice_copy", "view_copy", "permute_copy", "expand_copy",
+        "split_with_sizes_copy", "unbind_copy", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "select_copy", "slice_copy", "view_copy", "permute_copy", "expand_copy",
         "_reshape_copy", "unfold_copy", "t_copy", "transpose_copy", "squeeze_copy", "unsqueeze_copy", "as_strided_copy"}
 
 
@@ -105,7 +111,7 @@ class OpRecorder(TorchDispatchMode):
             return first_out.numel() if first_out is not None else 0
         if name in PER_INPUT or torch.Tag.reduction in func.tags:
             return first_in.numel() if first_in is not None else 0
-        if torch.Tag.pointwise in func.tags:
+        if torch.Tag.pointwise in func.tags or name in ELEMENTWISE:
             return first_out.numel() if first_out is not None else 0
         self.uncounted.add(name)
         return 0
