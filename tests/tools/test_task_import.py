@@ -259,7 +259,7 @@ def check_cuda_agent(out, rows_file):
     skipped = {s["row"]: s for s in map(json.loads, open(out / "skipped.jsonl"))}
     assert {r: s["reason"] for r, s in skipped.items()} == {2: "stochastic", 3: "load_error", 4: "load_error"}
     rows = [json.loads(line) for line in open(ROWS)]
-    digest = hashlib.sha256(open(rows_file, "rb").read()).hexdigest()
+    digest = hashlib.sha256(open(os.path.join(SOURCE_DIR, rows_file), "rb").read()).hexdigest()
     tasks = {f[:-5]: yaml.safe_load(open(out / "tasks" / f)) for f in os.listdir(out / "tasks")}
     want_ids = {f"ca_{r}_{hashlib.sha256(rows[r]['code'].encode()).hexdigest()[:8]}": r for r in (0, 1, 5)}
     assert set(tasks) == set(want_ids)
