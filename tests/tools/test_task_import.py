@@ -356,3 +356,43 @@ def test_limit_and_a_level_option(tmp_path):
 def test_bad_arguments_exit_2(tmp_path, args):
     p, _ = run_import(*args, out=tmp_path)
     assert p.returncode == 2 and p.stderr.strip(), p.stderr
+
+
+def draws_module():
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+    try:
+        from task_import import draws
+    finally:
+        sys.path.pop(0)
+    return draws
+
+
+@pytest.mark.parametrize("n", [16, 100, 10000])
+def test_draw_fits_of_common_inputs(n):
+    draws = draws_module()
+    torch.manual_seed(n)
+    u, z = torch.rand(n), torch.randn(n)
+    assert draws.infer("x0", "input", u, None, "uniform")[0] == {"dist": "uniform", "low": 0.0, "high": 1.0}
+    assert draws.infer("x0", "input", z, None, "normal")[0] == {"dist": "normal", "mean": 0.0, "std": 1.0}
+    assert draws.infer("x0", "input", z * 0.02 + 3, None, None)[0] == {"dist": "normal", "mean": 3.0, "std": 0.02}
+    if n >= 100:  # the kurtosis decides without a hint from the source
+        assert draws.infer("x0", "input", u * 2 - 1, None, None)[0] == {"dist": "uniform", "low": -1.0, "high": 1.0}
+    # |randn| keeps its sign: a normal fit would draw negatives, so a uniform from 0.
+    half = draws.infer("x0", "input", z.abs(), None, None)[0]
+    assert half["dist"] == "uniform" and half["low"] == 0.0 and half["high"] >= float(z.abs().max())
+
+
+def test_draws_of_integers_constants_and_init_bounds():
+    draws = draws_module()
+    assert draws.infer("x0", "input", torch.randint(-3, 7, (50,)), None, None)[0] == {"dist": "randint", "low": -3, "high": 7}
+    assert draws.infer("x0", "input", torch.zeros(5, dtype=torch.bool), None, None)[0] == {"dist": "constant", "value": 0}
+    assert draws.infer("x0", "input", torch.full((3,), 2.5), None, None)[0] == {"dist": "constant", "value": 2.5}
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(40, 8), torch.nn.ConvTranspose2d(8, 4, 3))
+    b0, b1 = 1 / math.sqrt(40), 1 / math.sqrt(4 * 9)  # ConvTranspose's fan_in is its weight's size(1) x kernel
+    for name, b in (("0.weight", b0), ("0.bias", b0), ("1.weight", b1), ("1.bias", b1)):
+        t = model.state_dict()[name]
+        assert draws.infer(name, "parameter", t, model, None)[0] == {"dist": "uniform", "low": -b, "high": b}, name
+    w = torch.empty(64, 32)
+    torch.nn.init.normal_(w, std=0.02)
+    assert draws.infer("fc.weight", "parameter", w, None, None)[0] == {"dist": "normal", "mean": 0.0, "std": 0.02}
