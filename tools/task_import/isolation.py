@@ -37,11 +37,12 @@ def examine_in_child(item, module_name, opts, threads):
             code = 1
         os._exit(code)
     os.close(w)
-    deadline = time.monotonic() + 2 * opts.timeout_s + 60  # the load limit, the run limit, and slack
-    data, killed = read_until(r, pid, deadline)
+    limit = 2 * opts.timeout_s + 10  # the load limit, the run limit, and slack
+    data, killed = read_until(r, pid, time.monotonic() + limit)
     _, status = os.waitpid(pid, 0)
     if killed:
-        raise Skip("too_large", f"the module's worker was killed after {2 * opts.timeout_s + 60:g} s (inside one native call)")
+        raise Skip("too_large", f"the module's worker was killed after {limit:g} s (past its time limits: "
+                   "one native call that long, or a module that silenced the alarm)")
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         raise Skip("load_error", f"the module crashed its worker ({signal.Signals(sig).name})")
