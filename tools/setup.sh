@@ -24,6 +24,7 @@ py=$venv/bin/python
 base_python=${KFORGE_BASE_PYTHON:-python3}   # only to make the venv; everything else runs the venv's
 system_site=${KFORGE_VENV_SYSTEM_SITE:-0}
 torch_version=2.11.0          # the GPU hosts run torch 2.11.0+cu130: build against the same libtorch
+pyarrow_version=26.0.1        # tools/task_import reads CUDA-Agent-Ops parquet files with it
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
@@ -82,11 +83,12 @@ setup_python() {
   else
     echo "setup: torch $torch_version present"
   fi
-  # matplotlib pinned: the report's plots (kforge report, tools/python/kforge_client/report/).
+  # Pinned: matplotlib (the report's plots, tools/python/kforge_client/report/), pyarrow (CUDA-Agent
+  # parquet rows, tools/task_import/).
   local matplotlib_version=3.11.2
-  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard)
-  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, sys
-sys.exit(0 if matplotlib.__version__ == '$matplotlib_version' else 1)" 2>/dev/null; then
+  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard "pyarrow==$pyarrow_version")
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, pyarrow, sys
+sys.exit(0 if (matplotlib.__version__, pyarrow.__version__) == ('$matplotlib_version', '$pyarrow_version') else 1)" 2>/dev/null; then
     echo "setup: installing Python packages: ${pydeps[*]}"
     "$py" -m pip install -q "${pydeps[@]}"
   else

@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+
+ROWS, COLS = 12, 40
+
+
+class Model(nn.Module):
+    """Softmax over the last dimension."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []

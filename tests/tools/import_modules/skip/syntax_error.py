@@ -1,0 +1,19 @@
+# expect: load_error
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x)
+        return x
+
+
+def get_inputs():
+    return [torch.randn(3)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,100 @@
+"""The TorchScript reference: torch.jit.trace of a wrapper whose forward takes the task's arguments
+(inputs, then state_dict entries) and returns the outputs as a tuple, with the model's state
+replaced by the given tensors (so its weights are arguments, not constants of the artifact)."""
+import base64
+import hashlib
+import io
+import warnings
+
+import torch
+
+from .common import Skip, one_line
+from .running import as_outputs, state_swapped, within
+
+
+class Wrapper(torch.nn.Module):
+    """forward(*arguments) = model(*inputs) with the state given, as a tuple. The model is held
+    outside nn.Module's registry, so tracing records none of its parameters as attributes."""
+
+    def __init__(self, model, n_inputs, state_names):
+        super().__init__()
+        object.__setattr__(self, "_model", model)
+        self.n_inputs = n_inputs
+        self.state_names = list(state_names)
+
+    def forward(self, *args):
+        inputs, state = args[:self.n_inputs], dict(zip(self.state_names, args[self.n_inputs:]))
+        with state_swapped(self._model, state):
+            return as_outputs(self._model(*inputs))
+
+
+def trace(model, n_inputs, state_names, example):
+    """(artifact bytes, tracer warnings). The example arguments are copied (a train-mode module
+    updates its buffers in place)."""
+    wrapper = Wrapper(model, n_inputs, state_names)
+    example = tuple(t.clone() for t in example)
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        warnings.simplefilter("always", torch.jit.TracerWarning)
+        try:
+            traced = torch.jit.trace(wrapper, example, check_trace=False, _store_inputs=False)
+        except Skip:
+            raise
+        except Exception as e:
+            raise Skip("trace_mismatch", f"torch.jit.trace failed: {type(e).__name__}: {one_line(e)}") from None
+    baked = [n for n, _ in traced.named_parameters()] + [n for n, _ in traced.named_buffers()]
+    if baked:
+        raise Skip("trace_mismatch", f"the traced module holds tensors of its own: {', '.join(baked[:5])}")
+    rewritten = device_follows_arguments(traced)
+    buf = io.BytesIO()
+    torch.jit.save(traced, buf)
+    notes = sorted({one_line(w.message, 160) for w in caught if issubclass(w.category, torch.jit.TracerWarning)})
+    if rewritten:
+        notes.append(f"{rewritten} device constant(s) of the trace replaced by the first argument's device")
+    return buf.getvalue(), notes
+
+
+def device_follows_arguments(traced):
+    """Tracing on the CPU records device="cpu" for every tensor forward makes (torch.zeros(...,
+    device=x.device), torch.eye(n)); kforge runs the artifact on the GPU with every argument there.
+    Each Device constant becomes prim::device(first argument), so those tensors follow the
+    arguments. Returns how many were replaced."""
+    graph = traced.graph
+    args = list(graph.inputs())[1:]  # after self
+    consts = [n for n in graph.findAllNodes("prim::Constant") if n.output().type().kind() == "DeviceObjType"]
+    if not args or not consts:
+        return 0
+    dev = graph.create("prim::device", [args[0]])
+    dev.output().setType(torch._C.DeviceObjType.get())
+    dev.insertBefore(next(iter(graph.nodes())))
+    for n in consts:
+        n.output().replaceAllUsesWith(dev.output())
+        n.destroy()
+    return len(consts)
+
+
+def verify(data, draws_args, wants, tolerance):
+    """Loads the artifact as kforge will (torch.jit.load) and compares it with the eager outputs
+    `wants` on each list of arguments in draws_args; a difference beyond the task's tolerance is a
+    trace_mismatch."""
+    try:
+        loaded = torch.jit.load(io.BytesIO(data), map_location="cpu")
+    except Exception as e:
+        raise Skip("trace_mismatch", f"torch.jit.load of the artifact failed: {one_line(e)}") from None
+    for k, (args, want) in enumerate(zip(draws_args, wants)):
+        with torch.no_grad():
+            try:
+                got = loaded(*[t.clone() for t in args])
+            except Exception as e:
+                raise Skip("trace_mismatch", f"the artifact fails on fresh draw {k}: {type(e).__name__}: {one_line(e)}") from None
+        if not isinstance(got, tuple) or len(got) != len(want):
+            raise Skip("trace_mismatch", f"the artifact returns {type(got).__name__} of {len(got)}, eager {len(want)} outputs")
+        for i, (g, w) in enumerate(zip(got, want)):
+            ok, worst = within(g, w, tolerance["atol"], tolerance["rtol"])
+            if not ok:
+                what = f"shape {list(g.shape)} vs {list(w.shape)}" if g.shape != w.shape else f"max |diff| {worst:.3g}"
+                raise Skip("trace_mismatch", f"output y{i} of the artifact differs from eager on fresh draw {k} ({what}): "
+                           "control flow or a value the trace froze")
+
+
+def encode(data):
+    return hashlib.sha256(data).hexdigest(), base64.b64encode(data).decode("ascii")
