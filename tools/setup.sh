@@ -98,9 +98,11 @@ sys.exit(0 if (matplotlib.__version__, pyarrow.__version__) == ('$matplotlib_ver
   # verl, verifiers), in one resolve with torch held: skyrl-gym brings pandas, omegaconf and
   # func_timeout; cachetools and fastapi are what verl's ToolAgentLoop imports beyond verl's own
   # requirements. About 2 min into a fresh venv.
-  local trainers=(gymnasium==1.4.0 skyrl-gym==0.4.0 verl==0.9.1 cachetools==8.0.2 fastapi==0.165.0 verifiers==0.3.1)
+  local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 verl_version=0.9.1 verifiers_version=0.3.1
+  local trainers=("gymnasium==$gymnasium_version" "skyrl-gym==$skyrl_gym_version" "verl==$verl_version"
+                  cachetools==8.0.2 fastapi==0.165.0 "verifiers==$verifiers_version")
   if ! "$py" -c "import importlib.metadata as m, sys, cachetools, fastapi
-want = ('1.4.0', '0.4.0', '0.9.1', '0.3.1')
+want = ('$gymnasium_version', '$skyrl_gym_version', '$verl_version', '$verifiers_version')
 sys.exit(0 if tuple(m.version(p) for p in ('gymnasium', 'skyrl-gym', 'verl', 'verifiers')) == want else 1)" 2>/dev/null; then
     echo "setup: installing the trainer adapters' packages: ${trainers[*]} (torch held at $torch_version)"
     local hold; hold=$(mktemp); echo "torch==$torch_version" > "$hold"
