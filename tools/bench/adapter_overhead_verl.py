@@ -133,11 +133,14 @@ def main():
     ap.add_argument("--steps", type=int, default=3000, help="steps per way (after --warmup)")
     ap.add_argument("--warmup", type=int, default=300)
     ap.add_argument("--json", action="store_true", help="write a record to tools/bench/results/")
+    ap.add_argument("--only", choices=("verl", "verifiers"),
+                    help="time one adapter beside the raw client (where the other's package cannot be installed)")
     args = ap.parse_args()
+    names = [args.only] if args.only else ["verl", "verifiers"]
     folder = tempfile.mkdtemp(prefix="kforge-adapter-bench-")
     proc, endpoint = start_server(args.kforge, folder)
     try:
-        ways = [Raw(endpoint), Verl(endpoint), Verifiers(endpoint)]
+        ways = [Raw(endpoint)] + [{"verl": Verl, "verifiers": Verifiers}[n](endpoint) for n in names]
 
         async def run():  # one event loop: the clients are bound to theirs
             await measure(ways, args.warmup)
@@ -152,11 +155,11 @@ def main():
     for k, v in times.items():
         figures[f"{k}_step_ms_p50"] = round(med[k], 4)
         figures[f"{k}_step_ms_p90"] = round(statistics.quantiles(v, n=10)[-1], 4)
-    for k in ("verl", "verifiers"):
+    for k in names:
         figures[f"{k}_overhead_ms_p50"] = round(med[k] - med["raw"], 4)
     for k, v in figures.items():
         print(f"{k:28s} {v}")
-    goal = all(figures[f"{k}_overhead_ms_p50"] < 1.0 for k in ("verl", "verifiers"))
+    goal = all(figures[f"{k}_overhead_ms_p50"] < 1.0 for k in names)
     print("goal (< 1 ms per step):", "met" if goal else "NOT met")
     if args.json:
         import torch

@@ -28,6 +28,11 @@
 #   sample_baselines  eager and torch.compile baselines of the 13 sample tasks by the dataset's tool
 #                     and method (tools/sample_baselines.py pack, synth_gpu.py, --merge); then, here:
 #                     tools/sample_baselines.py apply OUTDIR/samples/dataset.h5
+#   adapters          the trainer adapters' reward-tier episodes (python.adapters_gpu: Gymnasium, its
+#                     vector form, SkyRL; python.verifiers_adapter_gpu) and the report's stored-candidate
+#                     run (python.report_gpu), then tools/bench/adapter_overhead*.py; the packages the
+#                     host lacks come as wheels in .whl/ (carry it; tools/bench/gpu_wheels.sh fetches them).
+#                     verl cannot run there: it imports ray, a 79 MB wheel, over the 64 MiB a call carries
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
 # the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
@@ -103,6 +108,19 @@ for s in $steps; do
         timeout 300 "$py" tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 280 \
           >>"$out/sample_baselines.txt" 2>&1 &&
         "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
+    adapters)
+      if ls .whl/*.whl >/dev/null 2>&1; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+          >"$out/adapters_wheels.txt" 2>&1
+        export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+      fi
+      timeout 420 ctest --test-dir "$b" -R "python\.(adapters_gpu|verifiers_adapter_gpu|report_gpu)" -V --timeout 400 \
+        >"$out/adapters.txt" 2>&1
+      r=$?
+      timeout 60 "$py" tools/bench/adapter_overhead.py --kforge "$b/tools/kforge" --rounds 50 >"$out/adapter_overhead.txt" 2>&1 || r=$?
+      timeout 60 "$py" tools/bench/adapter_overhead_verl.py --kforge "$b/tools/kforge" --steps 2000 --only verifiers \
+        >>"$out/adapter_overhead.txt" 2>&1 || r=$?
+      (exit $r) ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
               } >"$out/python.txt" 2>&1 ;;
