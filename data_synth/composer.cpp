@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <set>
 
 #include "configs/error.h"
@@ -63,14 +64,10 @@ namespace {
 
 using namespace compose;
 
-void head(Builder& b, const std::string& op) {
+// The first operator's node over fresh inputs, one function per group of operators; each draws
+// from b.rng in the order the operator's shapes and attributes need.
+void head_matmul(Builder& b, const std::string& op) {
   DType dt = b.dtype;
-  auto conv_attrs = [&](int64_t co, int64_t k, int64_t stride, int64_t pad, int64_t groups) {
-    return std::map<std::string, std::string>{{"out_channels", str(co)}, {"kernel_size", str(k)}, {"stride", str(stride)},
-                                              {"padding", str(pad)}, {"groups", str(groups)},
-                                              {"bias", b.rng.chance(0.7) ? "true" : "false"}};
-  };
-  const OpDef& def = op_registry().get(op);
   if (op == "linear") {
     int64_t k = b.pick({512, 1024, 2048, 4096, 8192});
     Tensor x = b.rng.chance(0.6) ? b.input({kBuildBatch, k}, dt, {"B", "K"})
@@ -99,7 +96,17 @@ void head(Builder& b, const std::string& op) {
       Tensor w = b.input({k, n}, dt, {"K", "N"});
       b.node(op, {x, w}, {{"equation", "bik,kj->bij"}});
     }
-  } else if (op == "conv2d") {
+  }
+}
+
+void head_conv(Builder& b, const std::string& op) {
+  DType dt = b.dtype;
+  auto conv_attrs = [&](int64_t co, int64_t k, int64_t stride, int64_t pad, int64_t groups) {
+    return std::map<std::string, std::string>{{"out_channels", str(co)}, {"kernel_size", str(k)}, {"stride", str(stride)},
+                                              {"padding", str(pad)}, {"groups", str(groups)},
+                                              {"bias", b.rng.chance(0.7) ? "true" : "false"}};
+  };
+  if (op == "conv2d") {
     int64_t c = b.pick({3, 16, 32, 64, 128}), h = b.pick({32, 64, 112, 128, 224}), k = b.pick({1, 3, 3, 5, 7});
     Tensor x = b.input({kBuildBatch, c, h, h}, dt, {"B", "C", "H", "W"});
     bool depthwise = c >= 16 && b.rng.chance(0.15);
@@ -128,7 +135,13 @@ void head(Builder& b, const std::string& op) {
     auto a = conv_attrs(b.pick({16, 32, 64}), k, 2, pad, 1);
     a["output_padding"] = str(k % 2 == 1 && b.rng.chance(0.5) ? 1 : 0);
     b.node(op, {x}, a);
-  } else if (op == "max_pool2d" || op == "avg_pool2d" || op == "adaptive_avg_pool2d" || op == "upsample2d") {
+  }
+}
+
+// Pooling, attention, the losses and the embedding.
+void head_pool_attention_loss(Builder& b, const std::string& op, const OpDef& def) {
+  DType dt = b.dtype;
+  if (op == "max_pool2d" || op == "avg_pool2d" || op == "adaptive_avg_pool2d" || op == "upsample2d") {
     int64_t h = op == "upsample2d" ? b.pick({16, 32, 64}) : b.pick({32, 64, 112, 128});
     Tensor x = b.input({kBuildBatch, b.pick({16, 32, 64, 128}), h, h}, dt, {"B", "C", "H", "W"});
     if (op == "adaptive_avg_pool2d") b.node(op, {x}, {{"output_size", str(b.pick({1, 2, 4, 7}))}});
@@ -159,7 +172,13 @@ void head(Builder& b, const std::string& op) {
     Tensor idx = b.input({kBuildBatch, b.pick({16, 64, 128, 512})}, DType::int64, {"B", "L"});
     b.node(op, {idx}, {{"num_embeddings", str(b.pick({1000, 8192, 32000, 50257}))}, {"dim", str(b.pick({128, 256, 512, 1024}))},
                        {"dtype", dtype_name(dt)}});
-  } else if (def.category == OpCategory::elementwise_binary) {
+  }
+}
+
+// Elementwise binary operators over a generic tensor and a second operand; the rest over one.
+void head_generic(Builder& b, const std::string& op, const OpDef& def) {
+  DType dt = b.dtype;
+  if (def.category == OpCategory::elementwise_binary) {
     Tensor x = generic_input(b);
     b.cur = x;
     b.node(op, {x, second_operand(b)});
@@ -185,6 +204,25 @@ void head(Builder& b, const std::string& op) {
     if (op == "l2_normalize" || op == "softmax" || op == "log_softmax" || op == "cumsum") b.node(op, {b.cur}, {{"dim", dim}});
     else b.node(op, {b.cur}, {{"dim", dim}, {"keepdim", b.rng.chance(0.3) ? "true" : "false"}});
   }
+}
+
+bool is_one_of(const std::string& op, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (op == n) return true;
+  return false;
+}
+
+void head(Builder& b, const std::string& op) {
+  const OpDef& def = op_registry().get(op);
+  if (is_one_of(op, {"linear", "matmul", "bmm", "einsum"})) head_matmul(b, op);
+  else if (is_one_of(op, {"conv2d", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}))
+    head_conv(b, op);
+  else if (is_one_of(op, {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "upsample2d", "max_pool1d", "sdpa", "cross_entropy",
+                          "embedding"}) ||
+           def.category == OpCategory::loss)
+    head_pool_attention_loss(b, op, def);
+  else
+    head_generic(b, op, def);
 }
 
 // The task at small dims: B and the spatial dims shrunk as far as the graph still resolves.

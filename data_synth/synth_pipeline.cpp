@@ -125,94 +125,73 @@ std::string SynthSummary::json() const {
   return j.dump(2);
 }
 
-std::vector<KeptTask> run_synthesis(const SynthConfig& cfg, std::vector<std::unique_ptr<CandidateFilter>>& filters,
-                                    const SynthRunOptions& opts, SynthSummary& summary) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  fs::create_directories(fs::path(opts.out_dir) / "shards");
-  summary = SynthSummary{};
-  summary.reasons = kComposeReasons;
-  for (const auto& f : filters)
-    for (const auto& r : f->reasons()) summary.reasons.push_back(r);
+namespace {
 
-  Composer composer(cfg);
-  std::set<std::string> seen;
-  std::vector<KeptTask> kept;
-  double last_progress = -1e9;
-  auto report = [&](int64_t shard, bool force) {
-    if (!opts.progress || (!force && elapsed() - last_progress < opts.progress_interval_s)) return;
-    last_progress = elapsed();
-    opts.progress({summary.drawn, static_cast<int64_t>(kept.size()), cfg.target_tasks, shard, elapsed()});
-  };
+// One run's state: the tasks kept and the hashes seen so far, over every shard, and the summary.
+class SynthRun {
+ public:
+  SynthRun(const SynthConfig& cfg, std::vector<std::unique_ptr<CandidateFilter>>& filters, const SynthRunOptions& opts,
+           SynthSummary& summary)
+      : cfg_(cfg), filters_(filters), opts_(opts), summary_(summary), composer_(cfg) {}
 
-  for (int64_t shard = 0; shard < cfg.max_shards && static_cast<int64_t>(kept.size()) < cfg.target_tasks; ++shard) {
-    std::string path = shard_path(opts.out_dir, shard);
-    ++summary.shards;
-    if (fs::exists(path)) {
-      std::ifstream in(path);
-      nlohmann::json j;
-      try {
-        in >> j;
-        summary.drawn += j.at("drawn").get<int64_t>();
-        for (const auto& [k, v] : j.at("rejected").items()) summary.rejected[k] += v.get<int64_t>();
-        for (const auto& h : j.at("seen")) seen.insert(h.get<std::string>());
-        for (const auto& k : j.at("kept")) {
-          KeptTask t;
-          t.task = parse_task(k.at("spec").get<std::string>(), path);
-          t.family = k.at("family").get<std::string>();
-          t.hash = k.at("hash").get<std::string>();
-          t.sequence = k.at("sequence").get<std::string>();
-          t.est_ms = k.at("est_ms").get<double>();
-          kept.push_back(std::move(t));
-        }
-      } catch (const Error&) {
-        throw;
-      } catch (const std::exception& e) {
-        KFORGE_FAIL(io, path << ": unreadable shard (" << e.what() << "); delete it to redo the shard");
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  int64_t kept_count() const { return static_cast<int64_t>(kept_.size()); }
+
+  void report(int64_t shard, bool force) {
+    if (!opts_.progress || (!force && elapsed() - last_progress_ < opts_.progress_interval_s)) return;
+    last_progress_ = elapsed();
+    opts_.progress({summary_.drawn, kept_count(), cfg_.target_tasks, shard, elapsed()});
+  }
+
+  // A shard a previous run wrote: its counts, hashes and kept tasks, as if drawn again.
+  void resume_shard(const std::string& path) {
+    std::ifstream in(path);
+    nlohmann::json j;
+    try {
+      in >> j;
+      summary_.drawn += j.at("drawn").get<int64_t>();
+      for (const auto& [k, v] : j.at("rejected").items()) summary_.rejected[k] += v.get<int64_t>();
+      for (const auto& h : j.at("seen")) seen_.insert(h.get<std::string>());
+      for (const auto& k : j.at("kept")) {
+        KeptTask t;
+        t.task = parse_task(k.at("spec").get<std::string>(), path);
+        t.family = k.at("family").get<std::string>();
+        t.hash = k.at("hash").get<std::string>();
+        t.sequence = k.at("sequence").get<std::string>();
+        t.est_ms = k.at("est_ms").get<double>();
+        kept_.push_back(std::move(t));
       }
-      ++summary.shards_resumed;
-      report(shard, false);
-      continue;
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      KFORGE_FAIL(io, path << ": unreadable shard (" << e.what() << "); delete it to redo the shard");
     }
+  }
 
+  // A new shard: its candidates drawn from the shard's own generator and filtered, then the shard
+  // written (to a temporary file renamed into place, so a killed run leaves no half shard).
+  void make_shard(int64_t shard, const std::string& path) {
     nlohmann::ordered_json shard_json;
     nlohmann::ordered_json shard_kept = nlohmann::ordered_json::array(), shard_seen = nlohmann::ordered_json::array();
     std::map<std::string, int64_t> shard_rejected;
-    SynthRng rng(mix(cfg.seed, static_cast<uint64_t>(shard)));
-    for (int64_t i = 0; i < cfg.shard_candidates; ++i) {
-      ++summary.drawn;
-      char id[64];
-      std::snprintf(id, sizeof id, "syn%llu_%05lld_%04lld", static_cast<unsigned long long>(cfg.seed), static_cast<long long>(shard),
-                    static_cast<long long>(i));
-      uint64_t task_seed = mix(mix(cfg.seed, static_cast<uint64_t>(shard)), static_cast<uint64_t>(i)) >> 1;
-      DrawOutcome d = composer.draw(rng, id, task_seed);
-      std::string reason = d.rejected;
+    SynthRng rng(mix(cfg_.seed, static_cast<uint64_t>(shard)));
+    for (int64_t i = 0; i < cfg_.shard_candidates; ++i) {
+      ++summary_.drawn;
       HashedCandidate c;
-      if (reason.empty()) {
-        c.synth = std::move(*d.candidate);
-        for (const auto& n : c.synth.task.resolved.nodes)
-          if (n.call.op->nondeterministic) reason = "nondeterministic_op";
-      }
-      if (reason.empty()) {
-        c.hash = canonical_graph_hash(c.synth.task);
-        c.sequence = canonical_op_sequence(c.synth.task);
-        if (!seen.insert(c.hash).second) reason = "duplicate";
-        else shard_seen.push_back(c.hash);
-      }
-      for (size_t k = 0; reason.empty() && k < filters.size(); ++k) reason = filters[k]->check(c);
+      std::string reason = draw_and_filter(rng, shard, i, c, shard_seen);
       if (!reason.empty()) {
-        ++summary.rejected[reason];
+        ++summary_.rejected[reason];
         ++shard_rejected[reason];
       } else {
         KeptTask t{c.synth.task, c.synth.family, c.hash, c.sequence, c.synth.est_ms};
         shard_kept.push_back({{"spec", task_to_yaml(t.task)}, {"family", t.family}, {"hash", t.hash}, {"sequence", t.sequence},
                               {"est_ms", t.est_ms}});
-        kept.push_back(std::move(t));
+        kept_.push_back(std::move(t));
       }
       report(shard, false);
     }
     shard_json["shard"] = shard;
-    shard_json["drawn"] = cfg.shard_candidates;
+    shard_json["drawn"] = cfg_.shard_candidates;
     shard_json["rejected"] = shard_rejected;
     shard_json["seen"] = shard_seen;
     shard_json["kept"] = shard_kept;
@@ -225,26 +204,89 @@ std::vector<KeptTask> run_synthesis(const SynthConfig& cfg, std::vector<std::uni
     }
     fs::rename(tmp, path);
   }
-  report(summary.shards, true);
 
-  summary.passed = static_cast<int64_t>(kept.size());
-  if (static_cast<int64_t>(kept.size()) > cfg.target_tasks) kept.resize(static_cast<size_t>(cfg.target_tasks));
-  std::vector<TaskSpec> specs;
-  for (const auto& k : kept) specs.push_back(k.task);
-  if (specs.size() >= 2) assign_splits(specs, cfg.heldout_fraction, cfg.seed);
-  for (size_t i = 0; i < kept.size(); ++i) kept[i].task.split = specs[i].split;
+  // The kept tasks trimmed to the target, split, and counted into the summary.
+  std::vector<KeptTask> finish() {
+    summary_.passed = kept_count();
+    if (kept_count() > cfg_.target_tasks) kept_.resize(static_cast<size_t>(cfg_.target_tasks));
+    std::vector<TaskSpec> specs;
+    for (const auto& k : kept_) specs.push_back(k.task);
+    if (specs.size() >= 2) assign_splits(specs, cfg_.heldout_fraction, cfg_.seed);
+    for (size_t i = 0; i < kept_.size(); ++i) kept_[i].task.split = specs[i].split;
 
-  summary.kept = static_cast<int64_t>(kept.size());
-  for (const auto& k : kept) {
-    ++summary.ops_histogram[static_cast<int>(k.task.graph.nodes.size())];
-    ++summary.runtime_histogram[runtime_bin(k.est_ms)];
-    ++summary.dtypes[dtype_name(k.task.dtype)];
-    ++summary.families[k.family];
-    ++summary.splits[split_name(k.task.split)];
-    for (const auto& n : k.task.graph.nodes) ++summary.op_counts[n.op];
+    summary_.kept = kept_count();
+    for (const auto& k : kept_) {
+      ++summary_.ops_histogram[static_cast<int>(k.task.graph.nodes.size())];
+      ++summary_.runtime_histogram[runtime_bin(k.est_ms)];
+      ++summary_.dtypes[dtype_name(k.task.dtype)];
+      ++summary_.families[k.family];
+      ++summary_.splits[split_name(k.task.split)];
+      for (const auto& n : k.task.graph.nodes) ++summary_.op_counts[n.op];
+    }
+    summary_.seconds = elapsed();
+    return std::move(kept_);
   }
-  summary.seconds = elapsed();
-  return kept;
+
+ private:
+  // Candidate i of the shard into `c`; the reason it is rejected, or "" when it passed every filter.
+  std::string draw_and_filter(SynthRng& rng, int64_t shard, int64_t i, HashedCandidate& c,
+                              nlohmann::ordered_json& shard_seen) {
+    char id[64];
+    std::snprintf(id, sizeof id, "syn%llu_%05lld_%04lld", static_cast<unsigned long long>(cfg_.seed), static_cast<long long>(shard),
+                  static_cast<long long>(i));
+    uint64_t task_seed = mix(mix(cfg_.seed, static_cast<uint64_t>(shard)), static_cast<uint64_t>(i)) >> 1;
+    DrawOutcome d = composer_.draw(rng, id, task_seed);
+    std::string reason = d.rejected;
+    if (reason.empty()) {
+      c.synth = std::move(*d.candidate);
+      for (const auto& n : c.synth.task.resolved.nodes)
+        if (n.call.op->nondeterministic) reason = "nondeterministic_op";
+    }
+    if (reason.empty()) {
+      c.hash = canonical_graph_hash(c.synth.task);
+      c.sequence = canonical_op_sequence(c.synth.task);
+      if (!seen_.insert(c.hash).second) reason = "duplicate";
+      else shard_seen.push_back(c.hash);
+    }
+    for (size_t k = 0; reason.empty() && k < filters_.size(); ++k) reason = filters_[k]->check(c);
+    return reason;
+  }
+
+  const SynthConfig& cfg_;
+  std::vector<std::unique_ptr<CandidateFilter>>& filters_;
+  const SynthRunOptions& opts_;
+  SynthSummary& summary_;
+  Composer composer_;
+  std::set<std::string> seen_;
+  std::vector<KeptTask> kept_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  double last_progress_ = -1e9;
+};
+
+}  // namespace
+
+std::vector<KeptTask> run_synthesis(const SynthConfig& cfg, std::vector<std::unique_ptr<CandidateFilter>>& filters,
+                                    const SynthRunOptions& opts, SynthSummary& summary) {
+  SynthRun run(cfg, filters, opts, summary);
+  fs::create_directories(fs::path(opts.out_dir) / "shards");
+  summary = SynthSummary{};
+  summary.reasons = kComposeReasons;
+  for (const auto& f : filters)
+    for (const auto& r : f->reasons()) summary.reasons.push_back(r);
+
+  for (int64_t shard = 0; shard < cfg.max_shards && run.kept_count() < cfg.target_tasks; ++shard) {
+    std::string path = shard_path(opts.out_dir, shard);
+    ++summary.shards;
+    if (fs::exists(path)) {
+      run.resume_shard(path);
+      ++summary.shards_resumed;
+      run.report(shard, false);
+      continue;
+    }
+    run.make_shard(shard, path);
+  }
+  run.report(summary.shards, true);
+  return run.finish();
 }
 
 }  // namespace kforge

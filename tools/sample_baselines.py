@@ -4,9 +4,10 @@ measured by the dataset's own tool and method (tools/synth_gpu.py), so that the 
 (faster than torch.compile) can be reached on them too.
 
     tools/sample_baselines.py pack OUT_DIR [--samples DIR] [--kforge BIN]
-        OUT_DIR/dataset.h5: one row per sample (its spec, its program as `kforge task render`
-        prints it), in the dataset layout (data_synth/DATASET_FORMAT.md), ready for
-        `python3 tools/synth_gpu.py OUT_DIR/dataset.h5` and `--merge` on the GPU host
+        OUT_DIR/dataset.h5, written by `kforge tasks pack`: one row per sample (its spec as
+        written, its program as `kforge task render` prints it, the derived columns as `kforge
+        synth` fills them), in the dataset layout (data_synth/DATASET_FORMAT.md), ready for
+        `tools/synth_gpu.py OUT_DIR/dataset.h5` and `--merge` on the GPU host
     tools/sample_baselines.py apply MERGED_DATASET [--samples DIR] [--kforge BIN]
         writes each measured sample's `baselines:` block (eager_ms, compile_ms, GPU, torch, CUDA,
         method, flags) into its YAML, every other line left as it is; a sample the GPU stage
@@ -17,9 +18,7 @@ The whole round on a GPU host: `bash tools/bench/run_pending_gpu.sh OUT sample_b
 here `tools/sample_baselines.py apply OUT/samples/dataset.h5`.
 """
 import argparse
-import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -45,48 +44,16 @@ def kforge_out(kforge, *args):
 
 
 def cmd_pack(a):
-    import h5py
-    import numpy as np
-    import yaml
     files = samples_in(a.samples)
     if not files:
         return fail(f"{a.samples}: no *.yaml sample tasks")
-    rows = []
-    for path in files:
-        text = open(path).read()
-        spec = yaml.safe_load(text)
-        try:
-            program = kforge_out(a.kforge, "task", "render", path)
-        except RuntimeError as e:
-            return fail(f"{path}: {e}")
-        ops = [n["op"] for n in spec["graph"]["nodes"]]
-        cost = spec.get("cost") or {}
-        rows.append({
-            "id": spec["id"], "split": spec.get("split", "train"), "source": spec.get("source", "other"),
-            "dtype": spec["dtype"], "ops": ",".join(ops), "n_ops": len(ops), "spec_yaml": text, "program_py": program,
-            # The spec's own text decides the identity: a changed sample is measured again.
-            "graph_hash": hashlib.sha256(text.encode()).hexdigest()[:32], "op_sequence": "", "family": "",
-            "est_runtime_ms": 3.0, "flops": float(cost.get("flops", 0)), "min_bytes": float(cost.get("min_bytes", 0)),
-            "eager_ms": math.nan, "compile_ms": math.nan, "baseline_json": "", "status": "cpu_ok"})
     os.makedirs(a.out_dir, exist_ok=True)
     out = os.path.join(a.out_dir, "dataset.h5")
-    sdt = h5py.string_dtype("utf-8")
-    with h5py.File(out + ".tmp", "w") as f:
-        for k, v in {"format": "kforge-dataset", "format_version": "1", "generator": "tools/sample_baselines.py 1",
-                     "seed": "0", "config_yaml": "", "summary_json": json.dumps({"drawn": len(rows), "kept": len(rows)}),
-                     "gpu_stages": "pending: eager_runtime_window, torch_compile_build, baselines"}.items():
-            f.attrs.create(k, v, dtype=sdt)
-        t = f.create_group("tasks")
-        for col in rows[0]:
-            vals = [r[col] for r in rows]
-            if isinstance(vals[0], str):
-                t.create_dataset(col, data=np.array(vals, dtype=object), dtype=sdt)
-            elif isinstance(vals[0], int):
-                t.create_dataset(col, data=np.array(vals, dtype=np.int32))
-            else:
-                t.create_dataset(col, data=np.array(vals, dtype=np.float64))
-    os.replace(out + ".tmp", out)
-    print(f"sample_baselines: wrote {out} ({len(rows)} sample tasks)")
+    try:  # kforge writes the dataset: every column from the spec as it parses it, the spec as written
+        kforge_out(a.kforge, "tasks", "pack", out, *files, "--generator", "tools/sample_baselines.py 2")
+    except RuntimeError as e:
+        return fail(str(e))
+    print(f"sample_baselines: wrote {out} ({len(files)} sample tasks)")
     return 0
 
 

@@ -10,7 +10,7 @@ import threading
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_client import CAND, SOURCE_DIR, Server, candidate  # noqa: E402,F401
+from client_harness import CAND, SOURCE_DIR, Server, candidate  # noqa: E402,F401
 
 POLICIES = os.path.join(SOURCE_DIR, "datasets", "samples", "policies")
 SAMPLES = os.path.join(SOURCE_DIR, "datasets", "samples")

@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 
 sys.path.insert(0, os.path.dirname(__file__))
 from scripted_policy import SOURCE_DIR, Policy, as_text  # noqa: E402
-from test_client import Server  # noqa: E402  (adds tools/python to sys.path)
+from client_harness import Server  # noqa: E402  (adds tools/python to sys.path)
 
 from kforge_client import Client, KforgeError, read_trajectories  # noqa: E402
 from kforge_client.adapters.gymnasium_env import ENV_ID, AnyText, KernelGymEnv  # noqa: E402

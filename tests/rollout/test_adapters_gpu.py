@@ -20,7 +20,7 @@ import skyrl_gym
 
 sys.path.insert(0, os.path.dirname(__file__))
 from scripted_policy import SOURCE_DIR, Policy  # noqa: E402
-from test_client import Server  # noqa: E402
+from client_harness import Server  # noqa: E402
 
 from kforge_client import Client  # noqa: E402
 from kforge_client.adapters.gymnasium_env import ENV_ID  # noqa: E402

@@ -2,92 +2,23 @@
 loopback endpoints, without a GPU: the Gymnasium-style env, errors as exceptions with kinds, busy
 backpressure, the asyncio client with many episodes, the trajectory reader, `kforge record`, a
 server killed and restarted (finished trajectories stay on disk, the client reconnects), SIGTERM,
-the OpenAI-compatible evaluation loop against a scripted stand-in endpoint,
-and the evaluate command over a split, concurrent and resumed; timeouts and busy retries as
-wall-clock bounds, KernelEnv's server check, no_gpu answers, start-up messages, packaging."""
+timeouts and busy retries as wall-clock bounds, KernelEnv's server check,
+no_gpu answers, start-up messages, packaging. The evaluation loop and `kforge-evaluate`:
+test_client_evaluate.py."""
 import asyncio
-import http.server
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 
 import h5py
 import pytest
 
-SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "python"))
-KFORGE = os.path.abspath(os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge")))
-
-from kforge_client import AsyncClient, Client, KernelEnv, KforgeError, ServerUnavailable, TrajectoryReader  # noqa: E402
-from kforge_client import read_trajectories  # noqa: E402
-from kforge_client.adapters import ChatEvaluator  # noqa: E402
-
-CAND = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
-
-
-def candidate(name):
-    with open(os.path.join(CAND, name)) as f:
-        return f.read()
-
-
-def write(path, content):
-    return {"name": "write_file", "arguments": {"path": path, "content": content}}
-
-
-def call(name, **args):
-    return {"name": name, "arguments": args}
-
-
-class Server:
-    """`kforge serve` as a subprocess with a config written for the test."""
-
-    def __init__(self, tmp_path, endpoint=None, record=True, stream=None, **sections):
-        self.tmp_path = tmp_path
-        self.endpoint = endpoint or f"ipc://{tmp_path}/kforge.sock"
-        self.record = str(tmp_path / "trajectories.h5") if record else None
-        config = {"scheduler": {"gpus": 0, "compile_workers": 1}}
-        for k, v in sections.items():
-            config.setdefault(k, {}).update(v)
-        if self.record:
-            config["record"] = {"path": self.record, "fsync": False}
-        if stream:
-            config["stream"] = {"bind": stream}
-        self.config = tmp_path / "server.yaml"
-        self.config.write_text(json.dumps(config))  # JSON is YAML
-        self.proc = None
-        self.start()
-
-    def start(self):
-        self.log = open(self.tmp_path / "serve.log", "a")
-        self.proc = subprocess.Popen([KFORGE, "serve", "--config", str(self.config), "--bind", self.endpoint],
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("kforge serve: listening on"), line + open(self.tmp_path / "serve.log").read()
-        self.line = line
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def terminate(self, timeout=30):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.terminate()
-
-
-@pytest.fixture
-def server(tmp_path):
-    s = Server(tmp_path)
-    yield s
-    s.stop()
+from client_harness import KFORGE, SOURCE_DIR, Server, call, candidate, dead_endpoint, write
+from kforge_client import AsyncClient, Client, KernelEnv, KforgeError, ServerUnavailable, TrajectoryReader
+from kforge_client import read_trajectories
 
 
 def test_gym_env_episode_without_gpu_and_its_recorded_trajectory(server):
@@ -250,173 +181,6 @@ def test_kforge_record_appends_the_stream(tmp_path):
         s.stop()
 
 
-class StandInChat(http.server.BaseHTTPRequestHandler):
-    """A stand-in OpenAI-compatible chat endpoint: answers each request with answer(body)'s message."""
-
-    def answer(self, body):
-        raise NotImplementedError
-
-    def do_POST(self):
-        message = self.answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        data = json.dumps({"id": "x", "object": "chat.completion",
-                           "choices": [{"index": 0, "message": message,
-                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-class ScriptedChat(StandInChat):
-    """Replays scripted assistant messages, records requests."""
-    script = []
-    requests = []
-
-    def answer(self, body):
-        ScriptedChat.requests.append(body)
-        return ScriptedChat.script[len(ScriptedChat.requests) - 1]
-
-
-def tool_call(i, name, **args):
-    return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-
-
-def test_openai_evaluation_loop_against_a_scripted_endpoint(server):
-    ScriptedChat.requests = []
-    ScriptedChat.script = [
-        {"role": "assistant", "content": None, "tool_calls": [
-            tool_call(1, "write_file", path="kernel.cu", content=candidate("kernel.cu")),
-            tool_call(2, "write_file", path="launch.yaml", content=candidate("launch.yaml"))]},
-        {"role": "assistant", "content": None, "tool_calls": [tool_call(3, "compile")]},
-        {"role": "assistant", "content": "Looks fine. Now I will think about it some more."},
-        {"role": "assistant", "content": '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'},
-    ]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ScriptedChat)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        ev = ChatEvaluator(f"http://127.0.0.1:{httpd.server_address[1]}/v1", "stand-in", Client(server.endpoint))
-        result = ev.run_episode("gelu_scale_residual", seed=1, options={"max_turns": 5})
-    finally:
-        httpd.shutdown()
-    assert result.turns == 5 and result.termination_reason == "max_turns"
-    assert result.episode_reward == -1  # no submission that counted: the no-GPU submit was a harness error
-    first = ScriptedChat.requests[0]
-    assert first["model"] == "stand-in" and {t["function"]["name"] for t in first["tools"]} >= {"compile"}
-    third = ScriptedChat.requests[2]["messages"]
-    tool_msgs = [m for m in third if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_msgs] == ["call_1", "call_2", "call_3"]
-    assert tool_msgs[2]["content"].startswith("compile: ok")
-    fourth = ScriptedChat.requests[3]["messages"]
-    assert fourth[-1]["role"] == "user" and fourth[-1]["content"].startswith("error: ")
-    t = read_trajectories(server.record)[0]
-    assert [turn["info"]["tool"] for turn in t["turns"]] == ["write_file", "write_file", "compile", None, "submit"]
-
-
-class SubmitChat(StandInChat):
-    """For many concurrent episodes: every reply calls submit; records the models asked for."""
-    lock = threading.Lock()
-    models = []
-
-    def answer(self, body):
-        with SubmitChat.lock:
-            SubmitChat.models.append(body["model"])
-        return {"role": "assistant", "content": None, "tool_calls": [tool_call(1, "submit")]}
-
-
-def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SubmitChat)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    out = tmp_path / "heldout.jsonl"
-    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
-
-    def evaluate(*args):
-        return subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url", url,
-                               "--out", str(out), "--max-turns", "2", "--concurrency", "2", "--allow-no-gpu", *args],
-                              capture_output=True, text=True, env=env, timeout=300)
-
-    try:
-        heldout = [t["name"] for t in Client(server.endpoint).tasks(split="heldout")["tasks"]]
-        assert heldout  # the samples have one
-        r = evaluate("--model", "m1", "--seeds", "0,1,2", "--json")
-        assert r.returncode == 0, r.stdout + r.stderr
-        rows = [json.loads(line) for line in out.read_text().splitlines()]
-        assert sorted((x["task"], x["seed"]) for x in rows) == sorted((t, s) for t in heldout for s in (0, 1, 2))
-        # The stand-in submits an empty workspace at once: the episode ends with the compile_error reward.
-        assert all(x["turns"] == 1 and x["termination_reason"] == "submitted" and x["episode_reward"] == -1
-                   and x["reward"]["rule"] == "compile_error" and "error" not in x and x["no_gpu"] for x in rows), rows
-        summary = json.loads(r.stdout)
-        assert summary["episodes"] == 3 * len(heldout) and summary["errors"] == 0
-        assert summary["unjudged"] == 3 * len(heldout) and "nothing will be judged" in r.stderr
-        assert summary["termination"] == {"submitted": 3 * len(heldout)}
-        assert summary["reward_rule"] == {"compile_error": 3 * len(heldout)} and summary["mean_reward"] == -1
-        assert "3 episode(s) to play" in r.stderr and "episodes/min" in r.stderr
-
-        # A rerun plays nothing; another model's episodes go in the same file, counted apart.
-        again = evaluate("--model", "m1", "--seeds", "0,1,2")
-        assert again.returncode == 0 and "0 episode(s) to play, 3 already in" in again.stderr, again.stderr
-        assert f"NOTHING COULD BE JUDGED in {3 * len(heldout)} of them" in again.stdout, again.stdout
-        assert len(out.read_text().splitlines()) == 3
-        other = evaluate("--model", "m2", "--tasks", "linear_relu", "--seeds", "5", "--json")
-        assert other.returncode == 0, other.stderr
-        assert json.loads(other.stdout)["episodes"] == 1 and "m2" in SubmitChat.models
-
-        # A server that is not there: the episode is written as an error line, and played again later.
-        down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
-                               "http://127.0.0.1:9/v1", "--model", "m3", "--tasks", "linear_relu", "--max-turns", "2",
-                               "--out", str(out), "--json", "--allow-no-gpu"], capture_output=True, text=True, env=env,
-                              timeout=300)
-        assert down.returncode == 0, down.stderr
-        assert json.loads(down.stdout)["errors"] == 1 and "error URLError" in down.stderr
-        bad = evaluate("--model", "m1", "--split", "no_such_split")
-        assert bad.returncode == 2 and "split no_such_split has none" in bad.stderr
-    finally:
-        httpd.shutdown()
-
-
-def test_evaluate_summary_counts_and_speedups():
-    from kforge_client.evaluate import summarize, summary_table
-
-    def row(task, seed, reward, rule, eager=None, compile_beats=False, error=None):
-        r = {"task": task, "seed": seed, "model": "m", "episode_reward": reward, "termination_reason": "submitted",
-             "turns": 3, "reward": {"rule": rule}}
-        if eager is not None:
-            r["reward"]["eager"] = {"speedup": {"point": eager}, "beats": eager > 1.05}
-            r["reward"]["torch_compile"] = {"beats": compile_beats}
-        if error:
-            r = {"task": task, "seed": seed, "model": "m", "error": error}
-        return r
-
-    rows = [row("a", 0, 0, "x", error="URLError: down"),       # played again below: not an error
-            row("a", 0, 1.0, "faster_than_both", eager=2.0, compile_beats=True),
-            row("b", 0, 0.5, "faster_than_eager", eager=1.5),
-            row("c", 0, 0.1, "correct_not_faster", eager=0.5),
-            row("d", 0, -1, "compile_error"),
-            row("e", 0, 0, "x", error="ServerUnavailable: no reply")]
-    s = summarize(rows)
-    assert (s["episodes"], s["errors"], s["tasks"], s["timed_submissions"]) == (4, 1, 4, 3)
-    assert s["mean_reward"] == (1.0 + 0.5 + 0.1 - 1) / 4 and s["positive_reward_share"] == 0.75
-    assert s["beats_eager_share"] == 0.5 and s["beats_compile_share"] == 0.25
-    assert s["speedup_over_eager_median"] == 1.5
-    assert abs(s["speedup_over_eager_geomean"] - (2.0 * 1.5 * 0.5) ** (1 / 3)) < 1e-12
-    text = summary_table(s)
-    assert "episodes 4 over 4 task(s); 1 could not be played" in text and "3 timed submission(s)" in text
-
-
-# ---- issue 15: bounds, start-up messages, no GPU, packaging ---------------------------------------
-
-def dead_endpoint():
-    """A loopback tcp endpoint nothing listens on."""
-    import socket
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{sock.getsockname()[1]}"
-
-
 def elapsed(fn, *args, **kwargs):
     """(seconds fn took, the exception it raised)."""
     t0 = time.monotonic()
@@ -505,26 +269,6 @@ def test_gpu_tools_without_a_gpu_lane_say_no_gpu_and_the_episode_goes_on(server)
             assert obs.startswith(f"{name}: not run (no_gpu): nothing was judged"), obs
             assert info["report"]["harness_error"]["kind"] == "no_gpu" and info["tool_ok"] is False
             assert not term and not trunc and reward == 0
-
-
-def test_evaluate_refuses_a_server_without_a_gpu_lane(server, tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
-    out = tmp_path / "out.jsonl"
-    r = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
-                        "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out)],
-                       capture_output=True, text=True, env=env, timeout=60)
-    assert r.returncode == 2 and not out.exists(), r.stderr
-    assert f"kforge-evaluate: the server at {server.endpoint} has no GPU lane" in r.stderr and "--allow-no-gpu" in r.stderr
-    down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", dead_endpoint(), "--chat-url",
-                           "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out), "--connect-timeout", "1"],
-                          capture_output=True, text=True, env=env, timeout=60)
-    assert down.returncode == 2 and "kforge-evaluate: no kforge server answered health" in down.stderr, down.stderr
-    assert "within 1 s" in down.stderr, down.stderr
-    assert "Traceback" not in down.stderr
-    usage = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--help"], capture_output=True, text=True,
-                           env=env, timeout=60)
-    assert usage.returncode == 0 and usage.stdout.startswith("usage: kforge-evaluate "), usage.stdout
-    assert "--allow-no-gpu" in usage.stdout and "python -m" not in usage.stdout.splitlines()[0]
 
 
 def serve_fails(args, cwd=None):

@@ -54,6 +54,13 @@ def test_pack_measure_merge_apply(tmp_path):
         i = ids.index("softmax_rows")
         assert f["tasks/spec_yaml"].asstr()[i] == before[samples / "softmax_rows.yaml"]
         assert "class Model(nn.Module)" in f["tasks/program_py"].asstr()[i]
+        # Written by `kforge tasks pack`: the derived columns as kforge synth fills them.
+        spec = yaml.safe_load(before[samples / "softmax_rows.yaml"])
+        assert f["tasks/program_py"].asstr()[i] == run(KFORGE, "task", "render", samples / "softmax_rows.yaml").stdout
+        assert len(f["tasks/graph_hash"].asstr()[i]) == 32 and f["tasks/op_sequence"].asstr()[i] == "softmax(#)"
+        assert f["tasks/family"].asstr()[i] == "reduction" and f["tasks/est_runtime_ms"][i] > 0
+        assert f["tasks/flops"][i] == spec["cost"]["flops"] and f["tasks/min_bytes"][i] == spec["cost"]["min_bytes"]
+        assert f["tasks/source"].asstr()[i] == "samples" and f.attrs["generator"].startswith("tools/sample_baselines.py")
     assert run(KFORGE, "tasks", "count", ds).stdout == "4\n"  # kforge reads the packed file
 
     (tmp_path / "wide.yaml").write_text("window_ms_low: 0\nwindow_ms_high: 1.0e+9\n")
@@ -99,3 +106,17 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     r = run(sys.executable, TOOL, "pack", tmp_path / "o", "--samples", tmp_path / "empty", "--kforge", KFORGE, check=False)
     assert r.returncode == 2 and "no *.yaml sample tasks" in r.stderr
+    # A sample kforge cannot parse, or two with one id: one line naming it, and no dataset written.
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with open(os.path.join(SOURCE_DIR, "datasets", "samples", "softmax_rows.yaml")) as f:
+        good = f.read()
+    (bad / "a.yaml").write_text(good)
+    (bad / "b.yaml").write_text(good)
+    r = run(sys.executable, TOOL, "pack", tmp_path / "o2", "--samples", bad, "--kforge", KFORGE, check=False)
+    assert r.returncode == 2 and "b.yaml: task id 'softmax_rows' is already in the pack" in r.stderr, r.stderr
+    assert not (tmp_path / "o2" / "dataset.h5").exists() and "Traceback" not in r.stderr
+    (bad / "b.yaml").write_text(good.replace("dtype: float32", "dtype: float33", 1))
+    r = run(sys.executable, TOOL, "pack", tmp_path / "o2", "--samples", bad, "--kforge", KFORGE, check=False)
+    assert r.returncode == 2 and "b.yaml" in r.stderr and "float33" in r.stderr, r.stderr
+    assert not (tmp_path / "o2" / "dataset.h5").exists()

@@ -186,16 +186,21 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     r = run("finish", env=dict(env, SYNTH_CHECK_ARGS="--min-heldout-pct 101", SYNTH_DEST=str(tmp_path / "dest2")), check=False)
     assert r.returncode == 2 and "fails its checks" in r.stderr and not (tmp_path / "dest2" / "dataset.h5.xz").exists()
 
-    # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims).
+    # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims),
+    # timed with the settings the baselines were measured with (FAST's, as a config's baseline_timing).
     bench = os.path.join(SOURCE_DIR, "tools", "bench", "reference_vs_baseline.py")
+    fast_cfg = tmp_path / "fast_timing.yaml"
+    fast_cfg.write_text("baseline_timing: {warmup_count: 1, warmup_ms: 1, min_reps: 3, max_reps: 8, budget_ms: 500}\n")
     r = subprocess.run([sys.executable, bench, dest / "dataset.h5.xz", "--kforge", env["KFORGE"], "--n", "2", "--device", "cpu",
-                        "--check-dims", "--json", tmp_path / "rvb.json", "--python-now", "--synth-args", FAST + " --dims check"],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
+                        "--check-dims", "--json", tmp_path / "rvb.json", "--python-now", "--synth-args", FAST + " --dims check",
+                        "--synth-config", fast_cfg], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "timing method: the same for the baseline and the reference on all" in r.stdout, r.stdout
     assert f"{min(2, ok)} of {ok} kept tasks" in r.stdout and "reference now / stored eager over" in r.stdout, r.stdout
     assert f"reference / Python eager now (C++ against Python, same machine) over {min(2, ok)} task(s)" in r.stdout, r.stdout
     rvb = json.loads((tmp_path / "rvb.json").read_text())
     assert rvb["figures"]["tasks_count"] == min(2, ok) and rvb["figures"]["ratio_median_ratio"] > 0
+    assert rvb["figures"]["method_mismatch_tasks_count"] == 0
     assert rvb["figures"]["drift_median_ratio"] > 0 and rvb["figures"]["reference_over_python_now_median_ratio"] > 0
     for x in rvb["details"]["rows"]:  # the two parts multiply to the whole
         assert abs(x["drift"] * x["reference_over_python_now"] - x["ratio"]) <= 1e-9 * x["ratio"]

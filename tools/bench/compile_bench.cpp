@@ -145,16 +145,19 @@ void write_record(const std::string& out_path, const std::string& command, std::
 
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string out_path, arch = "sm_90a", commit;
+// The command line.
+struct BenchArgs {
+  std::string out_path, arch = "sm_90a", commit, command;
   int rounds = 3;
   bool warm = true;
   kforge::CompilerConfig config;
   std::vector<fs::path> files;
-  std::string command;
-  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+};
+
+// Fills `args` from the command line; a non-negative result is main's exit status (help, or a
+// usage error), -1 goes on.
+int parse_args(int argc, char** argv, BenchArgs& args) {
+  for (int i = 0; i < argc; ++i) args.command += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -164,13 +167,13 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--out") out_path = value();
-    else if (a == "--arch") arch = value();
-    else if (a == "--commit") commit = value();
-    else if (a == "--rounds") rounds = std::max(1, std::stoi(value()));
-    else if (a == "--no-pch") config.use_pch = false;
-    else if (a == "--no-prelude") config.cccl_prelude = false;
-    else if (a == "--no-warm-up") warm = false;
+    if (a == "--out") args.out_path = value();
+    else if (a == "--arch") args.arch = value();
+    else if (a == "--commit") args.commit = value();
+    else if (a == "--rounds") args.rounds = std::max(1, std::stoi(value()));
+    else if (a == "--no-pch") args.config.use_pch = false;
+    else if (a == "--no-prelude") args.config.cccl_prelude = false;
+    else if (a == "--no-warm-up") args.warm = false;
     else if (a == "-h" || a == "--help") {
       std::cout << "usage: kforge_compile_bench [--out FILE.json] [--arch sm_90a] [--rounds N] [--no-pch] "
                    "[--no-prelude] [--no-warm-up] [--commit SHA] [FILE.cu ...]\n";
@@ -179,20 +182,18 @@ int main(int argc, char** argv) {
       std::cerr << "compile_bench: unknown option " << a << "\n";
       return 2;
     } else {
-      files.emplace_back(a);
+      args.files.emplace_back(a);
     }
   }
-  fs::path root = KFORGE_SOURCE_DIR;
-  if (files.empty()) files = default_sources(root);
-  if (files.empty()) {
-    std::cerr << "compile_bench: no sources\n";
-    return 2;
-  }
+  return -1;
+}
 
-  struct Source {
-    std::string name, text;
-    bool cub = false;
-  };
+struct Source {
+  std::string name, text;
+  bool cub = false;
+};
+
+std::vector<Source> load_sources(const std::vector<fs::path>& files, const fs::path& root) {
   std::vector<Source> sources;
   for (const fs::path& f : files) {
     Source s;
@@ -202,23 +203,24 @@ int main(int argc, char** argv) {
     s.cub = includes_cub(s.text);
     sources.push_back(s);
   }
-  size_t cub_count = std::count_if(sources.begin(), sources.end(), [](const Source& s) { return s.cub; });
+  return sources;
+}
 
-  kforge::NvrtcCompiler compiler(config);
-  CompileOptions options;
-  options.arch = arch;
-  double warm_ms = 0;
-  if (warm) {
-    CompileResult w = compiler.warm_up(options);
-    warm_ms = w.compile_ms;
-    std::cout << "warm-up: " << std::fixed << std::setprecision(1) << warm_ms << " ms (ok=" << w.ok << ", pch " << w.pch
-              << ")\n";
-  }
-
-  std::vector<double> cold, cold_cub, cold_plain, cached;
+// What the rounds measured: the record's figures, and per source its compile times and the PCH
+// each round found.
+struct Measured {
+  CompileFigures figures;
   std::map<std::string, std::vector<double>> per_source;
   std::map<std::string, std::string> pch_of;
-  int failures = 0, pch_created = 0, pch_used = 0;
+  int pch_used = 0;
+};
+
+// `rounds` cold compiles of every source, each made unique, then the same unique texts again as
+// cache hits.
+Measured measure(kforge::NvrtcCompiler& compiler, const CompileOptions& options, const std::vector<Source>& sources,
+                 int rounds) {
+  Measured m;
+  CompileFigures& f = m.figures;
   std::vector<std::string> uniques;
   std::vector<size_t> owner;
   for (int r = 0; r < rounds; ++r) {
@@ -230,15 +232,15 @@ int main(int argc, char** argv) {
       CompileResult c = compiler.compile(text, options);
       if (c.cache_hit) std::cerr << "compile_bench: unexpected cache hit for " << sources[i].name << "\n";
       if (!c.ok) {
-        ++failures;
+        ++f.failures;
         std::cerr << "compile_bench: " << sources[i].name << " failed:\n" << kforge::trim_log(c.log, 1500) << "\n";
       }
-      pch_created += c.pch == "created";
-      pch_used += c.pch == "used";
-      cold.push_back(c.compile_ms);
-      (sources[i].cub ? cold_cub : cold_plain).push_back(c.compile_ms);
-      per_source[sources[i].name].push_back(c.compile_ms);
-      pch_of[sources[i].name] += (c.prelude ? "P" : "") + c.pch.substr(0, 1);
+      f.pch_created += c.pch == "created";
+      m.pch_used += c.pch == "used";
+      f.cold.push_back(c.compile_ms);
+      (sources[i].cub ? f.cold_cub : f.cold_plain).push_back(c.compile_ms);
+      m.per_source[sources[i].name].push_back(c.compile_ms);
+      m.pch_of[sources[i].name] += (c.prelude ? "P" : "") + c.pch.substr(0, 1);
       uniques.push_back(text);
       owner.push_back(i);
     }
@@ -246,30 +248,63 @@ int main(int argc, char** argv) {
   for (size_t u = 0; u < uniques.size(); ++u) {
     CompileResult c = compiler.compile(uniques[u], options);
     if (!c.cache_hit) std::cerr << "compile_bench: expected a cache hit for " << sources[owner[u]].name << "\n";
-    cached.push_back(c.compile_ms);
+    f.cached.push_back(c.compile_ms);
   }
+  return m;
+}
 
+void print_figures(const kforge::NvrtcCompiler& compiler, const BenchArgs& args, const std::vector<Source>& sources,
+                   Measured& m) {
+  const CompileFigures& f = m.figures;
   std::cout << std::fixed << std::setprecision(1);
-  std::cout << "NVRTC " << compiler.nvrtc_version() << ", arch " << arch << ", PCH " << (compiler.pch_available() ? "on" : "off")
-            << ", CUB prelude " << (config.cccl_prelude ? "on" : "off") << "\n";
-  std::cout << sources.size() << " sources (" << cub_count << " include CUB), " << rounds << " rounds: " << cold.size()
-            << " cold compiles, " << failures << " failed; PCH created " << pch_created << ", used " << pch_used << "\n";
+  std::cout << "NVRTC " << compiler.nvrtc_version() << ", arch " << args.arch << ", PCH " << (compiler.pch_available() ? "on" : "off")
+            << ", CUB prelude " << (args.config.cccl_prelude ? "on" : "off") << "\n";
+  std::cout << sources.size() << " sources (" << f.cub_count << " include CUB), " << args.rounds << " rounds: " << f.cold.size()
+            << " cold compiles, " << f.failures << " failed; PCH created " << f.pch_created << ", used " << m.pch_used << "\n";
   for (const Source& s : sources) {
-    const auto& v = per_source[s.name];
+    const auto& v = m.per_source[s.name];
     std::cout << "  " << std::left << std::setw(62) << s.name << std::right << (s.cub ? " cub " : "     ") << " p50 "
               << std::setw(7) << quantile(v, 0.5) << " ms  max " << std::setw(7) << *std::max_element(v.begin(), v.end())
-              << " ms  pch " << pch_of[s.name] << "\n";
+              << " ms  pch " << m.pch_of[s.name] << "\n";
   }
   std::cout << "  (pch per round: c = created, u = used, n = none; P = after the shared CUB prelude)\n";
-  std::cout << "cold:   p50 " << quantile(cold, 0.5) << " ms, p95 " << quantile(cold, 0.95) << " ms\n";
-  std::cout << "  CUB:  p50 " << quantile(cold_cub, 0.5) << " ms, p95 " << quantile(cold_cub, 0.95) << " ms\n";
-  std::cout << "  none: p50 " << quantile(cold_plain, 0.5) << " ms, p95 " << quantile(cold_plain, 0.95) << " ms\n";
-  std::cout << "cached: p50 " << std::setprecision(3) << quantile(cached, 0.5) << " ms, p95 " << quantile(cached, 0.95)
+  std::cout << "cold:   p50 " << quantile(f.cold, 0.5) << " ms, p95 " << quantile(f.cold, 0.95) << " ms\n";
+  std::cout << "  CUB:  p50 " << quantile(f.cold_cub, 0.5) << " ms, p95 " << quantile(f.cold_cub, 0.95) << " ms\n";
+  std::cout << "  none: p50 " << quantile(f.cold_plain, 0.5) << " ms, p95 " << quantile(f.cold_plain, 0.95) << " ms\n";
+  std::cout << "cached: p50 " << std::setprecision(3) << quantile(f.cached, 0.5) << " ms, p95 " << quantile(f.cached, 0.95)
             << " ms\n";
+}
 
-  if (!out_path.empty())
-    write_record(out_path, command, commit, root, compiler,
-                 {cold, cold_cub, cold_plain, cached, warm_ms, sources.size(), static_cast<int>(cub_count), static_cast<int>(failures),
-                  static_cast<int>(pch_created)});
-  return failures == 0 ? 0 : 1;
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchArgs args;
+  if (int status = parse_args(argc, argv, args); status >= 0) return status;
+  fs::path root = KFORGE_SOURCE_DIR;
+  if (args.files.empty()) args.files = default_sources(root);
+  if (args.files.empty()) {
+    std::cerr << "compile_bench: no sources\n";
+    return 2;
+  }
+  std::vector<Source> sources = load_sources(args.files, root);
+
+  kforge::NvrtcCompiler compiler(args.config);
+  CompileOptions options;
+  options.arch = args.arch;
+  double warm_ms = 0;
+  if (args.warm) {
+    CompileResult w = compiler.warm_up(options);
+    warm_ms = w.compile_ms;
+    std::cout << "warm-up: " << std::fixed << std::setprecision(1) << warm_ms << " ms (ok=" << w.ok << ", pch " << w.pch
+              << ")\n";
+  }
+
+  Measured m = measure(compiler, options, sources, args.rounds);
+  m.figures.warm_ms = warm_ms;
+  m.figures.sources = sources.size();
+  m.figures.cub_count =
+      static_cast<int>(std::count_if(sources.begin(), sources.end(), [](const Source& s) { return s.cub; }));
+  print_figures(compiler, args, sources, m);
+  if (!args.out_path.empty()) write_record(args.out_path, args.command, args.commit, root, compiler, m.figures);
+  return m.figures.failures == 0 ? 0 : 1;
 }

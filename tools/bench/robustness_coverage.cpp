@@ -36,48 +36,145 @@
 using namespace kforge;
 using Json = nlohmann::json;
 
+namespace {
+
+struct CoverageArgs {
+  std::string path, json_out;
+  int n = 240, skip = 0;
+  double budget_s = 240;
+};
+
+// The sample: across (first operator, dtype) groups in turn; groups_count gets how many groups.
+std::vector<const DatasetRow*> draw_sample(const Dataset& ds, int n, size_t& groups_count) {
+  std::map<std::string, std::vector<const DatasetRow*>> groups;
+  for (const auto& r : ds.rows)
+    if (!r.rejected()) groups[r.ops.substr(0, r.ops.find(',')) + "/" + r.dtype].push_back(&r);
+  groups_count = groups.size();
+  std::mt19937_64 rng(20261201);
+  for (auto& [k, g] : groups) std::shuffle(g.begin(), g.end(), rng);
+  // Groups in a shuffled order (not sorted by dtype), one task of each per round: a budget that
+  // ends early still leaves every dtype and operator family represented.
+  std::vector<std::vector<const DatasetRow*>*> order;
+  for (auto& [k, g] : groups) order.push_back(&g);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<const DatasetRow*> sample;
+  for (size_t round = 0; static_cast<int>(sample.size()) < n; ++round) {
+    bool any = false;
+    for (auto* g : order)
+      if (round < g->size() && static_cast<int>(sample.size()) < n) {
+        sample.push_back((*g)[round]);
+        any = true;
+      }
+    if (!any) break;
+  }
+  return sample;
+}
+
+// The counts over the tasks conditioned so far, and a row per task for the JSON.
+struct Coverage {
+  std::map<std::string, int> usable_by_variant, applies_by_variant, tasks_by_dtype, covered_by_dtype;
+  int done = 0, covered = 0, failed = 0;
+  Json rows = Json::array();
+};
+
+// One task: its variants conditioned on the device and counted; a line printed either way.
+void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device& dev, double margin, Coverage& cov) {
+  TaskSpec task = parse_task(r.spec_yaml, r.id);
+  std::vector<at::Tensor> args =
+      draw_arguments_on_device(task, {task.seed, 12345, 678}, drawer, dev, at::cuda::getCurrentCUDAStream().stream());
+  auto t_task = std::chrono::steady_clock::now();
+  TaskConditions tcs;
+  try {
+    tcs = condition_variants(task, args, 99, margin);
+  } catch (const std::exception& e) {
+    ++cov.failed;
+    std::printf("%-22s %-9s ERROR %s\n", r.id.c_str(), r.dtype.c_str(), e.what());
+    return;
+  }
+  double ms = ms_since(t_task);
+  int usable = 0;
+  std::string line;
+  Json vs = Json::object();
+  for (const auto& c : tcs.variants) {
+    ++cov.applies_by_variant[variant_name(c.variant)];
+    if (c.usable) {
+      ++usable;
+      ++cov.usable_by_variant[variant_name(c.variant)];
+    }
+    line += std::string(variant_name(c.variant)) + (c.usable ? "+ " : "- ");
+    vs[variant_name(c.variant)] = {{"usable", c.usable}, {"worst_ratio", c.worst_ratio}, {"reason", c.reason}};
+  }
+  ++cov.done;
+  ++cov.tasks_by_dtype[r.dtype];
+  if (usable > 0) {
+    ++cov.covered;
+    ++cov.covered_by_dtype[r.dtype];
+  }
+  cov.rows.push_back({{"id", r.id}, {"dtype", r.dtype}, {"ops", r.ops}, {"plain_ratio", tcs.plain_ratio}, {"variants", vs}, {"ms", ms}});
+  std::printf("%-22s %-9s %-40.40s %5.0f ms  %s\n", r.id.c_str(), r.dtype.c_str(), r.ops.c_str(), ms, line.c_str());
+  std::fflush(stdout);
+  args.clear();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+}
+
+// The summary lines, and the record's figures.
+Json summarize(Coverage& cov, size_t groups_count) {
+  std::printf("\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%)\n", cov.done,
+              groups_count, cov.failed, cov.covered, cov.done ? 100.0 * cov.covered / cov.done : 0.0);
+  Json figures = {{"robustness_tasks_sampled_count", cov.done},
+                  {"robustness_tasks_with_usable_draw_pct", cov.done ? 100.0 * cov.covered / cov.done : 0.0},
+                  {"robustness_errors_count", cov.failed}};
+  for (const auto& [v, k] : cov.applies_by_variant) {
+    double pct = 100.0 * cov.usable_by_variant[v] / std::max(1, k);
+    std::printf("  %-15s usable on %4d of %4d tasks it applies to (%.1f %%)\n", v.c_str(), cov.usable_by_variant[v], k, pct);
+    figures["robustness_" + v + "_usable_pct"] = pct;
+  }
+  for (const auto& [d, k] : cov.tasks_by_dtype) {
+    double pct = 100.0 * cov.covered_by_dtype[d] / std::max(1, k);
+    std::printf("  %-9s %4d tasks, %.1f %% with a usable draw\n", d.c_str(), k, pct);
+    figures["robustness_" + d + "_covered_pct"] = pct;
+  }
+  return figures;
+}
+
+void write_json(const CoverageArgs& a, const at::Device& dev, const cudaDeviceProp& prop, Json figures, Json rows) {
+  DeviceInfo di = device_info(dev);
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  const char* commit = std::getenv("KFORGE_COMMIT");
+  Json doc = {{"gpu", prop.name}, {"driver", di.driver_version}, {"cuda", di.cuda_version}, {"torch", di.torch_version},
+              {"date", date}, {"commit", commit ? commit : "unknown"},
+              {"command", "kforge_robustness_coverage " + a.path + " --n " + std::to_string(a.n) + " --skip " + std::to_string(a.skip)}, {"figures", figures},
+              {"tasks", rows}};
+  std::ofstream(a.json_out) << doc.dump(1) << "\n";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s DATASET [--n N] [--skip K] [--budget-s S] [--json OUT]\n", argv[0]);
     return 2;
   }
-  std::string path = argv[1], json_out;
-  int n = 240, skip = 0;
-  double budget_s = 240;
+  CoverageArgs a;
+  a.path = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--n") n = std::atoi(argv[i + 1]);
-    else if (k == "--skip") skip = std::atoi(argv[i + 1]);
-    else if (k == "--budget-s") budget_s = std::atof(argv[i + 1]);
-    else if (k == "--json") json_out = argv[i + 1];
+    if (k == "--n") a.n = std::atoi(argv[i + 1]);
+    else if (k == "--skip") a.skip = std::atoi(argv[i + 1]);
+    else if (k == "--budget-s") a.budget_s = std::atof(argv[i + 1]);
+    else if (k == "--json") a.json_out = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
   try {
-    Dataset ds = read_dataset(path);
-    std::map<std::string, std::vector<const DatasetRow*>> groups;
-    for (const auto& r : ds.rows)
-      if (!r.rejected()) groups[r.ops.substr(0, r.ops.find(',')) + "/" + r.dtype].push_back(&r);
-    std::mt19937_64 rng(20261201);
-    for (auto& [k, g] : groups) std::shuffle(g.begin(), g.end(), rng);
-    // Groups in a shuffled order (not sorted by dtype), one task of each per round: a budget that
-    // ends early still leaves every dtype and operator family represented.
-    std::vector<std::vector<const DatasetRow*>*> order;
-    for (auto& [k, g] : groups) order.push_back(&g);
-    std::shuffle(order.begin(), order.end(), rng);
-    std::vector<const DatasetRow*> sample;
-    for (size_t round = 0; static_cast<int>(sample.size()) < skip + n; ++round) {
-      bool any = false;
-      for (auto* g : order)
-        if (round < g->size() && static_cast<int>(sample.size()) < skip + n) {
-          sample.push_back((*g)[round]);
-          any = true;
-        }
-      if (!any) break;
-    }
-    sample.erase(sample.begin(), sample.begin() + std::min<size_t>(sample.size(), std::max(0, skip)));
+    Dataset ds = read_dataset(a.path);
+    size_t groups_count = 0;
+    std::vector<const DatasetRow*> sample = draw_sample(ds, a.skip + a.n, groups_count);
+    sample.erase(sample.begin(), sample.begin() + std::min<size_t>(sample.size(), std::max(0, a.skip)));
     at::Device dev(at::kCUDA, 0);
     c10::cuda::CUDAGuard guard(dev);
     apply_reference_precision();
@@ -86,75 +183,14 @@ int main(int argc, char** argv) {
     std::string arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + (prop.major == 9 ? "a" : "");
     DeviceDrawer drawer(arch);
     const double margin = DynamicCheckConfig{}.robustness_margin;
-    std::map<std::string, int> usable_by_variant, applies_by_variant, tasks_by_dtype, covered_by_dtype;
-    int done = 0, covered = 0, failed = 0;
-    Json rows = Json::array();
+    Coverage cov;
     auto t0 = std::chrono::steady_clock::now();
     for (const DatasetRow* r : sample) {
-      if (ms_since(t0) > budget_s * 1e3) break;
-      TaskSpec task = parse_task(r->spec_yaml, r->id);
-      std::vector<at::Tensor> args =
-          draw_arguments_on_device(task, {task.seed, 12345, 678}, drawer, dev, at::cuda::getCurrentCUDAStream().stream());
-      auto t_task = std::chrono::steady_clock::now();
-      TaskConditions tcs;
-      try {
-        tcs = condition_variants(task, args, 99, margin);
-      } catch (const std::exception& e) {
-        ++failed;
-        std::printf("%-22s %-9s ERROR %s\n", r->id.c_str(), r->dtype.c_str(), e.what());
-        continue;
-      }
-      double ms = ms_since(t_task);
-      int usable = 0;
-      std::string line;
-      Json vs = Json::object();
-      for (const auto& c : tcs.variants) {
-        ++applies_by_variant[variant_name(c.variant)];
-        if (c.usable) {
-          ++usable;
-          ++usable_by_variant[variant_name(c.variant)];
-        }
-        line += std::string(variant_name(c.variant)) + (c.usable ? "+ " : "- ");
-        vs[variant_name(c.variant)] = {{"usable", c.usable}, {"worst_ratio", c.worst_ratio}, {"reason", c.reason}};
-      }
-      ++done;
-      ++tasks_by_dtype[r->dtype];
-      if (usable > 0) {
-        ++covered;
-        ++covered_by_dtype[r->dtype];
-      }
-      rows.push_back({{"id", r->id}, {"dtype", r->dtype}, {"ops", r->ops}, {"plain_ratio", tcs.plain_ratio}, {"variants", vs}, {"ms", ms}});
-      std::printf("%-22s %-9s %-40.40s %5.0f ms  %s\n", r->id.c_str(), r->dtype.c_str(), r->ops.c_str(), ms, line.c_str());
-      std::fflush(stdout);
-      args.clear();
-      c10::cuda::CUDACachingAllocator::emptyCache();
+      if (ms_since(t0) > a.budget_s * 1e3) break;
+      condition_task(*r, drawer, dev, margin, cov);
     }
-    std::printf("\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%)\n", done, groups.size(),
-                failed, covered, done ? 100.0 * covered / done : 0.0);
-    Json figures = {{"robustness_tasks_sampled_count", done},
-                    {"robustness_tasks_with_usable_draw_pct", done ? 100.0 * covered / done : 0.0},
-                    {"robustness_errors_count", failed}};
-    for (const auto& [v, k] : applies_by_variant) {
-      double pct = 100.0 * usable_by_variant[v] / std::max(1, k);
-      std::printf("  %-15s usable on %4d of %4d tasks it applies to (%.1f %%)\n", v.c_str(), usable_by_variant[v], k, pct);
-      figures["robustness_" + v + "_usable_pct"] = pct;
-    }
-    for (const auto& [d, k] : tasks_by_dtype) {
-      double pct = 100.0 * covered_by_dtype[d] / std::max(1, k);
-      std::printf("  %-9s %4d tasks, %.1f %% with a usable draw\n", d.c_str(), k, pct);
-      figures["robustness_" + d + "_covered_pct"] = pct;
-    }
-    if (!json_out.empty()) {
-      DeviceInfo di = device_info(dev);
-      char date[32];
-      std::time_t now = std::time(nullptr);
-      std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-      const char* commit = std::getenv("KFORGE_COMMIT");
-      Json doc = {{"gpu", prop.name}, {"driver", di.driver_version}, {"cuda", di.cuda_version}, {"torch", di.torch_version},
-                  {"date", date}, {"commit", commit ? commit : "unknown"},
-                  {"command", "kforge_robustness_coverage " + path + " --n " + std::to_string(n) + " --skip " + std::to_string(skip)}, {"figures", figures}, {"tasks", rows}};
-      std::ofstream(json_out) << doc.dump(1) << "\n";
-    }
+    Json figures = summarize(cov, groups_count);
+    if (!a.json_out.empty()) write_json(a, dev, prop, figures, cov.rows);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "robustness_coverage: %s\n", e.what());
     return 1;

@@ -1,10 +1,13 @@
-// kforge synth, and kforge tasks count|list|show|export over an HDF5 dataset.
+// kforge synth, kforge tasks count|list|show|export over an HDF5 dataset, and kforge tasks pack (task
+// files into a new dataset).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include <ATen/Parallel.h>
@@ -115,6 +118,45 @@ int run_synth(const std::string& config_path, const std::string& out_dir, int64_
   return 0;
 }
 
+// The family of a task's first operator, as the synthesizer names them; "" for one it never places first.
+std::string first_family(const TaskSpec& t) {
+  if (t.graph.nodes.empty()) return "";
+  for (const auto& [family, ops] : synth_families())
+    if (std::find(ops.begin(), ops.end(), t.graph.nodes.front().op) != ops.end()) return family;
+  return "";
+}
+
+struct PackArgs {
+  std::string out, config, generator = "kforge tasks pack 1";
+  std::vector<std::string> tasks;
+};
+
+// kforge tasks pack: task files as a new dataset, one row each (status cpu_ok, the GPU stages
+// pending), every derived column as kforge synth fills it, the spec column the file as written.
+int pack_tasks(const PackArgs& a) {
+  SynthConfig cfg = a.config.empty() ? SynthConfig{} : SynthConfig::load(a.config);
+  Dataset d;
+  std::set<std::string> ids;
+  for (const auto& path : a.tasks) {
+    std::string text = read_text(path);
+    TaskSpec t = parse_task(text, path);
+    KFORGE_CHECK(ids.insert(t.id).second, usage, path << ": task id '" << t.id << "' is already in the pack");
+    KeptTask k{t, first_family(t), canonical_graph_hash(t), canonical_op_sequence(t),
+               estimate_eager_ms(t.resolved, t.dtype, cfg.cost)};
+    DatasetRow r = to_row(k);
+    r.spec_yaml = text;
+    d.rows.push_back(std::move(r));
+  }
+  d.attrs["generator"] = a.generator;
+  d.attrs["seed"] = "0";
+  d.attrs["config_yaml"] = a.config.empty() ? "" : read_text(a.config);
+  d.attrs["summary_json"] = nlohmann::ordered_json{{"drawn", d.rows.size()}, {"kept", d.rows.size()}}.dump();
+  d.attrs["gpu_stages"] = "pending: eager_runtime_window, torch_compile_build, baselines";
+  write_dataset(a.out, d);
+  std::cout << "wrote " << a.out << " (" << d.rows.size() << " tasks)\n";
+  return 0;
+}
+
 struct TasksArgs {
   std::string dataset, split, source, status, ops, id, format, out;
   int min_ops = 0, max_ops = 0;
@@ -183,7 +225,7 @@ void add_synth_commands(CLI::App& app) {
   synth->add_flag("--quiet", quiet, "no progress lines");
   set_action(synth, [] { return run_synth(config, out, target, quiet); });
 
-  auto* tasks = app.add_subcommand("tasks", "Read a task dataset (HDF5)");
+  auto* tasks = app.add_subcommand("tasks", "Read a task dataset (HDF5), or pack task files into a new one");
   tasks->require_subcommand(1);
   static TasksArgs a;
   auto* count = tasks->add_subcommand("count", "Print how many tasks match");
@@ -218,6 +260,13 @@ void add_synth_commands(CLI::App& app) {
       }
     KFORGE_FAIL(usage, a.dataset << ": no task '" << a.id << "'");
   });
+  auto* pack = tasks->add_subcommand("pack", "Write task files as a new dataset (status cpu_ok), ready for the GPU stage");
+  static PackArgs pa;
+  pack->add_option("OUT", pa.out, "dataset.h5 to write (replaced when it exists)")->required();
+  pack->add_option("TASKS", pa.tasks, "task files, one row each in this order")->required();
+  pack->add_option("--config", pa.config, "synthesis config whose cost model estimates est_runtime_ms (defaults when omitted)");
+  pack->add_option("--generator", pa.generator, "the generator attribute")->capture_default_str();
+  set_action(pack, [] { return pack_tasks(pa); });
   auto* exp = tasks->add_subcommand("export", "Write matching tasks as a KernelBench-style folder or JSONL");
   add_filters(exp, a);
   exp->add_option("--format", a.format, "kernelbench (one .py per task) or jsonl")->required();

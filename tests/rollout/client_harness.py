@@ -1,0 +1,75 @@
+"""What the Python client's suites (test_client.py, test_client_evaluate.py) share: `kforge serve` as
+a subprocess with a config written for the test, the sample candidate, action builders, a dead
+endpoint. Their `server` fixture is in conftest.py."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "python"))
+KFORGE = os.path.abspath(os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge")))
+
+CAND = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
+
+
+def candidate(name):
+    with open(os.path.join(CAND, name)) as f:
+        return f.read()
+
+
+def write(path, content):
+    return {"name": "write_file", "arguments": {"path": path, "content": content}}
+
+
+def call(name, **args):
+    return {"name": name, "arguments": args}
+
+
+class Server:
+    """`kforge serve` as a subprocess with a config written for the test."""
+
+    def __init__(self, tmp_path, endpoint=None, record=True, stream=None, **sections):
+        self.tmp_path = tmp_path
+        self.endpoint = endpoint or f"ipc://{tmp_path}/kforge.sock"
+        self.record = str(tmp_path / "trajectories.h5") if record else None
+        config = {"scheduler": {"gpus": 0, "compile_workers": 1}}
+        for k, v in sections.items():
+            config.setdefault(k, {}).update(v)
+        if self.record:
+            config["record"] = {"path": self.record, "fsync": False}
+        if stream:
+            config["stream"] = {"bind": stream}
+        self.config = tmp_path / "server.yaml"
+        self.config.write_text(json.dumps(config))  # JSON is YAML
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.log = open(self.tmp_path / "serve.log", "a")
+        self.proc = subprocess.Popen([KFORGE, "serve", "--config", str(self.config), "--bind", self.endpoint],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("kforge serve: listening on"), line + open(self.tmp_path / "serve.log").read()
+        self.line = line
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def terminate(self, timeout=30):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.terminate()
+
+
+def dead_endpoint():
+    """A loopback tcp endpoint nothing listens on."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{sock.getsockname()[1]}"

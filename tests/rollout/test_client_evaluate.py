@@ -1,0 +1,191 @@
+"""The evaluation side of the Python client against the real `kforge serve` binary, without a GPU:
+the OpenAI-compatible evaluation loop (ChatEvaluator) against a scripted stand-in endpoint, the
+`kforge-evaluate` command over a split, concurrent and resumed, its summary's counts and speedups,
+and its refusal of a server without a GPU lane."""
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from client_harness import SOURCE_DIR, candidate, dead_endpoint
+from kforge_client import Client, read_trajectories
+from kforge_client.adapters import ChatEvaluator
+
+
+class StandInChat(http.server.BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible chat endpoint: answers each request with answer(body)'s message."""
+
+    def answer(self, body):
+        raise NotImplementedError
+
+    def do_POST(self):
+        message = self.answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        data = json.dumps({"id": "x", "object": "chat.completion",
+                           "choices": [{"index": 0, "message": message,
+                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+class ScriptedChat(StandInChat):
+    """Replays scripted assistant messages, records requests."""
+    script = []
+    requests = []
+
+    def answer(self, body):
+        ScriptedChat.requests.append(body)
+        return ScriptedChat.script[len(ScriptedChat.requests) - 1]
+
+
+def tool_call(i, name, **args):
+    return {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def test_openai_evaluation_loop_against_a_scripted_endpoint(server):
+    ScriptedChat.requests = []
+    ScriptedChat.script = [
+        {"role": "assistant", "content": None, "tool_calls": [
+            tool_call(1, "write_file", path="kernel.cu", content=candidate("kernel.cu")),
+            tool_call(2, "write_file", path="launch.yaml", content=candidate("launch.yaml"))]},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call(3, "compile")]},
+        {"role": "assistant", "content": "Looks fine. Now I will think about it some more."},
+        {"role": "assistant", "content": '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'},
+    ]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ScriptedChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        ev = ChatEvaluator(f"http://127.0.0.1:{httpd.server_address[1]}/v1", "stand-in", Client(server.endpoint))
+        result = ev.run_episode("gelu_scale_residual", seed=1, options={"max_turns": 5})
+    finally:
+        httpd.shutdown()
+    assert result.turns == 5 and result.termination_reason == "max_turns"
+    assert result.episode_reward == -1  # no submission that counted: the no-GPU submit was a harness error
+    first = ScriptedChat.requests[0]
+    assert first["model"] == "stand-in" and {t["function"]["name"] for t in first["tools"]} >= {"compile"}
+    third = ScriptedChat.requests[2]["messages"]
+    tool_msgs = [m for m in third if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["call_1", "call_2", "call_3"]
+    assert tool_msgs[2]["content"].startswith("compile: ok")
+    fourth = ScriptedChat.requests[3]["messages"]
+    assert fourth[-1]["role"] == "user" and fourth[-1]["content"].startswith("error: ")
+    t = read_trajectories(server.record)[0]
+    assert [turn["info"]["tool"] for turn in t["turns"]] == ["write_file", "write_file", "compile", None, "submit"]
+
+
+class SubmitChat(StandInChat):
+    """For many concurrent episodes: every reply calls submit; records the models asked for."""
+    lock = threading.Lock()
+    models = []
+
+    def answer(self, body):
+        with SubmitChat.lock:
+            SubmitChat.models.append(body["model"])
+        return {"role": "assistant", "content": None, "tool_calls": [tool_call(1, "submit")]}
+
+
+def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SubmitChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    out = tmp_path / "heldout.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
+
+    def evaluate(*args):
+        return subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url", url,
+                               "--out", str(out), "--max-turns", "2", "--concurrency", "2", "--allow-no-gpu", *args],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    try:
+        heldout = [t["name"] for t in Client(server.endpoint).tasks(split="heldout")["tasks"]]
+        assert heldout  # the samples have one
+        r = evaluate("--model", "m1", "--seeds", "0,1,2", "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert sorted((x["task"], x["seed"]) for x in rows) == sorted((t, s) for t in heldout for s in (0, 1, 2))
+        # The stand-in submits an empty workspace at once: the episode ends with the compile_error reward.
+        assert all(x["turns"] == 1 and x["termination_reason"] == "submitted" and x["episode_reward"] == -1
+                   and x["reward"]["rule"] == "compile_error" and "error" not in x and x["no_gpu"] for x in rows), rows
+        summary = json.loads(r.stdout)
+        assert summary["episodes"] == 3 * len(heldout) and summary["errors"] == 0
+        assert summary["unjudged"] == 3 * len(heldout) and "nothing will be judged" in r.stderr
+        assert summary["termination"] == {"submitted": 3 * len(heldout)}
+        assert summary["reward_rule"] == {"compile_error": 3 * len(heldout)} and summary["mean_reward"] == -1
+        assert "3 episode(s) to play" in r.stderr and "episodes/min" in r.stderr
+
+        # A rerun plays nothing; another model's episodes go in the same file, counted apart.
+        again = evaluate("--model", "m1", "--seeds", "0,1,2")
+        assert again.returncode == 0 and "0 episode(s) to play, 3 already in" in again.stderr, again.stderr
+        assert f"NOTHING COULD BE JUDGED in {3 * len(heldout)} of them" in again.stdout, again.stdout
+        assert len(out.read_text().splitlines()) == 3
+        other = evaluate("--model", "m2", "--tasks", "linear_relu", "--seeds", "5", "--json")
+        assert other.returncode == 0, other.stderr
+        assert json.loads(other.stdout)["episodes"] == 1 and "m2" in SubmitChat.models
+
+        # A server that is not there: the episode is written as an error line, and played again later.
+        down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
+                               "http://127.0.0.1:9/v1", "--model", "m3", "--tasks", "linear_relu", "--max-turns", "2",
+                               "--out", str(out), "--json", "--allow-no-gpu"], capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert down.returncode == 0, down.stderr
+        assert json.loads(down.stdout)["errors"] == 1 and "error URLError" in down.stderr
+        bad = evaluate("--model", "m1", "--split", "no_such_split")
+        assert bad.returncode == 2 and "split no_such_split has none" in bad.stderr
+    finally:
+        httpd.shutdown()
+
+
+def test_evaluate_summary_counts_and_speedups():
+    from kforge_client.evaluate import summarize, summary_table
+
+    def row(task, seed, reward, rule, eager=None, compile_beats=False, error=None):
+        r = {"task": task, "seed": seed, "model": "m", "episode_reward": reward, "termination_reason": "submitted",
+             "turns": 3, "reward": {"rule": rule}}
+        if eager is not None:
+            r["reward"]["eager"] = {"speedup": {"point": eager}, "beats": eager > 1.05}
+            r["reward"]["torch_compile"] = {"beats": compile_beats}
+        if error:
+            r = {"task": task, "seed": seed, "model": "m", "error": error}
+        return r
+
+    rows = [row("a", 0, 0, "x", error="URLError: down"),       # played again below: not an error
+            row("a", 0, 1.0, "faster_than_both", eager=2.0, compile_beats=True),
+            row("b", 0, 0.5, "faster_than_eager", eager=1.5),
+            row("c", 0, 0.1, "correct_not_faster", eager=0.5),
+            row("d", 0, -1, "compile_error"),
+            row("e", 0, 0, "x", error="ServerUnavailable: no reply")]
+    s = summarize(rows)
+    assert (s["episodes"], s["errors"], s["tasks"], s["timed_submissions"]) == (4, 1, 4, 3)
+    assert s["mean_reward"] == (1.0 + 0.5 + 0.1 - 1) / 4 and s["positive_reward_share"] == 0.75
+    assert s["beats_eager_share"] == 0.5 and s["beats_compile_share"] == 0.25
+    assert s["speedup_over_eager_median"] == 1.5
+    assert abs(s["speedup_over_eager_geomean"] - (2.0 * 1.5 * 0.5) ** (1 / 3)) < 1e-12
+    text = summary_table(s)
+    assert "episodes 4 over 4 task(s); 1 could not be played" in text and "3 timed submission(s)" in text
+
+
+def test_evaluate_refuses_a_server_without_a_gpu_lane(server, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
+    out = tmp_path / "out.jsonl"
+    r = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
+                        "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and not out.exists(), r.stderr
+    assert f"kforge-evaluate: the server at {server.endpoint} has no GPU lane" in r.stderr and "--allow-no-gpu" in r.stderr
+    down = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", dead_endpoint(), "--chat-url",
+                           "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out), "--connect-timeout", "1"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert down.returncode == 2 and "kforge-evaluate: no kforge server answered health" in down.stderr, down.stderr
+    assert "within 1 s" in down.stderr, down.stderr
+    assert "Traceback" not in down.stderr
+    usage = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--help"], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: kforge-evaluate "), usage.stdout
+    assert "--allow-no-gpu" in usage.stdout and "python -m" not in usage.stdout.splitlines()[0]
