@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "data_synth/op_exec.h"
+#include "data_synth/reference_torchscript.h"
 
 namespace kforge {
 
@@ -35,6 +36,7 @@ std::vector<at::Tensor> draw_arguments(const TaskSpec& task, const DrawKey& key,
 }
 
 std::vector<at::Tensor> run_reference(const TaskSpec& task, const std::vector<at::Tensor>& args) {
+  if (task.imported()) return run_torchscript_reference(task, args);
   const ResolvedGraph& g = task.resolved;
   KFORGE_CHECK(args.size() == g.arguments.size(), internal,
                "task " << task.id << " takes " << g.arguments.size() << " arguments, got " << args.size());

@@ -1,6 +1,6 @@
 #pragma once
 // A task's reference in C++: its arguments drawn as tensors (CPU or CUDA) and its op graph
-// executed with libtorch.
+// executed with libtorch, or, for an imported task, its TorchScript module (reference_torchscript.h).
 #include <map>
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ at::Tensor draw_tensor(const Draw& draw, const TensorMeta& meta, uint64_t stream
 // Every argument of trial `key.trial`, in the task's argument order.
 std::vector<at::Tensor> draw_arguments(const TaskSpec& task, const DrawKey& key, const at::Device& device);
 
-// Runs the task's graph on `args` (its argument order) and returns its outputs.
+// Runs the task's graph (or TorchScript module) on `args` (its argument order) and returns its outputs.
 std::vector<at::Tensor> run_reference(const TaskSpec& task, const std::vector<at::Tensor>& args);
 
 // The precision settings every float32 reference and baseline runs with: TF32 off for cuBLAS and

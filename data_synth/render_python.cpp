@@ -5,6 +5,7 @@
 namespace kforge {
 
 std::string render_python(const TaskSpec& t) {
+  if (t.imported()) return t.program;  // the module's own source, as the importer read it
   std::ostringstream py;
   py << "# kforge task " << t.id;
   if (!t.description.empty()) py << ": " << t.description;

@@ -9,8 +9,13 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
+#include "data_synth/task_yaml.h"
 
 namespace kforge {
+
+using task_yaml::at_node;
+using task_yaml::num;
+using task_yaml::read_shape;
 
 const char* task_source_name(TaskSource s) {
   switch (s) {
@@ -24,6 +29,7 @@ const char* task_source_name(TaskSource s) {
 }
 
 std::optional<TaskSource> task_source_from_name(const std::string& name) {
+  if (name == "cuda_agent_ops") return TaskSource::cuda_agent_ops;  // the enum's spelling, as importers may write it
   for (TaskSource s : {TaskSource::synth, TaskSource::kernelbench, TaskSource::cuda_agent_ops, TaskSource::samples,
                        TaskSource::other})
     if (name == task_source_name(s)) return s;
@@ -33,6 +39,9 @@ std::optional<TaskSource> task_source_from_name(const std::string& name) {
 const char* task_source_names() { return "synth, kernelbench, cuda-agent-ops, samples, other"; }
 
 const char* split_name(Split s) { return s == Split::train ? "train" : "heldout"; }
+
+const char* reference_kind_name(ReferenceKind k) { return k == ReferenceKind::graph ? "graph" : "torchscript"; }
+const char* module_mode_name(ModuleMode m) { return m == ModuleMode::train ? "train" : "eval"; }
 
 namespace {
 
@@ -57,25 +66,13 @@ DimEnv read_dims(const YamlNode& node) {
   return dims;
 }
 
-Shape read_shape(const YamlNode& node) { return node.as<std::vector<int64_t>>(); }
-
-// Wraps a step so its errors carry the YAML location.
-template <class F>
-auto at_node(const YamlNode& node, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    std::string what = e.what();
-    if (what.rfind(node.origin(), 0) == 0) throw;  // already located
-    throw Error(e.kind() == ErrorKind::shape ? ErrorKind::shape : ErrorKind::spec, node.where() + ": " + what);
-  }
-}
-
 bool close_enough(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 0.5; }
 
 }  // namespace
 
 void derive_task(TaskSpec& t) {
+  KFORGE_CHECK(!t.imported(), spec, "task " << t.id << " is imported (a " << reference_kind_name(t.reference.kind)
+                                            << " reference): its arguments and outputs are stated, not derived from a graph");
   std::map<std::string, Draw> draws;
   for (const auto& a : t.arguments) draws[a.decl.name] = a.draw;
   t.resolved = resolve_graph(t.graph, t.dims);
@@ -88,9 +85,15 @@ void derive_task(TaskSpec& t) {
   t.outputs.clear();
   for (size_t i = 0; i < t.resolved.outputs.size(); ++i)
     t.outputs.push_back({t.graph.outputs[i], t.resolved.output_metas[i]});
+  t.cost = {t.resolved.flops, t.resolved.min_bytes};
 }
 
 TaskSpec TaskSpec::with_dims(const DimEnv& overrides) const {
+  if (imported()) {
+    KFORGE_CHECK(overrides.empty(), spec, "task " << id << " is imported and has no dimensions to set ('"
+                                                  << overrides.begin()->first << "'): its shapes are the module's");
+    return *this;
+  }
   TaskSpec t = *this;
   for (const auto& [k, v] : overrides) {
     KFORGE_CHECK(t.dims.count(k), spec, "task " << id << " has no dimension '" << k << "'");
@@ -238,6 +241,54 @@ Baselines read_baselines(const YamlNode& b) {
   return out;
 }
 
+// A graph task's dims, check_dims, graph, and the arguments, outputs and cost it states (which
+// must agree with the graph; stated draws are taken).
+void read_graph_body(const YamlNode& root, const std::optional<YamlNode>& ref, TaskSpec& t) {
+  if (ref) task_yaml::read_graph_reference(*ref);
+  if (auto p = root.find("program"))
+    p->fail("only imported tasks (reference.kind: torchscript) state a program; a graph task's is rendered from its graph");
+  t.dims = read_dims(root.at("dims"));
+  if (auto n = root.find("check_dims")) {
+    DimEnv cd = read_dims(*n);
+    for (const auto& [k, v] : cd)
+      if (!t.dims.count(k)) n->at(k).fail("'" + k + "' is not one of the task's dims");
+    t.check_dims = cd;
+  }
+  if (!root.has("graph"))
+    root.fail("missing required key 'graph' (or a `reference: {kind: torchscript, ...}` block for an imported task)");
+  YamlNode graph = root.at("graph");
+  read_graph(graph, t);
+  at_node(graph, [&] {
+    derive_task(t);
+    return 0;
+  });
+  if (auto args = root.find("arguments")) read_stated_arguments(*args, t);
+  if (auto outs = root.find("outputs")) check_stated_outputs(*outs, t);
+  if (auto cost = root.find("cost")) {
+    double flops = cost->req<double>("flops"), bytes = cost->req<double>("min_bytes");
+    if (!close_enough(flops, t.resolved.flops))
+      cost->at("flops").fail("is " + std::to_string(flops) + " but the graph gives " + std::to_string(t.resolved.flops));
+    if (!close_enough(bytes, t.resolved.min_bytes))
+      cost->at("min_bytes").fail("is " + std::to_string(bytes) + " but the graph gives " + std::to_string(t.resolved.min_bytes));
+    cost->check_no_unknown_keys();
+  }
+}
+
+Provenance read_provenance(const YamlNode& p) {
+  Provenance out;
+  out.generator = p.req<std::string>("generator");
+  out.seed = p.get<uint64_t>("seed", 0);
+  out.format = p.get<std::string>("format", "");
+  out.file = p.get<std::string>("file", "");
+  out.file_sha256 = p.get<std::string>("file_sha256", "");
+  out.tolerance_profile = p.get<std::string>("tolerance_profile", "");
+  for (auto [key, field] : {std::pair{"row", &out.row}, std::pair{"level", &out.level}})
+    if (auto n = p.find(key); n && !n->is_null()) *field = n->as<int64_t>();
+  if (auto n = p.find("ops"); n && !n->is_null()) out.ops = n->as<std::vector<std::string>>();
+  p.check_no_unknown_keys();
+  return out;
+}
+
 }  // namespace
 
 TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
@@ -270,28 +321,9 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
     YamlNode n = root.at("dtype");
     t.dtype = at_node(n, [&] { return dtype_from_name(n.as<std::string>()); });
   }
-  t.dims = read_dims(root.at("dims"));
-  if (auto n = root.find("check_dims")) {
-    DimEnv cd = read_dims(*n);
-    for (const auto& [k, v] : cd)
-      if (!t.dims.count(k)) n->at(k).fail("'" + k + "' is not one of the task's dims");
-    t.check_dims = cd;
-  }
-
-  if (!root.has("graph")) {
-    root.fail("missing required key 'graph': only operator-graph references are supported so far "
-              "(imported TorchScript references come with the import tool)");
-  }
-  YamlNode graph = root.at("graph");
-  read_graph(graph, t);
-  at_node(graph, [&] {
-    derive_task(t);
-    return 0;
-  });
-
-  // Stated arguments must match the graph's; their draws are taken.
-  if (auto args = root.find("arguments")) read_stated_arguments(*args, t);
-  if (auto outs = root.find("outputs")) check_stated_outputs(*outs, t);
+  auto ref = root.find("reference");
+  if (ref && task_yaml::read_reference_kind(*ref) == ReferenceKind::torchscript) task_yaml::read_imported_body(root, *ref, t);
+  else read_graph_body(root, ref, t);
 
   t.tolerance = PrecisionConfig{}.for_dtype(dtype_name(t.dtype));
   if (auto tol = root.find("tolerance")) {
@@ -301,21 +333,8 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
       tol->fail("atol and rtol must be >= 0 and not both 0");
     tol->check_no_unknown_keys();
   }
-  if (auto cost = root.find("cost")) {
-    double flops = cost->req<double>("flops"), bytes = cost->req<double>("min_bytes");
-    if (!close_enough(flops, t.resolved.flops))
-      cost->at("flops").fail("is " + std::to_string(flops) + " but the graph gives " + std::to_string(t.resolved.flops));
-    if (!close_enough(bytes, t.resolved.min_bytes))
-      cost->at("min_bytes").fail("is " + std::to_string(bytes) + " but the graph gives " + std::to_string(t.resolved.min_bytes));
-    cost->check_no_unknown_keys();
-  }
   if (auto b = root.find("baselines")) t.baselines = read_baselines(*b);
-  {
-    YamlNode p = root.at("provenance");
-    t.provenance.generator = p.req<std::string>("generator");
-    t.provenance.seed = p.get<uint64_t>("seed", 0);
-    p.check_no_unknown_keys();
-  }
+  t.provenance = read_provenance(root.at("provenance"));
   root.check_no_unknown_keys();
   return t;
 }
@@ -330,9 +349,44 @@ TaskSpec load_task(const std::string& path) {
   return parse_task(text.str(), path);
 }
 
-namespace {
+namespace task_yaml {
 
-std::string num(double v) { return shortest_double(v); }
+void emit_shape(YAML::Emitter& e, const Shape& s) {
+  e << YAML::Flow << YAML::BeginSeq;
+  for (int64_t d : s) e << d;
+  e << YAML::EndSeq;
+}
+
+void emit_draw(YAML::Emitter& e, const Draw& d) {
+  e << YAML::Flow << YAML::BeginMap;
+  switch (d.dist) {
+    case DrawDist::normal: e << YAML::Key << "dist" << YAML::Value << "normal" << YAML::Key << "mean" << YAML::Value << num(d.a) << YAML::Key << "std" << YAML::Value << num(d.b); break;
+    case DrawDist::uniform: e << YAML::Key << "dist" << YAML::Value << "uniform" << YAML::Key << "low" << YAML::Value << num(d.a) << YAML::Key << "high" << YAML::Value << num(d.b); break;
+    case DrawDist::randint: e << YAML::Key << "dist" << YAML::Value << "randint" << YAML::Key << "low" << YAML::Value << static_cast<int64_t>(d.a) << YAML::Key << "high" << YAML::Value << static_cast<int64_t>(d.b); break;
+    case DrawDist::constant: e << YAML::Key << "dist" << YAML::Value << "constant" << YAML::Key << "value" << YAML::Value << num(d.a); break;
+  }
+  e << YAML::EndMap;
+}
+
+void emit_argument(YAML::Emitter& e, const TaskArgument& a) {
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << a.decl.name << YAML::Key << "role"
+    << YAML::Value << arg_role_name(a.decl.role) << YAML::Key << "shape" << YAML::Value;
+  emit_shape(e, a.decl.meta.shape);
+  e << YAML::Key << "dtype" << YAML::Value << dtype_name(a.decl.meta.dtype) << YAML::Key << "draw" << YAML::Value;
+  emit_draw(e, a.draw);
+  if (!a.decl.used) e << YAML::Key << "used" << YAML::Value << false;
+  e << YAML::EndMap;
+}
+
+void emit_output(YAML::Emitter& e, const TaskOutput& o) {
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << o.name << YAML::Key << "shape" << YAML::Value;
+  emit_shape(e, o.meta.shape);
+  e << YAML::Key << "dtype" << YAML::Value << dtype_name(o.meta.dtype) << YAML::EndMap;
+}
+
+}  // namespace task_yaml
+
+namespace {
 
 void emit_baselines(YAML::Emitter& e, const Baselines& b) {
   e << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
@@ -351,26 +405,9 @@ void emit_baselines(YAML::Emitter& e, const Baselines& b) {
   e << YAML::EndMap;
 }
 
-void emit_shape(YAML::Emitter& e, const Shape& s) {
-  e << YAML::Flow << YAML::BeginSeq;
-  for (int64_t d : s) e << d;
-  e << YAML::EndSeq;
-}
-
 void emit_dims(YAML::Emitter& e, const DimEnv& dims) {
   e << YAML::Flow << YAML::BeginMap;
   for (const auto& [k, v] : dims) e << YAML::Key << k << YAML::Value << v;
-  e << YAML::EndMap;
-}
-
-void emit_draw(YAML::Emitter& e, const Draw& d) {
-  e << YAML::Flow << YAML::BeginMap;
-  switch (d.dist) {
-    case DrawDist::normal: e << YAML::Key << "dist" << YAML::Value << "normal" << YAML::Key << "mean" << YAML::Value << num(d.a) << YAML::Key << "std" << YAML::Value << num(d.b); break;
-    case DrawDist::uniform: e << YAML::Key << "dist" << YAML::Value << "uniform" << YAML::Key << "low" << YAML::Value << num(d.a) << YAML::Key << "high" << YAML::Value << num(d.b); break;
-    case DrawDist::randint: e << YAML::Key << "dist" << YAML::Value << "randint" << YAML::Key << "low" << YAML::Value << static_cast<int64_t>(d.a) << YAML::Key << "high" << YAML::Value << static_cast<int64_t>(d.b); break;
-    case DrawDist::constant: e << YAML::Key << "dist" << YAML::Value << "constant" << YAML::Key << "value" << YAML::Value << num(d.a); break;
-  }
   e << YAML::EndMap;
 }
 
@@ -399,18 +436,7 @@ void emit_attr(YAML::Emitter& e, const std::string& text) {
   }
 }
 
-}  // namespace
-
-std::string task_to_yaml(const TaskSpec& t) {
-  YAML::Emitter e;
-  e << YAML::BeginMap;
-  e << YAML::Key << "kforge_task" << YAML::Value << TaskSpec::kFormatVersion;
-  e << YAML::Key << "id" << YAML::Value << t.id;
-  e << YAML::Key << "source" << YAML::Value << task_source_name(t.source);
-  e << YAML::Key << "split" << YAML::Value << split_name(t.split);
-  if (!t.description.empty()) e << YAML::Key << "description" << YAML::Value << t.description;
-  e << YAML::Key << "seed" << YAML::Value << t.seed;
-  e << YAML::Key << "dtype" << YAML::Value << dtype_name(t.dtype);
+void emit_graph_body(YAML::Emitter& e, const TaskSpec& t) {
   e << YAML::Key << "dims" << YAML::Value;
   emit_dims(e, t.dims);
   if (t.check_dims) {
@@ -447,33 +473,60 @@ std::string task_to_yaml(const TaskSpec& t) {
   e << YAML::EndMap;
 
   e << YAML::Key << "arguments" << YAML::Value << YAML::BeginSeq;
-  for (const auto& a : t.arguments) {
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << a.decl.name << YAML::Key << "role"
-      << YAML::Value << arg_role_name(a.decl.role) << YAML::Key << "shape" << YAML::Value;
-    emit_shape(e, a.decl.meta.shape);
-    e << YAML::Key << "dtype" << YAML::Value << dtype_name(a.decl.meta.dtype) << YAML::Key << "draw" << YAML::Value;
-    emit_draw(e, a.draw);
-    if (!a.decl.used) e << YAML::Key << "used" << YAML::Value << false;
-    e << YAML::EndMap;
-  }
+  for (const auto& a : t.arguments) task_yaml::emit_argument(e, a);
   e << YAML::EndSeq;
   e << YAML::Key << "outputs" << YAML::Value << YAML::BeginSeq;
-  for (const auto& o : t.outputs) {
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << o.name << YAML::Key << "shape" << YAML::Value;
-    emit_shape(e, o.meta.shape);
-    e << YAML::Key << "dtype" << YAML::Value << dtype_name(o.meta.dtype) << YAML::EndMap;
-  }
+  for (const auto& o : t.outputs) task_yaml::emit_output(e, o);
   e << YAML::EndSeq;
+}
+
+// Imported tasks write every provenance key (null where it does not apply), others the two.
+void emit_provenance(YAML::Emitter& e, const Provenance& p) {
+  e << YAML::Key << "provenance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "generator"
+    << YAML::Value << p.generator << YAML::Key << "seed" << YAML::Value << p.seed;
+  if (!p.format.empty()) {
+    auto opt = [&](const char* key, const std::optional<int64_t>& v) {
+      e << YAML::Key << key << YAML::Value;
+      if (v) e << *v;
+      else e << YAML::Null;
+    };
+    e << YAML::Key << "format" << YAML::Value << p.format << YAML::Key << "file" << YAML::Value << YAML::DoubleQuoted
+      << p.file << YAML::Key << "file_sha256" << YAML::Value << p.file_sha256;
+    opt("row", p.row);
+    opt("level", p.level);
+    e << YAML::Key << "ops" << YAML::Value;
+    if (p.ops) e << YAML::Flow << *p.ops;
+    else e << YAML::Null;
+    e << YAML::Key << "tolerance_profile" << YAML::Value << p.tolerance_profile;
+  }
+  e << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string task_to_yaml(const TaskSpec& t) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "kforge_task" << YAML::Value << TaskSpec::kFormatVersion;
+  e << YAML::Key << "id" << YAML::Value << t.id;
+  e << YAML::Key << "source" << YAML::Value << task_source_name(t.source);
+  e << YAML::Key << "split" << YAML::Value << split_name(t.split);
+  if (!t.description.empty()) e << YAML::Key << "description" << YAML::Value << t.description;
+  e << YAML::Key << "seed" << YAML::Value << t.seed;
+  e << YAML::Key << "dtype" << YAML::Value << dtype_name(t.dtype);
+  if (t.imported()) task_yaml::emit_imported_body(e, t);
+  else emit_graph_body(e, t);
   e << YAML::Key << "tolerance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "atol" << YAML::Value
     << num(t.tolerance.atol) << YAML::Key << "rtol" << YAML::Value << num(t.tolerance.rtol) << YAML::EndMap;
-  e << YAML::Key << "cost" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "flops" << YAML::Value
-    << num(t.resolved.flops) << YAML::Key << "min_bytes" << YAML::Value << num(t.resolved.min_bytes) << YAML::EndMap;
+  e << YAML::Key << "cost" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (t.cost.flops) e << YAML::Key << "flops" << YAML::Value << num(*t.cost.flops);
+  e << YAML::Key << "min_bytes" << YAML::Value << num(t.cost.min_bytes) << YAML::EndMap;
   if (!t.baselines.empty()) emit_baselines(e, t.baselines);
-  e << YAML::Key << "provenance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "generator"
-    << YAML::Value << t.provenance.generator << YAML::Key << "seed" << YAML::Value << t.provenance.seed << YAML::EndMap;
+  emit_provenance(e, t.provenance);
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
+
 
 std::string spec_with_baselines(const std::string& text, const Baselines& b, const std::string& origin) {
   // A top-level key starts a line with neither indentation, comment nor list marker.

@@ -5,6 +5,10 @@
 //
 // Loading checks everything and fills what can be derived (argument list, outputs, cost,
 // tolerance); where the file states a derived field, it must agree with the graph.
+//
+// An imported task (KernelBench, CUDA-Agent) has no graph: its reference is the module itself,
+// exported as TorchScript (`reference.kind: torchscript`), its program is the module's source as
+// read, and its arguments, outputs and cost are taken as written (and validated), not derived.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,8 +48,36 @@ struct Baselines {
 };
 
 struct Provenance {
-  std::string generator;  // "kforge-synth 0.1", "hand-written"
+  std::string generator;  // "kforge-synth 0.1", "hand-written", "kforge tasks import"
   uint64_t seed = 0;      // the generator's seed
+  // Imported tasks only (empty / absent otherwise): where the module came from.
+  std::string format;             // kernelbench, cuda-agent
+  std::string file, file_sha256;  // the path as given to the importer, the file's hash
+  std::optional<int64_t> row;     // the row of a cuda-agent file
+  std::optional<int64_t> level;   // KernelBench level 1-3
+  std::optional<std::vector<std::string>> ops;  // cuda-agent's op list
+  std::string tolerance_profile;  // kforge, cuda-agent
+};
+
+// What judges a candidate: the task's operator graph executed with ATen calls, or the task's own
+// PyTorch module exported as TorchScript (data_synth/reference.h runs both).
+enum class ReferenceKind { graph, torchscript };
+enum class ModuleMode { train, eval };
+const char* reference_kind_name(ReferenceKind k);
+const char* module_mode_name(ModuleMode m);
+
+struct TaskReference {
+  ReferenceKind kind = ReferenceKind::graph;
+  ModuleMode module_mode = ModuleMode::eval;  // the mode the module was traced in (torchscript)
+  std::string sha256;                         // hex SHA-256 of `artifact`
+  std::string artifact;                       // the bytes torch.jit.save wrote (base64 in YAML)
+};
+
+// The speed-of-light floor's inputs. An imported task may lack the FLOP count (the importer's
+// counter did not cover every op): then the speed-of-light check is off for it.
+struct TaskCost {
+  std::optional<double> flops;
+  double min_bytes = 0;  // every argument read once, every output written once
 };
 
 struct TaskSpec {
@@ -57,21 +89,28 @@ struct TaskSpec {
   std::string description;
   uint64_t seed = 0;  // the task seed of every draw: (seed, trial, salt)
   DType dtype = DType::float32;
-  DimEnv dims;
-  std::optional<DimEnv> check_dims;  // small dims for CPU consistency checks
-  OpGraph graph;
+  DimEnv dims;                       // graph tasks only
+  std::optional<DimEnv> check_dims;  // small dims for CPU consistency checks (graph tasks only)
+  OpGraph graph;                     // graph tasks only
+  TaskReference reference;
+  std::string program;  // imported tasks: the module's Python source, verbatim (render_python returns it)
 
-  // Derived (and checked against the file when it states them).
+  // Derived from the graph (and checked against the file when it states them); an imported
+  // task's arguments, outputs and cost are its file's, `resolved` is empty.
   ResolvedGraph resolved;
   std::vector<TaskArgument> arguments;
   std::vector<TaskOutput> outputs;
+  TaskCost cost;
   Tolerance tolerance;
   Baselines baselines;
   Provenance provenance;
 
-  // The same task with some dimensions replaced (draws kept by argument name).
+  bool imported() const { return reference.kind == ReferenceKind::torchscript; }
+
+  // The same task with some dimensions replaced (draws kept by argument name). An imported task
+  // has no dimensions: empty overrides give it back unchanged, any other is a spec error.
   TaskSpec with_dims(const DimEnv& overrides) const;
-  // The same task at its check_dims (or itself when it has none).
+  // The same task at its check_dims (or itself when it has none, as imported tasks).
   TaskSpec at_check_dims() const;
 };
 
@@ -88,6 +127,7 @@ TaskSpec make_task(std::string id, OpGraph graph, DimEnv dims, DType dtype, uint
 TaskSpec make_op_example_task(const OpDef& op, DType dtype = DType::float32);
 
 // Re-derives arguments, outputs and cost after the graph or dims changed; keeps draws by name.
+// An imported task has nothing to derive from: a spec error.
 void derive_task(TaskSpec& task);
 
 // The spec text with its top-level `baselines:` block replaced by `b` (or inserted before

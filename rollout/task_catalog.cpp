@@ -48,6 +48,7 @@ void TaskCatalog::add_task(std::shared_ptr<const TaskSpec> spec, const std::stri
   e.description = spec->description;
   e.origin = origin;
   for (const auto& n : spec->graph.nodes) e.ops.push_back(n.op);
+  if (spec->imported() && spec->provenance.ops) e.ops = *spec->provenance.ops;  // an imported module's own op list
   e.eager_ms = spec->baselines.eager_ms;
   e.compile_ms = spec->baselines.compile_ms;
   e.spec = std::move(spec);

@@ -21,7 +21,7 @@
 #include "configs/error.h"
 #include "env/process/clock.h"
 #include "env/compile/include_guard.h"
-#include "env/compile/sha256.h"
+#include "configs/sha256.h"
 
 #ifndef KFORGE_CUDA_TOOLKIT_INCLUDE
 #define KFORGE_CUDA_TOOLKIT_INCLUDE ""

@@ -159,10 +159,17 @@ void Judgement::profile() {
     prof["ceilings"] = {{"dram_gbps", ceil.copy_gbps}, {"fp32_tflops", ceil.matmul_tflops_fp32}, {"fp16_tflops", ceil.matmul_tflops_fp16},
                         {"method", "best of 1 GiB device-to-device copies; best of 8192^3 matmuls (float32 TF32 off, float16)"}};
     if (span_s > 0) {
-      double gbps = task_.resolved.min_bytes / span_s / 1e9, tflops = task_.resolved.flops / span_s / 1e12;
-      prof["achieved"] = {{"gbps", gbps}, {"tflops", tflops}, {"dram_fraction", gbps / ceil.copy_gbps},
-                          {"fp32_fraction", tflops / ceil.matmul_tflops_fp32},
+      double gbps = task_.cost.min_bytes / span_s / 1e9;
+      prof["achieved"] = {{"gbps", gbps}, {"dram_fraction", gbps / ceil.copy_gbps},
                           {"basis", "the task's minimum bytes and FLOPs over the span of the candidate's kernels in one call"}};
+      if (task_.cost.flops) {  // an imported task may state no FLOP count
+        double tflops = *task_.cost.flops / span_s / 1e12;
+        prof["achieved"]["tflops"] = tflops;
+        prof["achieved"]["fp32_fraction"] = tflops / ceil.matmul_tflops_fp32;
+      } else {
+        prof["achieved"]["tflops"] = nullptr;
+        prof["achieved"]["fp32_fraction"] = nullptr;
+      }
     }
   } else {
     prof["unavailable"] = window.unavailable;

@@ -89,15 +89,19 @@ void Judgement::time() {
                                                                 "verification call after its pair; pairs on robustness draws "
                                                                 "checked but not counted"
                                                               : "")}};
-  if (req_.anticheat.speed_of_light) {
+  if (req_.anticheat.speed_of_light && !task_.cost.flops) {
+    // No FLOP count (an imported module with ops the importer could not count): no floor to hold it to.
+    reply_["timing"]["checks_off"]["speed_of_light"] =
+        "the task states no FLOP count (cost.flops), so it has no speed-of-light floor; the check is off for this task";
+  } else if (req_.anticheat.speed_of_light) {
     auto t_ceil = std::chrono::steady_clock::now();
     const DeviceCeilings& ceil = s_.ceilings();  // measured once per worker: a start-up cost
     phases_["ceilings_ms"] = ms_since(t_ceil);
-    SpeedOfLight sol = speed_of_light(task_.resolved.min_bytes, task_.resolved.flops, ceil, req_.anticheat.sol_headroom);
+    SpeedOfLight sol = speed_of_light(task_.cost.min_bytes, *task_.cost.flops, ceil, req_.anticheat.sol_headroom);
     bool ok = runs[0].stats.median >= sol.floor_ms;
     add_check("speed_of_light", ok, "the measured time is below what the GPU's memory bandwidth and compute allow for this task",
               {{"median_ms", runs[0].stats.median}, {"floor_ms", sol.floor_ms}, {"bytes_floor_ms", sol.bytes_ms},
-               {"flops_floor_ms", sol.flops_ms}, {"min_bytes", task_.resolved.min_bytes}, {"flops", task_.resolved.flops},
+               {"flops_floor_ms", sol.flops_ms}, {"min_bytes", task_.cost.min_bytes}, {"flops", *task_.cost.flops},
                {"headroom", req_.anticheat.sol_headroom}, {"copy_gbps", ceil.copy_gbps}, {"matmul_tflops_fp32", ceil.matmul_tflops_fp32},
                {"matmul_tflops_fp16", ceil.matmul_tflops_fp16}});
   }

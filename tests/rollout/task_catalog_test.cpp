@@ -14,7 +14,10 @@
 
 #include "configs/error.h"
 #include "data_synth/dataset_h5.h"
+#include "data_synth/import_pack.h"
 #include "env/episode/env_config.h"
+#include "env/episode/prompt.h"
+#include "reward/reward_config.h"
 #include "rollout/server_config.h"
 #include "tests/test_paths.h"
 
@@ -195,5 +198,42 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   std::ofstream((dir / "junk.h5.xz").string()) << "not xz";
   EXPECT_NE(error_of((dir / "junk.h5.xz").string()).find("junk.h5.xz: xz could not decompress it"), std::string::npos)
       << error_of((dir / "junk.h5.xz").string());
+  fs::remove_all(dir);
+}
+
+// Imported tasks (TorchScript references, TASK_FORMAT.md "Imported tasks") packed as a dataset by
+// `kforge tasks import`'s kforge half: the catalog serves them, the artifact survives the HDF5
+// file byte for byte, and the prompt shows the module's program verbatim.
+TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
+  fs::path dir = fs::temp_directory_path() / ("kforge_catalog_imported_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "tasks");
+  const fs::path fixture = KFORGE_IMPORTED_FIXTURE_DIR;
+  for (const auto& f : fs::directory_iterator(fixture / "tasks")) fs::copy_file(f.path(), dir / "tasks" / f.path().filename());
+  fs::copy_file(fixture / "bad" / "kb_bad_sha.yaml", dir / "tasks" / "kb_bad_sha.yaml");
+  ImportPack pack = pack_import_dir(dir.string(), "test");
+  EXPECT_EQ(pack.dataset.rows.size(), 5u);
+  EXPECT_EQ(pack.skipped_by_reason()["spec_error"], 1);
+  EXPECT_EQ(pack.skipped_by_reason()["stochastic"], 0);  // no skipped.jsonl in this folder
+
+  TaskCatalog c;
+  c.add_dataset(dir.string());
+  EXPECT_EQ(total(c, query(std::nullopt, std::string("kernelbench"))), 5);
+  Json listed = c.list(query(std::string("train")), 100);
+  bool seen = false;
+  for (const auto& t : listed["tasks"]) seen = seen || t["name"] == "kb_l2_linear_relu";
+  EXPECT_TRUE(seen) << listed.dump();
+
+  const TaskSpec original = load_task((fixture / "tasks" / "kb_l2_linear_relu.yaml").string());
+  auto served = c.find("kb_l2_linear_relu");
+  ASSERT_TRUE(served);
+  EXPECT_TRUE(served->imported());
+  EXPECT_EQ(served->reference.artifact, original.reference.artifact);
+  EXPECT_EQ(served->reference.sha256, original.reference.sha256);
+  EXPECT_EQ(served->program, original.program);
+  std::string prompt = render_prompt(*served, EnvConfig::load(resource_path("configs/env.yaml")), RewardConfig{});
+  EXPECT_NE(prompt.find(original.program.substr(0, original.program.size() - 1)), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("fc.weight"), std::string::npos);  // the argument table lists the state
+  EXPECT_EQ(c.find("kb_bad_sha"), nullptr);
   fs::remove_all(dir);
 }

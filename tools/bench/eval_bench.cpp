@@ -19,7 +19,11 @@
 //       if that fails), as the environment's profile() does by default: profile_counters_passes
 //       is the replay count. --metrics: those metrics (configs/env.yaml tools.profile_metrics)
 //       instead of the default list.
-//   All take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
+//   kforge_eval_bench reference --tasks DIR [--device cpu|cuda] [--calls N] [--out FILE]
+//       The TorchScript reference of imported tasks against the graph reference of the same ops
+//       on the same shapes (relu, linear+relu, softmax): median per-call wall time
+//       (tools/bench/reference_overhead.cpp; DIR from tests/data_synth/make_imported_tasks.py).
+//   All but reference take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
 //   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
 //   light), to measure what the checks cost. aa also reports the wall time per timing request.
 //       One candidate timed in N separate requests: the spread of its median, and how often a
@@ -37,6 +41,7 @@
 #include "reward/speedup.h"
 #include "reward/timing_stats.h"
 #include "tests/env/judge/candidates.h"
+#include "tools/bench/reference_overhead.h"
 
 using namespace kforge;
 
@@ -282,7 +287,8 @@ int main(int argc, char** argv) {
     if (mode == "overhead") return overhead(argc, argv);
     if (mode == "aa") return aa(argc, argv);
     if (mode == "profile") return profile(argc, argv);
-    std::cerr << "usage: kforge_eval_bench overhead|aa|profile [options] (see the header of tools/bench/eval_bench.cpp)\n";
+    if (mode == "reference") return kforge::bench::reference_overhead(argc, argv);
+    std::cerr << "usage: kforge_eval_bench overhead|aa|profile|reference [options] (see the header of tools/bench/eval_bench.cpp)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "kforge_eval_bench: " << e.what() << "\n";

@@ -117,6 +117,8 @@ Json task_json(const DatasetRow& r, size_t row, int shard, const std::string& da
           {"seed", t.seed},
           {"dims", dims_json(t.dims)},
           {"check_dims", t.check_dims ? dims_json(*t.check_dims) : Json(nullptr)},
+          // torchscript: an imported module, program_py its own source (no dims, no check_dims)
+          {"reference", reference_kind_name(t.reference.kind)},
           {"outputs", outputs},
           {"tolerance", {{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol}}},
           {"program_py", r.program_py}};

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
 #ifndef KFORGE_CLI_LIGHT
   kforge::cli::add_synth_commands(app);
   kforge::cli::add_gpu_stage_commands(app);
+  kforge::cli::add_import_command(app);
   kforge::cli::add_serve_commands(app);
   kforge::cli::add_counters_command(app);
 #endif

@@ -74,7 +74,8 @@ void dump_task(const TaskSpec& t, const fs::path& dir, uint64_t trial, uint64_t 
   for (size_t i = 0; i < args.size(); ++i) ab.push_back(to_buffer(t.arguments[i].decl.name, args[i], t.arguments[i].decl.meta.dtype));
   for (size_t i = 0; i < outs.size(); ++i) ob.push_back(to_buffer(t.outputs[i].name, outs[i], t.outputs[i].meta.dtype));
   std::string inputs;
-  for (const auto& in : t.graph.inputs) inputs += (inputs.empty() ? "" : ",") + in.name;
+  for (const auto& a : t.arguments)
+    if (a.decl.role == ArgRole::input) inputs += (inputs.empty() ? "" : ",") + a.decl.name;
   write_safetensors((dir / "args.safetensors").string(), ab, {{"inputs", inputs}, {"task", t.id}});
   write_safetensors((dir / "outputs.safetensors").string(), ob,
                     {{"atol", std::to_string(t.tolerance.atol)}, {"rtol", std::to_string(t.tolerance.rtol)}});
@@ -132,13 +133,15 @@ int run_task(const std::string& task, const std::string& device_name, uint64_t t
                    {"p90_ms", timed.stats.p90}, {"n", timed.stats.n}, {"rse", timed.stats.rse},
                    {"warmup_calls", timed.warmup_calls}, {"l2_flush_bytes", timed.l2_flush_bytes},
                    {"method", timed.method}};
-    j["cost"] = {{"flops", t.resolved.flops}, {"min_bytes", t.resolved.min_bytes}};
-    j["achieved"] = {{"tflop_per_s", t.resolved.flops / seconds / 1e12}, {"gb_per_s", t.resolved.min_bytes / seconds / 1e9}};
+    j["cost"] = {{"flops", t.cost.flops ? nlohmann::ordered_json(*t.cost.flops) : nlohmann::ordered_json()}, {"min_bytes", t.cost.min_bytes}};
+    j["achieved"] = {{"tflop_per_s", t.cost.flops ? nlohmann::ordered_json(*t.cost.flops / seconds / 1e12) : nlohmann::ordered_json()},
+                     {"gb_per_s", t.cost.min_bytes / seconds / 1e9}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::cout << "task " << t.id << " (" << task_source_name(t.source) << ", " << split_name(t.split) << "): "
-            << t.graph.nodes.size() << " operator(s), " << dtype_name(t.dtype) << "\n";
+            << (t.imported() ? "imported module (TorchScript reference)" : std::to_string(t.graph.nodes.size()) + " operator(s)")
+            << ", " << dtype_name(t.dtype) << "\n";
   std::cout << "device: " << info.name << " | torch " << info.torch_version;
   if (device.is_cuda()) std::cout << " | CUDA " << info.cuda_version << " | driver " << info.driver_version;
   std::cout << " | tf32 cublas=" << flags["allow_tf32_cublas"] << " cudnn=" << flags["allow_tf32_cudnn"] << "\n";
@@ -148,8 +151,8 @@ int run_task(const std::string& task, const std::string& device_name, uint64_t t
               << ", max|x| " << fmt_num(o["max_abs"].get<double>()) << (o["finite"].get<bool>() ? ", all finite" : ", NOT FINITE")
               << "\n";
   std::cout << "reference time: " << timed.stats.summary() << "\n";
-  std::cout << "achieved: " << fmt_num(t.resolved.flops / seconds / 1e12, 3) << " TFLOP/s, "
-            << fmt_num(t.resolved.min_bytes / seconds / 1e9, 1) << " GB/s of minimum traffic\n";
+  std::cout << "achieved: " << (t.cost.flops ? fmt_num(*t.cost.flops / seconds / 1e12, 3) : std::string("(no FLOP count)"))
+            << " TFLOP/s, " << fmt_num(t.cost.min_bytes / seconds / 1e9, 1) << " GB/s of minimum traffic\n";
   std::cout << "method: " << timed.method << "\n";
   return 0;
 }

@@ -9,7 +9,7 @@
 #include "configs/error.h"
 #include "env/compile/include_guard.h"
 #include "env/compile/nvrtc_compiler.h"
-#include "env/compile/sha256.h"
+#include "configs/sha256.h"
 
 namespace kforge {
 namespace {

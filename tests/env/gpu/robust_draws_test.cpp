@@ -127,3 +127,18 @@ TEST(RobustDraws, ConditioningRefusesVariantsTheReferenceCannotPass) {
     EXPECT_NE(v.reason.find("of the tolerance"), std::string::npos) << v.reason;
   }
 }
+
+// An imported task's TorchScript reference runs on the float64 copies the conditioning makes, so
+// its variants are conditioned as a graph task's are (relu and linear+relu are exact or close).
+TEST(RobustDraws, ConditioningWorksOnImportedTasks) {
+  TaskSpec t = load_task(std::string(KFORGE_IMPORTED_FIXTURE_DIR) + "/tasks/kb_l2_linear_relu.yaml");
+  ASSERT_TRUE(t.imported());
+  TaskConditions c = condition_variants(t, draw(t, 1), 99, 0.5);
+  ASSERT_FALSE(c.variants.empty());
+  int usable = 0;
+  for (const auto& v : c.variants) {
+    EXPECT_EQ(v.reason.find("no float64 reference"), std::string::npos) << variant_name(v.variant) << ": " << v.reason;
+    usable += v.usable ? 1 : 0;
+  }
+  EXPECT_GT(usable, 0);
+}

@@ -1,5 +1,5 @@
-// SHA-256 of the compile cache's keys, by OpenSSL's libcrypto.
-#include "env/compile/sha256.h"
+// SHA-256 (the compile cache's keys, imported tasks' artifacts) by OpenSSL's libcrypto.
+#include "configs/sha256.h"
 
 #include <openssl/evp.h>
 

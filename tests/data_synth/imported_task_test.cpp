@@ -1,0 +1,237 @@
+// Imported tasks in the task format (TASK_FORMAT.md, "Imported tasks"): the program and the
+// TorchScript reference round-trip byte for byte, the artifact's hash is checked, the stated
+// arguments and outputs are validated, and what only graph tasks have is refused. No libtorch:
+// the artifact's bytes are opaque here (tests/data_synth/reference_torchscript_test.cpp runs them).
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "configs/error.h"
+#include "configs/sha256.h"
+#include "data_synth/base64.h"
+#include "data_synth/render_python.h"
+#include "data_synth/task_spec.h"
+
+using namespace kforge;
+
+namespace {
+
+const std::string kArtifact = std::string("PK\x03\x04\0\xff\x80 torchscript bytes\n", 26);
+const std::string kProgram =
+    "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n\n\n"
+    "def get_inputs():\n    return [torch.randn(16, 256)]\n\n\ndef get_init_inputs():\n    return []\n";
+
+// A YAML block holding `text` as a literal (every line indented by two spaces).
+std::string literal(const std::string& text) {
+  std::string out = "|\n";
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    out += "  " + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string imported_yaml(const std::string& extra_top = "", const std::string& sha = sha256_hex(kArtifact),
+                          const std::string& arguments = "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
+                          const std::string& outputs = "  - {name: y0, shape: [16, 256], dtype: float32}\n",
+                          const std::string& cost = "cost: {flops: 4096, min_bytes: 32768}\n") {
+  return "kforge_task: 1\nid: kb_l1_relu\nsource: kernelbench\nsplit: heldout\ndescription: relu\nseed: 7\ndtype: float32\n" +
+         extra_top + "program: " + literal(kProgram) + "reference:\n  kind: torchscript\n  module_mode: train\n  sha256: " + sha +
+         "\n  artifact: " + base64_encode(kArtifact) + "\narguments:\n" + arguments + "outputs:\n" + outputs +
+         "tolerance: {atol: 0.01, rtol: 0.01}\n" + cost +
+         "provenance: {generator: kforge tasks import, format: kernelbench, file: \"KernelBench/level1/19_ReLU.py\", "
+         "file_sha256: abc, row: null, level: 1, ops: null, tolerance_profile: cuda-agent}\n";
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_task(yaml, "t.yaml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "parsed:\n" << yaml;
+  return "";
+}
+
+}  // namespace
+
+TEST(ImportedTask, ParsesTheContractsFields) {
+  TaskSpec t = parse_task(imported_yaml(), "t.yaml");
+  EXPECT_TRUE(t.imported());
+  EXPECT_EQ(t.reference.kind, ReferenceKind::torchscript);
+  EXPECT_EQ(t.reference.module_mode, ModuleMode::train);
+  EXPECT_EQ(t.reference.artifact, kArtifact);
+  EXPECT_EQ(t.program, kProgram);
+  EXPECT_EQ(t.split, Split::heldout);
+  ASSERT_EQ(t.arguments.size(), 1u);
+  EXPECT_EQ(t.arguments[0].decl.name, "x0");
+  EXPECT_EQ(t.arguments[0].decl.meta.shape, (Shape{16, 256}));
+  ASSERT_EQ(t.outputs.size(), 1u);
+  EXPECT_EQ(t.outputs[0].name, "y0");
+  ASSERT_TRUE(t.cost.flops.has_value());
+  EXPECT_EQ(*t.cost.flops, 4096);
+  EXPECT_EQ(t.cost.min_bytes, 32768);
+  EXPECT_EQ(t.tolerance.atol, 0.01);
+  EXPECT_TRUE(t.dims.empty());
+  EXPECT_FALSE(t.check_dims.has_value());
+  EXPECT_TRUE(t.graph.nodes.empty());
+  EXPECT_EQ(t.provenance.format, "kernelbench");
+  EXPECT_EQ(t.provenance.level, 1);
+  EXPECT_FALSE(t.provenance.row.has_value());
+  EXPECT_FALSE(t.provenance.ops.has_value());
+  EXPECT_EQ(t.provenance.tolerance_profile, "cuda-agent");
+}
+
+TEST(ImportedTask, RoundTripsThroughTaskToYaml) {
+  TaskSpec t = parse_task(imported_yaml(), "t.yaml");
+  std::string text = task_to_yaml(t);
+  TaskSpec back = parse_task(text, "again.yaml");
+  EXPECT_EQ(back.program, t.program);
+  EXPECT_EQ(back.reference.artifact, t.reference.artifact);
+  EXPECT_EQ(back.reference.sha256, t.reference.sha256);
+  EXPECT_EQ(back.reference.module_mode, t.reference.module_mode);
+  EXPECT_EQ(back.arguments.size(), t.arguments.size());
+  EXPECT_EQ(back.outputs[0].meta.shape, t.outputs[0].meta.shape);
+  EXPECT_EQ(back.cost.flops, t.cost.flops);
+  EXPECT_EQ(back.provenance.file, t.provenance.file);
+  EXPECT_EQ(back.provenance.level, t.provenance.level);
+  EXPECT_EQ(task_to_yaml(back), text);  // a fixed point
+}
+
+TEST(ImportedTask, ProgramSurvivesVerbatimWhateverItsWhitespace) {
+  for (std::string program : {kProgram, kProgram.substr(0, kProgram.size() - 1), kProgram + "\n\n", std::string("  x = 1\n"),
+                              std::string("a = 1\r\nb = '\xc3\xa9'\r\n"), std::string("x = 1\n   \n\ty = 2\n"),
+                              std::string("\tx = 1\n"), std::string("# only a comment")}) {
+    TaskSpec t = parse_task(imported_yaml(), "t.yaml");
+    t.program = program;
+    TaskSpec back = parse_task(task_to_yaml(t), "again.yaml");
+    EXPECT_EQ(back.program, program);
+  }
+}
+
+TEST(ImportedTask, ArtifactBytesSurviveEveryLength) {
+  for (size_t n : {1u, 2u, 3u, 4u, 57u, 58u, 59u, 1000u}) {
+    TaskSpec t = parse_task(imported_yaml(), "t.yaml");
+    t.reference.artifact.clear();
+    for (size_t i = 0; i < n; ++i) t.reference.artifact.push_back(static_cast<char>((i * 37 + 11) & 255));
+    t.reference.sha256 = sha256_hex(t.reference.artifact);
+    EXPECT_EQ(parse_task(task_to_yaml(t), "again.yaml").reference.artifact, t.reference.artifact) << n;
+  }
+}
+
+TEST(ImportedTask, ArtifactWhoseHashDiffersIsASpecErrorNamingTheKey) {
+  std::string e = error_of(imported_yaml("", std::string(64, '0')));
+  EXPECT_NE(e.find("reference.sha256"), std::string::npos) << e;
+  EXPECT_NE(e.find(sha256_hex(kArtifact)), std::string::npos) << e;
+  EXPECT_NE(error_of(imported_yaml("", "XYZ")).find("64 lowercase hex"), std::string::npos);
+}
+
+TEST(ImportedTask, RefusesWhatOnlyGraphTasksHave) {
+  for (const char* key : {"dims: {N: 4}\n", "check_dims: {N: 2}\n", "graph: {inputs: [], nodes: [], outputs: []}\n"}) {
+    std::string e = error_of(imported_yaml(key));
+    EXPECT_NE(e.find("has no"), std::string::npos) << e;
+  }
+}
+
+TEST(ImportedTask, ValidatesTheStatedArgumentsAndOutputs) {
+  const std::string x0 = "  - {name: x0, role: input, shape: [4], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n";
+  auto arg_error = [&](const std::string& args) { return error_of(imported_yaml("", sha256_hex(kArtifact), args)); };
+  EXPECT_NE(arg_error(x0 + x0).find("used twice"), std::string::npos);
+  EXPECT_NE(arg_error("  - {name: x0, role: input, shape: [0, 4], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n").find(">= 1"),
+            std::string::npos);
+  EXPECT_NE(arg_error("  - {name: x0, role: input, shape: [4], dtype: float64, draw: {dist: normal, mean: 0, std: 1}}\n").find("dtype"),
+            std::string::npos);
+  EXPECT_NE(arg_error("  - {name: x0, role: weight, shape: [4], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n").find("role"),
+            std::string::npos);
+  EXPECT_NE(arg_error("  - {name: x0, role: input, shape: [4], dtype: float32}\n").find("draw"), std::string::npos);
+  EXPECT_FALSE(arg_error("  - {name: x0, role: input, shape: [4], dtype: float32, draw: {dist: normal, mean: 0, std: -1}}\n").empty());
+  EXPECT_NE(arg_error("  - {name: w, role: parameter, shape: [4], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n" + x0)
+                .find("role input"),
+            std::string::npos);
+  // Outputs share the arguments' namespace (launch plans name tensors by name).
+  std::string clash = error_of(imported_yaml("", sha256_hex(kArtifact), x0, "  - {name: x0, shape: [4], dtype: float32}\n"));
+  EXPECT_NE(clash.find("used twice"), std::string::npos) << clash;
+  EXPECT_NE(error_of(imported_yaml("", sha256_hex(kArtifact), x0, "  []\n")).find("outputs"), std::string::npos);
+}
+
+TEST(ImportedTask, CostWithoutFlopsMeansNoFlopCount) {
+  TaskSpec t = parse_task(imported_yaml("", sha256_hex(kArtifact),
+                                        "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
+                                        "  - {name: y0, shape: [16, 256], dtype: float32}\n", "cost: {min_bytes: 32768}\n"),
+                          "t.yaml");
+  EXPECT_FALSE(t.cost.flops.has_value());
+  std::string text = task_to_yaml(t);
+  EXPECT_EQ(text.find("flops"), std::string::npos) << text;
+  EXPECT_FALSE(parse_task(text, "again.yaml").cost.flops.has_value());
+  // Without a cost block, min_bytes is every argument and output once.
+  TaskSpec no_cost = parse_task(imported_yaml("", sha256_hex(kArtifact),
+                                              "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
+                                              "  - {name: y0, shape: [16, 256], dtype: float32}\n", ""),
+                                "t.yaml");
+  EXPECT_EQ(no_cost.cost.min_bytes, 2 * 16 * 256 * 4);
+}
+
+TEST(ImportedTask, DerivingAndResizingRefuseOrDoNothing) {
+  TaskSpec t = parse_task(imported_yaml(), "t.yaml");
+  try {
+    derive_task(t);
+    ADD_FAILURE() << "derive_task accepted an imported task";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec);
+    EXPECT_NE(std::string(e.what()).find("imported"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(task_to_yaml(t.with_dims({})), task_to_yaml(t));
+  EXPECT_EQ(task_to_yaml(t.at_check_dims()), task_to_yaml(t));
+  EXPECT_THROW(t.with_dims({{"N", 4}}), Error);
+}
+
+TEST(ImportedTask, RenderPythonIsTheProgramVerbatim) {
+  TaskSpec t = parse_task(imported_yaml(), "t.yaml");
+  EXPECT_EQ(render_python(t), kProgram);
+}
+
+TEST(ImportedTask, GraphTasksMayStateTheirKindButNoProgram) {
+  const std::string graph_task = R"(kforge_task: 1
+id: g
+source: synth
+split: train
+seed: 1
+dtype: float32
+dims: {N: 4}
+graph:
+  inputs: [{name: x, shape: [N]}]
+  nodes: [{id: y, op: relu, in: [x]}]
+  outputs: [y]
+provenance: {generator: test}
+)";
+  TaskSpec g = parse_task(graph_task + "reference: {kind: graph}\n", "g.yaml");
+  EXPECT_FALSE(g.imported());
+  ASSERT_TRUE(g.cost.flops.has_value());
+  EXPECT_EQ(g.cost.min_bytes, g.resolved.min_bytes);
+  EXPECT_NE(error_of(graph_task + "program: \"x = 1\"\n").find("only imported tasks"), std::string::npos);
+  EXPECT_NE(error_of(graph_task + "reference: {kind: onnx}\n").find("unknown reference kind"), std::string::npos);
+  EXPECT_NE(error_of(graph_task + "reference: {kind: graph, sha256: abc}\n").find("sha256"), std::string::npos);
+}
+
+TEST(ImportedTask, AcceptsTheEnumSpellingOfTheCudaAgentSource) {
+  std::string text = imported_yaml();
+  text.replace(text.find("source: kernelbench"), 19, "source: cuda_agent_ops");
+  EXPECT_EQ(parse_task(text, "t.yaml").source, TaskSource::cuda_agent_ops);
+}
+
+TEST(Base64, EncodesAndDecodesTheRfcVectors) {
+  const std::pair<const char*, const char*> v[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+                                                   {"foo", "Zm9v"},   {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
+                                                   {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, coded] : v) {
+    EXPECT_EQ(base64_encode(plain), coded);
+    EXPECT_EQ(base64_decode(coded), plain);
+  }
+  EXPECT_EQ(base64_decode("Zm9v\n YmFy\n"), "foobar");
+  EXPECT_THROW(base64_decode("Zm9v!"), Error);
+  EXPECT_THROW(base64_decode("Zm9"), Error);
+  EXPECT_THROW(base64_decode("Zg==Zg=="), Error);
+}

@@ -1,0 +1,102 @@
+// Imported tasks (TorchScript references) judged on the GPU end to end: the worker loads the
+// artifact on the device, verifies a correct candidate and fails a wrong one, times against the
+// TorchScript reference, and turns the speed-of-light check off (saying so) for a task that
+// states no FLOP count. Tasks from tests/data_synth/make_imported_tasks.py.
+#include <gtest/gtest.h>
+
+#include "env/judge/evaluator.h"
+#include "tests/skip_without_cuda.h"
+
+using namespace kforge;
+
+namespace {
+
+TaskSpec fixture(const std::string& id) { return load_task(std::string(KFORGE_IMPORTED_FIXTURE_DIR) + "/tasks/" + id + ".yaml"); }
+
+EvalConfig test_config() {
+  EvalConfig c;
+  c.worker.compile_timeout_s = 10;
+  c.worker.request_timeout_s = 60;
+  c.timing.budget_ms = 1500;
+  return c;
+}
+
+Candidate relu_candidate(bool correct) {
+  Candidate c;
+  c.dir = correct ? "relu" : "identity";
+  c.source = std::string("extern \"C\" __global__ void k(const float* x, float* y, int n) {\n"
+                         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "  if (i < n) y[i] = ") +
+             (correct ? "fmaxf(x[i], 0.0f)" : "x[i]") + ";\n}\n";
+  c.plan_text = "launches:\n  - kernel: k\n    grid: [16]\n    block: [256]\n    args: [x0, y0, 4096]\n";
+  return c;
+}
+
+// y0 = (a + b) * 2 (8 x 32), y1 = its row mean / 2: one block of 32 threads per row.
+Candidate two_outputs_candidate() {
+  Candidate c;
+  c.dir = "two_outputs";
+  c.source =
+      "extern \"C\" __global__ void k(const float* a, const float* b, float* y0, float* y1) {\n"
+      "  int r = blockIdx.x, j = threadIdx.x;\n"
+      "  float s = a[r * 32 + j] + b[r * 32 + j];\n"
+      "  y0[r * 32 + j] = s * 2.0f;\n"
+      "  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);\n"
+      "  if (j == 0) y1[r] = s / 32.0f;\n"
+      "}\n";
+  c.plan_text = "launches:\n  - kernel: k\n    grid: [8]\n    block: [32]\n    args: [x0, x1, y0, y1]\n";
+  return c;
+}
+
+}  // namespace
+
+TEST(ImportedTaskGpu, CorrectCandidatePassesAndWrongOneFails) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  TaskSpec task = fixture("kb_l1_relu");
+  EvalOptions opt;
+  opt.trials = 3;
+  opt.salt = 4242;
+  Json good = ev.evaluate(task, relu_candidate(true), opt);
+  EXPECT_EQ(report_verdict(good), "pass") << format_report(good);
+  ASSERT_TRUE(good["timing"].is_object()) << good.dump();
+  EXPECT_GT(good["timing"]["reference"]["median_ms"].get<double>(), 0);
+  opt.time = false;
+  Json bad = ev.evaluate(task, relu_candidate(false), opt);
+  EXPECT_EQ(report_verdict(bad), "fail") << format_report(bad);
+}
+
+TEST(ImportedTaskGpu, SpeedOfLightIsOffAndSaysSoWithoutAFlopCount) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  TaskSpec task = fixture("kb_l1_two_outputs");
+  ASSERT_FALSE(task.cost.flops.has_value());
+  EvalOptions opt;
+  opt.trials = 3;
+  Json r = ev.evaluate(task, two_outputs_candidate(), opt);
+  EXPECT_EQ(report_verdict(r), "pass") << format_report(r);
+  ASSERT_TRUE(r["timing"].is_object()) << r.dump();
+  EXPECT_TRUE(r["timing"]["checks_off"]["speed_of_light"].is_string()) << r["timing"].dump();
+  for (const auto& c : r["anticheat"]["checks"]) EXPECT_NE(c["name"], "speed_of_light") << c.dump();
+}
+
+TEST(ImportedTaskGpu, ModulesWithStateVerifyWithTheirDrawnParameters) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  // Batchnorm in eval mode over constant-drawn state: y = x / sqrt(1 + eps) for every draw.
+  Evaluator ev(test_config());
+  TaskSpec task = fixture("kb_l2_batchnorm_eval");
+  Candidate c;
+  c.dir = "bn";
+  c.source = "extern \"C\" __global__ void k(const float* x, const float* w, const float* b, const float* m, const float* v,\n"
+             "                              float* y, int n, int f) {\n"
+             "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+             "  if (i < n) { int j = i % f; y[i] = (x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]; }\n"
+             "}\n";
+  c.plan_text = "launches:\n  - kernel: k\n    grid: [2]\n    block: [256]\n"
+                "    args: [x0, bn.weight, bn.bias, bn.running_mean, bn.running_var, y0, 512, 32]\n";
+  EvalOptions opt;
+  opt.trials = 3;
+  opt.time = false;
+  Json r = ev.evaluate(task, c, opt);
+  EXPECT_EQ(report_verdict(r), "pass") << format_report(r);
+}

@@ -1,0 +1,118 @@
+"""`kforge tasks import`'s kforge half, on task files written the way the Python importer writes
+them (tests/data_synth/make_imported_tasks.py traces KernelBench-style modules with pip torch):
+every file parsed with kforge's parser, the refused ones skipped as spec_error, the rest packed
+as DIR/dataset.h5 (artifact and program intact), the imported / skipped-by-reason table and the
+modules per second printed; `kforge tasks show|export-gpu` read the imported rows; and a clear
+typed error when the importer package cannot be run. No GPU needed."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import pytest
+import yaml
+
+KFORGE = os.environ.get("KFORGE_BIN", "kforge")
+SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURE = os.path.join(SOURCE_DIR, "tests", "data_synth", "make_imported_tasks.py")
+
+
+def kforge(*args, check=True, env=None):
+    r = subprocess.run([KFORGE, *map(str, args)], capture_output=True, text=True, env=env)
+    if check and r.returncode != 0:
+        raise AssertionError(f"kforge {args} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+@pytest.fixture(scope="module")
+def fixture_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("imported_fixture")
+    subprocess.run([sys.executable, FIXTURE, "--out", str(d)], check=True, capture_output=True)
+    return d
+
+
+@pytest.fixture()
+def import_dir(fixture_dir, tmp_path):
+    """An importer's output folder: 5 good tasks, 2 files kforge's parser refuses, 2 importer skips."""
+    out = tmp_path / "out"
+    shutil.copytree(fixture_dir / "tasks", out / "tasks")
+    for f in (fixture_dir / "bad").iterdir():
+        shutil.copy(f, out / "tasks" / f.name)
+    shutil.copy(fixture_dir / "skipped.jsonl", out / "skipped.jsonl")
+    shutil.copy(fixture_dir / "import_summary.json", out / "import_summary.json")
+    return out
+
+
+def test_pack_parses_packs_and_prints_the_table(import_dir, fixture_dir):
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
+    lines = r.stdout.splitlines()
+    assert "imported  5" in lines, r.stdout
+    assert "skipped   4" in lines, r.stdout
+    table = {l.split()[0]: int(l.split()[1]) for l in lines if l.startswith("  ")}
+    assert table == {"load_error": 1, "spec_error": 2, "stochastic": 1}, r.stdout
+    # 9 modules over the importer's 2.0 s (import_summary.json)
+    assert any(l.startswith("modules   9 in 2.00 s (4.50 modules/s)") for l in lines), r.stdout
+
+    skipped = [json.loads(l) for l in (import_dir / "skipped.jsonl").read_text().splitlines()]
+    spec_errors = {os.path.basename(s["file"]): s["detail"] for s in skipped if s["reason"] == "spec_error"}
+    assert set(spec_errors) == {"kb_bad_sha.yaml", "kb_bad_dims.yaml"}
+    assert "reference.sha256" in spec_errors["kb_bad_sha.yaml"] and "hash to" in spec_errors["kb_bad_sha.yaml"]
+    assert "dims" in spec_errors["kb_bad_dims.yaml"]
+
+    with h5py.File(import_dir / "dataset.h5") as f:
+        t = f["tasks"]
+        ids = list(t["id"].asstr()[:])
+        assert sorted(ids) == ["kb_l1_relu", "kb_l1_softmax", "kb_l1_two_outputs", "kb_l2_batchnorm_eval", "kb_l2_linear_relu"]
+        assert set(t["source"].asstr()[:]) == {"kernelbench"} and set(t["status"].asstr()[:]) == {"cpu_ok"}
+        row = ids.index("kb_l2_linear_relu")
+        spec = yaml.safe_load(t["spec_yaml"].asstr()[row])
+        original = yaml.safe_load((fixture_dir / "tasks" / "kb_l2_linear_relu.yaml").read_text())
+        assert t["program_py"].asstr()[row] == original["program"]
+        assert spec["program"] == original["program"]
+        assert spec["reference"]["sha256"] == original["reference"]["sha256"]
+        assert "".join(spec["reference"]["artifact"].split()) == original["reference"]["artifact"]
+        assert t["graph_hash"].asstr()[row] == original["reference"]["sha256"]
+        two = ids.index("kb_l1_two_outputs")
+        assert t["flops"][two] != t["flops"][two]  # NaN: no FLOP count
+        assert "flops" not in yaml.safe_load(t["spec_yaml"].asstr()[two])["cost"]
+        assert json.loads(f.attrs["summary_json"])["imported"] == 5
+
+
+def test_packing_again_does_not_repeat_the_parsers_refusals(import_dir):
+    kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
+    kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
+    reasons = [json.loads(l)["reason"] for l in (import_dir / "skipped.jsonl").read_text().splitlines()]
+    assert sorted(reasons) == ["load_error", "spec_error", "spec_error", "stochastic"]
+
+
+def test_imported_rows_read_back_through_the_tasks_commands(import_dir, fixture_dir):
+    kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
+    ds = import_dir / "dataset.h5"
+    program = yaml.safe_load((fixture_dir / "tasks" / "kb_l1_relu.yaml").read_text())["program"]
+    assert kforge("tasks", "show", ds, "kb_l1_relu", "--program").stdout == program
+    assert kforge("tasks", "count", ds, "--source", "kernelbench").stdout.strip() == "5"
+    lines = kforge("tasks", "export-gpu", ds).stdout.splitlines()
+    tasks = [json.loads(l) for l in lines[1:]]
+    relu = next(t for t in tasks if t["id"] == "kb_l1_relu")
+    assert relu["reference"] == "torchscript" and relu["dims"] == {} and relu["check_dims"] is None
+    assert relu["program_py"] == program
+
+
+def test_an_importer_that_cannot_be_imported_is_a_typed_error(tmp_path):
+    env = dict(os.environ, KFORGE_IMPORTER_PATH=str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", tmp_path / "out", "x.py", check=False, env=env)
+    assert r.returncode != 0
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("kforge: unsupported: the Python importer is not importable"), r.stderr
+
+
+def test_bad_arguments_are_usage_errors(tmp_path):
+    r = kforge("tasks", "import", "--format", "onnx", "--out", tmp_path, "x.py", check=False)
+    assert r.returncode != 0 and r.stderr.strip().splitlines()[-1].startswith("kforge: usage_error: --format is kernelbench or cuda-agent")
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", tmp_path, check=False)
+    assert r.returncode != 0 and "give the files or folders" in r.stderr
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", tmp_path / "none", "--pack-only", check=False)
+    assert r.returncode != 0 and r.stderr.strip().splitlines()[-1].startswith("kforge: io_error: ")
