@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "configs/error.h"
-#include "data_synth/dataset_h5.h"
-#include "data_synth/dtype.h"
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/task/dtype.h"
 
 namespace kforge {
 

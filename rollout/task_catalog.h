@@ -1,6 +1,6 @@
 #pragma once
 // The tasks a server offers: the shipped samples, directories of task specs and synthesised
-// datasets (data_synth/DATASET_FORMAT.md). Facts for listing and filtering are kept for every
+// datasets (data_synth/dataset/DATASET_FORMAT.md). Facts for listing and filtering are kept for every
 // task; a spec is parsed when an episode first asks for it and kept (tasks are immutable).
 // The samples (source `samples`) are served by name, but a listing beside other tasks holds them
 // only when it asks for source `samples`: they are not rows of a dataset's splits or counts.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "rollout/protocol.h"
 
 namespace kforge {

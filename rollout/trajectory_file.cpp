@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "configs/error.h"
-#include "data_synth/h5_handle.h"
+#include "data_synth/dataset/h5_handle.h"
 
 namespace kforge {
 

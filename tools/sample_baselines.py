@@ -6,7 +6,7 @@ measured by the dataset's own tool and method (tools/synth_gpu.py), so that the 
     tools/sample_baselines.py pack OUT_DIR [--samples DIR] [--kforge BIN]
         OUT_DIR/dataset.h5, written by `kforge tasks pack`: one row per sample (its spec as
         written, its program as `kforge task render` prints it, the derived columns as `kforge
-        synth` fills them), in the dataset layout (data_synth/DATASET_FORMAT.md), ready for
+        synth` fills them), in the dataset layout (data_synth/dataset/DATASET_FORMAT.md), ready for
         `tools/synth_gpu.py OUT_DIR/dataset.h5` and `--merge` on the GPU host
     tools/sample_baselines.py apply MERGED_DATASET [--samples DIR] [--kforge BIN]
         writes each measured sample's `baselines:` block (eager_ms, compile_ms, GPU, torch, CUDA,

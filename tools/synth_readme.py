@@ -38,7 +38,7 @@ def size(path):
 
 FILES = [
     ("dataset.h5.xz", "every task synthesised (kept and rejected), xz-compressed HDF5: specs, programs, baselines, "
-                      "status (`data_synth/DATASET_FORMAT.md`)"),
+                      "status (`data_synth/dataset/DATASET_FORMAT.md`)"),
     ("tasks.jsonl.xz", "the kept tasks (status `ok`), one JSON object per line with every column"),
     ("summary.txt", "the summary as a table (both stages)"),
     ("summary.json", "the same, as JSON (`gpu` is the GPU stage's part)"),
@@ -88,7 +88,7 @@ def render(s, files_dir=None, commit="", calls=None):
                f"{fmt_window(g.get('window_ms'))}; deterministic, not near-constant, varying with its inputs, not a "
                "structural duplicate of another task and not similar to KernelBench's levels 1-3. Its spec, its "
                "PyTorch program and its baselines are in the dataset. How the tasks were made: "
-               "`data_synth/DATASET_FORMAT.md` (\"Stages\") and `tools/SYNTH_GPU.md`.\n")
+               "`data_synth/dataset/DATASET_FORMAT.md` (\"Stages\") and `tools/SYNTH_GPU.md`.\n")
 
     out.append("## Files\n")
     rows = []

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "configs/eval_config.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/episode/env_config.h"
 #include "env/judge/evaluator.h"
 #include "env/episode/tool_call.h"

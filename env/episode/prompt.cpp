@@ -7,7 +7,7 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
-#include "data_synth/render_python.h"
+#include "data_synth/task/render_python.h"
 #include "env/episode/tool_call.h"
 
 namespace kforge {

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/episode/env_config.h"
 #include "reward/reward_config.h"
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/process/worker_protocol.h"
 #include "reward/episode_reward.h"
 

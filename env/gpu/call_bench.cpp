@@ -6,7 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "configs/error.h"
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 #include "env/gpu/candidate_error.h"
 #include "env/gpu/cuda_driver.h"
 #include "env/gpu/output_compare.h"

@@ -26,7 +26,7 @@
 #include <cuda.h>
 
 #include "anticheat/dynamic_checks.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/gpu/check_kernel.h"
 #include "env/gpu/draw_kernel.h"
 #include "env/gpu/robust_draws.h"

@@ -112,7 +112,7 @@ KF_FN double kf_load(int dt, const void* base, kf_u64 i, kf_u64* bits) {
   return (double)u;
 }
 
-/* The tolerance rule (data_synth/tolerance.h has it for tensors): both finite, outside when
+/* The tolerance rule (data_synth/reference/tolerance.h has it for tensors): both finite, outside when
    |c - r| > atol + rtol * |r|; otherwise outside unless the same infinity or both NaN. */
 KF_FN int kf_outside_tolerance(double c, double r, double atol, double rtol) {
   if (kf_is_finite(c) && kf_is_finite(r)) return kf_abs(kf_dsub(c, r)) > kf_dadd(atol, kf_dmul(rtol, kf_abs(r)));

@@ -9,7 +9,7 @@
 // fingerprint_like_device(), which the CPU tests check against plain definitions of the rules.
 //
 // The comparison rule, per element, in double precision: the tolerance rule of
-// data_synth/tolerance.h (the task's contract; kf_outside_tolerance is its device text, held equal
+// data_synth/reference/tolerance.h (the task's contract; kf_outside_tolerance is its device text, held equal
 // to the tensor one by tests/env/gpu/tolerance_agreement_test.cpp), and the poison:
 //   both finite:      bad if |c - r| > atol + rtol * |r|
 //   otherwise:        bad unless c == r (the same infinity) or both are NaN
@@ -28,7 +28,7 @@
 
 #include <cuda.h>
 
-#include "data_synth/dtype.h"
+#include "data_synth/task/dtype.h"
 #include "env/gpu/harness_nvrtc.h"
 
 namespace kforge {

@@ -22,7 +22,7 @@
 
 #include <cuda.h>
 
-#include "data_synth/draw.h"
+#include "data_synth/task/draw.h"
 #include "env/gpu/harness_nvrtc.h"
 
 namespace kforge {

@@ -14,7 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "configs/error.h"
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 #include "env/gpu/candidate_error.h"
 #include "env/process/clock.h"
 #include "env/gpu/cuda_driver.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "data_synth/reference.h"
-#include "data_synth/tolerance.h"
+#include "data_synth/reference/reference.h"
+#include "data_synth/reference/tolerance.h"
 #include "env/gpu/check_kernel.h"
 
 namespace kforge {
@@ -47,7 +47,7 @@ int64_t poison_fill_value(DType dtype, uint64_t poison_id) {
 void poison_output(at::Tensor& t, DType dtype, uint64_t poison_id) { as_bits(t, dtype).fill_(poison_fill_value(dtype, poison_id)); }
 
 // Compares one candidate output with the reference's, in chunks so temporaries stay small.
-// The slow path (libtorch, double precision, in chunks): the tolerance rule of data_synth/tolerance.h
+// The slow path (libtorch, double precision, in chunks): the tolerance rule of data_synth/reference/tolerance.h
 // and the poison and error statistics of the fused kernel (check_kernel.h), plus a few mismatching
 // elements with both values. Used when the fused compare found mismatches, or when the reference's
 // output is not of the declared dtype.

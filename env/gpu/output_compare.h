@@ -8,7 +8,7 @@
 
 #include <ATen/ATen.h>
 
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/process/worker_protocol.h"
 
 namespace kforge {

@@ -8,8 +8,8 @@
 #include <c10/core/InferenceMode.h>
 
 #include "configs/error.h"
-#include "data_synth/reference.h"
-#include "data_synth/tolerance.h"
+#include "data_synth/reference/reference.h"
+#include "data_synth/reference/tolerance.h"
 
 namespace kforge {
 

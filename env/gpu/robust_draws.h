@@ -20,7 +20,7 @@
 
 #include <ATen/ATen.h>
 
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 
 namespace kforge {
 

@@ -9,7 +9,7 @@
 
 #include <cuda.h>
 
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/process/worker_protocol.h"
 
 namespace kforge {

@@ -9,7 +9,7 @@
 
 #include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/process/worker_client.h"
 
 namespace kforge {

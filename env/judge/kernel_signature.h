@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "data_synth/dtype.h"
+#include "data_synth/task/dtype.h"
 
 namespace kforge {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "data_synth/dim_expr.h"
-#include "data_synth/dtype.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/dim_expr.h"
+#include "data_synth/task/dtype.h"
+#include "data_synth/task/task_spec.h"
 #include "env/judge/kernel_signature.h"
 
 namespace kforge {

@@ -2,7 +2,7 @@
 // tolerance floor or blind to its inputs is rejected; a good one passes.
 #include <gtest/gtest.h>
 
-#include "data_synth/cpu_checks.h"
+#include "data_synth/synth/cpu_checks.h"
 
 using namespace kforge;
 

@@ -1,4 +1,4 @@
-#include "data_synth/dim_expr.h"
+#include "data_synth/task/dim_expr.h"
 
 #include <gtest/gtest.h>
 

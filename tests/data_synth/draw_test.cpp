@@ -1,4 +1,4 @@
-#include "data_synth/draw.h"
+#include "data_synth/task/draw.h"
 
 #include <cmath>
 #include <cstring>

@@ -8,9 +8,9 @@
 
 #include "configs/error.h"
 #include "configs/sha256.h"
-#include "data_synth/base64.h"
-#include "data_synth/render_python.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/base64.h"
+#include "data_synth/task/render_python.h"
+#include "data_synth/task/task_spec.h"
 
 using namespace kforge;
 

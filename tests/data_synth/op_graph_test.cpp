@@ -1,4 +1,4 @@
-#include "data_synth/op_graph.h"
+#include "data_synth/task/op_graph.h"
 
 #include <gtest/gtest.h>
 

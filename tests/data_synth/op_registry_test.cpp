@@ -1,12 +1,12 @@
-#include "data_synth/op_registry.h"
+#include "data_synth/task/op_registry.h"
 
 #include <set>
 
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
-#include "data_synth/op_graph.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/op_graph.h"
+#include "data_synth/task/task_spec.h"
 
 using namespace kforge;
 

@@ -1,6 +1,6 @@
 // The reference on a CUDA device: same draws byte for byte as on the CPU, and the same function
 // (within the task's tolerance) for every operator and every sample. Skipped without a GPU.
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,6 +1,6 @@
 // The C++ reference on the CPU: every operator executes, draws become the tensors they promise,
 // and every sample computes a deterministic function that depends on its inputs.
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "tests/test_paths.h"
 
 #include "configs/error.h"
-#include "data_synth/op_exec.h"
+#include "data_synth/reference/op_exec.h"
 
 using namespace kforge;
 using kforge::testing::source_dir;

@@ -1,14 +1,14 @@
 // The reference of imported tasks: the module's TorchScript artifact (traced by pip torch in
 // tests/data_synth/make_imported_tasks.py, as the importer does) loaded once per artifact and
 // device and called with the drawn arguments, on the CPU.
-#include "data_synth/reference_torchscript.h"
+#include "data_synth/reference/reference_torchscript.h"
 
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 
 using namespace kforge;
 

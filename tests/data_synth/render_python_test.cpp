@@ -1,4 +1,4 @@
-#include "data_synth/render_python.h"
+#include "data_synth/task/render_python.h"
 
 #include <gtest/gtest.h>
 

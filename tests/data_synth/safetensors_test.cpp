@@ -1,4 +1,4 @@
-#include "data_synth/safetensors.h"
+#include "data_synth/task/safetensors.h"
 
 #include <cstdio>
 #include <fstream>

@@ -9,12 +9,12 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
-#include "data_synth/composer.h"
-#include "data_synth/dataset_h5.h"
-#include "data_synth/dedup.h"
-#include "data_synth/render_python.h"
-#include "data_synth/synth_config.h"
-#include "data_synth/synth_pipeline.h"
+#include "data_synth/synth/composer.h"
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/synth/dedup.h"
+#include "data_synth/task/render_python.h"
+#include "data_synth/synth/synth_config.h"
+#include "data_synth/synth/synth_pipeline.h"
 
 using namespace kforge;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 
 #include <algorithm>
 #include <cstdlib>

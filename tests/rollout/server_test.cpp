@@ -17,7 +17,7 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
-#include "data_synth/dataset_h5.h"
+#include "data_synth/dataset/dataset_h5.h"
 #include "env/episode/env_config.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"

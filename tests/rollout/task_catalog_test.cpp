@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
-#include "data_synth/dataset_h5.h"
-#include "data_synth/import_pack.h"
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/dataset/import_pack.h"
 #include "env/episode/env_config.h"
 #include "env/episode/prompt.h"
 #include "reward/reward_config.h"

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 
 namespace kforge::bench {
 

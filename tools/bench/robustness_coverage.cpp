@@ -25,8 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "anticheat/dynamic_checks.h"
-#include "data_synth/dataset_h5.h"
-#include "data_synth/reference.h"
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/reference/reference.h"
 #include "env/process/clock.h"
 #include "env/gpu/call_bench.h"
 #include "env/gpu/draw_kernel.h"

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "configs/error.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/task/task_spec.h"
 #include "env/judge/evaluator.h"
 #include "tools/kforge/commands.h"
 

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
-#include "data_synth/dataset_h5.h"
-#include "data_synth/synth_config.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/synth/synth_config.h"
+#include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // kforge tasks import: runs the Python importer (tools/task_import/, `python -m task_import`) on
 // KernelBench / CUDA-Agent modules, then parses what it wrote with kforge's own task parser and
-// packs it as DIR/dataset.h5 (data_synth/import_pack.h). The contract between the two halves is
-// in data_synth/TASK_FORMAT.md, "Imported tasks".
+// packs it as DIR/dataset.h5 (data_synth/dataset/import_pack.h). The contract between the two halves is
+// in data_synth/task/TASK_FORMAT.md, "Imported tasks".
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "configs/error.h"
-#include "data_synth/import_pack.h"
+#include "data_synth/dataset/import_pack.h"
 #include "tools/kforge/commands.h"
 
 #ifndef KFORGE_SOURCE_DIR

@@ -15,12 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
-#include "data_synth/cpu_checks.h"
-#include "data_synth/dataset_h5.h"
-#include "data_synth/render_python.h"
-#include "data_synth/reference.h"
-#include "data_synth/synth_pipeline.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/synth/cpu_checks.h"
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/task/render_python.h"
+#include "data_synth/reference/reference.h"
+#include "data_synth/synth/synth_pipeline.h"
+#include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
 
 #ifndef KFORGE_SOURCE_DIR

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
-#include "data_synth/reference.h"
-#include "data_synth/render_python.h"
-#include "data_synth/safetensors.h"
-#include "data_synth/task_spec.h"
+#include "data_synth/reference/reference.h"
+#include "data_synth/task/render_python.h"
+#include "data_synth/task/safetensors.h"
+#include "data_synth/task/task_spec.h"
 #include "env/gpu/timing.h"
 #include "tools/kforge/commands.h"
 

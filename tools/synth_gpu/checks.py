@@ -1,6 +1,6 @@
 """The output checks of the probe, and the one place the GPU stage applies the tolerance rule.
 
-The rule is kforge's (data_synth/cpu_checks.cpp, the verifier): an element passes when
+The rule is kforge's (data_synth/synth/cpu_checks.cpp, the verifier): an element passes when
 |out - ref| <= atol + rtol * |ref|, in double; atol and rtol are the task's, as `kforge tasks
 export-gpu` resolves them. `exceeds` below is that rule on torch tensors; every count here goes
 through it, and the fused Triton kernel (FusedCounts) is proved equal to it before first use."""

@@ -169,7 +169,7 @@ def baseline_of(r):
 
 
 def spec_baselines_of(r):
-    """The `baselines:` block of an ok row's spec, the keys data_synth/task_spec.cpp parses (kforge
+    """The `baselines:` block of an ok row's spec, the keys data_synth/task/task_spec.cpp parses (kforge
     writes it, six significant digits)."""
     env = r.get("env", {})
     b = {"eager_ms": r["eager_ms"], "gpu": env.get("gpu", ""), "torch": env.get("torch", ""),

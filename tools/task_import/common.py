@@ -4,7 +4,7 @@
 REASONS = ("load_error", "stochastic", "non_tensor_output", "data_dependent_shape", "custom_cuda", "constant_output",
            "trace_mismatch", "unsupported_dtype", "too_large")
 
-# kforge's dtype names (data_synth/dtype.h) for the torch dtypes a task may hold.
+# kforge's dtype names (data_synth/task/dtype.h) for the torch dtypes a task may hold.
 DTYPE_NAMES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat16": "bfloat16",
                "torch.int32": "int32", "torch.int64": "int64", "torch.bool": "bool"}
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")

@@ -1,4 +1,4 @@
-"""The draw of each argument in kforge's grammar (data_synth/draw.h: normal, uniform, randint,
+"""The draw of each argument in kforge's grammar (data_synth/task/draw.h: normal, uniform, randint,
 constant), fitted to the values the module produced, and sampling a draw with torch.
 
 The rules, in order (the first that applies; README.md gives the reasons):

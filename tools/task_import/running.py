@@ -58,7 +58,7 @@ def same(a, b):
 
 
 def within(out, ref, atol, rtol):
-    """kforge's rule (data_synth/tolerance.h): |out - ref| <= atol + rtol |ref| where both are finite,
+    """kforge's rule (data_synth/reference/tolerance.h): |out - ref| <= atol + rtol |ref| where both are finite,
     else equal (the same infinity) or both NaN. Returns (ok, worst |out - ref| over finite pairs)."""
     if out.shape != ref.shape or out.dtype != ref.dtype:
         return False, float("inf")

@@ -1,4 +1,4 @@
-"""The task file (data_synth/TASK_FORMAT.md, "Imported tasks"): a kforge task YAML without
+"""The task file (data_synth/task/TASK_FORMAT.md, "Imported tasks"): a kforge task YAML without
 dims/check_dims/graph, with `program` (the source exactly as read) and `reference` (the artifact)."""
 import hashlib
 import re
@@ -8,11 +8,11 @@ import yaml
 from . import artifact
 
 GENERATOR = "kforge tasks import"
-# `source` of the task per --format: the names kforge's task parser knows (data_synth/task_spec.cpp,
+# `source` of the task per --format: the names kforge's task parser knows (data_synth/task/task_spec.cpp,
 # TASK_FORMAT.md "Source and split"). The contract's text spells the second `cuda_agent_ops`, the C++
 # enumerator's name; the parser reads `cuda-agent-ops`.
 SOURCES = {"kernelbench": "kernelbench", "cuda-agent": "cuda-agent-ops"}
-# The tolerance profiles: `kforge` is configs/eval.yaml's default profile (data_synth/tolerance.h's
+# The tolerance profiles: `kforge` is configs/eval.yaml's default profile (data_synth/reference/tolerance.h's
 # rule applies it), `cuda-agent` CUDA Agent's published 1e-2 everywhere.
 TOLERANCES = {
     "kforge": {"float32": {"atol": 1e-4, "rtol": 1e-4}, "float16": {"atol": 1e-2, "rtol": 1e-2},

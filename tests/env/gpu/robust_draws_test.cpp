@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 #include "tests/env/judge/candidates.h"
 
 using namespace kforge;

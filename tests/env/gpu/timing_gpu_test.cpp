@@ -4,7 +4,7 @@
 
 #include "tests/skip_without_cuda.h"
 
-#include "data_synth/reference.h"
+#include "data_synth/reference/reference.h"
 
 using namespace kforge;
 

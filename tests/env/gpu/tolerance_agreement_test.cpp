@@ -1,4 +1,4 @@
-// The tolerance rule is written twice: for tensors (data_synth/tolerance.h, used by the slow
+// The tolerance rule is written twice: for tensors (data_synth/reference/tolerance.h, used by the slow
 // compare, the synthesis CPU checks and robustness conditioning) and for the device
 // (kf_outside_tolerance in env/gpu/check_kernel.cpp, whose host copy compare_like_device() runs).
 // Here both judge the same elements, without a GPU: NaN (several payloads, either sign), ±Inf,
@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "data_synth/tolerance.h"
+#include "data_synth/reference/tolerance.h"
 #include "env/gpu/check_kernel.h"
 #include "env/gpu/output_compare.h"
 #include "tests/env/gpu/tolerance_edge_cases.h"

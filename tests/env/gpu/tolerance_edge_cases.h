@@ -10,7 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "configs/eval_config.h"
-#include "data_synth/dtype.h"
+#include "data_synth/task/dtype.h"
 #include "env/gpu/output_compare.h"
 
 namespace kforge::testing {

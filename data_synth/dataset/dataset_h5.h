@@ -1,0 +1,51 @@
+#pragma once
+// A task dataset in one HDF5 file (layout: data_synth/dataset/DATASET_FORMAT.md): one row per task in
+// column datasets under /tasks, readable with h5py. No libtorch.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+struct DatasetRow {
+  std::string id, split, source, dtype;
+  std::string ops;          // operator names in node order, comma-separated
+  int32_t n_ops = 0;
+  std::string spec_yaml;    // the full task spec (kforge task format)
+  std::string program_py;   // the rendered PyTorch program
+  std::string graph_hash, op_sequence, family;
+  double est_runtime_ms = 0, flops = 0, min_bytes = 0;
+  double eager_ms = 0, compile_ms = 0;  // NaN until the GPU baseline stage fills them
+  std::string baseline_json;            // "" until then: {"gpu", "torch", "cuda", "method", ...}
+  std::string status = "cpu_ok";        // cpu_ok, then ok or rejected:<filter> after the GPU stages
+
+  // A GPU stage filtered it out: neither `kforge tasks` (without --status) nor the server takes it.
+  bool rejected() const { return status.rfind("rejected", 0) == 0; }
+};
+
+struct Dataset {
+  std::map<std::string, std::string> attrs;  // root attributes: format, version, generator, config, summary
+  std::vector<DatasetRow> rows;
+};
+
+constexpr int kDatasetFormatVersion = 1;
+
+// Throws an io error naming the file on failure. read_dataset also reads a file xz-compressed as a
+// whole (PATH ending in .xz, as datasets are shipped) through a temporary copy; it needs `xz`.
+void write_dataset(const std::string& path, const Dataset& d);
+Dataset read_dataset(const std::string& path);
+
+// Row selection as the `kforge tasks` filters give it; an empty or zero field does not filter.
+struct RowFilter {
+  std::string split, source;
+  // Empty: every row a GPU stage did not reject (ok, and cpu_ok where none has run), the rows the
+  // server serves; "all": every row; else exact (cpu_ok, ok, rejected:<filter>), or "rejected" for any.
+  std::string status;
+  std::vector<std::string> ops;  // every one must be in the task
+  int min_ops = 0, max_ops = 0;
+  bool matches(const DatasetRow& r) const;
+};
+
+}  // namespace kforge

@@ -1,0 +1,158 @@
+#include "data_synth/dataset/import_pack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "configs/error.h"
+#include "data_synth/task/render_python.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+const char kSpecError[] = "spec_error";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  KFORGE_CHECK(in, io, p.string() << ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<SkippedModule> read_skipped(const fs::path& path) {
+  std::vector<SkippedModule> out;
+  if (!fs::exists(path)) return out;
+  std::ifstream in(path);
+  KFORGE_CHECK(in, io, path.string() << ": cannot read");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Json j;
+    try {
+      j = Json::parse(line);
+    } catch (const std::exception& e) {
+      KFORGE_FAIL(io, path.string() << ":" << n << ": not a JSON object: " << e.what());
+    }
+    KFORGE_CHECK(j.is_object() && j.contains("reason") && j["reason"].is_string(), io,
+                 path.string() << ":" << n << ": a skipped module is {\"file\", \"row\", \"reason\", \"detail\"}");
+    SkippedModule s;
+    s.reason = j["reason"].get<std::string>();
+    if (s.reason == kSpecError) continue;  // an earlier pack's: this one decides again
+    s.file = j.value("file", "");
+    if (j.contains("row") && j["row"].is_number_integer()) s.row = j["row"].get<int64_t>();
+    s.detail = j.value("detail", "");
+    out.push_back(s);
+  }
+  return out;
+}
+
+void write_skipped(const fs::path& path, const std::vector<SkippedModule>& skipped) {
+  std::string tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    KFORGE_CHECK(out, io, tmp << ": cannot write");
+    for (const auto& s : skipped)
+      out << Json{{"file", s.file}, {"row", s.row ? Json(*s.row) : Json()}, {"reason", s.reason}, {"detail", s.detail}}.dump()
+          << "\n";
+    KFORGE_CHECK(out, io, tmp << ": write failed");
+  }
+  fs::rename(tmp, path);
+}
+
+Json summary_json(const ImportPack& p) {
+  Json skipped = Json::object();
+  for (const auto& [k, v] : p.skipped_by_reason()) skipped[k] = v;
+  return {{"imported", p.dataset.rows.size()}, {"skipped", skipped}, {"importer_seconds", p.importer_seconds}};
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> ImportPack::skipped_by_reason() const {
+  std::map<std::string, int64_t> out;
+  for (const auto& s : skipped) ++out[s.reason];
+  return out;
+}
+
+std::string ImportPack::table(double seconds) const {
+  std::ostringstream os;
+  const int64_t imported = static_cast<int64_t>(dataset.rows.size()), n_skipped = static_cast<int64_t>(skipped.size());
+  os << "imported  " << imported << "\n";
+  os << "skipped   " << n_skipped << "\n";
+  for (const auto& [reason, n] : skipped_by_reason()) os << "  " << reason << std::string(std::max<size_t>(1, 22 - reason.size()), ' ') << n << "\n";
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.2f", seconds > 0 ? (imported + n_skipped) / seconds : 0.0);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", seconds);
+  os << "modules   " << imported + n_skipped << " in " << secs << " s (" << rate << " modules/s)\n";
+  return os.str();
+}
+
+DatasetRow imported_task_row(const TaskSpec& t) {
+  KFORGE_CHECK(t.imported(), internal, "task " << t.id << " is not an imported task");
+  DatasetRow r;
+  r.id = t.id;
+  r.split = split_name(t.split);
+  r.source = task_source_name(t.source);
+  r.dtype = dtype_name(t.dtype);
+  if (t.provenance.ops)
+    for (const auto& op : *t.provenance.ops) r.ops += (r.ops.empty() ? "" : ",") + op;
+  r.n_ops = t.provenance.ops ? static_cast<int32_t>(t.provenance.ops->size()) : 0;
+  r.spec_yaml = task_to_yaml(t);
+  r.program_py = render_python(t);
+  r.graph_hash = t.reference.sha256;  // the exported function's identity: the dedup key
+  r.family = t.provenance.format;
+  r.est_runtime_ms = 0;  // no cost model for an arbitrary module: the GPU stage measures it
+  r.flops = t.cost.flops ? *t.cost.flops : std::numeric_limits<double>::quiet_NaN();
+  r.min_bytes = t.cost.min_bytes;
+  r.eager_ms = r.compile_ms = std::numeric_limits<double>::quiet_NaN();
+  return r;
+}
+
+ImportPack pack_import_dir(const std::string& dir_text, const std::string& command_line) {
+  const fs::path dir(dir_text), tasks_dir = dir / "tasks";
+  KFORGE_CHECK(fs::is_directory(tasks_dir), io, tasks_dir.string() << ": no such directory (the importer writes DIR/tasks/<id>.yaml)");
+  ImportPack p;
+  p.skipped = read_skipped(dir / "skipped.jsonl");
+  if (fs::exists(dir / "import_summary.json")) {
+    Json s = Json::parse(read_file(dir / "import_summary.json"), nullptr, false);
+    if (s.is_object() && s.contains("seconds") && s["seconds"].is_number()) p.importer_seconds = s["seconds"].get<double>();
+  }
+  std::vector<fs::path> files;
+  for (const auto& f : fs::directory_iterator(tasks_dir))
+    if (f.is_regular_file() && f.path().extension() == ".yaml") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  std::set<std::string> ids;
+  for (const auto& f : files) {
+    try {
+      TaskSpec t = parse_task(read_file(f), f.string());
+      KFORGE_CHECK(t.imported(), spec, f.string() << ": not an imported task (no `reference: {kind: torchscript}`)");
+      KFORGE_CHECK(ids.insert(t.id).second, spec, f.string() << ": id '" << t.id << "' is already taken by another task file");
+      p.dataset.rows.push_back(imported_task_row(t));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::io) throw;
+      p.skipped.push_back({f.string(), std::nullopt, kSpecError, e.what()});
+    }
+  }
+  p.dataset.attrs["generator"] = "kforge tasks import";
+  p.dataset.attrs["config_yaml"] = command_line;
+  p.dataset.attrs["summary_json"] = summary_json(p).dump();
+  p.dataset.attrs["gpu_stages"] = "pending: eager_runtime_window, torch_compile_build, baselines";
+  write_dataset((dir / "dataset.h5").string(), p.dataset);
+  write_skipped(dir / "skipped.jsonl", p.skipped);
+  return p;
+}
+
+}  // namespace kforge

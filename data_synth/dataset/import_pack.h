@@ -1,0 +1,46 @@
+#pragma once
+// The kforge half of `kforge tasks import` (data_synth/task/TASK_FORMAT.md, "Imported tasks"): after the
+// Python importer (tools/task_import/) wrote DIR/tasks/<id>.yaml, DIR/skipped.jsonl and
+// DIR/import_summary.json, every task file is parsed with kforge's own parser (a file it refuses
+// is skipped with reason spec_error and the parser's message) and the tasks are packed as a dataset
+// of the synthesis format (DATASET_FORMAT.md) in DIR/dataset.h5.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/task/task_spec.h"
+
+namespace kforge {
+
+struct SkippedModule {
+  std::string file;
+  std::optional<int64_t> row;
+  std::string reason;  // the importer's codes (load_error, stochastic, ...) or spec_error
+  std::string detail;
+};
+
+struct ImportPack {
+  Dataset dataset;                     // one row per task the parser took, ids in file order
+  std::vector<SkippedModule> skipped;  // the importer's, then the parser's refusals
+  double importer_seconds = 0;         // import_summary.json's "seconds" (0 when absent)
+
+  std::map<std::string, int64_t> skipped_by_reason() const;
+  // The table `kforge tasks import` prints: imported, skipped by reason, modules per second over
+  // `seconds` (the importer's and the packing's time).
+  std::string table(double seconds) const;
+};
+
+// One dataset row of an imported task: its spec (artifact included, base64), its program
+// verbatim, the artifact's hash as the dedup key, the FLOP count or NaN, status cpu_ok.
+DatasetRow imported_task_row(const TaskSpec& t);
+
+// Reads DIR/tasks/*.yaml (sorted by name), DIR/skipped.jsonl and DIR/import_summary.json when
+// present; writes DIR/dataset.h5 and rewrites DIR/skipped.jsonl with the parser's refusals added
+// (refusals of an earlier pack of the same DIR are replaced, not repeated). Throws io errors for
+// a missing DIR/tasks or an unreadable file.
+ImportPack pack_import_dir(const std::string& dir, const std::string& command_line);
+
+}  // namespace kforge

@@ -1,0 +1,32 @@
+#pragma once
+// The tolerance rule for float outputs, the task's contract, as libtorch computes it (CPU or CUDA
+// tensors). Every host-side judgement of an output against its reference uses these: the slow
+// compare of the GPU worker (env/gpu/output_compare.h), the synthesis CPU checks
+// (data_synth/synth/cpu_checks.h) and the conditioning of robustness draws (env/gpu/robust_draws.h).
+// The fused device compare (env/gpu/check_kernel.cpp, kf_outside_tolerance) writes the same rule
+// for NVRTC; tests/env/gpu/tolerance_agreement_test.cpp holds the two equal on edge cases.
+//
+// Per element, both values converted to float64 first (exact for every dtype a task has):
+//   both finite:  outside when |out - ref| > atol + rtol * |ref|
+//   otherwise:    outside unless out == ref (the same infinity) or both are NaN
+// Each step is one IEEE round-to-nearest double operation (a subtraction, an absolute value, a
+// multiply, an add, a compare), as on the device. Unwritten (poisoned) elements are the compare's
+// business, not the rule's: see output_compare.h.
+#include <ATen/ATen.h>
+
+#include "configs/eval_config.h"
+
+namespace kforge {
+
+// atol + rtol * |ref|, in float64: how far an output element may be from `ref`.
+at::Tensor tolerance_bound(const at::Tensor& ref, const Tolerance& tol);
+
+// True (a bool tensor of ref's shape) where `out` fails the rule against `ref`.
+at::Tensor outside_tolerance(const at::Tensor& out, const at::Tensor& ref, const Tolerance& tol);
+
+// |out - ref| / (atol + rtol * |ref|), in float64: the share of the tolerance an element uses (above
+// 1 it is outside, below 1 within; exactly 1 may be either, by the division's rounding). Meant for
+// finite values: callers check finiteness first.
+at::Tensor tolerance_ratio(const at::Tensor& out, const at::Tensor& ref, const Tolerance& tol);
+
+}  // namespace kforge

@@ -1,0 +1,20 @@
+#pragma once
+// The synthesis filters that run the task's C++ reference (libtorch, CPU) at its small check
+// dimensions: it runs, it is deterministic (two runs agree bitwise), its outputs are finite, vary
+// with the inputs (two trials differ beyond tolerance), and stand clear of the tolerance floor
+// (an all-zeros answer and a constant answer both fail verification on enough elements).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data_synth/synth/synth_config.h"
+#include "data_synth/synth/synth_pipeline.h"
+
+namespace kforge {
+
+std::unique_ptr<CandidateFilter> make_cpu_reference_filter(const CpuCheckConfig& cfg);
+
+// The verdict on one task, for tests: "" when it passes, else the filter name.
+std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cfg);
+
+}  // namespace kforge

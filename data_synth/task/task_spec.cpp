@@ -1,0 +1,568 @@
+#include "data_synth/task/task_spec.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "configs/error.h"
+#include "configs/yaml_reader.h"
+#include "data_synth/task/task_yaml.h"
+
+namespace kforge {
+
+using task_yaml::at_node;
+using task_yaml::num;
+using task_yaml::read_shape;
+
+const char* task_source_name(TaskSource s) {
+  switch (s) {
+    case TaskSource::synth: return "synth";
+    case TaskSource::kernelbench: return "kernelbench";
+    case TaskSource::cuda_agent_ops: return "cuda-agent-ops";
+    case TaskSource::samples: return "samples";
+    case TaskSource::other: return "other";
+  }
+  return "?";
+}
+
+std::optional<TaskSource> task_source_from_name(const std::string& name) {
+  if (name == "cuda_agent_ops") return TaskSource::cuda_agent_ops;  // the enum's spelling, as importers may write it
+  for (TaskSource s : {TaskSource::synth, TaskSource::kernelbench, TaskSource::cuda_agent_ops, TaskSource::samples,
+                       TaskSource::other})
+    if (name == task_source_name(s)) return s;
+  return std::nullopt;
+}
+
+const char* task_source_names() { return "synth, kernelbench, cuda-agent-ops, samples, other"; }
+
+const char* split_name(Split s) { return s == Split::train ? "train" : "heldout"; }
+
+const char* reference_kind_name(ReferenceKind k) { return k == ReferenceKind::graph ? "graph" : "torchscript"; }
+const char* module_mode_name(ModuleMode m) { return m == ModuleMode::train ? "train" : "eval"; }
+
+namespace {
+
+std::string scalar_or_list_text(const YamlNode& n) {
+  if (n.is_sequence()) {
+    std::string s = "[";
+    for (const auto& item : n.items()) s += (s.size() > 1 ? ", " : "") + item.as<std::string>();
+    return s + "]";
+  }
+  return n.as<std::string>();
+}
+
+DimEnv read_dims(const YamlNode& node) {
+  DimEnv dims;
+  for (const auto& name : node.keys()) {
+    YamlNode v = node.at(name);
+    if (!is_identifier(name)) v.fail("dimension name '" + name + "' is not an identifier");
+    int64_t value = v.as<int64_t>();
+    if (value < 1) v.fail("dimension " + name + " = " + std::to_string(value) + " must be >= 1");
+    dims[name] = value;
+  }
+  return dims;
+}
+
+bool close_enough(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max(std::fabs(a), std::fabs(b)) + 0.5; }
+
+}  // namespace
+
+void derive_task(TaskSpec& t) {
+  KFORGE_CHECK(!t.imported(), spec, "task " << t.id << " is imported (a " << reference_kind_name(t.reference.kind)
+                                            << " reference): its arguments and outputs are stated, not derived from a graph");
+  std::map<std::string, Draw> draws;
+  for (const auto& a : t.arguments) draws[a.decl.name] = a.draw;
+  t.resolved = resolve_graph(t.graph, t.dims);
+  t.arguments.clear();
+  for (const auto& decl : t.resolved.arguments) {
+    auto it = draws.find(decl.name);
+    Draw d = it == draws.end() ? decl.draw : it->second;
+    t.arguments.push_back({decl, d});
+  }
+  t.outputs.clear();
+  for (size_t i = 0; i < t.resolved.outputs.size(); ++i)
+    t.outputs.push_back({t.graph.outputs[i], t.resolved.output_metas[i]});
+  t.cost = {t.resolved.flops, t.resolved.min_bytes};
+}
+
+TaskSpec TaskSpec::with_dims(const DimEnv& overrides) const {
+  if (imported()) {
+    KFORGE_CHECK(overrides.empty(), spec, "task " << id << " is imported and has no dimensions to set ('"
+                                                  << overrides.begin()->first << "'): its shapes are the module's");
+    return *this;
+  }
+  TaskSpec t = *this;
+  for (const auto& [k, v] : overrides) {
+    KFORGE_CHECK(t.dims.count(k), spec, "task " << id << " has no dimension '" << k << "'");
+    KFORGE_CHECK(v >= 1, spec, "dimension " << k << " = " << v << " must be >= 1");
+    t.dims[k] = v;
+  }
+  derive_task(t);
+  return t;
+}
+
+TaskSpec TaskSpec::at_check_dims() const { return check_dims ? with_dims(*check_dims) : *this; }
+
+TaskSpec make_task(std::string id, OpGraph graph, DimEnv dims, DType dtype, uint64_t seed) {
+  TaskSpec t;
+  t.id = std::move(id);
+  t.graph = std::move(graph);
+  t.dims = std::move(dims);
+  t.dtype = dtype;
+  t.seed = seed;
+  t.tolerance = PrecisionConfig{}.for_dtype(dtype_name(dtype));
+  t.provenance.generator = "kforge";
+  derive_task(t);
+  return t;
+}
+
+TaskSpec make_op_example_task(const OpDef& op, DType dtype) {
+  OpGraph g;
+  GraphNode node;
+  node.id = "y";
+  node.op = op.name;
+  node.attrs = op.example.attrs;
+  for (size_t i = 0; i < op.example.inputs.size(); ++i) {
+    GraphInput in;
+    in.name = "x" + std::to_string(i);
+    for (int64_t d : op.example.inputs[i]) in.shape.push_back(DimExpr::constant(d));
+    in.dtype = dtype_is_float(op.example.input_dtype(i)) ? dtype : op.example.input_dtype(i);
+    g.inputs.push_back(in);
+    node.inputs.push_back(in.name);
+  }
+  g.nodes.push_back(node);
+  g.outputs = {"y"};
+  TaskSpec t = make_task("op_" + op.name, g, {}, dtype, 1000 + std::hash<std::string>{}(op.name) % 1000);
+  t.description = "the " + op.name + " operator on its example inputs";
+  return t;
+}
+
+namespace {
+
+// The operator graph of a spec (its inputs in the task dtype unless they say otherwise).
+void read_graph(const YamlNode& graph, TaskSpec& t) {
+  for (const auto& in : graph.at("inputs").items()) {
+    GraphInput gi;
+    gi.name = in.req<std::string>("name");
+    for (const auto& d : in.at("shape").items())
+      gi.shape.push_back(at_node(d, [&] { return DimExpr::parse(d.as<std::string>()); }));
+    gi.dtype = t.dtype;
+    if (auto dt = in.find("dtype")) gi.dtype = at_node(*dt, [&] { return dtype_from_name(dt->as<std::string>()); });
+    in.check_no_unknown_keys();
+    t.graph.inputs.push_back(gi);
+  }
+  for (const auto& nn : graph.at("nodes").items()) {
+    GraphNode node;
+    node.id = nn.req<std::string>("id");
+    node.op = nn.req<std::string>("op");
+    node.inputs = nn.at("in").as<std::vector<std::string>>();
+    if (auto attrs = nn.find("attrs"))
+      for (const auto& k : attrs->keys()) node.attrs[k] = scalar_or_list_text(attrs->at(k));
+    node.origin = nn.location();
+    nn.check_no_unknown_keys();
+    t.graph.nodes.push_back(node);
+  }
+  t.graph.outputs = graph.at("outputs").as<std::vector<std::string>>();
+  graph.check_no_unknown_keys();
+}
+
+// A spec's stated arguments: they must be the graph's, in its order; their draws are taken.
+void read_stated_arguments(const YamlNode& args, TaskSpec& t) {
+    std::vector<YamlNode> items = args.items();
+    if (items.size() != t.arguments.size()) {
+      std::string expected;
+      for (const auto& a : t.arguments) expected += (expected.empty() ? "" : ", ") + a.decl.name;
+      args.fail("lists " + std::to_string(items.size()) + " arguments but the graph gives " +
+                 std::to_string(t.arguments.size()) + ": " + expected);
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YamlNode& a = items[i];
+      TaskArgument& ta = t.arguments[i];
+      std::string name = a.req<std::string>("name");
+      if (name != ta.decl.name)
+        a.at("name").fail("argument " + std::to_string(i) + " is '" + ta.decl.name + "' in the graph's order, not '" + name + "'");
+      if (auto role = a.find("role"))
+        if (role->as<std::string>() != arg_role_name(ta.decl.role))
+          role->fail(std::string("role of '") + name + "' is " + arg_role_name(ta.decl.role));
+      if (auto shape = a.find("shape"))
+        if (read_shape(*shape) != ta.decl.meta.shape)
+          shape->fail("shape of '" + name + "' is " + shape_str(ta.decl.meta.shape) + " by the graph, not " +
+                      shape_str(read_shape(*shape)));
+      if (auto dt = a.find("dtype"))
+        if (dt->as<std::string>() != dtype_name(ta.decl.meta.dtype))
+          dt->fail("dtype of '" + name + "' is " + std::string(dtype_name(ta.decl.meta.dtype)));
+      if (auto d = a.find("draw")) {
+        ta.draw = at_node(*d, [&] { return Draw::from_yaml(*d); });
+        at_node(*d, [&] {
+          ta.draw.validate(ta.decl.meta.dtype);
+          return 0;
+        });
+      }
+      a.get<bool>("used", true);  // informational
+      a.check_no_unknown_keys();
+    }
+}
+
+// A spec's stated outputs: they must be the graph's.
+void check_stated_outputs(const YamlNode& outs, const TaskSpec& t) {
+    std::vector<YamlNode> items = outs.items();
+    if (items.size() != t.outputs.size())
+      outs.fail("lists " + std::to_string(items.size()) + " outputs but the graph has " + std::to_string(t.outputs.size()));
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YamlNode& o = items[i];
+      std::string name = o.req<std::string>("name");
+      if (name != t.outputs[i].name) o.at("name").fail("output " + std::to_string(i) + " is '" + t.outputs[i].name + "'");
+      if (read_shape(o.at("shape")) != t.outputs[i].meta.shape)
+        o.at("shape").fail("shape of output '" + name + "' is " + shape_str(t.outputs[i].meta.shape) + " by the graph");
+      if (o.req<std::string>("dtype") != dtype_name(t.outputs[i].meta.dtype))
+        o.at("dtype").fail(std::string("dtype of output '") + name + "' is " + dtype_name(t.outputs[i].meta.dtype));
+      o.check_no_unknown_keys();
+    }
+}
+
+Baselines read_baselines(const YamlNode& b) {
+  Baselines out;
+    if (auto v = b.find("eager_ms"); v && !v->is_null()) out.eager_ms = v->as<double>();
+    if (auto v = b.find("compile_ms"); v && !v->is_null()) out.compile_ms = v->as<double>();
+    for (auto* ms : {&out.eager_ms, &out.compile_ms})
+      if (*ms && !(**ms > 0)) b.fail("baseline times must be > 0 ms");
+    out.gpu = b.get<std::string>("gpu", "");
+    out.torch_version = b.get<std::string>("torch", "");
+    out.cuda_version = b.get<std::string>("cuda", "");
+    out.method = b.get<std::string>("method", "");
+    if (auto f = b.find("flags"))
+      for (const auto& k : f->keys()) out.flags[k] = f->at(k).as<std::string>();
+    if ((out.eager_ms || out.compile_ms) && (out.gpu.empty() || out.method.empty()))
+      b.fail("baseline times need the gpu and the method that measured them");
+    b.check_no_unknown_keys();
+  return out;
+}
+
+// A graph task's dims, check_dims, graph, and the arguments, outputs and cost it states (which
+// must agree with the graph; stated draws are taken).
+void read_graph_body(const YamlNode& root, const std::optional<YamlNode>& ref, TaskSpec& t) {
+  if (ref) task_yaml::read_graph_reference(*ref);
+  if (auto p = root.find("program"))
+    p->fail("only imported tasks (reference.kind: torchscript) state a program; a graph task's is rendered from its graph");
+  t.dims = read_dims(root.at("dims"));
+  if (auto n = root.find("check_dims")) {
+    DimEnv cd = read_dims(*n);
+    for (const auto& [k, v] : cd)
+      if (!t.dims.count(k)) n->at(k).fail("'" + k + "' is not one of the task's dims");
+    t.check_dims = cd;
+  }
+  if (!root.has("graph"))
+    root.fail("missing required key 'graph' (or a `reference: {kind: torchscript, ...}` block for an imported task)");
+  YamlNode graph = root.at("graph");
+  read_graph(graph, t);
+  at_node(graph, [&] {
+    derive_task(t);
+    return 0;
+  });
+  if (auto args = root.find("arguments")) read_stated_arguments(*args, t);
+  if (auto outs = root.find("outputs")) check_stated_outputs(*outs, t);
+  if (auto cost = root.find("cost")) {
+    double flops = cost->req<double>("flops"), bytes = cost->req<double>("min_bytes");
+    if (!close_enough(flops, t.resolved.flops))
+      cost->at("flops").fail("is " + std::to_string(flops) + " but the graph gives " + std::to_string(t.resolved.flops));
+    if (!close_enough(bytes, t.resolved.min_bytes))
+      cost->at("min_bytes").fail("is " + std::to_string(bytes) + " but the graph gives " + std::to_string(t.resolved.min_bytes));
+    cost->check_no_unknown_keys();
+  }
+}
+
+Provenance read_provenance(const YamlNode& p) {
+  Provenance out;
+  out.generator = p.req<std::string>("generator");
+  out.seed = p.get<uint64_t>("seed", 0);
+  out.format = p.get<std::string>("format", "");
+  out.file = p.get<std::string>("file", "");
+  out.file_sha256 = p.get<std::string>("file_sha256", "");
+  out.tolerance_profile = p.get<std::string>("tolerance_profile", "");
+  for (auto [key, field] : {std::pair{"row", &out.row}, std::pair{"level", &out.level}})
+    if (auto n = p.find(key); n && !n->is_null()) *field = n->as<int64_t>();
+  if (auto n = p.find("ops"); n && !n->is_null()) out.ops = n->as<std::vector<std::string>>();
+  p.check_no_unknown_keys();
+  return out;
+}
+
+}  // namespace
+
+TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
+  YamlNode root = YamlNode::parse(yaml_text, origin, ErrorKind::spec);
+  if (!root.is_map()) root.fail("a task spec is a mapping (see data_synth/task/TASK_FORMAT.md)");
+  TaskSpec t;
+  int version = root.req<int>("kforge_task");
+  if (version != TaskSpec::kFormatVersion)
+    root.at("kforge_task").fail("format version " + std::to_string(version) + " is not supported (this kforge reads 1)");
+  t.id = root.req<std::string>("id");
+  if (t.id.empty() || t.id.find_first_of(" /\\\t\n") != std::string::npos)
+    root.at("id").fail("id '" + t.id + "' must be non-empty, without spaces or slashes");
+  {
+    YamlNode n = root.at("source");
+    std::string s = n.as<std::string>();
+    auto source = task_source_from_name(s);
+    if (!source) n.fail("unknown source '" + s + "' (" + task_source_names() + ")");
+    t.source = *source;
+  }
+  {
+    YamlNode n = root.at("split");
+    std::string s = n.as<std::string>();
+    if (s == "train") t.split = Split::train;
+    else if (s == "heldout") t.split = Split::heldout;
+    else n.fail("unknown split '" + s + "' (train, heldout)");
+  }
+  t.description = root.get<std::string>("description", "");
+  t.seed = root.req<uint64_t>("seed");
+  {
+    YamlNode n = root.at("dtype");
+    t.dtype = at_node(n, [&] { return dtype_from_name(n.as<std::string>()); });
+  }
+  auto ref = root.find("reference");
+  if (ref && task_yaml::read_reference_kind(*ref) == ReferenceKind::torchscript) task_yaml::read_imported_body(root, *ref, t);
+  else read_graph_body(root, ref, t);
+
+  t.tolerance = PrecisionConfig{}.for_dtype(dtype_name(t.dtype));
+  if (auto tol = root.find("tolerance")) {
+    t.tolerance.atol = tol->req<double>("atol");
+    t.tolerance.rtol = tol->req<double>("rtol");
+    if (t.tolerance.atol < 0 || t.tolerance.rtol < 0 || (t.tolerance.atol == 0 && t.tolerance.rtol == 0))
+      tol->fail("atol and rtol must be >= 0 and not both 0");
+    tol->check_no_unknown_keys();
+  }
+  if (auto b = root.find("baselines")) t.baselines = read_baselines(*b);
+  t.provenance = read_provenance(root.at("provenance"));
+  root.check_no_unknown_keys();
+  return t;
+}
+
+TaskSpec load_task(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) KFORGE_FAIL(io, path << ": is a directory, not a task file");
+  std::ifstream in(path);
+  if (!in) KFORGE_FAIL(io, path << ": cannot open task file (" << std::strerror(errno) << ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_task(text.str(), path);
+}
+
+namespace task_yaml {
+
+void emit_shape(YAML::Emitter& e, const Shape& s) {
+  e << YAML::Flow << YAML::BeginSeq;
+  for (int64_t d : s) e << d;
+  e << YAML::EndSeq;
+}
+
+void emit_draw(YAML::Emitter& e, const Draw& d) {
+  e << YAML::Flow << YAML::BeginMap;
+  switch (d.dist) {
+    case DrawDist::normal: e << YAML::Key << "dist" << YAML::Value << "normal" << YAML::Key << "mean" << YAML::Value << num(d.a) << YAML::Key << "std" << YAML::Value << num(d.b); break;
+    case DrawDist::uniform: e << YAML::Key << "dist" << YAML::Value << "uniform" << YAML::Key << "low" << YAML::Value << num(d.a) << YAML::Key << "high" << YAML::Value << num(d.b); break;
+    case DrawDist::randint: e << YAML::Key << "dist" << YAML::Value << "randint" << YAML::Key << "low" << YAML::Value << static_cast<int64_t>(d.a) << YAML::Key << "high" << YAML::Value << static_cast<int64_t>(d.b); break;
+    case DrawDist::constant: e << YAML::Key << "dist" << YAML::Value << "constant" << YAML::Key << "value" << YAML::Value << num(d.a); break;
+  }
+  e << YAML::EndMap;
+}
+
+void emit_argument(YAML::Emitter& e, const TaskArgument& a) {
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << a.decl.name << YAML::Key << "role"
+    << YAML::Value << arg_role_name(a.decl.role) << YAML::Key << "shape" << YAML::Value;
+  emit_shape(e, a.decl.meta.shape);
+  e << YAML::Key << "dtype" << YAML::Value << dtype_name(a.decl.meta.dtype) << YAML::Key << "draw" << YAML::Value;
+  emit_draw(e, a.draw);
+  if (!a.decl.used) e << YAML::Key << "used" << YAML::Value << false;
+  e << YAML::EndMap;
+}
+
+void emit_output(YAML::Emitter& e, const TaskOutput& o) {
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << o.name << YAML::Key << "shape" << YAML::Value;
+  emit_shape(e, o.meta.shape);
+  e << YAML::Key << "dtype" << YAML::Value << dtype_name(o.meta.dtype) << YAML::EndMap;
+}
+
+}  // namespace task_yaml
+
+namespace {
+
+void emit_baselines(YAML::Emitter& e, const Baselines& b) {
+  e << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
+  if (b.eager_ms) e << YAML::Key << "eager_ms" << YAML::Value << num(*b.eager_ms);
+  if (b.compile_ms) e << YAML::Key << "compile_ms" << YAML::Value << num(*b.compile_ms);
+  // Every string quoted: a plain 13.0 or 2.10 is a float to other YAML readers (13, 2.1), and a
+  // plain false a boolean.
+  e << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << b.gpu << YAML::Key << "torch" << YAML::Value
+    << YAML::DoubleQuoted << b.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted
+    << b.cuda_version << YAML::Key << "method" << YAML::Value << YAML::DoubleQuoted << b.method;
+  if (!b.flags.empty()) {
+    e << YAML::Key << "flags" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [k, v] : b.flags) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    e << YAML::EndMap;
+  }
+  e << YAML::EndMap;
+}
+
+void emit_dims(YAML::Emitter& e, const DimEnv& dims) {
+  e << YAML::Flow << YAML::BeginMap;
+  for (const auto& [k, v] : dims) e << YAML::Key << k << YAML::Value << v;
+  e << YAML::EndMap;
+}
+
+void emit_attr(YAML::Emitter& e, const std::string& text) {
+  if (!text.empty() && text.front() == '[') {
+    // Re-split the list text at top-level commas.
+    std::string inner = text.substr(1, text.size() - 2);
+    e << YAML::Flow << YAML::BeginSeq;
+    int depth = 0;
+    std::string cur;
+    auto flush = [&] {
+      size_t b = cur.find_first_not_of(' '), en = cur.find_last_not_of(' ');
+      if (b != std::string::npos) e << cur.substr(b, en - b + 1);
+      cur.clear();
+    };
+    for (char c : inner) {
+      if (c == '(') ++depth;
+      if (c == ')') --depth;
+      if (c == ',' && depth == 0) flush();
+      else cur += c;
+    }
+    flush();
+    e << YAML::EndSeq;
+  } else {
+    e << text;
+  }
+}
+
+void emit_graph_body(YAML::Emitter& e, const TaskSpec& t) {
+  e << YAML::Key << "dims" << YAML::Value;
+  emit_dims(e, t.dims);
+  if (t.check_dims) {
+    e << YAML::Key << "check_dims" << YAML::Value;
+    emit_dims(e, *t.check_dims);
+  }
+  e << YAML::Key << "graph" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
+  for (const auto& in : t.graph.inputs) {
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << in.name << YAML::Key << "shape"
+      << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& d : in.shape) e << d.str();
+    e << YAML::EndSeq;
+    if (in.dtype != t.dtype) e << YAML::Key << "dtype" << YAML::Value << dtype_name(in.dtype);
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+  e << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& n : t.graph.nodes) {
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << n.id << YAML::Key << "op" << YAML::Value
+      << n.op << YAML::Key << "in" << YAML::Value << YAML::Flow << n.inputs;
+    if (!n.attrs.empty()) {
+      e << YAML::Key << "attrs" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : n.attrs) {
+        e << YAML::Key << k << YAML::Value;
+        emit_attr(e, v);
+      }
+      e << YAML::EndMap;
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+  e << YAML::Key << "outputs" << YAML::Value << YAML::Flow << t.graph.outputs;
+  e << YAML::EndMap;
+
+  e << YAML::Key << "arguments" << YAML::Value << YAML::BeginSeq;
+  for (const auto& a : t.arguments) task_yaml::emit_argument(e, a);
+  e << YAML::EndSeq;
+  e << YAML::Key << "outputs" << YAML::Value << YAML::BeginSeq;
+  for (const auto& o : t.outputs) task_yaml::emit_output(e, o);
+  e << YAML::EndSeq;
+}
+
+// Imported tasks write every provenance key (null where it does not apply), others the two.
+void emit_provenance(YAML::Emitter& e, const Provenance& p) {
+  e << YAML::Key << "provenance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "generator"
+    << YAML::Value << p.generator << YAML::Key << "seed" << YAML::Value << p.seed;
+  if (!p.format.empty()) {
+    auto opt = [&](const char* key, const std::optional<int64_t>& v) {
+      e << YAML::Key << key << YAML::Value;
+      if (v) e << *v;
+      else e << YAML::Null;
+    };
+    e << YAML::Key << "format" << YAML::Value << p.format << YAML::Key << "file" << YAML::Value << YAML::DoubleQuoted
+      << p.file << YAML::Key << "file_sha256" << YAML::Value << p.file_sha256;
+    opt("row", p.row);
+    opt("level", p.level);
+    e << YAML::Key << "ops" << YAML::Value;
+    if (p.ops) e << YAML::Flow << *p.ops;
+    else e << YAML::Null;
+    e << YAML::Key << "tolerance_profile" << YAML::Value << p.tolerance_profile;
+  }
+  e << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string task_to_yaml(const TaskSpec& t) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "kforge_task" << YAML::Value << TaskSpec::kFormatVersion;
+  e << YAML::Key << "id" << YAML::Value << t.id;
+  e << YAML::Key << "source" << YAML::Value << task_source_name(t.source);
+  e << YAML::Key << "split" << YAML::Value << split_name(t.split);
+  if (!t.description.empty()) e << YAML::Key << "description" << YAML::Value << t.description;
+  e << YAML::Key << "seed" << YAML::Value << t.seed;
+  e << YAML::Key << "dtype" << YAML::Value << dtype_name(t.dtype);
+  if (t.imported()) task_yaml::emit_imported_body(e, t);
+  else emit_graph_body(e, t);
+  e << YAML::Key << "tolerance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "atol" << YAML::Value
+    << num(t.tolerance.atol) << YAML::Key << "rtol" << YAML::Value << num(t.tolerance.rtol) << YAML::EndMap;
+  e << YAML::Key << "cost" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (t.cost.flops) e << YAML::Key << "flops" << YAML::Value << num(*t.cost.flops);
+  e << YAML::Key << "min_bytes" << YAML::Value << num(t.cost.min_bytes) << YAML::EndMap;
+  if (!t.baselines.empty()) emit_baselines(e, t.baselines);
+  emit_provenance(e, t.provenance);
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+
+std::string spec_with_baselines(const std::string& text, const Baselines& b, const std::string& origin) {
+  // A top-level key starts a line with neither indentation, comment nor list marker.
+  auto top_level = [](const std::string& ln) {
+    return !ln.empty() && ln[0] != ' ' && ln[0] != '\t' && ln[0] != '#' && ln[0] != '-' && ln.find(':') != std::string::npos;
+  };
+  std::vector<std::string> kept;
+  std::istringstream in(text);
+  std::string ln;
+  bool skip = false, last_kept = false;
+  while (std::getline(in, ln)) {
+    if (top_level(ln)) skip = ln.rfind("baselines:", 0) == 0;
+    last_kept = !skip;
+    if (!skip) kept.push_back(ln + "\n");
+  }
+  if (!text.empty() && text.back() != '\n' && last_kept) kept.back().pop_back();  // the last line as it was
+  std::string block;
+  if (!b.empty()) {
+    YAML::Emitter e;
+    e << YAML::BeginMap;
+    emit_baselines(e, b);
+    e << YAML::EndMap;
+    block = std::string(e.c_str()) + "\n";
+  }
+  std::string out;
+  bool placed = false;
+  for (const auto& k : kept) {
+    if (!placed && k.rfind("provenance:", 0) == 0) {
+      out += block;
+      placed = true;
+    }
+    out += k;
+  }
+  if (!placed) out += (out.empty() || out.back() == '\n' ? "" : "\n") + block;
+  parse_task(out, origin);  // the result must still be a task
+  return out;
+}
+
+}  // namespace kforge
