@@ -33,6 +33,10 @@
 #                     run (python.report_gpu), then tools/bench/adapter_overhead*.py; the packages the
 #                     host lacks come as wheels in .whl/ (carry it; tools/bench/gpu_wheels.sh fetches them).
 #                     verl cannot run there: it imports ray, a 79 MB wheel, over the 64 MiB a call carries
+#   imported          kforge tasks import of tests/tools/import_modules/level1-3 (import speed), each
+#                     imported task's TorchScript reference run on the GPU (kforge task run --device cuda),
+#                     and the reference's per-call overhead against the graph twins of the same ops
+#                     (kforge_eval_bench reference --device cuda, on make_imported_tasks.py's tasks)
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
 # the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
@@ -44,7 +48,8 @@ export KFORGE_BIN=${KFORGE_BIN:-$PWD/$b/tools/kforge}  # what tools/synth_gpu/ a
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gpu_tests="draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests evaluator_gpu_tests anticheat_audit_gpu_tests
-  episode_gpu_tests rollout_server_gpu_tests tolerance_gpu_tests speed_of_light_gpu_tests"
+  episode_gpu_tests rollout_server_gpu_tests tolerance_gpu_tests speed_of_light_gpu_tests
+  imported_task_gpu_tests"
 export LD_LIBRARY_PATH=/opt/project-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 # Python packages the host lacks (pyzmq, msgpack, h5py, PyYAML) come from .gpu/wheels, which
@@ -62,7 +67,7 @@ aa_softmax() {
 for s in $steps; do
   t0=$(date +%s)
   case $s in
-    build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-worker kforge-compile-worker kforge_eval_bench \
+    build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-full kforge-worker kforge-compile-worker kforge_eval_bench \
              kforge_robustness_coverage $gpu_tests >"$out/build.txt" 2>&1 ;;
     audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 400 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
@@ -120,6 +125,19 @@ for s in $steps; do
       timeout 60 "$py" tools/bench/adapter_overhead.py --kforge "$b/tools/kforge" --rounds 50 >"$out/adapter_overhead.txt" 2>&1 || r=$?
       timeout 60 "$py" tools/bench/adapter_overhead_verl.py --kforge "$b/tools/kforge" --steps 2000 --only verifiers \
         >>"$out/adapter_overhead.txt" 2>&1 || r=$?
+      (exit $r) ;;
+    imported)
+      export KFORGE_PYTHON_BIN=$py
+      timeout 120 "$b/tools/kforge" tasks import --format kernelbench tests/tools/import_modules/level1 \
+        tests/tools/import_modules/level2 tests/tools/import_modules/level3 --out "$out/imp" >"$out/imported.txt" 2>&1
+      r=$?
+      for t in "$out"/imp/tasks/*.yaml; do
+        echo "== $(basename "$t" .yaml)" >>"$out/imported.txt"
+        timeout 60 "$b/tools/kforge" task run "$t" --device cuda >>"$out/imported.txt" 2>&1 || { r=$?; echo "FAILED $t" >>"$out/imported.txt"; }
+      done
+      timeout 60 "$py" tests/data_synth/make_imported_tasks.py --out "$out/fixture" >>"$out/imported.txt" 2>&1 &&
+        timeout 120 "$b/tools/kforge_eval_bench" reference --tasks "$out/fixture" --device cuda --calls 2000 \
+          --out "$out/reference_overhead_cuda.json" >>"$out/imported.txt" 2>&1 || r=$?
       (exit $r) ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
