@@ -3,7 +3,7 @@
 #   bash .gpu/run.sh configure && bash tools/bench/run_pending_gpu.sh OUTDIR [steps...]
 # steps (default: build new_gpu): build gputests audit overhead aa coverage new_gpu serve_load synth_calibration
 # reference_vs_baseline sample_baselines python
-#   gputests          every gpu-labelled test (ctest -L gpu, verbose): the anti-cheat audit
+#   gputests          every gpu-labelled test but the adapters' (step adapters) (ctest -L gpu, verbose): the anti-cheat audit
 #                     (JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (evaluator and episode tests), a GPU worker killed mid-request
 #                     (rollout server test)
@@ -83,6 +83,7 @@ for s in $steps; do
                 --skip "${KFORGE_COVERAGE_SKIP:-0}" --budget-s "${KFORGE_COVERAGE_BUDGET_S:-330}" \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
+                -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)" \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
     new_gpu)
       timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1
@@ -119,7 +120,7 @@ for s in $steps; do
           >"$out/adapters_wheels.txt" 2>&1
         export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
       fi
-      timeout 420 ctest --test-dir "$b" -R "python\.(adapters_gpu|verifiers_adapter_gpu|report_gpu)" -V --timeout 400 \
+      timeout 420 ctest --test-dir "$b" -R "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)" -V --timeout 400 \
         >"$out/adapters.txt" 2>&1
       r=$?
       timeout 60 "$py" tools/bench/adapter_overhead.py --kforge "$b/tools/kforge" --rounds 50 >"$out/adapter_overhead.txt" 2>&1 || r=$?
