@@ -68,7 +68,7 @@ class CandidateChat(StandInChat):
 def evaluate(server, tmp_path, tasks, *extra):
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CandidateChat)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "python"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")])))
     out, report = tmp_path / "results.jsonl", tmp_path / "report"
     try:
         r = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint,

@@ -31,7 +31,7 @@ REASONS = {"load_error", "stochastic", "non_tensor_output", "data_dependent_shap
 
 
 def run_import(*args, out):
-    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools"), os.environ.get("PYTHONPATH")])))
     t0 = time.monotonic()
     p = subprocess.run([PYTHON, "-m", "task_import", "--out", str(out), *args], cwd=SOURCE_DIR, env=env,
                        capture_output=True, text=True, timeout=600)
