@@ -51,6 +51,8 @@ void TaskCatalog::add_task(std::shared_ptr<const TaskSpec> spec, const std::stri
   if (spec->imported() && spec->provenance.ops) e.ops = *spec->provenance.ops;  // an imported module's own op list
   e.eager_ms = spec->baselines.eager_ms;
   e.compile_ms = spec->baselines.compile_ms;
+  e.level = spec->provenance.level;
+  e.tolerance_profile = spec->provenance.tolerance_profile;
   e.spec = std::move(spec);
   insert(std::move(e));
 }
@@ -88,7 +90,17 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     if (std::isfinite(row.eager_ms) && row.eager_ms > 0) e.eager_ms = row.eager_ms;  // NaN until measured
     if (std::isfinite(row.compile_ms) && row.compile_ms > 0) e.compile_ms = row.compile_ms;
     e.origin = file;
-    e.spec_yaml = std::move(row.spec_yaml);
+    if (row.source == task_source_name(TaskSource::kernelbench) || row.source == task_source_name(TaskSource::cuda_agent_ops)) {
+      // Imported rows (a few hundred at most) are parsed now: the listing names their level and
+      // tolerance profile, and their TorchScript artifact is decoded once.
+      auto spec = std::make_shared<const TaskSpec>(parse_task(row.spec_yaml, file + ":" + row.id));
+      e.level = spec->provenance.level;
+      e.tolerance_profile = spec->provenance.tolerance_profile;
+      e.description = spec->description;
+      e.spec = std::move(spec);
+    } else {
+      e.spec_yaml = std::move(row.spec_yaml);
+    }
     insert(std::move(e));
     if (!measured) ++unmeasured_;
   }
@@ -125,6 +137,8 @@ Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
                        {"ops", e.ops}, {"n_ops", e.ops.size()}, {"description", e.description},
                        {"eager_ms", e.eager_ms ? Json(*e.eager_ms) : Json()},
                        {"compile_ms", e.compile_ms ? Json(*e.compile_ms) : Json()}});
+      if (e.level) tasks.back()["level"] = *e.level;
+      if (!e.tolerance_profile.empty()) tasks.back()["tolerance_profile"] = e.tolerance_profile;
     }
     ++total;
   }

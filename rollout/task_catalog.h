@@ -19,6 +19,8 @@ struct CatalogEntry {
   std::string name, split, source, dtype, description, origin;
   std::vector<std::string> ops;  // operator names in node order
   std::optional<double> eager_ms, compile_ms;  // the task's baselines, where measured
+  std::optional<int64_t> level;    // an imported KernelBench task's level (provenance.level)
+  std::string tolerance_profile;   // an imported task's tolerance profile (kforge, cuda-agent)
   std::string spec_yaml;         // for dataset rows: the spec text, parsed on first use
   std::shared_ptr<const TaskSpec> spec;
 };

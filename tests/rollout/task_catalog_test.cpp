@@ -221,7 +221,12 @@ TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
   EXPECT_EQ(total(c, query(std::nullopt, std::string("kernelbench"))), 5);
   Json listed = c.list(query(std::string("train")), 100);
   bool seen = false;
-  for (const auto& t : listed["tasks"]) seen = seen || t["name"] == "kb_l2_linear_relu";
+  for (const auto& t : listed["tasks"])
+    if (t["name"] == "kb_l2_linear_relu") {
+      seen = true;  // the listing names what the report groups by: the level, the tolerance profile
+      EXPECT_EQ(t.value("level", Json()), Json(2)) << t.dump();
+      EXPECT_EQ(t.value("tolerance_profile", Json()), Json("kforge")) << t.dump();
+    }
   EXPECT_TRUE(seen) << listed.dump();
 
   const TaskSpec original = load_task((fixture / "tasks" / "kb_l2_linear_relu.yaml").string());

@@ -26,7 +26,7 @@ METHOD = "CUDA events on the harness stream, L2 flushed before every call"
 
 
 def row(task, verdict, se=None, sc=None, *, seed=0, dtype="float32", n_ops=1, split="heldout", level=None,
-        compile_available=True, model="m"):
+        compile_available=True, model="m", tolerance_profile=None):
     """A kforge-evaluate line as the final reward's evidence writes it (reward/episode_reward.cpp)."""
     reward = {"rule": "no_submission" if verdict is None else verdict, "verdict": verdict}
     if verdict == "pass":
@@ -40,6 +40,7 @@ def row(task, verdict, se=None, sc=None, *, seed=0, dtype="float32", n_ops=1, sp
             "termination_reason": "submitted", "turns": 3, "reward": reward,
             "server": {"version": "0.9.0", "gpus": ["NVIDIA H200"]},
             "task_meta": {"split": split, "source": "synth", "dtype": dtype, "n_ops": n_ops, "level": level,
+                          "tolerance_profile": tolerance_profile,
                           "tolerance": {"atol": 1e-4, "rtol": 1e-4} if dtype == "float32" else {"atol": 1e-2, "rtol": 1e-2}},
             "judge": {"verdict": verdict, "device": DEVICE, "timing_method": METHOD} if verdict else {}}
 
@@ -247,3 +248,14 @@ def test_python_module_and_kforge_report_write_the_same_report(files, tmp_path):
     assert missing.returncode == 2 and "kforge report: " in missing.stderr and "nowhere.jsonl" in missing.stderr
     listed = cli([KFORGE, "--help"], tmp_path)
     assert "report" in listed.stdout, listed.stdout
+
+
+def test_the_profile_imported_tasks_name_is_the_one_reported():
+    from kforge_client.report.rows import environment
+
+    class Run:  # what environment() reads of a run: its played rows
+        played_rows = [row("a", "pass", 2.0, 1.5, tolerance_profile="cuda-agent"),
+                       row("b", "fail", tolerance_profile="cuda-agent")]
+    assert environment(Run())["tolerance_profile"] == "cuda-agent"
+    Run.played_rows.append(row("c", "fail"))  # a task that names none: the tolerances are matched instead
+    assert environment(Run())["tolerance_profile"] != "cuda-agent"

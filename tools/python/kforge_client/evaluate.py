@@ -69,6 +69,7 @@ def task_facts(client, names):
                 level = t.get("level", (t.get("provenance") or {}).get("level"))
                 facts[t["name"]] = {"split": t.get("split"), "source": t.get("source"), "dtype": t.get("dtype"),
                                     "n_ops": t.get("n_ops"), "level": level, "eager_ms": t.get("eager_ms"),
+                                    "tolerance_profile": t.get("tolerance_profile"),
                                     "compile_ms": t.get("compile_ms")}
         if wanted <= set(facts):
             break

@@ -122,7 +122,7 @@ def load_runs(paths, model=None):
 def environment(run, eval_yaml=None):
     """What the rows say about where and how the episodes were judged: GPUs, driver, CUDA, torch,
     the timing method, the tolerances and the precision profile they match, kforge's version."""
-    devices, methods, tolerances, versions, servers_gpus, baselines = (collections.Counter() for _ in range(6))
+    devices, methods, tolerances, versions, servers_gpus, baselines, named = (collections.Counter() for _ in range(7))
     for r in run.played_rows:
         judge, server, meta = _dict(r.get("judge")), _dict(r.get("server")), _dict(r.get("task_meta"))
         d = _dict(judge.get("device"))
@@ -130,6 +130,7 @@ def environment(run, eval_yaml=None):
             devices[(d.get("name"), d.get("driver_api"), d.get("cuda"), d.get("torch"))] += 1
         if judge.get("timing_method"):
             methods[judge["timing_method"]] += 1
+        named[meta.get("tolerance_profile")] += 1  # imported tasks: the profile the listing names
         tol = _dict(meta.get("tolerance"))
         if tol:
             tolerances[(meta.get("dtype"), tol.get("atol"), tol.get("rtol"))] += 1
@@ -148,7 +149,9 @@ def environment(run, eval_yaml=None):
         "timing_methods": [{"method": m, "episodes": n} for m, n in methods.most_common()],
         "tolerances": [{"dtype": k[0], "atol": k[1], "rtol": k[2], "episodes": n} for k, n in sorted(
             tolerances.items(), key=lambda kv: str(kv[0]))],
-        "tolerance_profile": matching_profile(tolerances, eval_yaml),
+        # The profile every task names (imported tasks carry one), else the shipped ones the tolerances match.
+        "tolerance_profile": (", ".join(sorted(named)) if named and None not in named
+                              else matching_profile(tolerances, eval_yaml)),
         "compile_baselines": [{"stored_gpu": k[0], "rescale": k[1], "episodes": n} for k, n in baselines.most_common()],
     }
 
