@@ -10,7 +10,7 @@ import threading
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from client_harness import CAND, SOURCE_DIR, Server, candidate  # noqa: E402,F401
+from client_harness import CAND, SOURCE_DIR, Server, StandInChat, candidate  # noqa: E402,F401
 
 POLICIES = os.path.join(SOURCE_DIR, "datasets", "samples", "policies")
 SAMPLES = os.path.join(SOURCE_DIR, "datasets", "samples")
@@ -82,7 +82,7 @@ def gpu_server(tmp_path):
     return s, names
 
 
-class ScriptedChat(http.server.BaseHTTPRequestHandler):
+class ScriptedChat(StandInChat):
     """An OpenAI-compatible /chat/completions endpoint replaying `script` (assistant messages) in order,
     one per request, per conversation (the first user message keys it); records the requests."""
     scripts = {}     # a text in the first user message -> [message, ...]
@@ -90,8 +90,7 @@ class ScriptedChat(http.server.BaseHTTPRequestHandler):
     requests = []
     lock = threading.Lock()
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def answer(self, body):
         first = next(m["content"] for m in body["messages"] if m["role"] == "user")
         with ScriptedChat.lock:
             ScriptedChat.requests.append(body)
@@ -102,19 +101,7 @@ class ScriptedChat(http.server.BaseHTTPRequestHandler):
             hook = ScriptedChat.before.pop((key, turn), None)
         if hook:
             hook()
-        data = json.dumps({"id": f"chat-{len(ScriptedChat.requests)}", "object": "chat.completion", "created": 0,
-                           "model": body.get("model", "scripted"),
-                           "choices": [{"index": 0, "message": message,
-                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        return message
 
 
 def start_chat(scripts, before=None):

@@ -2,6 +2,8 @@
 a subprocess with a config written for the test, the sample candidate, action builders, a dead
 endpoint. Their `server` fixture is in conftest.py."""
 import json
+import http.server
+import json
 import os
 import signal
 import subprocess
@@ -73,3 +75,31 @@ def dead_endpoint():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return f"tcp://127.0.0.1:{sock.getsockname()[1]}"
+
+
+class StandInChat(http.server.BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible /v1/chat/completions endpoint: each request is answered with
+    answer(body)'s assistant message, as a whole chat.completion (id, object, created, model, usage:
+    clients that validate it, verifiers', need them all). Subclasses write answer()."""
+    count = 0
+
+    def answer(self, body):
+        raise NotImplementedError
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        message = self.answer(body)
+        StandInChat.count += 1
+        data = json.dumps({"id": f"chat-{StandInChat.count}", "object": "chat.completion", "created": 0,
+                           "model": body.get("model", "stand-in"),
+                           "choices": [{"index": 0, "message": message,
+                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+        self.send_response(200 if self.path.endswith("/chat/completions") else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass

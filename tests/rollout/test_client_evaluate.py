@@ -9,30 +9,9 @@ import subprocess
 import sys
 import threading
 
-from client_harness import SOURCE_DIR, candidate, dead_endpoint
+from client_harness import SOURCE_DIR, StandInChat, candidate, dead_endpoint
 from kforge_client import Client, read_trajectories
 from kforge_client.adapters import ChatEvaluator
-
-
-class StandInChat(http.server.BaseHTTPRequestHandler):
-    """A stand-in OpenAI-compatible chat endpoint: answers each request with answer(body)'s message."""
-
-    def answer(self, body):
-        raise NotImplementedError
-
-    def do_POST(self):
-        message = self.answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        data = json.dumps({"id": "x", "object": "chat.completion",
-                           "choices": [{"index": 0, "message": message,
-                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
 
 
 class ScriptedChat(StandInChat):

@@ -22,7 +22,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from client_harness import SOURCE_DIR, Server  # noqa: E402  (adds tools/python to sys.path)
 from kforge_client import Client  # noqa: E402
-from test_client_evaluate import StandInChat, tool_call  # noqa: E402
+from client_harness import StandInChat  # noqa: E402
+from test_client_evaluate import tool_call  # noqa: E402
 
 SAMPLES = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates")
 CORPUS = os.path.join(SOURCE_DIR, "anticheat", "corpus")

@@ -25,13 +25,6 @@ ENV_ID = "kforge_client.adapters.verifiers_env"
 
 
 @pytest.fixture
-def server(tmp_path):
-    s = Server(tmp_path)
-    yield s
-    s.stop()
-
-
-@pytest.fixture
 def chat_client(monkeypatch):
     monkeypatch.setenv("KFORGE_TEST_KEY", "unused")
 

@@ -26,13 +26,6 @@ TOOL_CONFIG = os.path.join(SOURCE_DIR, "tools", "python", "examples", "verl_tool
 
 
 @pytest.fixture
-def server(tmp_path):
-    s = Server(tmp_path)
-    yield s
-    s.stop()
-
-
-@pytest.fixture
 def tools(server, monkeypatch):
     """The shipped tool config, loaded by verl's loader with the test server's endpoint."""
     monkeypatch.setenv("KFORGE_ENDPOINT", server.endpoint)

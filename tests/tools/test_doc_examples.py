@@ -31,6 +31,9 @@ import time
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rollout"))
+from client_harness import StandInChat  # noqa: E402  (the stand-in chat endpoint the client's tests use)
+
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
 DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md", "tools/task_import/README.md",
@@ -189,28 +192,15 @@ class Server:
         self.log.close()
 
 
-class StandInChat(http.server.BaseHTTPRequestHandler):
+class ListFilesChat(StandInChat):
     """An OpenAI-compatible /v1/chat/completions whose model calls list_files every turn."""
     requests = []
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        StandInChat.requests.append(body)
-        message = {"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{len(StandInChat.requests)}", "type": "function",
+    def answer(self, body):
+        ListFilesChat.requests.append(body)
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{len(ListFilesChat.requests)}", "type": "function",
              "function": {"name": "list_files", "arguments": "{}"}}]}
-        # A whole chat.completion (id, object, created, model): clients that validate it (verifiers) need them.
-        data = json.dumps({"id": f"chat-{len(StandInChat.requests)}", "object": "chat.completion", "created": 0,
-                           "model": body.get("model", "stand-in"),
-                           "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
-        self.send_response(200 if self.path == "/v1/chat/completions" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +212,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chat_url():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), StandInChat)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ListFilesChat)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     httpd.shutdown()

@@ -99,4 +99,11 @@ int exec_full(char** argv) {
   return 1;
 }
 
+std::string project_python() {
+  if (const char* py = std::getenv("KFORGE_PYTHON_BIN"); py && *py) return py;
+  const char* venv = std::getenv("KFORGE_VENV");
+  fs::path p = (venv && *venv ? fs::path(venv) : fs::path(KFORGE_SOURCE_DIR) / ".venv") / "bin" / "python";
+  return ::access(p.c_str(), X_OK) == 0 ? p.string() : std::string();
+}
+
 }  // namespace kforge::cli

@@ -39,5 +39,8 @@ int exec_report(int argc, char** argv);
 
 // A task argument: an existing path, or the name of a shipped sample (datasets/samples/NAME.yaml).
 std::string resolve_task_path(const std::string& task);
+// The project's interpreter, in tools/python_env.sh's order: KFORGE_PYTHON_BIN, else
+// $KFORGE_VENV/bin/python, else <source>/.venv/bin/python; empty when none of them is there.
+std::string project_python();
 
 }  // namespace kforge::cli

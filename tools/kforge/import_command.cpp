@@ -40,15 +40,13 @@ struct ImportArgs {
   bool pack_only = false;
 };
 
-// The interpreter tools/python_env.sh picks: KFORGE_PYTHON_BIN, else the project's venv.
+// The interpreter tools/python_env.sh picks (project_python), or a typed error.
 std::string python_interpreter() {
-  if (const char* p = std::getenv("KFORGE_PYTHON_BIN"); p && *p) return p;
-  const char* venv = std::getenv("KFORGE_VENV");
-  fs::path py = (venv && *venv ? fs::path(venv) : fs::path(KFORGE_SOURCE_DIR) / ".venv") / "bin" / "python";
-  KFORGE_CHECK(fs::exists(py), unsupported,
-               "kforge tasks import needs Python: no venv at " << py.parent_path().parent_path().string()
+  std::string py = project_python();
+  KFORGE_CHECK(!py.empty(), unsupported,
+               "kforge tasks import needs Python: no venv at " << (fs::path(KFORGE_SOURCE_DIR) / ".venv").string()
                                                                << " (run tools/setup.sh) and KFORGE_PYTHON_BIN is not set");
-  return py.string();
+  return py;
 }
 
 // Where the importer package lives: <source>/tools, or KFORGE_IMPORTER_PATH (another checkout).

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,25 +16,10 @@
 #define KFORGE_SOURCE_DIR "."
 #endif
 
-namespace fs = std::filesystem;
-
 namespace kforge::cli {
 
-namespace {
-
-// The first of KFORGE_PYTHON_BIN, $KFORGE_VENV/bin/python, <source>/.venv/bin/python (the order of
-// tools/python_env.sh); empty when none is there.
-std::string report_python() {
-  if (const char* py = std::getenv("KFORGE_PYTHON_BIN"); py && *py) return py;
-  const char* venv = std::getenv("KFORGE_VENV");
-  fs::path p = (venv && *venv ? fs::path(venv) : fs::path(KFORGE_SOURCE_DIR) / ".venv") / "bin" / "python";
-  return ::access(p.c_str(), X_OK) == 0 ? p.string() : std::string();
-}
-
-}  // namespace
-
 int exec_report(int argc, char** argv) {
-  std::string py = report_python();
+  std::string py = project_python();
   if (py.empty()) {
     std::fprintf(stderr, "kforge: io_error: no Python for kforge report: set KFORGE_PYTHON_BIN, or run tools/setup.sh "
                          "(it makes %s/.venv)\n", KFORGE_SOURCE_DIR);
