@@ -37,6 +37,8 @@
 #                     imported task's TorchScript reference run on the GPU (kforge task run --device cuda),
 #                     and the reference's per-call overhead against the graph twins of the same ops
 #                     (kforge_eval_bench reference --device cuda, on make_imported_tasks.py's tasks)
+#   imported_baselines the imported test modules' eager and torch.compile baselines by the dataset's GPU
+#                     stage (synth_gpu on OUTDIR/imp/dataset.h5, then --merge): what serving them needs
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
 # the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
@@ -140,6 +142,13 @@ for s in $steps; do
         timeout 120 "$b/tools/kforge_eval_bench" reference --tasks "$out/fixture" --device cuda --calls 2000 \
           --out "$out/reference_overhead_cuda.json" >>"$out/imported.txt" 2>&1 || r=$?
       (exit $r) ;;
+    imported_baselines)
+      export KFORGE_PYTHON_BIN=$py
+      d=$out/imp; rm -rf "$d"
+      timeout 120 "$b/tools/kforge" tasks import --format kernelbench tests/tools/import_modules/level1 \
+        tests/tools/import_modules/level2 tests/tools/import_modules/level3 --out "$d" >"$out/imported_baselines.txt" 2>&1 &&
+        timeout 400 "$py" tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 380 >>"$out/imported_baselines.txt" 2>&1 &&
+        "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/imported_baselines.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
               } >"$out/python.txt" 2>&1 ;;

@@ -119,6 +119,8 @@ Json task_json(const DatasetRow& r, size_t row, int shard, const std::string& da
           {"check_dims", t.check_dims ? dims_json(*t.check_dims) : Json(nullptr)},
           // torchscript: an imported module, program_py its own source (no dims, no check_dims)
           {"reference", reference_kind_name(t.reference.kind)},
+          // the mode the module runs in: eval for graph tasks; an imported module's own (KernelBench: train)
+          {"module_mode", t.imported() ? module_mode_name(t.reference.module_mode) : "eval"},
           {"outputs", outputs},
           {"tolerance", {{"atol", t.tolerance.atol}, {"rtol", t.tolerance.rtol}}},
           {"program_py", r.program_py}};

@@ -61,10 +61,14 @@ def cmd_run(a):
     dims_mode = a.dims if a.dims != "auto" else ("full" if a.device.startswith("cuda") else "check")
     tasks = []
     for t in todo:
-        if dims_mode == "check" and not t["check_dims"]:
+        # An imported module (a TorchScript reference) has its own shapes and no check_dims: it runs as
+        # given in both modes, in its own module mode, and no runtime window rejects it.
+        imported = t.get("reference") == "torchscript"
+        if dims_mode == "check" and not t["check_dims"] and not imported:
             raise InputError(f"{a.dataset}: task {t['id']} has no check_dims (needed by --dims check)")
-        tasks.append(dict(t, est_ms=t["est_runtime_ms"], program=t["program_py"],
-                          dims=t["check_dims"] if dims_mode == "check" else None))
+        tasks.append(dict(t, est_ms=t["est_runtime_ms"], program=t["program_py"], imported=imported,
+                          module_mode=t.get("module_mode", "eval"),
+                          dims=t["check_dims"] if dims_mode == "check" and not imported else None))
     os.makedirs(a.out, exist_ok=True)
     what = f"{a.ids} lists {len(rows)}" if a.ids else \
         f"shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-{rows[-1] if rows else -1})"

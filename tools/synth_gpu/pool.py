@@ -206,7 +206,7 @@ def _compile_worker(jobs, results, wid, device, lock_path, want, sampling, cpus,
         job = jobs.get()
         if job is None:
             return
-        task_id, program, dims, seed = job
+        task_id, program, dims, seed, module_mode = job
         t0 = time.monotonic()
         turn.wait_s = turn.held_s = backend.seconds = 0.0
         at_turn = []  # `sampling` when this worker's GPU work starts (test log): always 0
@@ -215,7 +215,7 @@ def _compile_worker(jobs, results, wid, device, lock_path, want, sampling, cpus,
         try:
             with turn.hold():  # model build and one draw: allocations and init kernels
                 at_turn.append(sampling.value)
-                model, draw = build_task(torch, task_id, program, dims, device, seed)
+                model, draw = build_task(torch, task_id, program, dims, device, seed, module_mode)
                 x = draw()
                 if cuda:
                     torch.cuda.synchronize()
@@ -328,7 +328,7 @@ class CompilePool:
                 self._restart(wid)
                 w = self.workers[wid]
             self.pending.remove(pick)
-            w["q"].put((pick["id"], pick["program"], pick["dims"], pick["seed"]))
+            w["q"].put((pick["id"], pick["program"], pick["dims"], pick["seed"], pick.get("module_mode", "eval")))
             now = time.monotonic()
             pick["t_start"] = now
             w.update(job=pick, t=now, mem=pick["mem"])

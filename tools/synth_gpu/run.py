@@ -164,7 +164,8 @@ class Run(Loops):
             fields["oom_retry"] = True
         rec.update(fields)
         rec["checks_impl"] = "fused" if FUSED.enabled and "ok" in FUSED.state.values() else "torch"
-        rec.update({"env": self.env, "method": self.method, "flags": self.flags, "tool": TOOL,
+        flags = dict(self.flags, module_mode=task.get("module_mode", "eval"))  # the mode this task's module ran in
+        rec.update({"env": self.env, "method": self.method, "flags": flags, "tool": TOOL,
                     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
         for k in ("eager_ms", "compile_ms", "probe_eager_ms"):
             if k in rec and rec[k] is not None and not math.isfinite(rec[k]):
@@ -258,6 +259,7 @@ class Run(Loops):
     def submit(self, t):
         self.inflight[t["id"]] = t
         self.pool.submit({"id": t["id"], "program": t["program"], "dims": t["dims"], "seed": t["seed"],
+                          "module_mode": t.get("module_mode", "eval"),
                           "mem": self.a.compile_mem_factor * t["peak_mem_bytes"] + (1 << 30)})
 
     def probe_claim(self):
@@ -357,7 +359,8 @@ class Run(Loops):
             base = torch.cuda.memory_allocated()
         try:
             with ph("exec_build"):
-                model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
+                model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"],
+                                         task.get("module_mode", "eval"))
         except Exception as e:  # noqa: BLE001
             return _Failure("build_failed", e)
         try:
@@ -374,7 +377,7 @@ class Run(Loops):
             except Exception as e:  # noqa: BLE001
                 return _Failure("eager_failed", e)
             lo, hi = a.cfg["window_ms"]
-            if probe_ms < lo / a.probe_margin or probe_ms > hi * a.probe_margin:
+            if not task.get("imported") and (probe_ms < lo / a.probe_margin or probe_ms > hi * a.probe_margin):
                 reason = "eager_runtime_window"
         peak = (torch.cuda.max_memory_allocated() - base) if self.cuda else 0
         del model, draw
@@ -442,7 +445,8 @@ class Run(Loops):
         base = torch.cuda.memory_allocated() if self.cuda else None
         try:
             with ph("exec_build"):
-                model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"])
+                model, draw = build_task(torch, task["id"], task["program"], task["dims"], a.device, task["seed"],
+                                         task.get("module_mode", "eval"))
         except Exception as e:  # noqa: BLE001
             return _Failure("build_failed", e)
         counters = None
@@ -494,7 +498,7 @@ class Run(Loops):
         try:
             with self.sampling(ph, "timing"):
                 st_e, st_c = measure(self.timer, [model, compiled], draw,
-                                     abort_above_ms=hi * a.probe_margin if a.probe_n == 0 else None)
+                                     abort_above_ms=hi * a.probe_margin if a.probe_n == 0 and not task.get("imported") else None)
         except AboveWindow as e:
             above = e
         except Exception as e:  # noqa: BLE001
@@ -507,7 +511,7 @@ class Run(Loops):
                     dict(eager_ms=above.fastest_ms, note=f"stopped after {above.calls} warm-up calls, each above "
                          f"{hi * a.probe_margin:g} ms (the window's top x --probe-margin; --probe-n 0)", **common))
         eager_ms, compile_ms = st_e["median_ms"], st_c["median_ms"]
-        ok = lo <= eager_ms <= hi
+        ok = task.get("imported", False) or lo <= eager_ms <= hi  # an imported benchmark task is kept whatever its time
         return ("ok" if ok else "rejected:eager_runtime_window", "" if ok else "eager_runtime_window",
                 dict(eager_ms=eager_ms, compile_ms=compile_ms, speedup=eager_ms / compile_ms if compile_ms > 0 else None,
                      eager=st_e, compile=st_c, **common))

@@ -62,8 +62,9 @@ def environment(torch, device):
     return env
 
 
-def build_task(torch, task_id, program, dims, device, seed):
-    """exec the rendered program; Model and a draw() of fresh inputs on the device."""
+def build_task(torch, task_id, program, dims, device, seed, module_mode="eval"):
+    """exec the rendered program; Model (in `module_mode`: eval, or an imported module's train) and a
+    draw() of fresh inputs on the device."""
     ns = {"__name__": "kforge_task_" + task_id}
     exec(compile(program, f"<kforge task {task_id}>", "exec"), ns)
     for k, v in (dims or {}).items():  # the check dims replace the module-level dims (CPU mode)
@@ -73,7 +74,7 @@ def build_task(torch, task_id, program, dims, device, seed):
     dev = torch.device(device)
     with dev:
         model = ns["Model"](*ns["get_init_inputs"]())
-    model = model.to(dev).eval()
+    model = model.to(dev).train(module_mode == "train")
 
     def draw():
         with dev:
