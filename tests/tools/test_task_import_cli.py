@@ -116,3 +116,22 @@ def test_bad_arguments_are_usage_errors(tmp_path):
     assert r.returncode != 0 and "give the files or folders" in r.stderr
     r = kforge("tasks", "import", "--format", "kernelbench", "--out", tmp_path / "none", "--pack-only", check=False)
     assert r.returncode != 0 and r.stderr.strip().splitlines()[-1].startswith("kforge: io_error: ")
+
+
+CANDIDATES = os.path.join(SOURCE_DIR, "datasets", "imported_candidates")
+
+
+def test_the_stored_candidates_of_imported_tasks_compile_and_their_plans_check(tmp_path):
+    # The tasks made from the test modules by the real importer; each stored candidate's source
+    # compiles (NVRTC, no GPU) and its literal-only launch plan checks against the task.
+    modules = os.path.join(SOURCE_DIR, "tests", "tools", "import_modules", "level1")
+    out = tmp_path / "imp"
+    kforge("tasks", "import", "--format", "kernelbench", os.path.join(modules, "relu_op.py"),
+           os.path.join(modules, "softmax_rows.py"), "--out", out)
+    stored = sorted((t, c) for t in os.listdir(CANDIDATES) if os.path.isdir(os.path.join(CANDIDATES, t))
+                    for c in os.listdir(os.path.join(CANDIDATES, t)))
+    assert len(stored) == 4, stored
+    for task, cand in stored:
+        r = kforge("eval", "--task", out / "tasks" / f"{task}.yaml", "--candidate", os.path.join(CANDIDATES, task, cand),
+                   "--check", "--json")
+        assert json.loads(r.stdout)["verdict"] == "checked", (task, cand, r.stdout[-600:])

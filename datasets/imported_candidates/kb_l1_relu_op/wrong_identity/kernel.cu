@@ -1,0 +1,5 @@
+// Wrong on purpose: copies x (negative values are not clamped), so verification fails.
+extern "C" __global__ void relu(const float* __restrict__ x, float* __restrict__ y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];
+}
