@@ -44,15 +44,16 @@ def read(path):
 
 class CandidateChat(StandInChat):
     """Writes the stored candidate of the task its prompt names, then submits, every time after."""
+    table = GPU_CANDIDATES
 
     def answer(self, body):
         prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        task = max((t for t in list(GPU_CANDIDATES) + [FAILING_TASK] if t in prompt), key=len)
+        task = max((t for t in list(self.table) + [FAILING_TASK] if t in prompt), key=len)
         if task == FAILING_TASK:
             raise RuntimeError("scripted failure")
         if any(m["role"] == "assistant" for m in body["messages"]):
             return {"role": "assistant", "content": None, "tool_calls": [tool_call(3, "submit")]}
-        d = GPU_CANDIDATES[task][0]
+        d = self.table[task][0]
         return {"role": "assistant", "content": None, "tool_calls": [
             tool_call(1, "write_file", path="kernel.cu", content=read(os.path.join(d, "kernel.cu"))),
             tool_call(2, "write_file", path="launch.yaml", content=read(os.path.join(d, "launch.yaml")))]}
@@ -66,8 +67,8 @@ class CandidateChat(StandInChat):
             self.end_headers()
 
 
-def evaluate(server, tmp_path, tasks, *extra):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CandidateChat)
+def evaluate(server, tmp_path, tasks, *extra, chat=CandidateChat):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), chat)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")])))
     out, report = tmp_path / "results.jsonl", tmp_path / "report"
@@ -163,3 +164,49 @@ def test_gpu_report_numbers_are_what_the_stored_candidates_deserve(tmp_path):
     d = judged["device"]
     assert f"GPU: {d['name']} (driver API {d['driver_api']}, CUDA {d['cuda']}, torch {d['torch']})" in md
     assert f"timing method: {judged['timing_method']}" in md
+
+
+IMPORTED = os.path.join(SOURCE_DIR, "datasets", "imported_candidates")
+# Imported tasks (kforge tasks import of tests/tools/import_modules/level1, relu_op.py copied three
+# times so that each relu candidate has a task of its own) -> (candidate, the verdict it deserves).
+IMPORTED_CANDIDATES = {
+    "kb_l1_relu_a": (os.path.join(IMPORTED, "kb_l1_relu_op", "fused"), "pass"),
+    "kb_l1_relu_b": (os.path.join(IMPORTED, "kb_l1_relu_op", "wrong_identity"), "fail"),
+    "kb_l1_relu_c": (os.path.join(IMPORTED, "kb_l1_relu_op", "cheat_rewrites_input"), "cheat"),
+    "kb_l1_softmax_rows": (os.path.join(IMPORTED, "kb_l1_softmax_rows", "rowwise"), "pass"),
+}
+
+
+class ImportedCandidateChat(CandidateChat):
+    table = IMPORTED_CANDIDATES
+
+
+def test_gpu_report_on_imported_tasks_is_what_the_stored_candidates_deserve(tmp_path):
+    why = gpu_missing()
+    if why:
+        print(f"KFORGE_SKIPPED: {why}")
+        pytest.skip(why)
+    modules = tmp_path / "level1"
+    modules.mkdir()
+    src = os.path.join(SOURCE_DIR, "tests", "tools", "import_modules", "level1")
+    for name in ("relu_a", "relu_b", "relu_c"):
+        shutil.copy(os.path.join(src, "relu_op.py"), modules / f"{name}.py")
+    shutil.copy(os.path.join(src, "softmax_rows.py"), modules / "softmax_rows.py")
+    kforge = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
+    subprocess.run([kforge, "tasks", "import", "--format", "kernelbench", str(modules), "--out", str(tmp_path / "imp")],
+                   check=True, capture_output=True, text=True)
+    server = Server(tmp_path, record=False, scheduler={"gpus": -1},
+                    tasks={"samples": False, "datasets": [str(tmp_path / "imp")], "serve_unmeasured": True})
+    try:
+        _, rows, doc, md, _ = evaluate(server, tmp_path, list(IMPORTED_CANDIDATES), chat=ImportedCandidateChat)
+    finally:
+        server.stop()
+    by_task = {x["task"]: x for x in rows}
+    for task, (_, verdict) in IMPORTED_CANDIDATES.items():
+        assert by_task[task]["reward"]["verdict"] == verdict, (task, by_task[task]["reward"])
+        assert by_task[task]["task_meta"]["level"] == 1 and by_task[task]["task_meta"]["source"] == "kernelbench"
+    run = doc["runs"][0]
+    assert run["verdicts"] == {"pass": 2, "fail": 1, "cheat": 1}
+    v = {k: m["value"] for k, m in run["overall"]["metrics"].items()}
+    assert v["pass_rate"] == v["fast_0"] == 0.5 and v["cheat_rate"] == 0.25
+    assert "| level 1 |" in md and "tolerance profile: kforge" in md, md
