@@ -1,6 +1,7 @@
 """The task file (data_synth/task/TASK_FORMAT.md, "Imported tasks"): a kforge task YAML without
 dims/check_dims/graph, with `program` (the source exactly as read) and `reference` (the artifact)."""
 import hashlib
+import os
 import re
 
 import yaml
@@ -12,13 +13,25 @@ GENERATOR = "kforge tasks import"
 # TASK_FORMAT.md "Source and split"). The contract's text spells the second `cuda_agent_ops`, the C++
 # enumerator's name; the parser reads `cuda-agent-ops`.
 SOURCES = {"kernelbench": "kernelbench", "cuda-agent": "cuda-agent-ops"}
-# The tolerance profiles: `kforge` is configs/eval.yaml's default profile (data_synth/reference/tolerance.h's
-# rule applies it), `cuda-agent` CUDA Agent's published 1e-2 everywhere.
-TOLERANCES = {
-    "kforge": {"float32": {"atol": 1e-4, "rtol": 1e-4}, "float16": {"atol": 1e-2, "rtol": 1e-2},
-               "bfloat16": {"atol": 1e-2, "rtol": 1e-2}},
-    "cuda-agent": {d: {"atol": 1e-2, "rtol": 1e-2} for d in ("float32", "float16", "bfloat16")},
-}
+# The tolerance profiles, as configs/eval.yaml's precision.profiles give them (the file kforge reads,
+# data_synth/reference/tolerance.h's rule applies them): `kforge` is its `default` profile,
+# `cuda-agent` CUDA Agent's published 1e-2 everywhere.
+PROFILE_IN_EVAL_CONFIG = {"kforge": "default", "cuda-agent": "cuda-agent"}
+
+
+def eval_config_path():
+    root = os.environ.get("KFORGE_SOURCE_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    return os.path.join(root, "configs", "eval.yaml")
+
+
+def _load_tolerances():
+    with open(eval_config_path()) as f:
+        profiles = yaml.safe_load(f)["precision"]["profiles"]
+    return {name: {dtype: {"atol": float(t["atol"]), "rtol": float(t["rtol"])} for dtype, t in profiles[key].items()}
+            for name, key in PROFILE_IN_EVAL_CONFIG.items()}
+
+
+TOLERANCES = _load_tolerances()
 
 
 class Flow(dict):
