@@ -19,7 +19,6 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gymnasium  # noqa: E402
 import results_doc  # noqa: E402
+from adapter_overhead_verl import start_server  # noqa: E402  (verl is imported only when its way runs)
 from kforge_client import AsyncClient, Client, KernelEnv  # noqa: E402
 from kforge_client.adapters.gymnasium_env import ENV_ID, KernelGymEnv  # noqa: E402
 from kforge_client.adapters.gymnasium_vector import KernelVectorEnv  # noqa: E402
@@ -117,13 +117,7 @@ def main():
     ap.add_argument("--json", action="store_true", help="write tools/bench/results/adapter_overhead_*.json")
     args = ap.parse_args()
 
-    tmp = tempfile.mkdtemp(prefix="kforge_adapter_bench_")
-    endpoint = f"ipc://{tmp}/s.sock"
-    with open(os.path.join(tmp, "server.yaml"), "w") as f:
-        json.dump({"scheduler": {"gpus": 0, "compile_workers": 1}}, f)
-    proc = subprocess.Popen([args.kforge, "serve", "--config", os.path.join(tmp, "server.yaml"), "--bind", endpoint],
-                            stdout=subprocess.PIPE, text=True)
-    print(proc.stdout.readline().strip())
+    proc, endpoint = start_server(args.kforge, tempfile.mkdtemp(prefix="kforge_adapter_bench_"))
     actions = episode_actions(args.steps)
     times = {way: [] for way in WAYS}
     try:

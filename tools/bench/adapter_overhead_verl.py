@@ -39,6 +39,8 @@ EPISODE_TURNS = 200  # steps per episode before a fresh one (kforge's max_turns 
 
 
 def start_server(kforge, folder):
+    """A `kforge serve` without GPU lanes (front-thread and compile actions) in `folder`: (process,
+    endpoint); tools/bench/adapter_overhead.py starts its server with it too."""
     config = os.path.join(folder, "server.yaml")
     with open(config, "w") as f:
         json.dump({"scheduler": {"gpus": 0, "compile_workers": 1}}, f)
@@ -47,7 +49,8 @@ def start_server(kforge, folder):
                             stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     if not line.startswith("kforge serve: listening on"):
-        sys.exit(f"adapter_overhead_verl: the server did not start: {line}")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: the server did not start: {line}")
+    print(line.strip())
     return proc, endpoint
 
 
