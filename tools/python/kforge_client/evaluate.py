@@ -60,15 +60,14 @@ def listing(client, **query):
 
 def task_facts(client, names):
     """{name: what the server's listing says of it} for the report: split, source, dtype, operator
-    count, KernelBench level (where the listing carries one), the stored baselines. The samples are
-    listed only when asked for by source, so both listings are read."""
+    count, KernelBench level and tolerance profile (imported tasks carry them), the stored baselines.
+    The samples are listed only when asked for by source, so both listings are read."""
     wanted, facts = set(names), {}
     for query in ({}, {"source": "samples"}):
         for t in listing(client, **query):
             if t["name"] in wanted:
-                level = t.get("level", (t.get("provenance") or {}).get("level"))
                 facts[t["name"]] = {"split": t.get("split"), "source": t.get("source"), "dtype": t.get("dtype"),
-                                    "n_ops": t.get("n_ops"), "level": level, "eager_ms": t.get("eager_ms"),
+                                    "n_ops": t.get("n_ops"), "level": t.get("level"), "eager_ms": t.get("eager_ms"),
                                     "tolerance_profile": t.get("tolerance_profile"),
                                     "compile_ms": t.get("compile_ms")}
         if wanted <= set(facts):
