@@ -66,6 +66,11 @@ aa_softmax() {
   timeout "$limit" "$b/tools/kforge_eval_bench" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
     --runs "$runs" --out "$out/$name" "$@"
 }
+# The test modules of levels 1-3 imported as tasks: import_test_modules OUT_DIR
+import_test_modules() {
+  KFORGE_PYTHON_BIN=$py timeout 120 "$b/tools/kforge" tasks import --format kernelbench tests/tools/import_modules/level1 \
+    tests/tools/import_modules/level2 tests/tools/import_modules/level3 --out "$1"
+}
 for s in $steps; do
   t0=$(date +%s)
   case $s in
@@ -130,9 +135,7 @@ for s in $steps; do
         >>"$out/adapter_overhead.txt" 2>&1 || r=$?
       (exit $r) ;;
     imported)
-      export KFORGE_PYTHON_BIN=$py
-      timeout 120 "$b/tools/kforge" tasks import --format kernelbench tests/tools/import_modules/level1 \
-        tests/tools/import_modules/level2 tests/tools/import_modules/level3 --out "$out/imp" >"$out/imported.txt" 2>&1
+      import_test_modules "$out/imp" >"$out/imported.txt" 2>&1
       r=$?
       for t in "$out"/imp/tasks/*.yaml; do
         echo "== $(basename "$t" .yaml)" >>"$out/imported.txt"
@@ -143,10 +146,8 @@ for s in $steps; do
           --out "$out/reference_overhead_cuda.json" >>"$out/imported.txt" 2>&1 || r=$?
       (exit $r) ;;
     imported_baselines)
-      export KFORGE_PYTHON_BIN=$py
       d=$out/imp; rm -rf "$d"
-      timeout 120 "$b/tools/kforge" tasks import --format kernelbench tests/tools/import_modules/level1 \
-        tests/tools/import_modules/level2 tests/tools/import_modules/level3 --out "$d" >"$out/imported_baselines.txt" 2>&1 &&
+      import_test_modules "$d" >"$out/imported_baselines.txt" 2>&1 &&
         timeout 400 "$py" tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 380 >>"$out/imported_baselines.txt" 2>&1 &&
         "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/imported_baselines.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
