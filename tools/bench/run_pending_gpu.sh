@@ -39,6 +39,9 @@
 #                     (kforge_eval_bench reference --device cuda, on make_imported_tasks.py's tasks)
 #   imported_baselines the imported test modules' eager and torch.compile baselines by the dataset's GPU
 #                     stage (synth_gpu on OUTDIR/imp/dataset.h5, then --merge): what serving them needs
+#   imported_eval     the test modules imported, baselined by the GPU stage, served, and judged by
+#                     kforge-evaluate --report with stored candidates (python.imported_eval_gpu; its
+#                     listing, rows and report in OUTDIR/imported_eval)
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
 # the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
@@ -71,6 +74,14 @@ import_test_modules() {
   KFORGE_PYTHON_BIN=$py timeout 120 "$b/tools/kforge" tasks import --format kernelbench tests/tools/import_modules/level1 \
     tests/tools/import_modules/level2 tests/tools/import_modules/level3 --out "$1"
 }
+# The packages the host lacks, from .whl/ (tools/bench/gpu_wheels.sh), into /tmp/site (on PYTHONPATH)
+install_wheels() {
+  if ls .whl/*.whl >/dev/null 2>&1 && [ ! -f /tmp/site/.kforge_wheels ]; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      >"$out/wheels.txt" 2>&1 && touch /tmp/site/.kforge_wheels
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+}
 for s in $steps; do
   t0=$(date +%s)
   case $s in
@@ -90,7 +101,7 @@ for s in $steps; do
                 --skip "${KFORGE_COVERAGE_SKIP:-0}" --budget-s "${KFORGE_COVERAGE_BUDGET_S:-330}" \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
-                -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)" \
+                -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu|imported_eval_gpu)" \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
     new_gpu)
       timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1
@@ -122,11 +133,7 @@ for s in $steps; do
           >>"$out/sample_baselines.txt" 2>&1 &&
         "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
     adapters)
-      if ls .whl/*.whl >/dev/null 2>&1; then
-        "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-          >"$out/adapters_wheels.txt" 2>&1
-        export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-      fi
+      install_wheels
       timeout 420 ctest --test-dir "$b" -R "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)" -V --timeout 400 \
         >"$out/adapters.txt" 2>&1
       r=$?
@@ -145,6 +152,10 @@ for s in $steps; do
         timeout 120 "$b/tools/kforge_eval_bench" reference --tasks "$out/fixture" --device cuda --calls 2000 \
           --out "$out/reference_overhead_cuda.json" >>"$out/imported.txt" 2>&1 || r=$?
       (exit $r) ;;
+    imported_eval)
+      install_wheels
+      KFORGE_REPORT_OUT="$out/imported_eval" timeout 560 ctest --test-dir "$b" -R "python\.imported_eval_gpu" -V --timeout 540 \
+        >"$out/imported_eval.txt" 2>&1 ;;
     imported_baselines)
       d=$out/imp; rm -rf "$d"
       import_test_modules "$d" >"$out/imported_baselines.txt" 2>&1 &&
