@@ -289,6 +289,20 @@ Provenance read_provenance(const YamlNode& p) {
   return out;
 }
 
+// Every floating-point argument the reference reads varies between trials: with a constant draw
+// (a norm's weight of 1, a bias of 0, in a module's initial state) a kernel that assumes the value
+// instead of reading it would pass every trial. Integer and boolean constants stay allowed (an
+// index or a count may have one valid value).
+void check_float_arguments_vary(const TaskSpec& t, const std::string& origin) {
+  for (const auto& a : t.arguments)
+    KFORGE_CHECK(!(a.decl.used && dtype_is_float(a.decl.meta.dtype) && a.draw.dist == DrawDist::constant &&
+                   numel(a.decl.meta.shape) > 0),
+                 spec, origin << ": argument '" << a.decl.name << "' is " << dtype_name(a.decl.meta.dtype)
+                              << " with a constant draw (" << a.draw.describe()
+                              << "): a kernel that assumes its value would pass every trial; draw it from a range "
+                                 "around the value (kforge tasks import uses uniform(v/2, 3v/2), or uniform(-0.5, 0.5) for 0)");
+}
+
 }  // namespace
 
 TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
@@ -324,6 +338,7 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
   auto ref = root.find("reference");
   if (ref && task_yaml::read_reference_kind(*ref) == ReferenceKind::torchscript) task_yaml::read_imported_body(root, *ref, t);
   else read_graph_body(root, ref, t);
+  check_float_arguments_vary(t, origin);
 
   t.tolerance = PrecisionConfig{}.for_dtype(dtype_name(t.dtype));
   if (auto tol = root.find("tolerance")) {

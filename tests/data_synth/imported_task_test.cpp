@@ -151,6 +151,14 @@ TEST(ImportedTask, ValidatesTheStatedArgumentsAndOutputs) {
   EXPECT_NE(arg_error("  - {name: w, role: parameter, shape: [4], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n" + x0)
                 .find("role input"),
             std::string::npos);
+  // A float argument cannot be constant (kforge tasks import moves an all-equal state around its
+  // value); an integer one can (num_batches_tracked).
+  EXPECT_NE(arg_error(x0 + "  - {name: bn.weight, role: parameter, shape: [4], dtype: float32, draw: {dist: constant, value: 1}}\n")
+                .find("'bn.weight' is float32 with a constant draw"),
+            std::string::npos);
+  EXPECT_NO_THROW(parse_task(imported_yaml("", sha256_hex(kArtifact),
+                                           x0 + "  - {name: n, role: buffer, shape: [1], dtype: int64, draw: {dist: constant, value: 0}}\n"),
+                             "t.yaml"));
   // Outputs share the arguments' namespace (launch plans name tensors by name).
   std::string clash = error_of(imported_yaml("", sha256_hex(kArtifact), x0, "  - {name: x0, shape: [4], dtype: float32}\n"));
   EXPECT_NE(clash.find("used twice"), std::string::npos) << clash;

@@ -170,9 +170,12 @@ def draw_of(name, tensor, model, is_input, program):
     if isinstance(owner, nn.Linear):
         b = 1 / math.sqrt(owner.in_features)
         return f"{{dist: uniform, low: {num(-b)}, high: {num(b)}}}"
+    if not tensor.is_floating_point():
+        return "{dist: constant, value: 0}"  # num_batches_tracked
+    # A norm's state, as kforge tasks import draws it (all equal in the module: moved around the value).
     if leaf in ("weight", "running_var"):
-        return "{dist: constant, value: 1}"
-    return "{dist: constant, value: 0}"  # bias, running_mean, num_batches_tracked
+        return "{dist: uniform, low: 0.5, high: 1.5}"
+    return "{dist: uniform, low: -0.5, high: 0.5}"  # bias, running_mean
 
 
 def shape_text(t):

@@ -86,6 +86,9 @@ TEST(TorchScriptReference, UsesTheStateItIsGivenNotTheModulesOwn) {
   ASSERT_EQ(t.reference.module_mode, ModuleMode::eval);
   auto args = args_of(t);
   at::Tensor x = args[0];
+  // The module's initial state (weight 1, bias 0, mean 0, variance 1), then another one.
+  for (int i : {1, 4}) args[i] = at::ones_like(args[i]);
+  for (int i : {2, 3}) args[i] = at::zeros_like(args[i]);
   auto plain = run_reference(t, args)[0];
   EXPECT_TRUE(at::allclose(plain, x / std::sqrt(1 + 1e-5), 1e-5, 1e-6));
   args[1] = at::full_like(args[1], 2.0);  // bn.weight

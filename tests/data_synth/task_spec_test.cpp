@@ -89,6 +89,23 @@ TEST(TaskSpec, StatedDrawsOverrideTheDefaults) {
   EXPECT_EQ(parse_task(yaml, "t.yaml").arguments[0].draw, Draw::uniform(0.5, 2));
 }
 
+// A floating-point argument the function reads must vary between trials (a kernel that assumed a
+// constant's value would pass every one); integer constants and unread state stay allowed.
+TEST(TaskSpec, AFloatArgumentWithAConstantDrawIsRefusedNamingIt) {
+  TaskSpec t = parse_task(kMinimal, "task.yaml");
+  ASSERT_EQ(t.arguments[2].decl.name, "fc.bias");
+  t.arguments[2].draw = Draw::constant(0);
+  Error e = error_of(task_to_yaml(t));
+  EXPECT_EQ(e.kind(), ErrorKind::spec) << e.what();
+  EXPECT_NE(std::string(e.what()).find("'fc.bias'"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("constant draw"), std::string::npos) << e.what();
+  for (const auto& s : samples()) {  // BatchNorm's num_batches_tracked: int64, constant, not read
+    for (const auto& a : s.arguments) {
+      if (a.draw.dist == DrawDist::constant) EXPECT_TRUE(!dtype_is_float(a.decl.meta.dtype) || !a.decl.used) << s.id << " " << a.decl.name;
+    }
+  }
+}
+
 TEST(TaskSpec, WithDimsRederivesShapesAndKeepsDraws) {
   TaskSpec t = parse_task(kMinimal, "task.yaml");
   t.arguments[0].draw = Draw::uniform(0, 1);

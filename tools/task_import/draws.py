@@ -2,7 +2,9 @@
 constant), fitted to the values the module produced, and sampling a draw with torch.
 
 The rules, in order (the first that applies; README.md gives the reasons):
-  1. every element equal (or none)                -> constant(value)
+  1. every element equal (or none): an integer or bool tensor -> constant(value); a float one
+     -> uniform(v/2, 3v/2) (sign kept), or uniform(-0.5, 0.5) for 0: kforge refuses a constant
+     float argument (a kernel that assumed the value, a norm's weight of 1, would pass every trial)
   2. an integer or bool tensor                     -> randint(min, max + 1)
   3. float values that are all integers, <= 64 distinct, >= 4 elements -> randint(min, max + 1)
   4. weight/bias of nn.Linear, Bilinear, ConvNd, ConvTransposeNd, or any weight of an RNN/LSTM/GRU
@@ -138,11 +140,19 @@ def fit(v, role, hint, t):
     return {"dist": "normal", "mean": m, "std": s}
 
 
+def moved(value):
+    """The draw around a float value that every element of a tensor had: it varies between trials."""
+    if value == 0:
+        return {"dist": "uniform", "low": -0.5, "high": 0.5}
+    lo, hi = sorted((0.5 * value, 1.5 * value))
+    return {"dist": "uniform", "low": lo, "high": hi}
+
+
 def infer(name, role, t, model, hint):
     """(draw, rule): the draw for argument `name` (role input/parameter/buffer) holding tensor t."""
     t = t.detach()
     if t.numel() == 0:
-        return {"dist": "constant", "value": 0}, "empty"
+        return ({"dist": "uniform", "low": -0.5, "high": 0.5} if t.is_floating_point() else {"dist": "constant", "value": 0}), "empty"
     if t.dtype == torch.bool or not t.is_floating_point():
         lo, hi = int(t.min()), int(t.max())
         if lo == hi:
@@ -151,10 +161,10 @@ def infer(name, role, t, model, hint):
     v = t.double().flatten()
     v = v[torch.isfinite(v)]
     if v.numel() == 0:
-        return {"dist": "constant", "value": 0.0}, "no finite value"
+        return moved(0.0), "no finite value: moved around 0"
     lo, hi = float(v.min()), float(v.max())
     if lo == hi:
-        return {"dist": "constant", "value": lo}, "all equal"
+        return moved(lo), f"all equal to {lo:g}: moved around it (a constant float argument is refused)"
     if v.numel() >= 4 and bool((v == v.round()).all()) and torch.unique(v).numel() <= 64:
         return {"dist": "randint", "low": int(lo), "high": int(hi) + 1}, "integer values"
     if role != "input":

@@ -80,23 +80,55 @@ TEST(ImportedTaskGpu, SpeedOfLightIsOffAndSaysSoWithoutAFlopCount) {
   for (const auto& c : r["anticheat"]["checks"]) EXPECT_NE(c["name"], "speed_of_light") << c.dump();
 }
 
-TEST(ImportedTaskGpu, ModulesWithStateVerifyWithTheirDrawnParameters) {
-  KFORGE_SKIP_WITHOUT_CUDA();
-  // Batchnorm in eval mode over constant-drawn state: y = x / sqrt(1 + eps) for every draw.
-  Evaluator ev(test_config());
-  TaskSpec task = fixture("kb_l2_batchnorm_eval");
+namespace {
+
+// Batchnorm in eval mode (8 x 64 x ... over 32 features): `y` is the kernel's expression for y[i].
+Candidate batchnorm_candidate(const std::string& name, const std::string& y) {
   Candidate c;
-  c.dir = "bn";
+  c.dir = name;
   c.source = "extern \"C\" __global__ void k(const float* x, const float* w, const float* b, const float* m, const float* v,\n"
              "                              float* y, int n, int f) {\n"
              "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-             "  if (i < n) { int j = i % f; y[i] = (x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]; }\n"
+             "  if (i < n) { int j = i % f; y[i] = " + y + "; }\n"
              "}\n";
   c.plan_text = "launches:\n  - kernel: k\n    grid: [2]\n    block: [256]\n"
                 "    args: [x0, bn.weight, bn.bias, bn.running_mean, bn.running_var, y0, 512, 32]\n";
+  return c;
+}
+
+}  // namespace
+
+TEST(ImportedTaskGpu, ModulesWithStateVerifyWithTheirDrawnParameters) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  TaskSpec task = fixture("kb_l2_batchnorm_eval");
   EvalOptions opt;
   opt.trials = 3;
   opt.time = false;
-  Json r = ev.evaluate(task, c, opt);
+  Json r = ev.evaluate(task, batchnorm_candidate("bn", "(x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]"), opt);
   EXPECT_EQ(report_verdict(r), "pass") << format_report(r);
+}
+
+// The module's initial state is weight 1, bias 0, mean 0, variance 1; every one of those varies
+// between trials (a constant float argument is refused by the parser), so a kernel that assumes
+// the initial state instead of reading it fails, as does one that ignores any one of them.
+TEST(ImportedTaskGpu, AKernelThatAssumesTheModulesInitialStateFails) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(test_config());
+  TaskSpec task = fixture("kb_l2_batchnorm_eval");
+  for (const auto& a : task.arguments)
+    if (a.decl.meta.dtype == DType::float32) EXPECT_NE(a.draw.dist, DrawDist::constant) << a.decl.name;
+  EvalOptions opt;
+  opt.trials = 3;
+  opt.time = false;
+  const std::pair<const char*, const char*> shortcuts[] = {
+      {"initial_state", "x[i] * rsqrtf(1.0f + 1e-5f)"},
+      {"no_weight", "(x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) + b[j]"},
+      {"no_bias", "(x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) * w[j]"},
+      {"no_mean", "x[i] * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]"},
+      {"no_variance", "(x[i] - m[j]) * rsqrtf(1.0f + 1e-5f) * w[j] + b[j]"}};
+  for (const auto& [name, y] : shortcuts) {
+    Json r = ev.evaluate(task, batchnorm_candidate(name, y), opt);
+    EXPECT_EQ(report_verdict(r), "fail") << name << "\n" << format_report(r);
+  }
 }
