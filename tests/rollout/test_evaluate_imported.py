@@ -93,7 +93,7 @@ def keep(tmp_path, listed, records, rows, report):
     if not out:
         return
     os.makedirs(out, exist_ok=True)
-    stage = {k: {f: r.get(f) for f in ("status", "reason", "eager_ms", "compile_ms", "rse_eager", "rse_compile")}
+    stage = {k: {f: r.get(f) for f in ("status", "reason", "error", "eager_ms", "compile_ms", "flags")}
              for k, r in records.items()}
     with open(os.path.join(out, "imported_served.json"), "w") as f:
         json.dump({"listed": listed, "stage": stage}, f, indent=1)
