@@ -32,13 +32,15 @@
 #                     vector form, SkyRL; python.verifiers_adapter_gpu) and the report's stored-candidate
 #                     run (python.report_gpu), then tools/bench/adapter_overhead*.py; the packages the
 #                     host lacks come as wheels in .whl/ (carry it; tools/bench/gpu_wheels.sh fetches them).
-#                     verl cannot run there: it imports ray, a 79 MB wheel, over the 64 MiB a call carries
+#                     verl has its own step (verl): ray's wheel is over the 64 MiB a call carries
 #   imported          kforge tasks import of tests/tools/import_modules/level1-3 (import speed), each
 #                     imported task's TorchScript reference run on the GPU (kforge task run --device cuda),
 #                     and the reference's per-call overhead against the graph twins of the same ops
 #                     (kforge_eval_bench reference --device cuda, on make_imported_tasks.py's tasks)
 #   imported_baselines the imported test modules' eager and torch.compile baselines by the dataset's GPU
 #                     stage (synth_gpu on OUTDIR/imp/dataset.h5, then --merge): what serving them needs
+#   verl              verl's reward-tier episodes on the GPU (python.verl_adapter_gpu) with verl, a pruned ray and
+#                     the rest of its imports from .verl/site.tar.xz (tools/bench/gpu_verl_bundle.sh; carry .verl)
 #   imported_eval     the test modules imported, baselined by the GPU stage, served, and judged by
 #                     kforge-evaluate --report with stored candidates (python.imported_eval_gpu; its
 #                     listing, rows and report in OUTDIR/imported_eval)
@@ -152,6 +154,11 @@ for s in $steps; do
         timeout 120 "$b/tools/kforge_eval_bench" reference --tasks "$out/fixture" --device cuda --calls 2000 \
           --out "$out/reference_overhead_cuda.json" >>"$out/imported.txt" 2>&1 || r=$?
       (exit $r) ;;
+    verl)
+      # verl and its imports beyond the image, ray pruned (tools/bench/gpu_verl_bundle.sh; carry .verl)
+      rm -rf /tmp/site_verl && mkdir -p /tmp/site_verl && tar xJf .verl/site.tar.xz -C /tmp/site_verl &&
+        PYTHONPATH=/tmp/site_verl${PYTHONPATH:+:$PYTHONPATH} timeout 300 ctest --test-dir "$b" -R "python\.verl_adapter_gpu" -V \
+          --timeout 280 >"$out/verl.txt" 2>&1 ;;
     imported_eval)
       install_wheels
       KFORGE_REPORT_OUT="$out/imported_eval" timeout 560 ctest --test-dir "$b" -R "python\.imported_eval_gpu" -V --timeout 540 \
