@@ -5,7 +5,8 @@
 # The host's image (its python3 3.12 already holds torch, numpy, pandas, pyarrow, matplotlib, httpx,
 # ...: the device tool's KINDS.md) gets Gymnasium, skyrl-gym and verifiers and what they import
 # beyond it; the versions are the ones tools/setup.sh installs. verl is not in the list: it imports
-# ray, a 79 MB wheel, over the 64 MiB a device call carries. About 19 MB.
+# ray, a 79 MB wheel, over the 64 MiB a device call carries; tools/bench/gpu_verl_bundle.sh packs verl
+# with a pruned ray instead (step `verl`). About 19 MB.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"

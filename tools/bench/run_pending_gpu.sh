@@ -39,7 +39,8 @@
 #                     (kforge_eval_bench reference --device cuda, on make_imported_tasks.py's tasks)
 #   imported_baselines the imported test modules' eager and torch.compile baselines by the dataset's GPU
 #                     stage (synth_gpu on OUTDIR/imp/dataset.h5, then --merge): what serving them needs
-#   verl              verl's reward-tier episodes on the GPU (python.verl_adapter_gpu) with verl, a pruned ray and
+#   verl              verl's reward-tier episodes on the GPU (python.verl_adapter_gpu) and its per-step overhead
+#                     (tools/bench/adapter_overhead_verl.py --only verl) with verl, a pruned ray and
 #                     the rest of its imports from .verl/site.tar.xz (tools/bench/gpu_verl_bundle.sh; carry .verl)
 #   imported_eval     the test modules imported, baselined by the GPU stage, served, and judged by
 #                     kforge-evaluate --report with stored candidates (python.imported_eval_gpu; its
@@ -156,9 +157,13 @@ for s in $steps; do
       (exit $r) ;;
     verl)
       # verl and its imports beyond the image, ray pruned (tools/bench/gpu_verl_bundle.sh; carry .verl)
-      rm -rf /tmp/site_verl && mkdir -p /tmp/site_verl && tar xJf .verl/site.tar.xz -C /tmp/site_verl &&
-        PYTHONPATH=/tmp/site_verl${PYTHONPATH:+:$PYTHONPATH} timeout 300 ctest --test-dir "$b" -R "python\.verl_adapter_gpu" -V \
-          --timeout 280 >"$out/verl.txt" 2>&1 ;;
+      rm -rf /tmp/site_verl && mkdir -p /tmp/site_verl && tar xJf .verl/site.tar.xz -C /tmp/site_verl
+      r=$?
+      PYTHONPATH=/tmp/site_verl${PYTHONPATH:+:$PYTHONPATH} timeout 300 ctest --test-dir "$b" -R "python\.verl_adapter_gpu" -V \
+        --timeout 280 >"$out/verl.txt" 2>&1 || r=$?
+      PYTHONPATH=/tmp/site_verl${PYTHONPATH:+:$PYTHONPATH} timeout 90 "$py" tools/bench/adapter_overhead_verl.py \
+        --kforge "$b/tools/kforge" --steps 2000 --only verl >"$out/verl_overhead.txt" 2>&1 || r=$?
+      (exit $r) ;;
     imported_eval)
       install_wheels
       KFORGE_REPORT_OUT="$out/imported_eval" timeout 560 ctest --test-dir "$b" -R "python\.imported_eval_gpu" -V --timeout 540 \
