@@ -210,6 +210,9 @@ Json RolloutServer::Impl::health() {
   if (push) stream = {{"endpoint", stream_endpoint}, {"sent", streamed}, {"backlog", backlog.size()}, {"dropped", stream_dropped}};
   Json record = Json();
   if (recorder) record = {{"path", recorder->path()}, {"written", recorder->written()}, {"failed", recorder->failed()}};
+  Json left_out = Json::array();
+  for (const auto& l : catalog.left_out())
+    left_out.push_back({{"source", l.source}, {"stage", l.stage}, {"reason", l.reason}, {"rows", l.rows}});
   return {{"status", shutting_down ? "shutting_down" : "ok"},
           {"version", kforge_version()},
           {"protocol", kProtocolVersion},
@@ -220,6 +223,7 @@ Json RolloutServer::Impl::health() {
                        {"running", compile_queue->running()}, {"done", compile_queue->done()}}},
           {"gpus", gpus},
           {"tasks", catalog.size()},
+          {"left_out", left_out},
           {"trajectories", trajectories},
           {"requests", requests},
           {"stream", stream},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "configs/error.h"
 #include "data_synth/dataset/dataset_h5.h"
@@ -74,11 +75,20 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     KFORGE_CHECK(fs::exists(file), io, path << ": holds neither dataset.h5 nor dataset.h5.xz");
   }
   Dataset d = read_dataset(file);
+  std::string imported_source;  // the source of the dataset's imported rows, for its import's skips
   for (auto& row : d.rows) {
-    if (row.rejected()) continue;
+    const bool imported = row.source == task_source_name(TaskSource::kernelbench) ||
+                          row.source == task_source_name(TaskSource::cuda_agent_ops);
+    if (imported && imported_source.empty()) imported_source = row.source;
+    if (row.rejected()) {
+      const std::string reason = row.status.size() > 9 ? row.status.substr(9) : "rejected";  // rejected:<reason>
+      ++left_out_[{row.source, "gpu_stage", reason}];
+      continue;
+    }
     const bool measured = row.status == "ok";
     if (!measured && !serve_unmeasured) {
       ++unmeasured_left_out_;
+      ++left_out_[{row.source, "not_measured", ""}];
       continue;
     }
     CatalogEntry e;
@@ -90,7 +100,7 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     if (std::isfinite(row.eager_ms) && row.eager_ms > 0) e.eager_ms = row.eager_ms;  // NaN until measured
     if (std::isfinite(row.compile_ms) && row.compile_ms > 0) e.compile_ms = row.compile_ms;
     e.origin = file;
-    if (row.source == task_source_name(TaskSource::kernelbench) || row.source == task_source_name(TaskSource::cuda_agent_ops)) {
+    if (imported) {
       // Imported rows (a few hundred at most) are parsed now: the listing names their level and
       // tolerance profile, and their TorchScript artifact is decoded once.
       auto spec = std::make_shared<const TaskSpec>(parse_task(row.spec_yaml, file + ":" + row.id));
@@ -104,6 +114,30 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     insert(std::move(e));
     if (!measured) ++unmeasured_;
   }
+  count_import_skips(file, imported_source);
+}
+
+// The modules `kforge tasks import` skipped, from DIR/skipped.jsonl beside DIR/dataset.h5 (one JSON
+// object a line with its `reason`); a line that does not parse counts as reason "unreadable".
+void TaskCatalog::count_import_skips(const std::string& dataset_file, const std::string& source) {
+  const fs::path skipped = fs::path(dataset_file).parent_path() / "skipped.jsonl";
+  if (!fs::exists(skipped)) return;
+  std::ifstream in(skipped);
+  KFORGE_CHECK(in, io, skipped.string() << ": cannot be read");
+  const std::string src = source.empty() ? "imported" : source;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Json j = Json::parse(line, nullptr, false);
+    const bool ok = j.is_object() && j.contains("reason") && j["reason"].is_string();
+    ++left_out_[{src, "import", ok ? j["reason"].get<std::string>() : "unreadable"}];
+  }
+}
+
+std::vector<LeftOut> TaskCatalog::left_out() const {
+  std::vector<LeftOut> out;
+  for (const auto& [key, rows] : left_out_) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), rows});
+  return out;
 }
 
 std::shared_ptr<const TaskSpec> TaskCatalog::find(const std::string& name) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "data_synth/task/task_spec.h"
@@ -23,6 +24,14 @@ struct CatalogEntry {
   std::string tolerance_profile;   // an imported task's tolerance profile (kforge, cuda-agent)
   std::string spec_yaml;         // for dataset rows: the spec text, parsed on first use
   std::shared_ptr<const TaskSpec> spec;
+};
+
+// Rows a dataset holds, or modules its import saw, that the catalog does not serve: the tasks an
+// evaluation's denominator leaves out. stage: "import" (DIR/skipped.jsonl beside the dataset: the
+// importer's reason), "gpu_stage" (status rejected:<reason>), "not_measured" (serve_unmeasured false).
+struct LeftOut {
+  std::string source, stage, reason;
+  size_t rows = 0;
 };
 
 class TaskCatalog {
@@ -42,6 +51,8 @@ class TaskCatalog {
   size_t unmeasured() const { return unmeasured_; }
   // Such rows left out (add_dataset's serve_unmeasured false).
   size_t unmeasured_left_out() const { return unmeasured_left_out_; }
+  // What add_dataset left out, by source, stage and reason (in that order).
+  std::vector<LeftOut> left_out() const;
   // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
   std::shared_ptr<const TaskSpec> find(const std::string& name);
   // The `tasks` method's result: {"tasks": [facts], "total": matches, "offset", "next_offset"?}.
@@ -50,7 +61,9 @@ class TaskCatalog {
 
  private:
   void insert(CatalogEntry e);
+  void count_import_skips(const std::string& dataset_file, const std::string& source);
   std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> left_out_;  // (source, stage, reason)
   size_t unmeasured_ = 0, unmeasured_left_out_ = 0, samples_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -182,6 +183,21 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   EXPECT_EQ(measured_only.find("syn_d"), nullptr) << "tasks.serve_unmeasured false: no GPU stage yet, not served";
   EXPECT_EQ(measured_only.unmeasured(), 0u);
   EXPECT_EQ(measured_only.unmeasured_left_out(), 1u);
+  // What was left out, for an evaluation's denominator: the rejected row, the unmeasured one, and
+  // the modules an import beside the dataset skipped (a line that does not parse counted too).
+  std::ofstream(dir / "skipped.jsonl") << "{\"file\": \"a.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"x\"}\n"
+                                        << "{\"file\": \"b.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"y\"}\n\n"
+                                        << "{\"file\": \"c.py\", \"reason\": \"load_error\"}\n{not json\n";
+  TaskCatalog with_skips;
+  with_skips.add_dataset(h5, /*serve_unmeasured=*/false);
+  std::vector<std::tuple<std::string, std::string, std::string, size_t>> got;
+  for (const auto& l : with_skips.left_out()) got.emplace_back(l.source, l.stage, l.reason, l.rows);
+  const std::vector<std::tuple<std::string, std::string, std::string, size_t>> want = {
+      {"imported", "import", "load_error", 1}, {"imported", "import", "stochastic", 2}, {"imported", "import", "unreadable", 1},
+      {"synth", "gpu_stage", "compile_mismatch", 1}, {"synth", "not_measured", "", 1}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(served(h5).left_out().size(), 4u) << "serve_unmeasured true: the cpu_ok row is served, not left out";
+  fs::remove(dir / "skipped.jsonl");
   fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
   EXPECT_EQ(served(dir.string()).size(), 3u);
 

@@ -8,6 +8,7 @@ those candidates deserve, computed here from the rows.
 
 KFORGE_REPORT_OUT=DIR keeps the run's evidence there (the listing, the rows, the report folder)
 for tools/bench/RESULTS.md."""
+import collections
 import json
 import math
 import os
@@ -150,4 +151,10 @@ def test_gpu_imported_set_is_baselined_served_and_judged_as_the_candidates_deser
     for k, w in want.items():
         assert v[k] == pytest.approx(w, rel=1e-9), (k, v[k], w)
     assert "| level 1 |" in md and "tolerance profile: kforge" in md, md
+    # The denominator: what the server held of source kernelbench but did not serve is the stage's
+    # rejections (the import skipped nothing), and the report says so.
+    want = [{"source": "kernelbench", "stage": "gpu_stage", "reason": r, "rows": n}
+            for r, n in sorted(collections.Counter(rejected.values()).items())]
+    assert run["environment"]["left_out"] == want, run["environment"]
+    assert ("tasks of these sources the server left out: none" in md) == (not want), md
     assert not rejected, rejected  # every imported module baselined and served

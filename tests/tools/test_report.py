@@ -259,3 +259,35 @@ def test_the_profile_imported_tasks_name_is_the_one_reported():
     assert environment(Run())["tolerance_profile"] == "cuda-agent"
     Run.played_rows.append(row("c", "fail"))  # a task that names none: the tolerances are matched instead
     assert environment(Run())["tolerance_profile"] != "cuda-agent"
+
+
+def test_tasks_the_server_left_out_are_reported_for_the_evaluated_sources_only(tmp_path):
+    """The server's `left_out` (skipped by the import, rejected by the GPU stage) in the rows' server
+    block: the report names what no metric counts, for the sources the run played, and says 'none'
+    when the rows say nothing was left out; rows from before the field say nothing."""
+    from kforge_client.report.markdown import _left_out
+    from kforge_client.report.rows import environment
+    left = [{"source": "synth", "stage": "import", "reason": "stochastic", "rows": 2},
+            {"source": "synth", "stage": "import", "reason": "load_error", "rows": 1},
+            {"source": "synth", "stage": "gpu_stage", "reason": "eager_failed", "rows": 1},
+            {"source": "kernelbench", "stage": "gpu_stage", "reason": "eager_failed", "rows": 7}]
+    rows = [row("a", "pass", 2.0, 1.5), row("b", "fail")]
+    for r in rows:
+        r["server"]["left_out"] = left
+
+    class Run:
+        played_rows = rows
+    got = environment(Run())["left_out"]
+    assert got == sorted(left[:3], key=lambda x: (x["source"], x["stage"], x["reason"]))  # no kernelbench episode played
+    md = "\n".join(_left_out(got))
+    assert "synth: 1 rejected by the GPU stage (eager_failed 1); 3 not imported (load_error 1, stochastic 2)" in md, md
+    for r in rows:
+        r["server"]["left_out"] = []
+    assert environment(Run())["left_out"] == [] and _left_out([]) == ["- tasks of these sources the server left out: none"]
+    for r in rows:
+        del r["server"]["left_out"]
+    assert environment(Run())["left_out"] is None and _left_out(None) == []
+    path = write_jsonl(tmp_path / "L.jsonl", [dict(r, server=dict(r["server"], left_out=left)) for r in rows])
+    out = tmp_path / "rep"
+    write_report([path], str(out), resamples=50)
+    assert "3 not imported (load_error 1, stochastic 2)" in (out / "report.md").read_text()

@@ -87,6 +87,28 @@ def test_packing_again_does_not_repeat_the_parsers_refusals(import_dir):
     assert sorted(reasons) == ["load_error", "spec_error", "spec_error", "stochastic"]
 
 
+def test_the_server_says_what_an_imported_dataset_holds_but_does_not_serve(import_dir, tmp_path):
+    """health's left_out: the modules the import skipped (skipped.jsonl beside the dataset) by
+    reason, and with serve_unmeasured false the rows no GPU stage has measured yet."""
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "rollout"))
+    from client_harness import Server
+    from kforge_client import Client
+    kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
+    imports = [{"source": "kernelbench", "stage": "import", "reason": r, "rows": n}
+               for r, n in (("load_error", 1), ("spec_error", 2), ("stochastic", 1))]
+    for unmeasured, tasks, extra in ((True, 5, []), (False, 0, [{"source": "kernelbench", "stage": "not_measured",
+                                                                  "reason": "", "rows": 5}])):
+        d = tmp_path / f"serve_{unmeasured}"
+        d.mkdir()
+        s = Server(d, record=False, tasks={"samples": False, "datasets": [str(import_dir)], "serve_unmeasured": unmeasured})
+        try:
+            with Client(s.endpoint) as c:
+                h = c.health()
+        finally:
+            s.stop()
+        assert h["tasks"] == tasks and h["left_out"] == imports + extra, h["left_out"]
+
+
 def test_imported_rows_read_back_through_the_tasks_commands(import_dir, fixture_dir):
     kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
     ds = import_dir / "dataset.h5"

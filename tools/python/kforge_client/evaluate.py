@@ -10,9 +10,9 @@ says how many episodes nothing could be judged in (their lines carry "no_gpu": t
 again by a run against a server with GPUs).
 
 One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
-reward info, seconds) and what the report needs: `server` (its version and GPU lanes, from
-health), `task_meta` (split, source, dtype, operator count, KernelBench level and stored baselines
-from the `tasks` listing; the tolerance the prompt states), `judge` (the last evaluation report's
+reward info, seconds) and what the report needs: `server` (its version, GPU lanes and `left_out`, the
+rows of the evaluated sources it does not serve, from health), `task_meta` (split, source, dtype,
+operator count, KernelBench level and stored baselines from the `tasks` listing; the tolerance the prompt states), `judge` (the last evaluation report's
 device: GPU, driver API, CUDA, torch; its timing method; the candidate's and eager's median ms,
 the rescaled torch.compile ms and both speedups). A line with "error" is an episode that could not
 be played (the endpoint or the server failed): a rerun plays it again, and skips every episode
@@ -221,7 +221,11 @@ def main(argv=None):
         names = task_names(c, split=None if a.tasks else a.split,
                            tasks=[t for t in (a.tasks or "").split(",") if t], limit=a.limit)
         facts = task_facts(c, names) if names else {}
-        server = {"version": health.get("version"), "gpus": [g.get("name") for g in health.get("gpus") or []]}
+        # What the server holds but does not serve (skipped by the import, rejected by the GPU stage, not
+        # measured), for the sources evaluated: the tasks the run's denominator leaves out.
+        sources = {f.get("source") for f in facts.values()}
+        server = {"version": health.get("version"), "gpus": [g.get("name") for g in health.get("gpus") or []],
+                  "left_out": [x for x in health.get("left_out") or [] if x.get("source") in sources]}
     if not names:
         print(f"evaluate: no tasks ({'--tasks is empty' if a.tasks is not None else 'split ' + a.split + ' has none'})",
               file=sys.stderr)

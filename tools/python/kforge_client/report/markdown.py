@@ -53,7 +53,30 @@ def _environment(env):
         lines.append(f"  - {t['dtype']}: atol {t['atol']:g}, rtol {t['rtol']:g} ({t['episodes']} episode(s))")
     for b in env["compile_baselines"]:
         lines.append(f"- torch.compile baseline: measured on {b['stored_gpu'] or 'an unrecorded GPU'}; {b['rescale']}")
+    lines += _left_out(env.get("left_out"))
     return lines + [""]
+
+
+STAGES = {"import": "not imported", "gpu_stage": "rejected by the GPU stage", "not_measured": "not measured on a GPU"}
+
+
+def _left_out(left_out):
+    """The tasks of the evaluated sources that the server held but did not serve: no metric counts them."""
+    if left_out is None:
+        return []
+    if not left_out:
+        return ["- tasks of these sources the server left out: none"]
+    lines = ["- tasks of these sources the server left out (no metric counts them):"]
+    by_source = {}
+    for x in left_out:
+        by_source.setdefault(x["source"], {}).setdefault(x["stage"], []).append(x)
+    for source, stages in sorted(by_source.items()):
+        parts = []
+        for stage, xs in stages.items():
+            reasons = ", ".join(f"{x['reason']} {x['rows']}" for x in xs if x["reason"])
+            parts.append(f"{sum(x['rows'] for x in xs)} {STAGES.get(stage, stage)}" + (f" ({reasons})" if reasons else ""))
+        lines.append(f"  - {source}: " + "; ".join(parts))
+    return lines
 
 
 def _run(rep, bootstrap):

@@ -121,10 +121,19 @@ def load_runs(paths, model=None):
 
 def environment(run, eval_yaml=None):
     """What the rows say about where and how the episodes were judged: GPUs, driver, CUDA, torch,
-    the timing method, the tolerances and the precision profile they match, kforge's version."""
+    the timing method, the tolerances and the precision profile they match, kforge's version, and
+    the tasks of the evaluated sources the server left out (the denominator's missing rows)."""
     devices, methods, tolerances, versions, servers_gpus, baselines, named = (collections.Counter() for _ in range(7))
+    left_out, sources, told = {}, set(), False
     for r in run.played_rows:
         judge, server, meta = _dict(r.get("judge")), _dict(r.get("server")), _dict(r.get("task_meta"))
+        sources.add(meta.get("source"))
+        if isinstance(server.get("left_out"), list):
+            told = True
+            for x in server["left_out"]:
+                x = _dict(x)
+                key = (x.get("source"), x.get("stage"), x.get("reason"))
+                left_out[key] = max(left_out.get(key, 0), int(x.get("rows") or 0))
         d = _dict(judge.get("device"))
         if d:
             devices[(d.get("name"), d.get("driver_api"), d.get("cuda"), d.get("torch"))] += 1
@@ -153,6 +162,9 @@ def environment(run, eval_yaml=None):
         "tolerance_profile": (", ".join(sorted(named)) if named and None not in named
                               else matching_profile(tolerances, eval_yaml)),
         "compile_baselines": [{"stored_gpu": k[0], "rescale": k[1], "episodes": n} for k, n in baselines.most_common()],
+        # What the server held of the evaluated sources but did not serve (None: the rows do not say).
+        "left_out": [{"source": k[0], "stage": k[1], "reason": k[2], "rows": n} for k, n in sorted(
+            left_out.items(), key=lambda kv: tuple(map(str, kv[0]))) if k[0] in sources] if told else None,
     }
 
 
