@@ -110,7 +110,7 @@ def test_without_a_gpu_the_report_counts_every_episode_unjudged(tmp_path):
         assert {k: meta[k] for k in ("split", "source", "dtype", "n_ops", "eager_ms", "compile_ms")} == \
             {k: t[k] for k in ("split", "source", "dtype", "n_ops", "eager_ms", "compile_ms")}, (meta, t)
         assert meta["source"] == "samples" and meta["dtype"] in ("float32", "bfloat16")
-        assert x["server"] == {"version": version, "gpus": []} and x["no_gpu"] and "device" not in x["judge"]
+        assert x["server"] == {"version": version, "gpus": [], "left_out": []} and x["no_gpu"] and "device" not in x["judge"]
     run = doc["runs"][0]
     assert (run["episodes"], run["judged"], run["unjudged"], run["errors"], run["tasks"]) == (8, 0, 8, 2, 4)
     assert all(m["value"] is None for m in run["overall"]["metrics"].values())
