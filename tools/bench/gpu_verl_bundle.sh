@@ -11,12 +11,8 @@
 # with ModuleNotFoundError there (the test then fails or skips saying so): nothing is stubbed.
 # The list is what importing kforge_client.adapters.verl_tool and verl's ToolAgentLoop loads in a venv
 # made by tools/setup.sh alone, less what the image has; the versions are that venv's.
-set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-. tools/python_env.sh
-kforge_python "$root"
-grep -qxF '/.verl/' .git/info/exclude 2>/dev/null || echo '/.verl/' >> .git/info/exclude
+. "$(dirname "${BASH_SOURCE[0]}")/gpu_host_pip.sh"
+ignored_folder .verl
 pkgs=(verl==0.9.1 ray==2.60.0 tensordict==0.10.0 codetiming==1.4.0 pyvers==0.1.0 cachetools==8.0.2 fastapi==0.165.0
   starlette==1.10.0 uvicorn==0.54.0 python-multipart==0.0.34 orjson==3.13.0 sniffio==1.3.1 protobuf==7.36.2
   pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 hydra-core==1.3.8
@@ -26,14 +22,9 @@ pkgs=(verl==0.9.1 ray==2.60.0 tensordict==0.10.0 codetiming==1.4.0 pyvers==0.1.0
   opentelemetry-proto==1.45.2 opentelemetry-semantic-conventions==0.66b2 opentelemetry-exporter-prometheus==0.66b2
   opentelemetry-exporter-http-transport==0.66b2 opentelemetry-exporter-otlp-common==0.66b2
   opentelemetry-exporter-otlp-proto-common==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2)
-platforms=()
-for p in manylinux_2_17 manylinux2014 manylinux_2_24 manylinux_2_27 manylinux_2_28 manylinux_2_31 manylinux_2_34 manylinux_2_35; do
-  platforms+=(--platform "${p}_x86_64")
-done
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
-"$KFORGE_PYTHON_BIN" -m pip install -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-  "${platforms[@]}" --target "$site/site" "${pkgs[@]}"
+gpu_pip install --target "$site/site" "${pkgs[@]}"
 # antlr4-python3-runtime 4.9.3 (omegaconf's) is a source release only: a pure-Python wheel built here.
 "$KFORGE_PYTHON_BIN" -m pip wheel -q --no-deps -w "$site/wheels" antlr4-python3-runtime==4.9.3
 "$KFORGE_PYTHON_BIN" -m pip install -q --no-deps --target "$site/site" "$site"/wheels/*.whl
@@ -41,6 +32,5 @@ r=$site/site/ray
 rm -rf "$r/jars" "$r/core/src/ray/raylet" "$r/core/src/ray/gcs" "$r/dashboard/client/build" \
   "$r/rllib" "$r/tune" "$r/train" "$r/serve" "$r/data" "$r/llm" "$site/site/bin"
 find "$site/site" -name __pycache__ -prune -exec rm -rf {} +
-mkdir -p .verl
 tar cJf .verl/site.tar.xz -C "$site/site" .
 echo "gpu_verl_bundle: .verl/site.tar.xz holds $(du -sh .verl/site.tar.xz | cut -f1) ($(du -sh "$site/site" | cut -f1) unpacked)"

@@ -7,13 +7,8 @@
 # beyond it; the versions are the ones tools/setup.sh installs. verl is not in the list: it imports
 # ray, a 79 MB wheel, over the 64 MiB a device call carries; tools/bench/gpu_verl_bundle.sh packs verl
 # with a pruned ray instead (step `verl`). About 19 MB.
-set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-. tools/python_env.sh
-kforge_python "$root"
-grep -qxF '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
-mkdir -p .whl
+. "$(dirname "${BASH_SOURCE[0]}")/gpu_host_pip.sh"
+ignored_folder .whl
 wheels=(gymnasium==1.4.0 farama-notifications==0.0.6 skyrl-gym==0.4.0 omegaconf==2.3.1 hydra-core==1.3.8
   platformdirs==4.14.9 sniffio==1.3.1 verifiers==0.3.1 openai==3.57.0 anthropic==2.15.0 jiter==0.19.0
   pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 datasets==5.2.0
@@ -25,13 +20,8 @@ wheels=(gymnasium==1.4.0 farama-notifications==0.0.6 skyrl-gym==0.4.0 omegaconf=
   opentelemetry-semantic-conventions==0.66b2 opentelemetry-exporter-http-transport==0.66b2
   opentelemetry-exporter-otlp-common==0.66b2 opentelemetry-exporter-otlp-proto-common==1.45.2
   opentelemetry-exporter-otlp-proto-http==1.45.2 opentelemetry-exporter-prometheus==0.66b2)
-platforms=()
-for p in manylinux_2_17 manylinux2014 manylinux_2_24 manylinux_2_27 manylinux_2_28 manylinux_2_31 manylinux_2_34 manylinux_2_35; do
-  platforms+=(--platform "${p}_x86_64")
-done
 for w in "${wheels[@]}"; do
-  "$KFORGE_PYTHON_BIN" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    "${platforms[@]}" -d .whl "$w"
+  gpu_pip download -d .whl "$w"
 done
 # antlr4-python3-runtime 4.9.3 (omegaconf's) is a source release only: built into a wheel here (pure Python).
 "$KFORGE_PYTHON_BIN" -m pip wheel -q --no-deps -w .whl antlr4-python3-runtime==4.9.3
