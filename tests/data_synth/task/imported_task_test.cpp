@@ -1,7 +1,7 @@
 // Imported tasks in the task format (TASK_FORMAT.md, "Imported tasks"): the program and the
 // TorchScript reference round-trip byte for byte, the artifact's hash is checked, the stated
 // arguments and outputs are validated, and what only graph tasks have is refused. No libtorch:
-// the artifact's bytes are opaque here (tests/data_synth/reference_torchscript_test.cpp runs them).
+// the artifact's bytes are opaque here (tests/data_synth/reference/reference_torchscript_test.cpp runs them).
 #include <string>
 
 #include <gtest/gtest.h>
