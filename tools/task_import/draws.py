@@ -152,7 +152,7 @@ def infer(name, role, t, model, hint):
     """(draw, rule): the draw for argument `name` (role input/parameter/buffer) holding tensor t."""
     t = t.detach()
     if t.numel() == 0:
-        return ({"dist": "uniform", "low": -0.5, "high": 0.5} if t.is_floating_point() else {"dist": "constant", "value": 0}), "empty"
+        return (moved(0.0) if t.is_floating_point() else {"dist": "constant", "value": 0}), "empty"
     if t.dtype == torch.bool or not t.is_floating_point():
         lo, hi = int(t.min()), int(t.max())
         if lo == hi:

@@ -10,10 +10,10 @@ says how many episodes nothing could be judged in (their lines carry "no_gpu": t
 again by a run against a server with GPUs).
 
 One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
-reward info, seconds) and what the report needs: `server` (its version, GPU lanes and `left_out`, the
-rows of the evaluated sources it does not serve, from health), `task_meta` (split, source, dtype,
-operator count, KernelBench level and stored baselines from the `tasks` listing; the tolerance the prompt states), `judge` (the last evaluation report's
-device: GPU, driver API, CUDA, torch; its timing method; the candidate's and eager's median ms,
+reward info, seconds) and what the report needs: `server` (its version, GPU lanes and `left_out`,
+the rows of the evaluated sources it does not serve, from health), `task_meta` (split, source,
+dtype, operator count, KernelBench level and stored baselines from the `tasks` listing; the
+tolerance the prompt states), `judge` (the last evaluation report's device: GPU, driver API, CUDA, torch; its timing method; the candidate's and eager's median ms,
 the rescaled torch.compile ms and both speedups). A line with "error" is an episode that could not
 be played (the endpoint or the server failed): a rerun plays it again, and skips every episode
 already written without one. Progress goes to stderr; a summary of the whole file (this run's
