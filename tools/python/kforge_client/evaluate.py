@@ -13,8 +13,9 @@ One line per episode (task, seed, episode_reward, termination_reason, turns, the
 reward info, seconds) and what the report needs: `server` (its version, GPU lanes and `left_out`,
 the rows of the evaluated sources it does not serve, from health), `task_meta` (split, source,
 dtype, operator count, KernelBench level and stored baselines from the `tasks` listing; the
-tolerance the prompt states), `judge` (the last evaluation report's device: GPU, driver API, CUDA, torch; its timing method; the candidate's and eager's median ms,
-the rescaled torch.compile ms and both speedups). A line with "error" is an episode that could not
+tolerance the prompt states), `judge` (the last evaluation report's device: GPU, driver API,
+CUDA, torch; its timing method; the candidate's and eager's median ms, the rescaled torch.compile
+ms and both speedups). A line with "error" is an episode that could not
 be played (the endpoint or the server failed): a rerun plays it again, and skips every episode
 already written without one. Progress goes to stderr; a summary of the whole file (this run's
 lines and earlier ones) goes to stdout at the end, or as JSON with --json; --report DIR also
