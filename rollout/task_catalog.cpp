@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include "configs/error.h"
 #include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/dataset/import_pack.h"
 #include "data_synth/task/dtype.h"
 
 namespace kforge {
@@ -87,7 +87,6 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     }
     const bool measured = row.status == "ok";
     if (!measured && !serve_unmeasured) {
-      ++unmeasured_left_out_;
       ++left_out_[{row.source, "not_measured", ""}];
       continue;
     }
@@ -117,21 +116,20 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
   count_import_skips(file, imported_source);
 }
 
-// The modules `kforge tasks import` skipped, from DIR/skipped.jsonl beside DIR/dataset.h5 (one JSON
-// object a line with its `reason`); a line that does not parse counts as reason "unreadable".
+// The modules `kforge tasks import` skipped, from DIR/skipped.jsonl beside DIR/dataset.h5, by
+// reason; a line that is not a skipped module counts as reason "unreadable".
 void TaskCatalog::count_import_skips(const std::string& dataset_file, const std::string& source) {
-  const fs::path skipped = fs::path(dataset_file).parent_path() / "skipped.jsonl";
-  if (!fs::exists(skipped)) return;
-  std::ifstream in(skipped);
-  KFORGE_CHECK(in, io, skipped.string() << ": cannot be read");
   const std::string src = source.empty() ? "imported" : source;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Json j = Json::parse(line, nullptr, false);
-    const bool ok = j.is_object() && j.contains("reason") && j["reason"].is_string();
-    ++left_out_[{src, "import", ok ? j["reason"].get<std::string>() : "unreadable"}];
-  }
+  read_skipped_lines((fs::path(dataset_file).parent_path() / "skipped.jsonl").string(), [&](int, const SkippedLine& l) {
+    ++left_out_[{src, "import", l.module ? l.module->reason : "unreadable"}];
+  });
+}
+
+size_t TaskCatalog::unmeasured_left_out() const {
+  size_t n = 0;
+  for (const auto& [key, rows] : left_out_)
+    if (std::get<1>(key) == "not_measured") n += rows;
+  return n;
 }
 
 std::vector<LeftOut> TaskCatalog::left_out() const {

@@ -50,7 +50,7 @@ class TaskCatalog {
   // filter may still reject them): a dataset whose GPU stage is not finished.
   size_t unmeasured() const { return unmeasured_; }
   // Such rows left out (add_dataset's serve_unmeasured false).
-  size_t unmeasured_left_out() const { return unmeasured_left_out_; }
+  size_t unmeasured_left_out() const;
   // What add_dataset left out, by source, stage and reason (in that order).
   std::vector<LeftOut> left_out() const;
   // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
@@ -64,7 +64,7 @@ class TaskCatalog {
   void count_import_skips(const std::string& dataset_file, const std::string& source);
   std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
   std::map<std::tuple<std::string, std::string, std::string>, size_t> left_out_;  // (source, stage, reason)
-  size_t unmeasured_ = 0, unmeasured_left_out_ = 0, samples_ = 0;
+  size_t unmeasured_ = 0, samples_ = 0;
 };
 
 }  // namespace kforge

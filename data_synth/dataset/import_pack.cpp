@@ -32,30 +32,10 @@ std::string read_file(const fs::path& p) {
 
 std::vector<SkippedModule> read_skipped(const fs::path& path) {
   std::vector<SkippedModule> out;
-  if (!fs::exists(path)) return out;
-  std::ifstream in(path);
-  KFORGE_CHECK(in, io, path.string() << ": cannot read");
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Json j;
-    try {
-      j = Json::parse(line);
-    } catch (const std::exception& e) {
-      KFORGE_FAIL(io, path.string() << ":" << n << ": not a JSON object: " << e.what());
-    }
-    KFORGE_CHECK(j.is_object() && j.contains("reason") && j["reason"].is_string(), io,
-                 path.string() << ":" << n << ": a skipped module is {\"file\", \"row\", \"reason\", \"detail\"}");
-    SkippedModule s;
-    s.reason = j["reason"].get<std::string>();
-    if (s.reason == kSpecError) continue;  // an earlier pack's: this one decides again
-    s.file = j.value("file", "");
-    if (j.contains("row") && j["row"].is_number_integer()) s.row = j["row"].get<int64_t>();
-    s.detail = j.value("detail", "");
-    out.push_back(s);
-  }
+  read_skipped_lines(path.string(), [&](int n, const SkippedLine& l) {
+    KFORGE_CHECK(l.module, io, path.string() << ":" << n << ": " << l.error);
+    if (l.module->reason != kSpecError) out.push_back(*l.module);  // an earlier pack's spec_error: this one decides again
+  });
   return out;
 }
 
@@ -79,6 +59,39 @@ Json summary_json(const ImportPack& p) {
 }
 
 }  // namespace
+
+void read_skipped_lines(const std::string& path, const std::function<void(int, const SkippedLine&)>& each) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  KFORGE_CHECK(in, io, path << ": cannot read");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    SkippedLine l;
+    Json j;
+    try {
+      j = Json::parse(line);
+    } catch (const std::exception& e) {
+      l.error = std::string("not a JSON object: ") + e.what();
+      each(n, l);
+      continue;
+    }
+    if (!(j.is_object() && j.contains("reason") && j["reason"].is_string())) {
+      l.error = "a skipped module is {\"file\", \"row\", \"reason\", \"detail\"}";
+      each(n, l);
+      continue;
+    }
+    SkippedModule s;
+    s.reason = j["reason"].get<std::string>();
+    s.file = j.value("file", "");
+    if (j.contains("row") && j["row"].is_number_integer()) s.row = j["row"].get<int64_t>();
+    s.detail = j.value("detail", "");
+    l.module = std::move(s);
+    each(n, l);
+  }
+}
 
 std::map<std::string, int64_t> ImportPack::skipped_by_reason() const {
   std::map<std::string, int64_t> out;

@@ -5,6 +5,7 @@
 // is skipped with reason spec_error and the parser's message) and the tasks are packed as a dataset
 // of the synthesis format (DATASET_FORMAT.md) in DIR/dataset.h5.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,16 @@ struct SkippedModule {
   std::string reason;  // the importer's codes (load_error, stochastic, ...) or spec_error
   std::string detail;
 };
+
+// One non-blank line of DIR/skipped.jsonl ({"file", "row", "reason", "detail"} a line, as
+// pack_import_dir writes it): the module, or why the line is not one.
+struct SkippedLine {
+  std::optional<SkippedModule> module;
+  std::string error;  // when there is no module
+};
+// Calls `each(line_number, line)` for every non-blank line of `path`, in order (1-based numbers);
+// nothing when the file does not exist. Throws an io error when it exists but cannot be read.
+void read_skipped_lines(const std::string& path, const std::function<void(int, const SkippedLine&)>& each);
 
 struct ImportPack {
   Dataset dataset;                     // one row per task the parser took, ids in file order
