@@ -23,6 +23,9 @@ from client_harness import KFORGE, SOURCE_DIR, Server  # noqa: E402  (adds tools
 from kforge_client import Client  # noqa: E402
 from test_evaluate_report import CandidateChat, evaluate, gpu_missing  # noqa: E402
 
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+from synth_gpu.records import read_records  # noqa: E402  (the GPU stage's own reader of its records)
+
 MODULES = os.path.join(SOURCE_DIR, "tests", "tools", "import_modules")
 IMPORTED = os.path.join(SOURCE_DIR, "datasets", "imported_candidates")
 # relu_op.py is copied three times so that each relu candidate has a task of its own.
@@ -61,13 +64,7 @@ def import_and_baseline(tmp_path):
     subprocess.run(stage + [str(imp / "dataset.h5"), "--out", str(imp / "gpu")], check=True, env=env, timeout=900)
     subprocess.run(stage + ["--merge", str(imp / "dataset.h5"), "--out", str(imp / "gpu"), "--no-plots"],
                    check=True, env=env, timeout=300)
-    records = {}
-    for name in sorted(os.listdir(imp / "gpu")):
-        if name.startswith("part-") and name.endswith(".jsonl"):
-            for line in (imp / "gpu" / name).read_text().splitlines():
-                r = json.loads(line)
-                records[r["id"]] = r
-    return imp, records
+    return imp, {r["id"]: r for r in read_records(str(imp / "gpu"))}
 
 
 def deserved(rows):
