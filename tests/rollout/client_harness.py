@@ -16,6 +16,13 @@ KFORGE = os.path.abspath(os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "
 CAND = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
 
 
+def client_env(**extra):
+    """os.environ with tools/python (kforge_client) first on PYTHONPATH, plus `extra`: the environment
+    of a subprocess that imports the client."""
+    path = os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, **extra)
+
+
 def candidate(name):
     with open(os.path.join(CAND, name)) as f:
         return f.read()

@@ -4,12 +4,11 @@ the OpenAI-compatible evaluation loop (ChatEvaluator) against a scripted stand-i
 and its refusal of a server without a GPU lane."""
 import http.server
 import json
-import os
 import subprocess
 import sys
 import threading
 
-from client_harness import SOURCE_DIR, StandInChat, candidate, dead_endpoint
+from client_harness import StandInChat, candidate, client_env, dead_endpoint
 from kforge_client import Client, read_trajectories
 from kforge_client.adapters import ChatEvaluator
 
@@ -75,7 +74,7 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     out = tmp_path / "heldout.jsonl"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")])))
+    env = client_env()
 
     def evaluate(*args):
         return subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url", url,
@@ -151,7 +150,7 @@ def test_evaluate_summary_counts_and_speedups():
 
 
 def test_evaluate_refuses_a_server_without_a_gpu_lane(server, tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")])))
+    env = client_env()
     out = tmp_path / "out.jsonl"
     r = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint, "--chat-url",
                         "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out)],

@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from client_harness import SOURCE_DIR, Server  # noqa: E402  (adds tools/python to sys.path)
 from kforge_client import Client  # noqa: E402
-from client_harness import StandInChat  # noqa: E402
+from client_harness import StandInChat, client_env  # noqa: E402
 from test_client_evaluate import tool_call  # noqa: E402
 
 SAMPLES = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates")
@@ -70,7 +70,7 @@ class CandidateChat(StandInChat):
 def evaluate(server, tmp_path, tasks, *extra, chat=CandidateChat):
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), chat)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")])))
+    env = client_env()
     out, report = tmp_path / "results.jsonl", tmp_path / "report"
     try:
         r = subprocess.run([sys.executable, "-m", "kforge_client.evaluate", "--server", server.endpoint,

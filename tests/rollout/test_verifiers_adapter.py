@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from adapter_fixtures import SOURCE_DIR, Server, candidate, start_chat, tool_message  # noqa: E402
+from client_harness import client_env  # noqa: E402
 
 from kforge_client import Client, read_trajectories  # noqa: E402
 
@@ -148,7 +149,7 @@ def test_without_verifiers_the_import_says_how_to_install_it():
             "import kforge_client.adapters as a\n"
             "try:\n    a.KforgeEnv\nexcept ImportError as e:\n    print(e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")]))))
+                       env=client_env())
     assert "needs verifiers" in r.stdout and "kforge-client[verifiers]" in r.stdout, r.stdout + r.stderr
 
 
@@ -158,8 +159,7 @@ def test_the_shipped_example_runs(server):
     try:
         r = subprocess.run([sys.executable, "tools/python/examples/verifiers_example.py"], cwd=SOURCE_DIR,
                            capture_output=True, text=True, timeout=300,
-                           env=dict(os.environ, KFORGE_ENDPOINT=server.endpoint, CHAT_URL=url,
-                                    PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")]))))
+                           env=client_env(KFORGE_ENDPOINT=server.endpoint, CHAT_URL=url))
     finally:
         httpd.shutdown()
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -14,6 +14,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
 from adapter_fixtures import SOURCE_DIR, Server, candidate  # noqa: E402
+from client_harness import client_env  # noqa: E402
 
 from kforge_client import Client, read_trajectories  # noqa: E402
 
@@ -216,7 +217,7 @@ def test_without_verl_the_import_says_how_to_install_it():
             "import kforge_client.adapters as a\n"
             "try:\n    a.KforgeTool\nexcept ImportError as e:\n    print(e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")]))))
+                       env=client_env())
     assert "needs verl" in r.stdout and "kforge-client[verl]" in r.stdout, r.stdout + r.stderr
 
 
@@ -231,8 +232,7 @@ def fresh_registry():
 def test_the_shipped_example_runs_and_writes_the_dataset(server, tmp_path):
     dataset = tmp_path / "train.parquet"
     r = subprocess.run([sys.executable, "tools/python/examples/verl_example.py"], cwd=SOURCE_DIR, capture_output=True,
-                       text=True, timeout=300, env=dict(os.environ, KFORGE_ENDPOINT=server.endpoint, KFORGE_DATASET=str(dataset),
-                                                        PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")]))))
+                       text=True, timeout=300, env=client_env(KFORGE_ENDPOINT=server.endpoint, KFORGE_DATASET=str(dataset)))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "compile -> compile: ok" in r.stdout and "score: {'score': -1.0, 'rule': 'unfinished'" in r.stdout, r.stdout[-2000:]
     import pandas as pd
