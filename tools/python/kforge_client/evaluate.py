@@ -37,6 +37,7 @@ import time
 from .adapters.openai_eval import ChatEvaluator
 from .client import Client
 from .errors import ServerUnavailable
+from .report.rows import read_jsonl
 
 
 def task_names(client, split=None, tasks=None, limit=None):
@@ -109,16 +110,9 @@ def judge_facts(info):
 
 
 def read_rows(path):
-    rows = []
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    try:
-                        rows.append(json.loads(line))
-                    except ValueError:
-                        pass
-    return rows
+    """The file's complete episode lines (the report's reader, kforge_client.report.rows); none yet
+    when it does not exist."""
+    return read_jsonl(path) if os.path.exists(path) else []
 
 
 def summarize(rows):
