@@ -29,6 +29,7 @@ StaticCheckConfig StaticCheckConfig::from_yaml(const YamlNode& node) {
   c.forbid_printf = node.get<bool>("forbid_printf", c.forbid_printf);
   c.forbid_global_state = node.get<bool>("forbid_global_state", c.forbid_global_state);
   c.forbid_l2_residency = node.get<bool>("forbid_l2_residency", c.forbid_l2_residency);
+  c.forbid_launch_identity = node.get<bool>("forbid_launch_identity", c.forbid_launch_identity);
   c.forbidden_identifiers = node.get<std::vector<std::string>>("forbidden_identifiers", c.forbidden_identifiers);
   for (const std::string& id : c.forbidden_identifiers)
     if (!is_identifier(id))
@@ -160,6 +161,32 @@ std::string l2_residency_name(const std::string& id) {
   return "";
 }
 
+// Names that read which launch a call is: __nvvm_read_ptx_sreg_gridid, cuda::ptx::get_sreg_gridid,
+// __builtin_ptx_read_gridid (a register reader: a name with an sreg, ptx or nvvm part), and
+// cudaGetCurrentGraphExec, cuda::ptx::get_sreg_current_graph_exec,
+// __nvvm_read_ptx_sreg_current_graph_exec. A variable merely called gridid or current_graph_exec
+// is not one of them. Empty when the name is none of them; otherwise the register it reads.
+std::string launch_identity_name(const std::string& id) {
+  const std::vector<std::string> parts = name_parts(id);
+  bool reader = false, gridid = false;
+  for (const std::string& p : parts) {
+    reader |= p == "sreg" || p == "ptx" || p == "nvvm";
+    gridid |= p == "gridid";
+  }
+  std::string squeezed;
+  for (char c : lower(id))
+    if (c != '_') squeezed.push_back(c);
+  if (gridid && reader) return "%gridid";
+  if (squeezed.find("currentgraphexec") != std::string::npos && (reader || squeezed.find("getcurrentgraphexec") != std::string::npos))
+    return "%current_graph_exec";
+  return "";
+}
+
+const char* kLaunchRule =
+    "reading the launch's identity is not allowed (the grid id numbers the launches on the GPU, so the "
+    "distance between two calls' ids tells what the harness ran in between; a kernel's work may not depend on "
+    "which call it is)";
+
 const char* kL2Rule =
     "L2 residency hints are not allowed (the harness flushes the L2 before every timed call by writing "
     "twice its size at normal priority; lines marked evict_last or persisting may survive the flush, so the "
@@ -256,6 +283,10 @@ class StaticScan {
         std::string what = l2_residency_name(t.text);
         if (!what.empty()) add("l2_residency", t.line, "uses " + what + " ('" + t.text + "')" + w + ": " + kL2Rule);
       }
+      if (config_.forbid_launch_identity) {
+        std::string reg = launch_identity_name(t.text);
+        if (!reg.empty()) add("launch_identity", t.line, "reads " + reg + " ('" + t.text + "')" + w + ": " + kLaunchRule);
+      }
       if (config_.forbid_printf && (t.text == "printf" || t.text == "vprintf" || t.text == "__builtin_printf"))
         add("printf", t.line, "prints from the device ('" + t.text + "')" + w + ": " + kPrintfRule);
       if (config_.forbid_global_state) {
@@ -289,7 +320,7 @@ class StaticScan {
   void scan_macro_body(const MacroDefinition& d) {
     std::vector<MacroToken> body = concatenate_strings(d.body);
     scan_identifiers(body, d.name);
-    if (!config_.forbid_timers) return;
+    if (!config_.forbid_timers && !config_.forbid_launch_identity) return;
     for (const MacroToken& t : body)
       if (t.kind == TokenKind::string) scan_ptx(t, d.name, /*registers_need_percent=*/true);
   }
@@ -327,6 +358,15 @@ class StaticScan {
         } else if (lw == "nanosleep") {
           add("timer", line_at(b), "sleeps (nanosleep) in inline PTX" + w + ": " + kTimerRule);
         }
+      }
+      if (config_.forbid_launch_identity && (percent || !registers_need_percent)) {
+        // mov.u64 %0, %%gridid; mov.u64 %0, %%current_graph_exec;
+        const std::string lw = lower(word);
+        if (lw == "gridid")
+          add("launch_identity", line_at(b), "reads the launch's grid id (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
+        else if (lw == "current_graph_exec")
+          add("launch_identity", line_at(b),
+              "reads the running graph's handle (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
       }
       if (config_.forbid_l2_residency && !registers_need_percent) {
         // createpolicy.fractional.L2::evict_last.b64, ld.global.L2::evict_last, prefetch.global.L2::evict_last,

@@ -20,8 +20,14 @@
 //                 cudaAccessPropertyPersisting. The flush writes twice the L2's size with normal
 //                 priority; lines marked evict_last or persisting may survive it, so a timed call
 //                 would read its data from a warm cache;
+//   launch_identity  reading which launch a call is: %gridid and %current_graph_exec in inline
+//                 PTX; __nvvm_read_ptx_sreg_gridid, cuda::ptx::get_sreg_gridid /
+//                 get_sreg_current_graph_exec, cudaGetCurrentGraphExec. The grid id numbers the
+//                 launches in the CUDA context, so the distance between a kernel's calls tells how
+//                 many harness kernels ran in between, which can differ between verified and timed
+//                 calls;
 //   inline_asm    any inline assembly (off by default: honest kernels use PTX for cp.async,
-//                 ldmatrix, mma; the asm text is scanned for timers either way);
+//                 ldmatrix, mma; the asm text is scanned by the rules above either way);
 //   forbidden_identifier  a name listed in the config;
 //   macro_expansion       macros expanding beyond what the scan follows (the source is refused).
 //
@@ -53,6 +59,7 @@ struct StaticCheckConfig {
   bool forbid_printf = true;         // device printf / vprintf
   bool forbid_global_state = true;   // state that persists between calls (see above)
   bool forbid_l2_residency = true;   // L2 evict_last / persisting / cache-policy hints (see above)
+  bool forbid_launch_identity = true;  // %gridid, %current_graph_exec and their wrappers (see above)
   std::vector<std::string> forbidden_identifiers;  // extra names, e.g. __trap
 
   static StaticCheckConfig from_yaml(const YamlNode& node);
@@ -67,7 +74,7 @@ struct AnticheatConfig {
 };
 
 struct CheckFinding {
-  std::string check;     // timer | global_state | printf | l2_residency | inline_asm | forbidden_identifier | macro_expansion
+  std::string check;     // timer | global_state | printf | l2_residency | launch_identity | inline_asm | forbidden_identifier | macro_expansion
   std::string file;      // "kernel.cu"
   int line = 0;          // 1-based line in `file`
   std::string evidence;  // that line's text, trimmed
