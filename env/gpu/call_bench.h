@@ -29,7 +29,7 @@
 #include "data_synth/task/task_spec.h"
 #include "env/gpu/check_kernel.h"
 #include "env/gpu/draw_kernel.h"
-#include "env/gpu/robust_draws.h"
+#include "data_synth/reference/draw_family.h"
 #include "env/gpu/wire_plan.h"
 
 namespace kforge {

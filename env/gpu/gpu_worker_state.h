@@ -16,7 +16,7 @@
 #include "env/gpu/check_kernel.h"
 #include "env/gpu/draw_kernel.h"
 #include "env/gpu/gpu_worker.h"
-#include "env/gpu/robust_draws.h"
+#include "data_synth/reference/draw_family.h"
 #include "env/gpu/timing.h"
 
 namespace kforge {

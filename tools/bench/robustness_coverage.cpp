@@ -1,4 +1,4 @@
-// Which robustness draws (env/gpu/robust_draws.h) are well-conditioned on a sample of a dataset's
+// Which robustness draws (data_synth/reference/draw_family.h) are well-conditioned on a sample of a dataset's
 // tasks, as the GPU worker decides them: per task, each variant's reference in the task dtype
 // against the float64 reference on the same inputs, under the task's tolerance and the shipped
 // margin. Prints one line per task and a summary; writes a results JSON (tools/bench/results/).
@@ -30,7 +30,7 @@
 #include "env/process/clock.h"
 #include "env/gpu/call_bench.h"
 #include "env/gpu/draw_kernel.h"
-#include "env/gpu/robust_draws.h"
+#include "data_synth/reference/draw_family.h"
 #include "env/gpu/timing.h"
 
 using namespace kforge;

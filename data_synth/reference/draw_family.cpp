@@ -1,4 +1,4 @@
-#include "env/gpu/robust_draws.h"
+#include "data_synth/reference/draw_family.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +31,8 @@ uint64_t mix(uint64_t x) {
 }
 
 size_t scaled_argument(uint64_t seed, size_t n) { return n ? static_cast<size_t>(mix(seed) % n) : 0; }
+
+bool needs_two_dims(DrawVariant v) { return v == DrawVariant::row_scaled || v == DrawVariant::channel_scaled; }
 
 at::Generator generator_for(const at::Tensor& t, uint64_t seed) {
   at::Generator gen = t.is_cuda() ? at::cuda::detail::createCUDAGenerator(t.device().index()) : at::detail::createCPUGenerator();
@@ -69,8 +71,15 @@ void apply_one(DrawVariant v, const Draw& d, at::Tensor& t, uint64_t seed) {
     case DrawVariant::row_scaled: {
       if (t.dim() < 2) return;
       int64_t last = t.size(-1), rows = n / std::max<int64_t>(last, 1);
-      at::Tensor k = randint_f(-4, 5, {rows, 1}, gen, t);
-      t.view({rows, last}).mul_(at::exp2(k));
+      at::Tensor k = randint_f(-8, 9, {rows, 1}, gen, t);
+      t.view({rows, last}).mul_(at::exp2(k).to(t.scalar_type()));
+      return;
+    }
+    case DrawVariant::channel_scaled: {
+      if (t.dim() < 2) return;
+      int64_t c = t.size(1), outer = t.size(0), inner = n / std::max<int64_t>(outer * c, 1);
+      at::Tensor k = randint_f(-8, 9, {1, c, 1}, gen, t);
+      t.view({outer, c, inner}).mul_(at::exp2(k).to(t.scalar_type()));
       return;
     }
     case DrawVariant::element_scaled: {
@@ -78,16 +87,21 @@ void apply_one(DrawVariant v, const Draw& d, at::Tensor& t, uint64_t seed) {
       t.mul_(at::exp2(k));
       return;
     }
-    case DrawVariant::spikes: {
-      // 1 element in 256 (at least 16), one per stride so no two land on the same element.
+    case DrawVariant::outliers: {
+      // About 1 element in 256 (at least 16) at uniformly random places: no window, stride or
+      // count marks where they are.
       int64_t m = std::min<int64_t>(n, std::max<int64_t>(16, n / 256));
-      int64_t stride = n / m;
-      at::Tensor idx = at::arange(m, t.options().dtype(at::kLong)) * stride +
-                       at::randint(0, stride, {m}, gen, t.options().dtype(at::kLong));
+      at::Tensor idx = at::randint(0, n, {m}, gen, t.options().dtype(at::kLong));
       at::Tensor s = signed_domain(d) ? randint_f(0, 2, {m}, gen, t) * 2 - 1 : at::ones({m}, t.options().dtype(at::kFloat));
       // 8 spreads times 2^u, u in [0, 4]: up to 128, beyond any range a shortcut may assume.
       at::Tensor delta = (s * at::exp2(randint_f(0, 5, {m}, gen, t)) * (8.0 * spread(d))).to(t.scalar_type());
       t.view({-1}).index_add_(0, idx, delta);
+      return;
+    }
+    case DrawVariant::sign_flip: {
+      int64_t last = t.dim() >= 2 ? t.size(-1) : 1, rows = n / std::max<int64_t>(last, 1);
+      at::Tensor s = randint_f(0, 2, {rows, 1}, gen, t) * 2 - 1;
+      t.view({rows, last}).mul_(s.to(t.scalar_type()));
       return;
     }
   }
@@ -101,8 +115,10 @@ const char* variant_name(DrawVariant v) {
     case DrawVariant::scaled: return "scaled";
     case DrawVariant::shifted: return "shifted";
     case DrawVariant::row_scaled: return "row_scaled";
+    case DrawVariant::channel_scaled: return "channel_scaled";
     case DrawVariant::element_scaled: return "element_scaled";
-    case DrawVariant::spikes: return "spikes";
+    case DrawVariant::outliers: return "outliers";
+    case DrawVariant::sign_flip: return "sign_flip";
   }
   return "?";
 }
@@ -111,7 +127,7 @@ bool variant_applies(const TaskSpec& task, DrawVariant v) {
   if (v == DrawVariant::plain) return false;
   for (const auto& a : task.arguments) {
     if (!eligible(a)) continue;
-    if (v == DrawVariant::row_scaled && a.decl.meta.shape.size() < 2) continue;
+    if (needs_two_dims(v) && a.decl.meta.shape.size() < 2) continue;
     return true;
   }
   return false;
@@ -122,7 +138,7 @@ void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vect
   c10::InferenceMode inference;
   std::vector<size_t> eligible_args;
   for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
-    if (eligible(task.arguments[i]) && (v != DrawVariant::row_scaled || args[i].dim() >= 2)) eligible_args.push_back(i);
+    if (eligible(task.arguments[i]) && (!needs_two_dims(v) || args[i].dim() >= 2)) eligible_args.push_back(i);
   if (eligible_args.empty()) return;
   // scaled moves one argument against the others (a shortcut that ignores one input, or assumes
   // the inputs' relative scale, leaves the tolerance); the others move every eligible argument.

@@ -1,8 +1,8 @@
-// Robustness draws (env/gpu/robust_draws.h) on the CPU, on sample tasks at their check sizes: each
+// The draw family (data_synth/reference/draw_family.h) on the CPU, on sample tasks at their check sizes: each
 // variant is deterministic per seed (what lets the GPU worker draw the reference's inputs again
 // after the candidate ran), touches only the arguments it may, and the conditioning approves a
 // variant only where the task-dtype reference stays close to float64.
-#include "env/gpu/robust_draws.h"
+#include "data_synth/reference/draw_family.h"
 
 #include <gtest/gtest.h>
 
@@ -71,18 +71,58 @@ TEST(RobustDraws, ScaledMovesExactlyOneArgumentUpByAPowerOfTwo) {
   EXPECT_EQ(moved_args.size(), plain.size()) << "every argument is moved by some seed";
 }
 
-TEST(RobustDraws, SpikesLandOnDistinctElementsOneIn256AtLeast16) {
+TEST(RobustDraws, OutliersMoveAbout1In256ElementsAtPlacesNoWindowPredicts) {
   TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
-  auto plain = draw(t, 3);
-  auto a = clones(plain);
-  apply_variant(t, DrawVariant::spikes, 9, a);
+  // A tensor larger than the check dims (a member reads its shape from the tensor).
+  at::manual_seed(5);
+  std::vector<at::Tensor> plain{at::randn({256, 1024})};
   const int64_t n = plain[0].numel();
-  const int64_t expect = std::min<int64_t>(n, std::max<int64_t>(16, n / 256));
-  EXPECT_EQ(a[0].ne(plain[0]).sum().item<int64_t>(), expect);
-  // each at least 8 spreads (std 1) away
-  at::Tensor moved = (a[0] - plain[0]).abs().masked_select(a[0].ne(plain[0]));
-  EXPECT_GE(moved.min().item<double>(), 8.0 - 1e-3);
-  EXPECT_LE(moved.max().item<double>(), 128.0 + 1e-3);
+  const int64_t m = n / 256;
+  int64_t windows_without = 0, windows = 0;
+  for (uint64_t seed = 9; seed < 13; ++seed) {
+    auto a = clones(plain);
+    apply_variant(t, DrawVariant::outliers, seed, a);
+    at::Tensor moved_mask = a[0].ne(plain[0]).flatten();
+    const int64_t moved = moved_mask.sum().item<int64_t>();
+    EXPECT_LE(moved, m);
+    EXPECT_GE(moved, m * 9 / 10) << "few places drawn twice";
+    // each at least 8 spreads (std 1) away, at most 2 x 128 where two land on one place (two of
+    // opposite signs may cancel: a few)
+    at::Tensor d = (a[0] - plain[0]).abs().masked_select(a[0].ne(plain[0]));
+    EXPECT_GE(d.ge(8.0 - 1e-3).sum().item<int64_t>(), moved * 95 / 100);
+    EXPECT_LE(d.max().item<double>(), 256.0 + 1e-3);
+    // Uniform places: about e^-1 of the 256-element windows hold none (a window test finds nothing).
+    at::Tensor per_window = moved_mask.view({-1, 256}).sum(1);
+    windows_without += per_window.eq(0).sum().item<int64_t>();
+    windows += per_window.numel();
+  }
+  const double share = static_cast<double>(windows_without) / static_cast<double>(windows);
+  EXPECT_GT(share, 0.3) << "outliers must not fall one per window";
+  EXPECT_LT(share, 0.45);
+}
+
+TEST(RobustDraws, RowChannelAndSignMembersScaleWholeSlices) {
+  TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
+  auto plain = draw(t, 4);
+  const int64_t rows = plain[0].size(0), cols = plain[0].size(1);
+  auto r = clones(plain), c = clones(plain), s = clones(plain);
+  apply_variant(t, DrawVariant::row_scaled, 3, r);
+  apply_variant(t, DrawVariant::channel_scaled, 3, c);
+  apply_variant(t, DrawVariant::sign_flip, 3, s);
+  at::Tensor nz = plain[0].abs().gt(1e-3);
+  at::Tensor rr = (r[0] / plain[0]).where(nz, at::full({}, std::nan(""), plain[0].options()));
+  at::Tensor cr = (c[0] / plain[0]).where(nz, at::full({}, std::nan(""), plain[0].options()));
+  at::Tensor sr = (s[0] / plain[0]).where(nz, at::full({}, std::nan(""), plain[0].options()));
+  // one factor per row (row_scaled, sign_flip) or per column (channel_scaled), powers of two in
+  // [2^-8, 2^8] or +-1; and the factors differ between rows / columns
+  at::Tensor row_f = std::get<0>(at::nanmedian(rr, 1)), col_f = std::get<0>(at::nanmedian(cr, 0)), sign_f = std::get<0>(at::nanmedian(sr, 1));
+  EXPECT_TRUE(at::allclose(rr, row_f.unsqueeze(1).expand({rows, cols}), 1e-6, 0, true) || rr.isnan().any().item<bool>());
+  EXPECT_LE(row_f.abs().max().item<double>(), 256.0);
+  EXPECT_GE(row_f.abs().min().item<double>(), 1.0 / 256);
+  EXPECT_GT(at::log2(row_f).max().item<double>() - at::log2(row_f).min().item<double>(), 8.0) << "row scales span orders of magnitude";
+  EXPECT_GT(at::log2(col_f).max().item<double>() - at::log2(col_f).min().item<double>(), 8.0);
+  EXPECT_TRUE(sign_f.abs().eq(1).all().item<bool>());
+  EXPECT_TRUE(sign_f.eq(1).any().item<bool>() && sign_f.eq(-1).any().item<bool>());
 }
 
 TEST(RobustDraws, ConstantAndIntegerArgumentsAreNeverTouched) {
@@ -106,7 +146,7 @@ TEST(RobustDraws, ConditioningApprovesWellConditionedVariantsWithTheirSeeds) {
   TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
   TaskConditions c = condition_variants(t, draw(t, 5), 11, 0.5);
   EXPECT_LT(c.plain_ratio, 0.5);
-  ASSERT_EQ(c.variants.size(), 5u);
+  ASSERT_EQ(c.variants.size(), 7u);
   for (const auto& v : c.variants) {
     EXPECT_TRUE(v.usable) << variant_name(v.variant) << ": " << v.reason;
     EXPECT_FALSE(v.seeds.empty());

@@ -1,14 +1,26 @@
 #pragma once
-// Robustness draws: inputs beyond a task's own distribution, so that a candidate that leans on the
-// statistics of the usual draws (a reduction over a sample of its input, an expected-value answer
-// where the output concentrates, arithmetic below the task's precision) leaves the tolerance.
+// The draw family: every call a candidate gets, verification or timed, draws its inputs from one
+// member of a family chosen at random for that call. `plain` is the task's declared draw; every
+// other member is the declared draw transformed in place:
+//   scaled          one argument times 2^k, k in [1, 4] (one input up against the others)
+//   shifted         normal draws moved by +-3 std, uniform ones by their width
+//   row_scaled      each row (the last dimension) times its own 2^k, k in [-8, 8]: row scales
+//                   spanning orders of magnitude, so that no subset of rows stands for the rest
+//   channel_scaled  each slice along dimension 1 times its own 2^k, k in [-8, 8]
+//   element_scaled  each element times 2^k, k in [-6, 6]: heavy tails, dynamic range, cancellation
+//   outliers        about 1 element in 256 at uniformly random places moved by 8 to 128 spreads
+//   sign_flip       each row's sign flipped at random
+// No member is special: the harness checks every call and counts every timed call, and the judged
+// speed of a candidate is its slowest member's (reward/speedup.h), so recognising a member (its
+// values are what they are: a draw can always be told from another by reading enough of it) buys
+// a shortcut nothing unless the shortcut passes on every member.
 //
-// A variant is applied in place to the float arguments whose draw is normal or uniform (integer
+// A member is applied in place to the float arguments whose draw is normal or uniform (integer
 // indices, constants and masks are left alone), deterministically from a seed: applying it twice
 // with one seed to the same values gives the same bytes, which is what lets the harness draw the
 // reference's inputs again after the candidate ran (call_bench.h).
 //
-// Not every variant suits every task: a float16 GEMM over inputs scaled by 16 may overflow, a
+// Not every member suits every task: a float16 GEMM over inputs scaled by 16 may overflow, a
 // logarithm of shifted inputs may leave its domain. condition_variants() decides per task which
 // variants are well-conditioned: under each, the reference in the task's dtype must stay within
 // `margin` x (atol + rtol |r64|) of the same reference run in float64 on the same inputs, with
@@ -24,9 +36,12 @@
 
 namespace kforge {
 
-enum class DrawVariant { plain, scaled, shifted, row_scaled, element_scaled, spikes };
-inline constexpr DrawVariant kRobustVariants[] = {DrawVariant::scaled, DrawVariant::shifted, DrawVariant::row_scaled,
-                                                  DrawVariant::element_scaled, DrawVariant::spikes};
+// A member of the draw family (plain: the task's declared draw).
+enum class DrawVariant { plain, scaled, shifted, row_scaled, channel_scaled, element_scaled, outliers, sign_flip };
+// The members other than plain.
+inline constexpr DrawVariant kRobustVariants[] = {DrawVariant::scaled,         DrawVariant::shifted,  DrawVariant::row_scaled,
+                                                  DrawVariant::channel_scaled, DrawVariant::element_scaled, DrawVariant::outliers,
+                                                  DrawVariant::sign_flip};
 const char* variant_name(DrawVariant v);
 
 // True when the variant changes at least one argument of the task.
