@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "configs/error.h"
@@ -215,6 +216,52 @@ SpeedupEstimate estimate_speedup(const std::vector<double>& candidate_ms, const 
   e.resamples = B;
   e.method = interval_method_name(o.method);
   return e;
+}
+
+MemberSpeedup estimate_slowest_member_speedup(const std::vector<MemberSamples>& members, const SpeedupOptions& o) {
+  KFORGE_CHECK(!members.empty(), internal, "speedup: no member of the draw family was timed");
+  MemberSpeedup out;
+  for (const auto& m : members) out.by_member.push_back({m.member, estimate_speedup(m.candidate_ms, m.reference_ms, o)});
+  size_t slowest = 0;
+  for (size_t i = 1; i < out.by_member.size(); ++i)
+    if (out.by_member[i].second.point < out.by_member[slowest].second.point) slowest = i;
+  out.member = out.by_member[slowest].first;
+  if (members.size() == 1) {
+    out.overall = out.by_member[0].second;
+    return out;
+  }
+  // The minimum over members, resampled jointly: each replicate resamples every member's two sets.
+  std::vector<std::vector<double>> cand, ref;
+  for (const auto& m : members) {
+    cand.push_back(m.candidate_ms);
+    ref.push_back(m.reference_ms);
+    std::sort(cand.back().begin(), cand.back().end());
+    std::sort(ref.back().begin(), ref.back().end());
+  }
+  const int B = o.resamples;
+  std::vector<double> theta(B);
+  Rng rng(o.seed);
+  std::vector<uint32_t> counts;
+  for (int b = 0; b < B; ++b) {
+    double worst = std::numeric_limits<double>::infinity();
+    for (size_t g = 0; g < members.size(); ++g) {
+      counts.resize(cand[g].size());
+      double mc = resampled_median(cand[g], counts, rng);
+      counts.resize(ref[g].size());
+      double mr = resampled_median(ref[g], counts, rng);
+      worst = std::min(worst, std::log(mr) - std::log(mc));
+    }
+    theta[b] = worst;
+  }
+  std::sort(theta.begin(), theta.end());
+  const double alpha = 1 - o.confidence;
+  out.overall.point = out.by_member[slowest].second.point;
+  out.overall.lo = std::min(out.overall.point, std::exp(quantile_sorted(theta, alpha / 2)));
+  out.overall.hi = std::max(out.overall.point, std::exp(quantile_sorted(theta, 1 - alpha / 2)));
+  out.overall.confidence = o.confidence;
+  out.overall.resamples = B;
+  out.overall.method = "bootstrap-percentile, slowest of " + std::to_string(members.size()) + " members";
+  return out;
 }
 
 }  // namespace kforge

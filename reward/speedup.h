@@ -44,6 +44,27 @@ struct SpeedupEstimate {
 SpeedupEstimate estimate_speedup(const std::vector<double>& candidate_ms, const std::vector<double>& reference_ms,
                                  const SpeedupOptions& options = {});
 
+// Timing samples of one member of the draw family (data_synth/reference/draw_family.h): the
+// candidate's and the reference's calls on that member's draws.
+struct MemberSamples {
+  std::string member;
+  std::vector<double> candidate_ms, reference_ms;
+};
+
+// The speedup a candidate is judged by when its calls draw from several members: its slowest
+// member's. point = min over members of median(reference) / median(candidate) on that member;
+// the interval is the percentile interval of the same minimum over joint resamples of every
+// member (each member's two sets resampled with replacement, B times). A kernel fast on some
+// members and slow on others is judged by the slow ones: no median over the mix hides them.
+// With one member this is estimate_speedup() (BCa where asked). Every member needs
+// options.min_samples samples in each set (internal error otherwise: the caller's timing plan).
+struct MemberSpeedup {
+  SpeedupEstimate overall;                 // the minimum over members, with its interval
+  std::string member;                      // the member that sets it
+  std::vector<std::pair<std::string, SpeedupEstimate>> by_member;  // each member's own estimate
+};
+MemberSpeedup estimate_slowest_member_speedup(const std::vector<MemberSamples>& members, const SpeedupOptions& options = {});
+
 const char* interval_method_name(IntervalMethod m);  // "bootstrap-bca", "bootstrap-percentile"
 
 }  // namespace kforge

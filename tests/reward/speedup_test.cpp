@@ -215,3 +215,65 @@ TEST(Speedup, InvalidOptionsAreRejected) {
   o.min_samples = 1;
   expect_error(ErrorKind::internal, ok, ok, "min_samples", o);
 }
+
+// The draw family's statistic (issue 25): a kernel that is fast on some members and honest on the
+// others is judged by the others; no median over the mix hides them.
+TEST(SlowestMemberSpeedup, AKernelFastOnlyOnTheTasksOwnDrawIsJudgedByItsOtherMembers) {
+  Timings t(31);
+  std::vector<MemberSamples> m;
+  // plain: the shortcut, 3x faster than the reference; five other members: honest, 0.9x
+  m.push_back({"plain", t.lognormal(12, 1.0 / 3, 0.01), t.lognormal(12, 1.0, 0.01)});
+  for (const char* name : {"scaled", "shifted", "row_scaled", "element_scaled", "outliers"})
+    m.push_back({name, t.lognormal(12, 1.0 / 0.9, 0.01), t.lognormal(12, 1.0, 0.01)});
+  MemberSpeedup s = estimate_slowest_member_speedup(m);
+  EXPECT_NEAR(s.overall.point, 0.9, 0.02);
+  EXPECT_NE(s.member, "plain");
+  EXPECT_LT(s.overall.lo, 1.0);
+  EXPECT_LE(s.overall.lo, s.overall.point);
+  EXPECT_GE(s.overall.hi, s.overall.point);
+  ASSERT_EQ(s.by_member.size(), 6u);
+  EXPECT_NEAR(s.by_member[0].second.point, 3.0, 0.1);
+  // Pooled over every call, the median would have been the shortcut's only if most calls were
+  // on it; with every member counted alike the slowest one decides.
+  std::vector<double> pooled_c, pooled_r;
+  for (const auto& x : m) {
+    pooled_c.insert(pooled_c.end(), x.candidate_ms.begin(), x.candidate_ms.end());
+    pooled_r.insert(pooled_r.end(), x.reference_ms.begin(), x.reference_ms.end());
+  }
+  EXPECT_GE(estimate_speedup(pooled_c, pooled_r).point, s.overall.point);
+}
+
+TEST(SlowestMemberSpeedup, AnAAComparisonOverManyMembersStaysNearOneAndNeverClearsFivePercent) {
+  Timings t(32);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<MemberSamples> m;
+    for (int g = 0; g < 8; ++g) m.push_back({"m" + std::to_string(g), t.lognormal(6, 1.0, 0.002), t.lognormal(6, 1.0, 0.002)});
+    MemberSpeedup s = estimate_slowest_member_speedup(m);
+    EXPECT_GT(s.overall.point, 0.99);
+    EXPECT_LT(s.overall.point, 1.005);
+    EXPECT_LT(s.overall.lo, 1.05);
+    EXPECT_LE(s.overall.lo, 1.0) << "the slowest of 8 equal members is no faster than the reference";
+  }
+}
+
+TEST(SlowestMemberSpeedup, OneMemberIsTheOrdinaryEstimate) {
+  Timings t(33);
+  std::vector<double> c = t.lognormal(40, 1.0, 0.05), r = t.lognormal(40, 1.3, 0.05);
+  MemberSpeedup s = estimate_slowest_member_speedup({{"plain", c, r}});
+  SpeedupEstimate e = estimate_speedup(c, r);
+  EXPECT_EQ(s.member, "plain");
+  EXPECT_DOUBLE_EQ(s.overall.point, e.point);
+  EXPECT_DOUBLE_EQ(s.overall.lo, e.lo);
+  EXPECT_DOUBLE_EQ(s.overall.hi, e.hi);
+}
+
+TEST(SlowestMemberSpeedup, AMemberWithTooFewSamplesIsTheCallersBug) {
+  std::vector<double> ok(10, 1.0);
+  try {
+    estimate_slowest_member_speedup({{"plain", ok, ok}, {"scaled", {1, 1, 1}, ok}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::internal);
+  }
+  EXPECT_THROW(estimate_slowest_member_speedup({}), Error);
+}
