@@ -182,8 +182,14 @@ void CallBench::after_candidate(bool check_reference_inputs) {
   for (size_t i = 0; i < na; ++i)
     if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
   for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (2 * na + g), st);
-  // The reference's inputs: drawn again from the call's secret seed, after the candidate ran.
   c10::InferenceMode inference;
+  if (probe_words_ > 0) {
+    const int64_t n = s.workspace.empty() ? 0 : std::min<int64_t>(probe_words_, bytes_of(s.workspace[0]) / 8);
+    probes_.resize(specs_.size());
+    if (n > 0)
+      probes_.back() = at::from_blob(s.workspace[0].data_ptr(), {n}, at::TensorOptions().dtype(at::kLong).device(device_.dev)).clone();
+  }
+  // The reference's inputs: drawn again from the call's secret seed, after the candidate ran.
   draw_into(ref_args_, specs_.back());
   ref_checked_.back() = check_reference_inputs;
   if (check_reference_inputs)
@@ -214,6 +220,12 @@ void CallBench::compare(std::vector<at::Tensor>& ref) {
   uint64_t* host = log_->at(specs_.size() - 1) + before_words;
   KFORGE_CUDART(cudaMemcpyAsync(host, reinterpret_cast<void*>(ptr_of(words_) + 8 * before_words),
                                 (log_->words_per_call - before_words) * 8, cudaMemcpyDeviceToHost, st));
+}
+
+std::vector<int64_t> CallBench::probe(size_t i) const {
+  if (i >= probes_.size() || !probes_[i].defined()) return {};
+  at::Tensor h = probes_[i].cpu();
+  return std::vector<int64_t>(h.data_ptr<int64_t>(), h.data_ptr<int64_t>() + h.numel());
 }
 
 CallRecord CallBench::record(size_t i) const {

@@ -91,6 +91,12 @@ class CallBench {
   size_t calls() const { return specs_.size(); }
   const CallSpec& last_spec() const { return specs_.back(); }
 
+  // The call-classification probe's hook (GpuVerifyRequest::probe_words): after every candidate
+  // call, the first `words` 8-byte words of workspace buffer 0 are copied aside; probe(i) reads
+  // call i's after a synchronisation.
+  void set_probe_words(int words) { probe_words_ = words; }
+  std::vector<int64_t> probe(size_t i) const;
+
   // The current call's outputs (for the slow comparison path).
   const std::vector<at::Tensor>& outputs() const;
 
@@ -116,6 +122,8 @@ class CallBench {
   std::vector<std::vector<bool>> compared_;
   std::vector<bool> ref_checked_;
   int current_ = 0;
+  int probe_words_ = 0;
+  std::vector<at::Tensor> probes_;  // per call (probe_words_ > 0): device copies of workspace 0's first words
   uint64_t key_ = 0, poison_id_ = 0;
   uint8_t guard_byte_ = 0;
 };

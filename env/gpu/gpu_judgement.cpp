@@ -114,6 +114,7 @@ void Judgement::load() {
     }
   }
   bench_ = std::make_unique<CallBench>(task_, plan_, funcs_, s_.bench_device(), req_.anticheat, req_.verify.salt, s_.ids);
+  bench_->set_probe_words(req_.verify.probe_words);
   phases_["load_ms"] = ms_since(t_load);
 }
 
@@ -156,8 +157,10 @@ void Judgement::profile() {
     double span_s = last > first ? static_cast<double>(last - first) * 1e-9 : 0.0;
     prof["span_ns"] = last > first ? last - first : 0;
     prof["kernel_time_ns"] = busy;
-    prof["ceilings"] = {{"dram_gbps", ceil.copy_gbps}, {"fp32_tflops", ceil.matmul_tflops_fp32}, {"fp16_tflops", ceil.matmul_tflops_fp16},
-                        {"method", "best of 1 GiB device-to-device copies; best of 8192^3 matmuls (float32 TF32 off, float16)"}};
+    prof["ceilings"] = {{"dram_gbps", ceil.copy_gbps}, {"fp32_tflops", ceil.matmul_tflops_fp32}, {"tf32_tflops", ceil.matmul_tflops_tf32},
+                        {"fp16_tflops", ceil.matmul_tflops_fp16},
+                        {"method", "best of 1 GiB device-to-device copies; best of 8192^3 matmuls (float32 TF32 off, float32 TF32 "
+                                   "allowed, float16)"}};
     if (span_s > 0) {
       double gbps = task_.cost.min_bytes / span_s / 1e9;
       prof["achieved"] = {{"gbps", gbps}, {"dram_fraction", gbps / ceil.copy_gbps},

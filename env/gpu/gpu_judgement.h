@@ -18,6 +18,8 @@
 #include "env/gpu/gpu_request.h"
 #include "env/gpu/gpu_worker_state.h"
 #include "env/gpu/kernel_activity.h"
+#include "env/gpu/timing.h"
+#include "reward/speedup.h"
 #include "env/gpu/wire_plan.h"
 
 namespace kforge {
@@ -51,7 +53,14 @@ class Judgement {
   Outcome run_call(const CallSpec& spec, size_t index);
   bool verify_call(const Planned& p, size_t index);
   bool check_timed_calls(size_t first, size_t last);
+  // The probe hook's words of calls [first, last) with each call's member (GpuVerifyRequest::probe_words).
+  Json probe_json(size_t first, size_t last) const;
+  // One block of the task's members, shuffled: plain once, `scaled` once per approved seed, every
+  // other usable member once with one of its approved seeds (draw seeds left for the caller).
+  std::vector<CallSpec> member_block();
+  // The next timed call's draw: the members in shuffled blocks, each member once per block.
   CallSpec timed_spec();
+  std::vector<MemberSamples> member_samples(const std::vector<DrawVariant>& drawn, const TimedRun& cand, const TimedRun& ref);
   void sync_candidate(const char* when);
   void scrub(std::vector<at::Tensor>& ref);
   void add_check(const std::string& name, bool passed, const std::string& message, Json evidence);
@@ -64,7 +73,8 @@ class Judgement {
   std::map<std::string, CUfunction> funcs_;
   std::set<std::string> module_kernels_;
   std::unique_ptr<CallBench> bench_;
-  std::vector<VariantCondition> usable_;  // well-conditioned robustness variants for this task, with their seeds
+  std::vector<VariantCondition> usable_;  // well-conditioned members of the draw family other than plain, with their seeds
+  std::vector<CallSpec> timed_block_;     // what is left of the current block of timed members
   Json reply_ = {{"ok", true}};
   Json phases_ = Json::object();
   Json checks_ = Json::array();

@@ -73,7 +73,6 @@ Json anticheat_json(const DynamicCheckConfig& d) {
           {"kernel_activity", d.kernel_activity},
           {"speed_of_light", d.speed_of_light},
           {"robustness_draws", d.robustness_draws},
-          {"robustness_timed_share", d.robustness_timed_share},
           {"robustness_margin", d.robustness_margin},
           {"address_pool", d.address_pool},
           {"guard_bytes", d.guard_bytes},
@@ -89,7 +88,6 @@ DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
   d.kernel_activity = o.req<bool>("kernel_activity");
   d.speed_of_light = o.req<bool>("speed_of_light");
   d.robustness_draws = o.req<bool>("robustness_draws");
-  d.robustness_timed_share = o.req<double>("robustness_timed_share");
   d.robustness_margin = o.req<double>("robustness_margin");
   d.address_pool = o.req<int>("address_pool");
   d.guard_bytes = o.req<int64_t>("guard_bytes");
@@ -109,7 +107,8 @@ Json to_json(const GpuEvalRequest& r) {
           {"cubin_hash", r.cubin_hash},
           {"plan", r.plan},
           {"max_workspace_bytes", r.max_workspace_bytes},
-          {"verify", {{"trials", r.verify.trials}, {"salt", r.verify.salt}, {"report_mismatches", r.verify.report_mismatches}}},
+          {"verify", {{"trials", r.verify.trials}, {"salt", r.verify.salt}, {"report_mismatches", r.verify.report_mismatches},
+                      {"probe_words", r.verify.probe_words}}},
           {"time", r.time ? timing_json(*r.time) : Json(nullptr)},
           {"profile", r.profile},
           {"counters", r.counters},
@@ -135,7 +134,9 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
     r.verify.trials = v.req<int>("trials");
     r.verify.salt = v.req<uint64_t>("salt");
     r.verify.report_mismatches = v.req<int>("report_mismatches");
+    r.verify.probe_words = v.req<int>("probe_words");
     v.done();
+    KFORGE_CHECK(r.verify.probe_words >= 0 && r.verify.probe_words <= 4096, spec, "request.verify.probe_words must be 0..4096");
     KFORGE_CHECK(r.verify.trials >= 1 && r.verify.trials <= 1000, spec, "request.verify.trials must be 1..1000");
   }
   const Json& t = o.raw("time");

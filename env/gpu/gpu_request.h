@@ -26,6 +26,11 @@ struct GpuVerifyRequest {
   int trials = 5;             // plain trials asked for (robustness trials take some of them, see call_bench.h)
   uint64_t salt = 0;          // the episode's salt, mixed into every draw
   int report_mismatches = 5;  // mismatching elements reported per output
+  // A test hook for the call-classification probe (tests/anticheat/call_probe_gpu_test.cpp): after
+  // every candidate call, the first probe_words 8-byte words of the plan's first workspace buffer
+  // come back in the reply (verify.probe, timing.probe) with the call's member. 0 (always, outside
+  // that test): nothing is read back.
+  int probe_words = 0;
 };
 
 struct GpuEvalRequest {

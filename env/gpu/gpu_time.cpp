@@ -2,6 +2,7 @@
 // timed candidate call prepared, checked and compared exactly as a verification call is.
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "configs/error.h"
 #include "env/process/clock.h"
@@ -26,37 +27,67 @@ double sum(const std::vector<double>& v) {
 
 }  // namespace
 
-// A timed call's draw: the task's own distribution, or (robustness_timed_share of the time) one of
-// the task's usable robustness variants, so that no call can assume the usual statistics.
-CallSpec Judgement::timed_spec() {
-  CallSpec spec{s_.ids.next(), DrawVariant::plain, 0, -1};
-  const double share = req_.anticheat.robustness_draws ? req_.anticheat.robustness_timed_share : 0.0;
-  const double u = static_cast<double>(s_.ids.next() >> 11) * 0x1.0p-53;
-  if (!usable_.empty() && u < share) {
-    const VariantCondition& v = usable_[s_.ids.next() % usable_.size()];
-    spec.variant = v.variant;
-    spec.variant_seed = v.seeds[s_.ids.next() % v.seeds.size()];
+std::vector<CallSpec> Judgement::member_block() {
+  std::vector<CallSpec> block{{0, DrawVariant::plain, 0, -1}};
+  for (const VariantCondition& v : usable_) {
+    if (v.variant == DrawVariant::scaled) {
+      for (uint64_t seed : v.seeds) block.push_back({0, v.variant, seed, -1});
+    } else {
+      block.push_back({0, v.variant, v.seeds[s_.ids.next() % v.seeds.size()], -1});
+    }
   }
+  // Shuffled: the first plain call of verification is moved to the front by plan_verification.
+  for (size_t i = block.size(); i > 1; --i) std::swap(block[i - 1], block[s_.ids.next() % i]);
+  return block;
+}
+
+// The timed calls go through blocks of the task's members (member_block), each block a fresh random
+// permutation: every member is timed as often as verification draws it, and which member comes
+// next is not predictable from anything the candidate sees (it keeps no state between calls anyway).
+CallSpec Judgement::timed_spec() {
+  if (timed_block_.empty()) timed_block_ = member_block();
+  CallSpec spec = timed_block_.back();
+  timed_block_.pop_back();
+  spec.draw_trial = s_.ids.next();
   return spec;
+}
+
+// The timed samples per member (the warm-up calls drew members too: they come first in `drawn`).
+std::vector<MemberSamples> Judgement::member_samples(const std::vector<DrawVariant>& drawn, const TimedRun& cand, const TimedRun& ref) {
+  std::map<DrawVariant, MemberSamples> by;
+  const size_t skip = drawn.size() - cand.samples_ms.size();
+  for (size_t i = 0; i < cand.samples_ms.size(); ++i) {
+    MemberSamples& m = by[drawn.at(skip + i)];
+    m.member = variant_name(drawn[skip + i]);
+    m.candidate_ms.push_back(cand.samples_ms[i]);
+    m.reference_ms.push_back(ref.samples_ms[i]);
+  }
+  std::vector<MemberSamples> out;
+  for (auto& [v, m] : by) out.push_back(std::move(m));
+  return out;
 }
 
 void Judgement::time() {
   auto t_time = std::chrono::steady_clock::now();
-  const TimingConfig& tc = *req_.time;
+  TimingConfig tc = *req_.time;
   const bool check_each = req_.anticheat.verify_timed_calls;
+  // Enough rounds for 5 samples (estimate_speedup's minimum) of every member: any 6 blocks' worth
+  // of consecutive calls holds 5 whole blocks.
+  const int block = check_each ? static_cast<int>(member_block().size()) : 1;
+  tc.min_reps = std::max(tc.min_reps, 6 * block);
+  tc.max_reps = std::max(tc.max_reps, tc.min_reps);
   std::vector<at::Tensor> last_ref;
+  std::vector<DrawVariant> drawn;  // each round's member, warm-up rounds included
   const size_t first = bench_->calls();
   std::vector<TimedCall> calls(2);
   calls[0].call = [&] { bench_->run_candidate(); };
   calls[1].call = [&] { last_ref = bench_->run_reference(); };
-  bool plain = true;  // the pair just prepared is on the task's own distribution: its times count
   if (check_each) {
     calls[0].before = [&] {
       CallSpec spec = timed_spec();
-      plain = spec.variant == DrawVariant::plain;
+      drawn.push_back(spec.variant);
       bench_->prepare(spec);
     };
-    calls[0].counted = [&] { return plain; };
     calls[0].after = [&] { bench_->after_candidate(false); };
     calls[1].after = [&] {
       bench_->compare(last_ref);
@@ -64,7 +95,7 @@ void Judgement::time() {
     };
   } else {
     // One draw for every timed call; only the last call's outputs are compared.
-    bench_->prepare(timed_spec());
+    bench_->prepare({s_.ids.next(), DrawVariant::plain, 0, -1});
     bench_->after_candidate(false);
   }
   auto runs = time_interleaved(calls, s_.dev, tc);
@@ -73,22 +104,35 @@ void Judgement::time() {
     bench_->compare(last_ref);
     scrub(last_ref);
     sync_candidate("timing");
+    drawn.assign(runs[0].samples_ms.size(), DrawVariant::plain);
   }
   const double wall_ms = ms_since(t_time);
   const bool still_right = check_timed_calls(first, bench_->calls());
-  SpeedupEstimate sp = estimate_speedup(runs[0].samples_ms, runs[1].samples_ms);
+  const Json probe = req_.verify.probe_words > 0 ? probe_json(first, bench_->calls()) : Json();
+  const MemberSpeedup sp = estimate_slowest_member_speedup(member_samples(drawn, runs[0], runs[1]));
+  Json by_member = Json::array();
+  for (const auto& [name, e] : sp.by_member)
+    by_member.push_back({{"member", name}, {"point", e.point}, {"lo", e.lo}, {"hi", e.hi}});
   reply_["timing"] = {{"candidate", stats_json(runs[0].stats)},
                       {"reference", stats_json(runs[1].stats)},
                       {"candidate_samples_ms", runs[0].samples_ms},
                       {"reference_samples_ms", runs[1].samples_ms},
-                      {"speedup", {{"point", sp.point}, {"lo", sp.lo}, {"hi", sp.hi}, {"confidence", sp.confidence}, {"method", sp.method}}},
+                      {"speedup",
+                       {{"point", sp.overall.point},
+                        {"lo", sp.overall.lo},
+                        {"hi", sp.overall.hi},
+                        {"confidence", sp.overall.confidence},
+                        {"method", sp.overall.method},
+                        {"member", sp.member},
+                        {"by_member", by_member}}},
                       {"outputs_right_after_timing", still_right},
                       {"inputs_fresh_per_call", check_each},
-                      {"robustness_pairs_not_counted", runs[0].uncounted_ms.size()},
-                      {"method", runs[0].method + (check_each ? "; every call on fresh inputs at a random buffer set, checked like a "
-                                                                "verification call after its pair; pairs on robustness draws "
-                                                                "checked but not counted"
+                      {"method", runs[0].method + (check_each ? "; every call on fresh inputs from a member of the draw family (shuffled "
+                                                                "blocks of every usable member) at a random buffer set, checked like a "
+                                                                "verification call after its pair, and counted; judged by the slowest "
+                                                                "member's speedup"
                                                               : "")}};
+  if (!probe.is_null()) reply_["timing"]["probe"] = probe;
   if (req_.anticheat.speed_of_light && !task_.cost.flops) {
     // No FLOP count (an imported module with ops the importer could not count): no floor to hold it to.
     reply_["timing"]["checks_off"]["speed_of_light"] =
@@ -97,21 +141,35 @@ void Judgement::time() {
     auto t_ceil = std::chrono::steady_clock::now();
     const DeviceCeilings& ceil = s_.ceilings();  // measured once per worker: a start-up cost
     phases_["ceilings_ms"] = ms_since(t_ceil);
-    SpeedOfLight sol = speed_of_light(task_.cost.min_bytes, *task_.cost.flops, ceil, req_.anticheat.sol_headroom);
+    // The precision contract: the floating dtypes the function reads (used arguments) and writes,
+    // and the tolerance (anticheat/dynamic_checks.h, MathPrecision).
+    bool any_f32 = false, any_f16 = false;
+    for (const TaskArgument& a : task_.arguments)
+      if (a.decl.used && dtype_is_float(a.decl.meta.dtype)) (a.decl.meta.dtype == DType::float32 ? any_f32 : any_f16) = true;
+    for (const TaskOutput& o : task_.outputs)
+      if (dtype_is_float(o.meta.dtype)) (o.meta.dtype == DType::float32 ? any_f32 : any_f16) = true;
+    const MathPrecision precision = math_precision(any_f32, any_f16, task_.tolerance);
+    SpeedOfLight sol = speed_of_light(task_.cost.min_bytes, *task_.cost.flops, precision, ceil, req_.anticheat.sol_headroom);
     bool ok = runs[0].stats.median >= sol.floor_ms;
     add_check("speed_of_light", ok, "the measured time is below what the GPU's memory bandwidth and compute allow for this task",
               {{"median_ms", runs[0].stats.median}, {"floor_ms", sol.floor_ms}, {"bytes_floor_ms", sol.bytes_ms},
                {"flops_floor_ms", sol.flops_ms}, {"min_bytes", task_.cost.min_bytes}, {"flops", *task_.cost.flops},
-               {"headroom", req_.anticheat.sol_headroom}, {"copy_gbps", ceil.copy_gbps}, {"matmul_tflops_fp32", ceil.matmul_tflops_fp32},
-               {"matmul_tflops_fp16", ceil.matmul_tflops_fp16}});
+               {"headroom", req_.anticheat.sol_headroom}, {"precision", math_precision_name(precision)},
+               {"peak_tflops", sol.peak_tflops}, {"copy_gbps", ceil.copy_gbps}, {"matmul_tflops_fp32", ceil.matmul_tflops_fp32},
+               {"matmul_tflops_tf32", ceil.matmul_tflops_tf32}, {"matmul_tflops_fp16", ceil.matmul_tflops_fp16}});
   }
   phases_["time_ms"] = wall_ms;
   // What the checks around the timed calls cost: the stage's wall time less the timed calls themselves.
   const int64_t pairs = static_cast<int64_t>(bench_->calls() - first);
-  const double timed =
-      sum(runs[0].samples_ms) + sum(runs[1].samples_ms) + sum(runs[0].uncounted_ms) + sum(runs[1].uncounted_ms);
+  const double timed = sum(runs[0].samples_ms) + sum(runs[1].samples_ms);
   phases_["timed_checks_ms"] = std::max(0.0, wall_ms - timed);
   phases_["timed_checks_ms_per_pair"] = pairs > 0 ? std::max(0.0, wall_ms - timed) / static_cast<double>(pairs) : 0.0;
+}
+
+Json Judgement::probe_json(size_t first, size_t last) const {
+  Json out = Json::array();
+  for (size_t i = first; i < last; ++i) out.push_back({{"member", variant_name(bench_->record(i).variant)}, {"words", bench_->probe(i)}});
+  return out;
 }
 
 // The records of calls [first, last): inputs unchanged, guards intact, outputs right, each call.

@@ -15,29 +15,30 @@
 namespace kforge {
 
 
-// The plan: plain trials (as many as the request asks, less the robustness trials, at least one),
-// then the robustness trials in random order, then the two state trials. The robustness trials:
-// `scaled` once with each of its approved seeds (each seed moves a different argument, so every
-// argument the task's reference is well-conditioned under is moved once: a shortcut that assumes
-// one input's scale cannot hope the draw picks another), every other usable variant once with one
-// of its approved seeds. Every call's draw seed is fresh and secret; only new_addresses repeats
-// the previous call's values.
+// The plan. One block of the task's members (member_block: plain once, `scaled` once per approved
+// seed, every other usable member once), the same composition the timed calls are drawn in, so
+// that how often a member comes up says nothing about whether a call is verified or timed. Plain
+// goes first, so that a kernel that is simply wrong fails where its mistake is plainly its own; the
+// rest follow in random order, then calls on members picked at random from the block up to the
+// requested trial count. The state trials close it: the last of those calls is drawn into the
+// previous call's buffers (same_addresses: a shortcut caught there is refused under that name),
+// then new_addresses repeats its values elsewhere. Every call's draw seed is fresh and secret;
+// only new_addresses repeats the previous call's values.
 std::vector<Judgement::Planned> Judgement::plan_verification() {
-  std::vector<Planned> calls, robust;
-  auto add_robust = [&](DrawVariant v, uint64_t seed) { robust.push_back({Mode::robust, {s_.ids.next(), v, seed, -1}}); };
-  for (const VariantCondition& v : usable_) {
-    if (v.variant == DrawVariant::scaled) {
-      for (uint64_t seed : v.seeds) add_robust(v.variant, seed);
-    } else {
-      add_robust(v.variant, v.seeds[s_.ids.next() % v.seeds.size()]);
-    }
-  }
-  for (size_t i = robust.size(); i > 1; --i) std::swap(robust[i - 1], robust[s_.ids.next() % i]);
-  const int plain = std::max(1, req_.verify.trials - static_cast<int>(robust.size()));
-  for (int t = 0; t < plain; ++t) calls.push_back({Mode::plain, {s_.ids.next(), DrawVariant::plain, 0, -1}});
-  calls.insert(calls.end(), robust.begin(), robust.end());
+  std::vector<CallSpec> block = member_block();
+  std::vector<Planned> calls;
+  auto add = [&](const CallSpec& spec) {
+    calls.push_back({spec.variant == DrawVariant::plain ? Mode::plain : Mode::robust, spec});
+    calls.back().spec.draw_trial = s_.ids.next();
+  };
+  auto first_plain = std::find_if(block.begin(), block.end(), [](const CallSpec& c) { return c.variant == DrawVariant::plain; });
+  std::iter_swap(block.begin(), first_plain);
+  for (const CallSpec& spec : block) add(spec);
+  const std::vector<CallSpec> pool = block;
+  while (static_cast<int>(calls.size()) < req_.verify.trials) add(pool[s_.ids.next() % pool.size()]);
   if (req_.anticheat.state_checks) {
-    calls.push_back({Mode::same_addresses, {s_.ids.next(), DrawVariant::plain, 0, -1}});
+    if (calls.size() > 1) calls.back().mode = Mode::same_addresses;
+    else calls.push_back({Mode::same_addresses, {s_.ids.next(), DrawVariant::plain, 0, -1}});
     calls.push_back({Mode::new_addresses, {0, DrawVariant::plain, 0, -1}});  // values and slot fixed when it runs
   }
   return calls;
@@ -65,7 +66,7 @@ void Judgement::verify() {
   bool all_ok = true;
   for (size_t t = 0; t < calls.size() && all_ok; ++t) {
     Planned p = calls[t];
-    if (p.mode == Mode::robust) robustness["ran"].push_back(variant_name(p.spec.variant));
+    if (p.mode != Mode::new_addresses) robustness["ran"].push_back(variant_name(p.spec.variant));
     all_ok = verify_call(p, t);
   }
   if (all_ok) {
@@ -75,6 +76,10 @@ void Judgement::verify() {
     if (ac.robustness_draws) add_check("robustness_draws", true, "", robustness);
   }
   verify_["robustness"] = robustness;
+  if (req_.verify.probe_words > 0) {
+    sync_candidate("verification");
+    verify_["probe"] = probe_json(first, bench_->calls());
+  }
   // Every kernel of the candidate's module that ran during verification: on the harness stream,
   // launched by the harness (not from the device), as many as the plan launches per call.
   if (ac.kernel_activity) {
@@ -200,8 +205,22 @@ bool Judgement::verify_call(const Planned& p, size_t index) {
       return ok ? true : fail(r.reason);
     case Mode::same_addresses:
     case Mode::new_addresses: {
-      // The candidate passed every earlier trial; failing here is answering from state.
       const bool same = p.mode == Mode::same_addresses;
+      // The same-addresses trial draws a member like any call: failing it may be the member's doing.
+      // The same member once more, on fresh values at another buffer set, tells which: failing that
+      // too is the member (a shortcut that does not survive it), passing it is the addresses.
+      if (!ok && same && spec.variant != DrawVariant::plain) {
+        Outcome again = run_call({s_.ids.next(), spec.variant, spec.variant_seed, -1}, index + 1);
+        if (!again.reason.empty() && again.rec.inputs_changed.empty() && again.rec.guards_written == 0) {
+          add_check("robustness_draws", false,
+                    std::string("with inputs drawn from another member of the task's draw family (") + variant_name(spec.variant) +
+                        "), under which the reference is well-conditioned, the outputs left the task's tolerance: the candidate relies "
+                        "on one member's statistics or computes below the task's precision",
+                    {{"call", where}, {"reason", r.reason}, {"outputs", r.outputs}, {"again_reason", again.reason}});
+          return false;
+        }
+      }
+      // The candidate passed every earlier trial; failing here is answering from state.
       add_check(same ? "state_same_addresses" : "state_new_addresses", ok,
                 same ? "with new input values at the addresses of the previous call, the outputs were wrong: results must not be kept "
                        "or keyed across calls"

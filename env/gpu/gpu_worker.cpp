@@ -31,6 +31,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// cuBLAS's TF32 setting, set for one measurement and restored exactly after it (also when it
+// throws). setAllowTF32CuBLAS sets the legacy float32 matmul precision and the CUDA matmul fp32
+// precision together; restoring the legacy one by name also sets the MKLDNN matmul precision, so
+// all three are saved and put back. The worker runs with TF32 off (apply_reference_precision).
+class CublasTf32Scope {
+ public:
+  explicit CublasTf32Scope(bool allow)
+      : ctx_(at::globalContext()),
+        legacy_(ctx_.float32MatmulPrecision()),
+        cuda_(ctx_.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL)),
+        mkldnn_(ctx_.float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL)) {
+    ctx_.setAllowTF32CuBLAS(allow);
+  }
+  ~CublasTf32Scope() {
+    ctx_.setFloat32MatmulPrecision(legacy_ == at::Float32MatmulPrecision::HIGHEST ? "highest"
+                                   : legacy_ == at::Float32MatmulPrecision::HIGH  ? "high"
+                                                                                  : "medium");
+    ctx_.setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, cuda_);
+    ctx_.setFloat32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL, mkldnn_);
+  }
+  CublasTf32Scope(const CublasTf32Scope&) = delete;
+  CublasTf32Scope& operator=(const CublasTf32Scope&) = delete;
+
+ private:
+  at::Context& ctx_;
+  const at::Float32MatmulPrecision legacy_;
+  const at::Float32Precision cuda_, mkldnn_;
+};
+
 
 }  // namespace
 
@@ -61,8 +90,9 @@ void GpuWorker::State::flush_l2(double factor) {
   (*l2_flush)(0x5a, stream());
 }
 
-// The best of a few 1 GiB device-to-device copies, and of 8192^3 matmuls in float32 (TF32 off)
-// and float16.
+// The best of a few 1 GiB device-to-device copies, and of 8192^3 matmuls in float32 (TF32 off),
+// float32 with TF32 allowed, and float16. Each float32 matmul sets cuBLAS's TF32 setting for itself
+// and restores the worker's afterwards.
 const DeviceCeilings& GpuWorker::State::ceilings() {
   if (ceilings_.valid()) return ceilings_;
   CUstream st = stream();
@@ -88,12 +118,23 @@ const DeviceCeilings& GpuWorker::State::ceilings() {
   }
   const int64_t n = 8192;
   const double flops = 2.0 * n * n * n;
-  for (auto dt : {at::kFloat, at::kHalf}) {
-    at::Tensor x = at::randn({n, n}, at::TensorOptions().dtype(dt).device(dev));
-    at::Tensor y = at::randn({n, n}, at::TensorOptions().dtype(dt).device(dev));
-    at::Tensor z = at::empty({n, n}, at::TensorOptions().dtype(dt).device(dev));
-    double ms = best_ms([&] { at::matmul_out(z, x, y); }, 3);
-    (dt == at::kFloat ? ceilings_.matmul_tflops_fp32 : ceilings_.matmul_tflops_fp16) = flops / (ms * 1e-3) / 1e12;
+  struct Measure {
+    at::ScalarType dtype;
+    bool tf32;  // float32 only: TF32 allowed for this matmul
+    double* tflops;
+  };
+  for (const Measure& m : {Measure{at::kFloat, false, &ceilings_.matmul_tflops_fp32},
+                           Measure{at::kFloat, true, &ceilings_.matmul_tflops_tf32},
+                           Measure{at::kHalf, false, &ceilings_.matmul_tflops_fp16}}) {
+    at::Tensor x = at::randn({n, n}, at::TensorOptions().dtype(m.dtype).device(dev));
+    at::Tensor y = at::randn({n, n}, at::TensorOptions().dtype(m.dtype).device(dev));
+    at::Tensor z = at::empty({n, n}, at::TensorOptions().dtype(m.dtype).device(dev));
+    double ms = 0;
+    {
+      CublasTf32Scope tf32(m.tf32);
+      ms = best_ms([&] { at::matmul_out(z, x, y); }, 3);
+    }
+    *m.tflops = flops / (ms * 1e-3) / 1e12;
   }
   c10::cuda::CUDACachingAllocator::emptyCache();
   return ceilings_;

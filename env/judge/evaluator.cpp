@@ -212,7 +212,7 @@ Json Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const Eval
   req.cubin_hash = hash + "/" + arch;
   req.plan = plan;
   req.max_workspace_bytes = config_.worker.max_workspace_bytes;
-  req.verify = {opt.trials, opt.salt, config_.verify.report_mismatches};
+  req.verify = {opt.trials, opt.salt, config_.verify.report_mismatches, opt.probe_words};
   if (opt.time) req.time = config_.timing;
   req.profile = opt.profile;
   req.counters = opt.counters;

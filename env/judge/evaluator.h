@@ -34,6 +34,8 @@ struct EvalOptions {
   bool counters = false;
   // With counters: the metrics to read (empty: the worker's default list, default_counter_metrics).
   std::vector<std::string> counter_metrics;
+  // Test hook of the call-classification probe (gpu_request.h, GpuVerifyRequest::probe_words).
+  int probe_words = 0;
 };
 
 class Evaluator {

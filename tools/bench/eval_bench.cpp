@@ -8,8 +8,9 @@
 //       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
 //       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30] [--target-rse X]
-//       [--robust-share S] [--address-pool N]: the timing noise target, the share of timed calls on
-//       robustness draws and the number of buffer sets, for side-by-side runs.
+//       [--address-pool N]: the timing noise target and the number of buffer sets, for side-by-side
+//       runs. Every timed call draws from a member of the task's draw family (the slowest member
+//       sets the speedup); --anticheat off times the declared draw alone.
 //   kforge_eval_bench profile --out FILE [--counters on|off] [--metrics A,B,...]
 //       For every shipped correct candidate, in a warm worker (ceilings measured by a first request):
 //       profile_overhead_ms = the worker's wall time of the profile phase (one call on fresh
@@ -87,8 +88,7 @@ AnticheatConfig anticheat_from_args(int argc, char** argv) {
     a.dynamic.state_checks = a.dynamic.verify_timed_calls = a.dynamic.scrub_reference = false;
     a.dynamic.kernel_activity = a.dynamic.speed_of_light = a.dynamic.robustness_draws = false;
   }
-  // For side-by-side runs: the share of timed calls drawn with a robustness variant, the pool size.
-  a.dynamic.robustness_timed_share = std::stod(arg_value(argc, argv, "--robust-share", std::to_string(a.dynamic.robustness_timed_share)));
+  // For side-by-side runs: the pool size.
   a.dynamic.address_pool = std::stoi(arg_value(argc, argv, "--address-pool", std::to_string(a.dynamic.address_pool)));
   return a;
 }
@@ -271,8 +271,8 @@ int aa(int argc, char** argv) {
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) +
-                   " --anticheat " + arg_value(argc, argv, "--anticheat", "on") + " --robust-share " +
-                   arg_value(argc, argv, "--robust-share", "0.25") + " --address-pool " + arg_value(argc, argv, "--address-pool", "3") +
+                   " --anticheat " + arg_value(argc, argv, "--anticheat", "on") + " --address-pool " +
+                   arg_value(argc, argv, "--address-pool", "3") +
                    " --target-rse " + arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)),
                fig);
   return 0;

@@ -7,9 +7,13 @@
 #                     (JSON in OUTDIR/anticheat_audit.json), hardware counters through CUPTI's range
 #                     profiler (evaluator and episode tests), a GPU worker killed mid-request
 #                     (rollout server test)
+#   probe             the call-classification probe (call_probe_gpu_tests; JSON in OUTDIR/call_probe.json): nothing a
+#                     kernel observes tells a verified call from a timed one
+#   precision         precision below the contract refused in nearly every request (precision_probe_gpu_tests; JSON in
+#                     OUTDIR/precision_probe.json)
 #   audit             the anti-cheat audit alone (every exploit refused, every control accepted)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
-#   aa_ab             the A/A with and without robustness draws in timed calls, with 3 and 2 buffer sets
+#   aa_ab             the A/A with 3 and 2 buffer sets
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
 #   aa_again, aa_off  the A/A once more (the noise of the A/A itself), and with every dynamic check off
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
@@ -57,7 +61,7 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gpu_tests="draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests evaluator_gpu_tests anticheat_audit_gpu_tests
   episode_gpu_tests rollout_server_gpu_tests tolerance_gpu_tests speed_of_light_gpu_tests
-  imported_task_gpu_tests"
+  imported_task_gpu_tests call_probe_gpu_tests precision_probe_gpu_tests"
 export LD_LIBRARY_PATH=/opt/project-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 # Python packages the host lacks (pyzmq, msgpack, h5py, PyYAML) come from .gpu/wheels, which
@@ -90,11 +94,14 @@ for s in $steps; do
   case $s in
     build) cmake --build "$b" -j "$(nproc)" --target kforge kforge-full kforge-worker kforge-compile-worker kforge_eval_bench \
              kforge_robustness_coverage $gpu_tests >"$out/build.txt" 2>&1 ;;
+    probe) KFORGE_PROBE_OUT="$out/call_probe.json" timeout 400 "$b/tests/call_probe_gpu_tests" >"$out/call_probe.txt" 2>&1 ;;
+    precision) KFORGE_PRECISION_OUT="$out/precision_probe.json" timeout 500 "$b/tests/precision_probe_gpu_tests" \
+                 >"$out/precision_probe.txt" 2>&1 ;;
     audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 400 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     aa) aa_softmax 200 20 eval_aa.json >"$out/aa.txt" 2>&1 ;;
-    aa_ab) for v in "0.25 3" "0 3" "0.25 2" "0 2"; do set -- $v
-             aa_softmax 100 12 "eval_aa_share$1_pool$2.json" --robust-share $1 --address-pool $2 >>"$out/aa_ab.txt" 2>&1
+    aa_ab) for v in 3 2; do
+             aa_softmax 100 12 "eval_aa_pool$v.json" --address-pool $v >>"$out/aa_ab.txt" 2>&1
            done ;;
     aa_again) aa_softmax 200 20 eval_aa_again.json >"$out/aa_again.txt" 2>&1 ;;
     aa_off) aa_softmax 200 20 eval_aa_off.json --anticheat off >"$out/aa_off.txt" 2>&1 ;;
@@ -104,7 +111,7 @@ for s in $steps; do
                 --skip "${KFORGE_COVERAGE_SKIP:-0}" --budget-s "${KFORGE_COVERAGE_BUDGET_S:-330}" \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
-                -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu|imported_eval_gpu)" \
+                -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu|imported_eval_gpu)|CallProbeGpu|PrecisionProbeGpu" \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
     new_gpu)
       timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1

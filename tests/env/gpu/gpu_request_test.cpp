@@ -27,7 +27,8 @@ GpuEvalRequest sample() {
   r.counters = true;
   r.counter_metrics = {"a", "b"};
   r.kernel_names = {"k1"};
-  r.anticheat.robustness_timed_share = 0.5;
+  r.anticheat.robustness_margin = 0.25;
+  r.verify.probe_words = 16;
   r.anticheat.address_pool = 4;
   r.anticheat.guard_bytes = 512;
   r.anticheat.state_checks = false;
@@ -63,7 +64,8 @@ TEST(GpuRequest, RoundTripsEveryField) {
   EXPECT_TRUE(b.counters);
   EXPECT_EQ(b.counter_metrics, a.counter_metrics);
   EXPECT_EQ(b.kernel_names, a.kernel_names);
-  EXPECT_DOUBLE_EQ(b.anticheat.robustness_timed_share, 0.5);
+  EXPECT_DOUBLE_EQ(b.anticheat.robustness_margin, 0.25);
+  EXPECT_EQ(b.verify.probe_words, 16);
   EXPECT_EQ(b.anticheat.address_pool, 4);
   EXPECT_EQ(b.anticheat.guard_bytes, 512);
   EXPECT_FALSE(b.anticheat.state_checks);
