@@ -1,8 +1,9 @@
 // The GPU worker's speed-of-light stage (gpu_time.cpp) on a real device: an honest candidate's
 // timed median is checked against the floor of its task (minimum bytes over the measured copy
-// bandwidth, FLOPs over the measured matmul peak, each ceiling x the headroom), reported with its
-// evidence, and passes; switched off, the check is not run. The exploit corpus has no candidate
-// the floor refuses (a kernel cannot beat the hardware), so this is the stage's own test.
+// bandwidth, FLOPs over the measured peak of the task's precision, each ceiling x the headroom),
+// reported with its evidence, and passes; switched off, the check is not run. The exploit corpus
+// has no candidate the floor refuses (a kernel cannot beat the hardware), so this is the stage's
+// own test.
 #include "env/judge/evaluator.h"
 
 #include <algorithm>
@@ -57,6 +58,13 @@ TEST(SpeedOfLightGpu, AnHonestCandidateIsAboveItsFloorWithTheEvidenceReported) {
   EXPECT_GT(e["copy_gbps"].get<double>(), 100.0) << e.dump();  // any datacenter GPU copies faster
   EXPECT_DOUBLE_EQ(median_ms, r["timing"]["candidate"]["median_ms"].get<double>());
   EXPECT_EQ(e["headroom"].get<double>(), ev.anticheat().dynamic.sol_headroom);
+  // A float32 task at tolerance 1e-4: the float32 contract's peak, from the measured ceilings
+  // (anticheat/dynamic_checks.h, MathPrecision). TF32 really ran on tensor cores for its measurement.
+  EXPECT_EQ(e["precision"], "float32") << e.dump();
+  const double fp32 = e["matmul_tflops_fp32"].get<double>(), tf32 = e["matmul_tflops_tf32"].get<double>(),
+               fp16 = e["matmul_tflops_fp16"].get<double>();
+  EXPECT_GT(tf32, 2.0 * fp32) << e.dump();
+  EXPECT_DOUBLE_EQ(e["peak_tflops"].get<double>(), std::max({fp32, tf32 / 3.0, fp16 / 3.0})) << e.dump();
 }
 
 TEST(SpeedOfLightGpu, SwitchedOffTheCheckIsNotRun) {

@@ -130,6 +130,7 @@ TEST(EvaluatorGpu, ProfileAndKernelActivitySeeEveryLaunch) {
     EXPECT_GT(prof["achieved"]["gbps"].get<double>(), 10.0);
     EXPECT_GT(prof["ceilings"]["dram_gbps"].get<double>(), 500.0);
     EXPECT_GT(prof["ceilings"]["fp16_tflops"].get<double>(), prof["ceilings"]["fp32_tflops"].get<double>());
+    EXPECT_GT(prof["ceilings"]["tf32_tflops"].get<double>(), prof["ceilings"]["fp32_tflops"].get<double>());
     bool saw_activity = false;
     for (const auto& chk : r["anticheat"]["checks"]) {
       if (chk["name"] != "kernel_activity") continue;
