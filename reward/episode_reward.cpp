@@ -58,6 +58,14 @@ RewardResult failure(double value, const char* rule, const SubmissionOutcome& o,
   return r;
 }
 
+OJson earlier_json(const EarlierCheat& e) {
+  return {{"check", e.check}, {"turn", e.turn}, {"tool", e.tool}, {"same_candidate", e.same_candidate}};
+}
+
+std::string caught_text(const EarlierCheat& e) {
+  return "caught by the anti-cheat check '" + e.check + "' on turn " + std::to_string(e.turn) + (e.tool.empty() ? "" : " (" + e.tool + ")");
+}
+
 // torch.compile's time now over eager's time now, from the task's stored baseline (rescaled by the
 // eager time measured now, or as stored under compile_baseline.allow_unscaled); none when the
 // task cannot give one (`missing` says why). `comp_ev` gets the evidence.
@@ -97,6 +105,20 @@ std::optional<double> compile_factor(const RewardConfig& config, const StoredBas
 
 RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& o, const StoredBaseline& baseline) {
   const FailureConfig& f = config.failures;
+  if (o.earlier_cheat && o.verdict != SubmissionOutcome::Verdict::cheat &&
+      (o.earlier_cheat->same_candidate || o.verdict != SubmissionOutcome::Verdict::pass)) {
+    // A cheat caught once is not scored as an honest mistake later: the very candidate caught,
+    // or any submission that does not pass after a catch, gets the cheating penalty.
+    const EarlierCheat& e = *o.earlier_cheat;
+    std::string why = e.same_candidate ? "this candidate was " + caught_text(e) + " earlier in the episode; a cheat caught once stays caught"
+                                       : "a candidate was " + caught_text(e) + " earlier in the episode and the submission did not pass (" +
+                                             verdict_name(o.verdict) + "); after a caught cheat only a passing submission is judged on its merit";
+    // The verdict is the episode's (reports count it as a cheat, never as correct or wrong); the
+    // submission's own stays beside it.
+    return failure(f.cheat, "cheat", o,
+                   {{"verdict", "cheat"}, {"submission_verdict", verdict_name(o.verdict)}, {"check", e.check},
+                    {"cheat_caught_earlier", earlier_json(e)}, {"why", why}});
+  }
   switch (o.verdict) {
     case SubmissionOutcome::Verdict::cheat:
       return failure(f.cheat, "cheat", o, {{"check", o.cheat_check}});
@@ -207,8 +229,20 @@ RewardResult submission_reward(const RewardConfig& config, const SubmissionOutco
   return r;
 }
 
-RewardResult no_submission_reward(const RewardConfig& config, const std::string& reason) {
+RewardResult no_submission_reward(const RewardConfig& config, const std::string& reason, const std::optional<EarlierCheat>& earlier_cheat) {
   RewardResult r;
+  if (earlier_cheat) {
+    r.value = config.failures.cheat;
+    r.rule = "cheat";
+    r.evidence = {{"rule", r.rule},
+                  {"reward", r.value},
+                  {"verdict", "cheat"},
+                  {"submission_verdict", nullptr},
+                  {"check", earlier_cheat->check},
+                  {"cheat_caught_earlier", earlier_json(*earlier_cheat)},
+                  {"why", "a candidate was " + caught_text(*earlier_cheat) + " and the episode ended without a submission: " + reason}};
+    return r;
+  }
   r.value = config.failures.no_submission;
   r.rule = "no_submission";
   r.evidence = {{"rule", r.rule}, {"reward", r.value}, {"verdict", nullptr}, {"why", "the episode ended without a submission: " + reason}};

@@ -31,6 +31,17 @@ struct StoredBaseline {
   std::string gpu;  // where they were measured
 };
 
+// An anti-cheat refusal seen earlier in the episode, by any tool call that judged a candidate
+// (compile's static scan, verify, profile). The episode remembers every one; the reward rules get
+// the one that matters for the submission (the environment picks it: the latest catch of the
+// submitted content, else the latest catch).
+struct EarlierCheat {
+  std::string check;            // the anti-cheat check that refused it
+  int turn = 0;                 // the step it happened on
+  std::string tool;             // compile | verify | profile
+  bool same_candidate = false;  // the submitted candidate's judged files are the ones caught
+};
+
 // What the final evaluation of a submitted candidate found.
 struct SubmissionOutcome {
   enum class Verdict { pass, fail, error, cheat };
@@ -44,6 +55,8 @@ struct SubmissionOutcome {
   // The evaluator's own interval, used when the samples are too few to recompute one.
   std::optional<SpeedupEstimate> reported_speedup;
   std::string device;       // the GPU it ran on (evidence only)
+  // A cheat caught earlier in the episode (see submission_reward for what it changes).
+  std::optional<EarlierCheat> earlier_cheat;
 };
 
 const char* verdict_name(SubmissionOutcome::Verdict v);  // "pass", "fail", "error", "cheat"
@@ -55,11 +68,22 @@ struct RewardResult {
   nlohmann::ordered_json evidence;
 };
 
+// A cheat caught once in an episode is never scored as an honest mistake later in it: with
+// `outcome.earlier_cheat` set, the submission gets the cheating penalty (rule and verdict `cheat`,
+// `submission_verdict` its own, `check` the earlier check, `cheat_caught_earlier`: check, turn,
+// tool, same_candidate) when it is the
+// very candidate that was caught (whatever it scores now: the dynamic checks are random draws, a
+// cheat that slips through once is still the cheat), or when it does not pass (fail, or an error
+// at any stage: a broken variant does not launder the caught cheat). A different candidate that
+// passes is judged on its own merit.
 RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& outcome,
                                const StoredBaseline& baseline);
 
-// The episode ended without a submit (truncated by a limit named by `reason`).
-RewardResult no_submission_reward(const RewardConfig& config, const std::string& reason);
+// The episode ended without a submit (truncated by a limit named by `reason`): the no-submission
+// reward, or the cheating penalty when a cheat was caught earlier in it (ending the episode
+// without a submission does not launder it either).
+RewardResult no_submission_reward(const RewardConfig& config, const std::string& reason,
+                                  const std::optional<EarlierCheat>& earlier_cheat = std::nullopt);
 
 // Per-turn shaping: per_turn on every step, plus the first successful compile / verify.
 struct TurnShaping {

@@ -238,6 +238,103 @@ TEST(SubmissionReward, TierValuesAreConfig) {
   EXPECT_EQ(submission_reward(c, timed(1.0, 1.0), {}).value, 0.5);
 }
 
+namespace {
+
+EarlierCheat caught(const std::string& check, int turn, bool same_candidate) {
+  EarlierCheat e;
+  e.check = check;
+  e.turn = turn;
+  e.tool = "verify";
+  e.same_candidate = same_candidate;
+  return e;
+}
+
+RewardConfig harsh_cheat_penalty() {
+  RewardConfig c;
+  c.failures.cheat = -3;  // below every other failure, so the rule that fired shows in the number
+  return c;
+}
+
+}  // namespace
+
+TEST(SubmissionReward, ACheatCaughtEarlierIsPenalisedWhenAnotherSubmissionDoesNotPass) {
+  RewardConfig c = harsh_cheat_penalty();
+  SubmissionOutcome wrong;
+  wrong.verdict = V::fail;
+  wrong.reason = "out: 512 mismatches";
+  SubmissionOutcome compile;
+  compile.verdict = V::error;
+  compile.error_kind = "compile_error";
+  compile.compile_stage = true;
+  SubmissionOutcome fault;
+  fault.verdict = V::error;
+  fault.error_kind = "runtime_error";
+  for (SubmissionOutcome o : {wrong, compile, fault}) {
+    o.earlier_cheat = caught("state_same_addresses", 3, /*same_candidate=*/false);
+    RewardResult r = submission_reward(c, o, {});
+    SCOPED_TRACE(r.evidence.dump());
+    EXPECT_EQ(r.value, -3);
+    EXPECT_EQ(r.rule, "cheat");
+    EXPECT_EQ(r.evidence["verdict"], "cheat") << "reports count the episode as a cheat";
+    EXPECT_EQ(r.evidence["submission_verdict"], verdict_name(o.verdict)) << "the submission's own verdict stays in the evidence";
+    EXPECT_EQ(r.evidence["check"], "state_same_addresses");
+    EXPECT_EQ(r.evidence["cheat_caught_earlier"]["check"], "state_same_addresses");
+    EXPECT_EQ(r.evidence["cheat_caught_earlier"]["turn"], 3);
+    EXPECT_EQ(r.evidence["cheat_caught_earlier"]["tool"], "verify");
+    EXPECT_FALSE(r.evidence["cheat_caught_earlier"]["same_candidate"].get<bool>());
+    EXPECT_NE(r.evidence["why"].get<std::string>().find("did not pass"), std::string::npos);
+  }
+}
+
+TEST(SubmissionReward, TheCandidateCaughtEarlierIsPenalisedWhateverItScoresNow) {
+  RewardConfig c = harsh_cheat_penalty();
+  SubmissionOutcome passes = timed(0.5, 2.0);  // the dynamic checks missed it this time
+  passes.earlier_cheat = caught("state_same_addresses", 3, /*same_candidate=*/true);
+  RewardResult r = submission_reward(c, passes, baseline(2.0, 1.0));
+  EXPECT_EQ(r.value, -3);
+  EXPECT_EQ(r.rule, "cheat");
+  EXPECT_EQ(r.evidence["verdict"], "cheat") << "never counted as correct";
+  EXPECT_EQ(r.evidence["submission_verdict"], "pass");
+  EXPECT_EQ(r.evidence["check"], "state_same_addresses");
+  EXPECT_TRUE(r.evidence["cheat_caught_earlier"]["same_candidate"].get<bool>());
+  EXPECT_FALSE(r.evidence.contains("eager")) << "a caught cheat's timing does not matter";
+
+  SubmissionOutcome fails;  // issue 25: the first trial failed before the state trials ran
+  fails.verdict = V::fail;
+  fails.earlier_cheat = passes.earlier_cheat;
+  EXPECT_EQ(submission_reward(c, fails, {}).rule, "cheat");
+}
+
+TEST(SubmissionReward, AnotherCandidateThatPassesAfterACaughtCheatIsJudgedOnItsMerit) {
+  SubmissionOutcome o = timed(1.0, 2.0);
+  o.earlier_cheat = caught("static", 2, /*same_candidate=*/false);
+  RewardResult r = submission_reward(harsh_cheat_penalty(), o, baseline(3.0, 1.0));
+  EXPECT_EQ(r.value, 2);
+  EXPECT_EQ(r.rule, "faster_than_eager");
+  EXPECT_FALSE(r.evidence.contains("cheat_caught_earlier"));
+}
+
+TEST(SubmissionReward, ASubmissionCaughtItselfNamesItsOwnCheck) {
+  SubmissionOutcome o = timed(0.1, 10.0);
+  o.verdict = V::cheat;
+  o.cheat_check = "speed_of_light";
+  o.earlier_cheat = caught("state_same_addresses", 3, /*same_candidate=*/true);
+  RewardResult r = submission_reward(harsh_cheat_penalty(), o, {});
+  EXPECT_EQ(r.value, -3);
+  EXPECT_EQ(r.evidence["check"], "speed_of_light");
+}
+
+TEST(NoSubmissionReward, IsTheCheatingPenaltyAfterACaughtCheat) {
+  RewardResult r = no_submission_reward(harsh_cheat_penalty(), "max_turns", caught("state_same_addresses", 3, false));
+  EXPECT_EQ(r.value, -3);
+  EXPECT_EQ(r.rule, "cheat");
+  EXPECT_EQ(r.evidence["verdict"], "cheat");
+  EXPECT_TRUE(r.evidence["submission_verdict"].is_null());
+  EXPECT_EQ(r.evidence["check"], "state_same_addresses");
+  EXPECT_EQ(r.evidence["cheat_caught_earlier"]["turn"], 3);
+  EXPECT_NE(r.evidence["why"].get<std::string>().find("without a submission: max_turns"), std::string::npos);
+}
+
 TEST(NoSubmissionReward, IsTheConfiguredValueAndSaysWhy) {
   RewardConfig c;
   c.failures.no_submission = -0.5;
