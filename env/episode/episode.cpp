@@ -117,6 +117,7 @@ ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& op
   turn_ = 0;
   running_ = true;
   compiled_once_ = verified_once_ = false;
+  caught_cheats_.clear();
   gpu_time_s_ = 0;
   total_reward_ = 0;
   termination_.clear();
@@ -152,6 +153,32 @@ EvalOptions KernelEnv::next_eval_options(int trials, bool time) {
   return o;
 }
 
+void KernelEnv::remember_cheat(const std::string& tool, const Json& report, const std::string& content_hash) {
+  if (report_verdict(report) != "cheat") return;
+  CaughtCheat c;
+  const Json& a = report["anticheat"];
+  c.cheat.check = a.contains("check") && a["check"].is_string() ? a["check"].get<std::string>() : std::string("anticheat");
+  c.cheat.turn = turn_;
+  c.cheat.tool = tool;
+  c.content_hash = content_hash;
+  caught_cheats_.push_back(std::move(c));
+}
+
+std::optional<EarlierCheat> KernelEnv::earlier_cheat(const std::string& content_hash) const {
+  if (caught_cheats_.empty()) return std::nullopt;
+  if (!content_hash.empty()) {
+    for (auto it = caught_cheats_.rbegin(); it != caught_cheats_.rend(); ++it) {
+      if (it->content_hash != content_hash) continue;
+      EarlierCheat e = it->cheat;
+      e.same_candidate = true;
+      return e;
+    }
+  }
+  EarlierCheat e = caught_cheats_.back().cheat;
+  e.same_candidate = false;
+  return e;
+}
+
 KernelEnv::ToolResult KernelEnv::tool_compile() {
   ToolResult r;
   std::string why;
@@ -161,6 +188,7 @@ KernelEnv::ToolResult KernelEnv::tool_compile() {
     return r;
   }
   r.report = judge_->check(*task_, *cand);
+  remember_cheat("compile", r.report, candidate_content_hash(*cand));  // the static scan runs before compiling
   r.ok = true;
   r.compiled = compiled_ok(r.report);
   r.observation = compile_text(r.report, static_cast<size_t>(limits_.observation_max_chars) * 3 / 4);
@@ -180,6 +208,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
       o.error_kind = "compile_error";
       o.compile_stage = true;
       o.reason = why;
+      o.earlier_cheat = earlier_cheat("");
       r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
       r.observation += reward_text(*r.submission);
     }
@@ -213,10 +242,14 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   os << verify_text(r.report, log_budget);
   if (verdict == "pass" && (tool == "profile" || tool == "submit")) os << timing_text(r.report, task_->baselines);
   if (verdict == "pass" && tool == "profile") os << profile_text(r.report);
+  std::string content_hash = candidate_content_hash(*cand);
   if (tool == "submit") {
-    r.submission = submission_reward(reward_, submission_outcome(r.report), stored_baseline(task_->baselines));
+    SubmissionOutcome o = submission_outcome(r.report);
+    o.earlier_cheat = earlier_cheat(content_hash);  // a cheat caught earlier is not scored as an honest mistake now
+    r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
     os << reward_text(*r.submission);
   }
+  remember_cheat(tool, r.report, content_hash);
   r.observation = os.str();
   return r;
 }
@@ -312,11 +345,13 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
   }
   if (!s.terminated && !termination_.empty()) {
     s.truncated = true;
-    RewardResult none = no_submission_reward(reward_, termination_);
+    RewardResult none = no_submission_reward(reward_, termination_, earlier_cheat(""));
     s.reward += none.value;
     reward_info = to_json(none.evidence);
     std::ostringstream os;
-    os << "the episode ended: " << termination_ << " reached without a submission; reward " << none.value << "\n";
+    os << "the episode ended: " << termination_ << " reached without a submission; reward " << none.value;
+    if (none.rule == "cheat") os << " (cheat: " << none.evidence.value("why", std::string()) << ")";
+    os << "\n";
     result.observation += os.str();
   }
   running_ = !(s.terminated || s.truncated);

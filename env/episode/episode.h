@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "configs/eval_config.h"
 #include "data_synth/task/task_spec.h"
@@ -107,9 +108,19 @@ class KernelEnv {
     bool verified = false; // the report shows a passing verification
     std::optional<RewardResult> submission;
   };
+  // An anti-cheat refusal seen in the episode, and the content it refused (candidate_content_hash).
+  struct CaughtCheat {
+    EarlierCheat cheat;
+    std::string content_hash;
+  };
   ToolResult run_tool(const ToolCall& call);
   ToolResult tool_compile();
   ToolResult tool_evaluate(const std::string& tool);
+  // Remembers the report's anti-cheat refusal, if it has one.
+  void remember_cheat(const std::string& tool, const Json& report, const std::string& content_hash);
+  // The catch that decides the reward: the latest of the content `content_hash` (same_candidate),
+  // else the latest of any content; none when nothing was caught. "" for no candidate.
+  std::optional<EarlierCheat> earlier_cheat(const std::string& content_hash) const;
   EvalOptions next_eval_options(int trials, bool time);
   double elapsed_s() const;
   Json common_info() const;
@@ -131,6 +142,7 @@ class KernelEnv {
   bool verified_once_ = false;
   double gpu_time_s_ = 0;
   double total_reward_ = 0;
+  std::vector<CaughtCheat> caught_cheats_;  // every anti-cheat refusal of the episode, in order
   std::string termination_;
   std::chrono::steady_clock::time_point start_;
 };

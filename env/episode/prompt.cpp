@@ -127,6 +127,8 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
   rw << "submit() judges the workspace's candidate once more (more trials, full timing) and ends the episode:\n"
      << "- " << number(fl.compile_error) << " if it does not compile, " << number(fl.run_error) << " if it faults or hangs, "
      << number(fl.verify_fail) << " if its outputs are wrong, " << number(fl.cheat) << " if it is caught cheating\n"
+     << "- " << number(fl.cheat) << " as well when a candidate was caught cheating earlier in the episode (by any tool) and the "
+     << "submission is that candidate or does not pass, or nothing is submitted\n"
      << "- " << number(t.correct) << " if it is correct\n"
      << "- " << number(t.faster_than_eager) << " if it is also faster than eager PyTorch by more than "
      << number((d.eager_threshold - 1) * 100) << " %\n"

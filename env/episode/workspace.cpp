@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "configs/sha256.h"
 #include "env/judge/evaluator.h"
 
 namespace kforge {
@@ -103,6 +104,12 @@ std::optional<Candidate> Workspace::candidate(const std::string& label, std::str
   c.source = k->second;
   c.plan_text = l->second;
   return c;
+}
+
+std::string candidate_content_hash(const Candidate& c) {
+  // Length-prefixed, so no split of the same bytes between the two files hashes alike.
+  return sha256_hex("kernel.cu " + std::to_string(c.source.size()) + "\n" + c.source + "launch.yaml " +
+                    std::to_string(c.plan_text.size()) + "\n" + c.plan_text);
 }
 
 }  // namespace kforge

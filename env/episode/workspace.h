@@ -37,4 +37,8 @@ class Workspace {
   std::map<std::string, std::string> files_;
 };
 
+// The identity of a candidate within an episode: SHA-256 (hex) of its judged files, kernel.cu and
+// launch.yaml, byte for byte (the workspace's other files are notes and do not count).
+std::string candidate_content_hash(const Candidate& candidate);
+
 }  // namespace kforge

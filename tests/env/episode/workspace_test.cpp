@@ -78,3 +78,23 @@ TEST(Workspace, ACandidateNeedsBothKernelAndLaunchPlan) {
   EXPECT_EQ(c->source, "k");
   EXPECT_EQ(c->plan_text, "p");
 }
+
+TEST(Workspace, ACandidateIsIdentifiedByTheContentOfItsJudgedFilesOnly) {
+  Workspace ws;
+  ws.write("kernel.cu", "extern \"C\" __global__ void k() {}\n");
+  ws.write("launch.yaml", "launches: []\n");
+  std::string why;
+  std::string first = candidate_content_hash(*ws.candidate("a", why));
+  EXPECT_EQ(first.size(), 64u);
+  ws.write("notes/plan.md", "try float4");
+  EXPECT_EQ(candidate_content_hash(*ws.candidate("b", why)), first) << "notes and labels are not the candidate";
+  ws.write("kernel.cu", "extern \"C\" __global__ void k() {}\n// v2\n");
+  EXPECT_NE(candidate_content_hash(*ws.candidate("a", why)), first);
+  // The same bytes split differently between the two files are another candidate.
+  Candidate x, y;
+  x.source = "ab";
+  x.plan_text = "c";
+  y.source = "a";
+  y.plan_text = "bc";
+  EXPECT_NE(candidate_content_hash(x), candidate_content_hash(y));
+}
