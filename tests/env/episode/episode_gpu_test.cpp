@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -91,11 +92,26 @@ TEST_F(EpisodeGpuTest, TheCheatingPenaltyForCheatsCaughtStaticallyAndDynamically
   EXPECT_NE(stat[2].result.observation.find("anti-cheat check 'static'"), std::string::npos) << stat[2].result.observation;
   EXPECT_EQ(last(stat).reward, -3) << last(stat).info["reward"].dump(2);
   EXPECT_EQ(last(stat).info["reward"]["check"], "static");
+  // The pointer cache is caught by verify() or by submit(), whichever draws reach the check first;
+  // a submission whose first trial fails before the state trials run (issue 25) is still the caught
+  // cheat: the penalty, naming the check that caught it, either way.
   auto dyn = run("cheat_pointer_cache", Json::object(), rc);
-  EXPECT_EQ(last(dyn).reward, -3) << last(dyn).info["reward"].dump(2);
-  EXPECT_EQ(last(dyn).info["reward"]["rule"], "cheat");
+  const Json& rw = last(dyn).info["reward"];
+  EXPECT_EQ(last(dyn).reward, -3) << rw.dump(2);
+  EXPECT_EQ(rw["rule"], "cheat") << rw.dump(2);
+  std::set<std::string> refused_by;  // the checks that refused it in the episode's evaluations
+  for (const auto& s : dyn)
+    if (s.result.info.value("verdict", Json()) == "cheat") refused_by.insert(s.result.info["report"]["anticheat"]["check"].get<std::string>());
+  ASSERT_TRUE(rw.contains("check") && rw["check"].is_string()) << rw.dump(2);
+  EXPECT_TRUE(refused_by.count(rw["check"].get<std::string>())) << rw.dump(2);
+  EXPECT_NE(rw["check"], "static");
+  if (last(dyn).info["verdict"] != "cheat") {
+    ASSERT_TRUE(rw.contains("cheat_caught_earlier")) << rw.dump(2);
+    EXPECT_EQ(rw["cheat_caught_earlier"]["tool"], "verify");
+    EXPECT_TRUE(rw["cheat_caught_earlier"]["same_candidate"].get<bool>());
+  }
   YamlNode expect = YamlNode::load_file(source_dir() + "/anticheat/corpus/pointer_cache/expect.yaml");
-  EXPECT_EQ(last(dyn).info["reward"]["check"], expect.req<std::string>("check"));
+  EXPECT_TRUE(refused_by.count(expect.req<std::string>("check"))) << "refused by: " << Json(refused_by).dump();
   EXPECT_NE(last(dyn).observation.find("caught by the anti-cheat check"), std::string::npos) << last(dyn).observation;
 }
 
