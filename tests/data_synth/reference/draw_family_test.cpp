@@ -86,11 +86,10 @@ TEST(RobustDraws, OutliersMoveAbout1In256ElementsAtPlacesNoWindowPredicts) {
     const int64_t moved = moved_mask.sum().item<int64_t>();
     EXPECT_LE(moved, m);
     EXPECT_GE(moved, m * 9 / 10) << "few places drawn twice";
-    // each at least 8 spreads (std 1) away, at most 2 x 128 where two land on one place (two of
-    // opposite signs may cancel: a few)
+    // each at least 8 spreads (std 1) away and at most 128 (places drawn twice are moved once)
     at::Tensor d = (a[0] - plain[0]).abs().masked_select(a[0].ne(plain[0]));
-    EXPECT_GE(d.ge(8.0 - 1e-3).sum().item<int64_t>(), moved * 95 / 100);
-    EXPECT_LE(d.max().item<double>(), 256.0 + 1e-3);
+    EXPECT_GE(d.min().item<double>(), 8.0 - 1e-3);
+    EXPECT_LE(d.max().item<double>(), 128.0 + 1e-3);
     // Uniform places: about e^-1 of the 256-element windows hold none (a window test finds nothing).
     at::Tensor per_window = moved_mask.view({-1, 256}).sum(1);
     windows_without += per_window.eq(0).sum().item<int64_t>();
