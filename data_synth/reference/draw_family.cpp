@@ -55,8 +55,8 @@ void apply_one(DrawVariant v, const Draw& d, at::Tensor& t, uint64_t seed) {
   switch (v) {
     case DrawVariant::plain:
       return;
-    case DrawVariant::scaled: {  // k in [1, 4]: one argument up against the others (apply_variant picks it)
-      t.mul_(at::exp2(randint_f(1, 5, {1}, gen, t)));
+    case DrawVariant::scaled: {  // k in [3, 8]: one argument up against the others (apply_variant picks it)
+      t.mul_(at::exp2(randint_f(3, 9, {1}, gen, t)));
       return;
     }
     case DrawVariant::shifted: {
