@@ -4,6 +4,7 @@
 
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
+#include "data_synth/reference/sensitivity.h"
 #include "data_synth/reference/tolerance.h"
 
 namespace kforge {
@@ -11,7 +12,7 @@ namespace kforge {
 namespace {
 
 const std::vector<std::string> kReasons = {"no_check_dims", "cpu_budget", "cpu_failed", "nondeterministic_run",
-                                           "nonfinite", "invariant_to_inputs", "below_tolerance_floor", "near_constant"};
+                                           "nonfinite", "invariant_to_inputs", "below_tolerance_floor", "near_constant", "input_matters"};
 
 // The share of elements where `answer` fails the tolerance rule against `ref` (both finite here).
 double failing_fraction(const at::Tensor& ref, const at::Tensor& answer, const Tolerance& tol) {
@@ -69,6 +70,17 @@ std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cf
       return "near_constant";
   }
   if (!varies) return "invariant_to_inputs";
+  if (cfg.input_matters) {
+    SensitivityOptions o;
+    o.draws = cfg.input_draws;
+    o.ablation_trials = 0;  // the ablation figure is `kforge tasks sensitivity`'s, not a filter
+    o.stop_early = true;
+    try {
+      if (!check_sensitivity(t, at::kCPU, o).inputs_matter) return "input_matters";
+    } catch (const std::exception&) {
+      return "cpu_failed";
+    }
+  }
   return "";
 }
 

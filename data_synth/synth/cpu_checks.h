@@ -2,7 +2,9 @@
 // The synthesis filters that run the task's C++ reference (libtorch, CPU) at its small check
 // dimensions: it runs, it is deterministic (two runs agree bitwise), its outputs are finite, vary
 // with the inputs (two trials differ beyond tolerance), and stand clear of the tolerance floor
-// (an all-zeros answer and a constant answer both fail verification on enough elements).
+// (an all-zeros answer and a constant answer both fail verification on enough elements), and
+// every input matters (data_synth/reference/sensitivity.h, checks (a)-(c): each argument, a row
+// and a channel of it, replaced by its mean moves the answer beyond tolerance; input_matters).
 #include <memory>
 #include <string>
 #include <vector>

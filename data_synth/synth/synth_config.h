@@ -28,6 +28,11 @@ struct CpuCheckConfig {
   double max_flops = 4e8;          // candidates whose check costs more are rejected (cpu_budget)
   double max_bytes = 256e6;        // same, for the bytes the check touches
   double min_informative_fraction = 0.01;  // an all-zeros or constant answer must fail on this share of elements
+  // Every input matters (data_synth/reference/sensitivity.h, checks (a)-(c)): each argument, one
+  // random row and one random channel of it, replaced by its mean must move the answer beyond
+  // tolerance on each of `input_draws` draws (else input_matters).
+  bool input_matters = true;
+  int input_draws = 2;
 };
 
 struct DecontaminationConfig {

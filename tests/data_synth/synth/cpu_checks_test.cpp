@@ -52,3 +52,13 @@ TEST(CpuChecks, BudgetAndMissingCheckDimsAreCounted) {
   t.check_dims.reset();
   EXPECT_EQ(cpu_reference_verdict(t, {}), "no_check_dims");
 }
+
+TEST(CpuChecks, AnInputThatDoesNotMatterIsRejectedUnlessSwitchedOff) {
+  // maximum(x, y) with y ~ normal(-100, 1): always x; y is never read.
+  TaskSpec t = task("    - {id: y, op: maximum, in: [x, w]}\n", "[{name: x, shape: [B, D]}, {name: w, shape: [B, D]}]");
+  t.arguments[1].draw = Draw::normal(-100, 1);
+  EXPECT_EQ(cpu_reference_verdict(t, {}), "input_matters");
+  CpuCheckConfig off;
+  off.input_matters = false;
+  EXPECT_EQ(cpu_reference_verdict(t, off), "");
+}

@@ -220,6 +220,9 @@ TEST(SynthConfig, ShippedConfigLoadsAndEqualsTheDefaults) {
   EXPECT_EQ(c.dtypes, d.dtypes);
   EXPECT_EQ(c.cost.peak_tflops, d.cost.peak_tflops);
   EXPECT_DOUBLE_EQ(c.cpu_check.max_flops, d.cpu_check.max_flops);
+  EXPECT_EQ(c.cpu_check.input_matters, d.cpu_check.input_matters);
+  EXPECT_TRUE(c.cpu_check.input_matters) << "every input matters is on by default";
+  EXPECT_EQ(c.cpu_check.input_draws, d.cpu_check.input_draws);
   EXPECT_EQ(c.decontamination.signatures, d.decontamination.signatures);
   // The GPU stage's timing settings, pinned in the file (tools/synth_gpu/ reads them through kforge).
   for (const TimingConfig* t : {&c.baseline_timing, &d.baseline_timing}) {
@@ -265,6 +268,7 @@ TEST(SynthConfig, ErrorsNameTheKeyFileAndLine) {
   EXPECT_NE(msg("ops_per_task: {7: 1}\n").find("1 to 5"), std::string::npos);
   EXPECT_NE(msg("heldout_fraction: 0.01\n").find("at least 5 %"), std::string::npos);
   EXPECT_NE(msg("cpu_check: {max_flop: 3}\n").find("max_flop"), std::string::npos);
+  EXPECT_NE(msg("cpu_check: {input_draws: 0}\n").find("input_draws"), std::string::npos);
   EXPECT_NE(msg("target_tasks: many\n").find("target_tasks"), std::string::npos);
 }
 
