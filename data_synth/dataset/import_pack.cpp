@@ -34,7 +34,9 @@ std::vector<SkippedModule> read_skipped(const fs::path& path) {
   std::vector<SkippedModule> out;
   read_skipped_lines(path.string(), [&](int n, const SkippedLine& l) {
     KFORGE_CHECK(l.module, io, path.string() << ":" << n << ": " << l.error);
-    if (l.module->reason != kSpecError) out.push_back(*l.module);  // an earlier pack's spec_error: this one decides again
+    // an earlier pack's own refusals (spec_error, the check's): this one decides again
+    if (std::find(std::begin(kPackReasons), std::end(kPackReasons), l.module->reason) == std::end(kPackReasons))
+      out.push_back(*l.module);
   });
   return out;
 }
@@ -55,7 +57,9 @@ void write_skipped(const fs::path& path, const std::vector<SkippedModule>& skipp
 Json summary_json(const ImportPack& p) {
   Json skipped = Json::object();
   for (const auto& [k, v] : p.skipped_by_reason()) skipped[k] = v;
-  return {{"imported", p.dataset.rows.size()}, {"skipped", skipped}, {"importer_seconds", p.importer_seconds}};
+  Json j = {{"imported", p.dataset.rows.size()}, {"skipped", skipped}, {"importer_seconds", p.importer_seconds}};
+  if (p.check_ran) j["input_checks"] = {{"checked", p.checked}, {"unchecked", p.unchecked}};
+  return j;
 }
 
 }  // namespace
@@ -110,6 +114,13 @@ std::string ImportPack::table(double seconds) const {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", seconds);
   os << "modules   " << imported + n_skipped << " in " << secs << " s (" << rate << " modules/s)\n";
+  if (check_ran) {
+    const auto by = skipped_by_reason();
+    os << "input checks: " << checked << " task(s) checked, " << (by.count("input_matters") ? by.at("input_matters") : 0)
+       << " refused (input_matters)";
+    if (unchecked) os << ", " << unchecked << " left unchecked (too large for the CPU check)";
+    os << "\n";
+  }
   return os.str();
 }
 
@@ -134,7 +145,7 @@ DatasetRow imported_task_row(const TaskSpec& t) {
   return r;
 }
 
-ImportPack pack_import_dir(const std::string& dir_text, const std::string& command_line) {
+ImportPack pack_import_dir(const std::string& dir_text, const std::string& command_line, const ImportCheck& check) {
   const fs::path dir(dir_text), tasks_dir = dir / "tasks";
   KFORGE_CHECK(fs::is_directory(tasks_dir), io, tasks_dir.string() << ": no such directory (the importer writes DIR/tasks/<id>.yaml)");
   ImportPack p;
@@ -153,6 +164,19 @@ ImportPack pack_import_dir(const std::string& dir_text, const std::string& comma
       TaskSpec t = parse_task(read_file(f), f.string());
       KFORGE_CHECK(t.imported(), spec, f.string() << ": not an imported task (no `reference: {kind: torchscript}`)");
       KFORGE_CHECK(ids.insert(t.id).second, spec, f.string() << ": id '" << t.id << "' is already taken by another task file");
+      if (check) {
+        p.check_ran = true;
+        std::string detail, reason = check(t, detail);
+        if (reason == kImportUnchecked) {
+          ++p.unchecked;
+        } else {
+          ++p.checked;
+          if (!reason.empty()) {
+            p.skipped.push_back({f.string(), t.provenance.row, reason, t.id + ": " + detail});
+            continue;
+          }
+        }
+      }
       p.dataset.rows.push_back(imported_task_row(t));
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::io) throw;

@@ -35,8 +35,12 @@ void read_skipped_lines(const std::string& path, const std::function<void(int, c
 
 struct ImportPack {
   Dataset dataset;                     // one row per task the parser took, ids in file order
-  std::vector<SkippedModule> skipped;  // the importer's, then the parser's refusals
+  std::vector<SkippedModule> skipped;  // the importer's, then the parser's and the check's refusals
   double importer_seconds = 0;         // import_summary.json's "seconds" (0 when absent)
+  // The check's counts (pack_import_dir's `check`): tasks it ran on, and tasks it left unchecked
+  // (it returned kImportUnchecked: e.g. too large to run on this machine).
+  int64_t checked = 0, unchecked = 0;
+  bool check_ran = false;
 
   std::map<std::string, int64_t> skipped_by_reason() const;
   // The table `kforge tasks import` prints: imported, skipped by reason, modules per second over
@@ -48,10 +52,19 @@ struct ImportPack {
 // verbatim, the artifact's hash as the dedup key, the FLOP count or NaN, status cpu_ok.
 DatasetRow imported_task_row(const TaskSpec& t);
 
+// A check of every task the parser took (kforge tasks import passes the input checks of
+// data_synth/reference/sensitivity.h): "" keeps the task, kImportUnchecked keeps it unchecked,
+// any other value is the reason code of its skip, with `detail` its one-line explanation.
+using ImportCheck = std::function<std::string(const TaskSpec& task, std::string& detail)>;
+inline constexpr const char kImportUnchecked[] = "unchecked";
+// The skip reasons kforge itself gives (the parser's and the check's); a new pack decides them again.
+inline constexpr const char* kPackReasons[] = {"spec_error", "input_matters", "reference_failed"};
+
 // Reads DIR/tasks/*.yaml (sorted by name), DIR/skipped.jsonl and DIR/import_summary.json when
-// present; writes DIR/dataset.h5 and rewrites DIR/skipped.jsonl with the parser's refusals added
-// (refusals of an earlier pack of the same DIR are replaced, not repeated). Throws io errors for
-// a missing DIR/tasks or an unreadable file.
-ImportPack pack_import_dir(const std::string& dir, const std::string& command_line);
+// present; runs `check` (when given) on every task parsed; writes DIR/dataset.h5 and rewrites
+// DIR/skipped.jsonl with the parser's and the check's refusals added (kPackReasons lines of an
+// earlier pack of the same DIR are replaced, not repeated). Throws io errors for a missing
+// DIR/tasks or an unreadable file.
+ImportPack pack_import_dir(const std::string& dir, const std::string& command_line, const ImportCheck& check = nullptr);
 
 }  // namespace kforge

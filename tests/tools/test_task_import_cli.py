@@ -109,6 +109,56 @@ def test_the_server_says_what_an_imported_dataset_holds_but_does_not_serve(impor
         assert h["tasks"] == tasks and h["left_out"] == imports + extra, h["left_out"]
 
 
+MIN_FAR = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        return torch.minimum(x, y)
+
+
+def get_inputs():
+    return [torch.randn(16, 64), torch.randn(16, 64) + 100]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_imported_task_whose_input_never_matters_is_skipped(tmp_path):
+    """The input checks (data_synth/reference/sensitivity.h) on imported tasks: minimum(x, y) with y
+    drawn about 100 above x never reads y, so the task is skipped as input_matters naming x1;
+    packing again decides again (no repeated line); --no-input-check packs it."""
+    mods = tmp_path / "mods" / "level1"
+    mods.mkdir(parents=True)
+    (mods / "min_far.py").write_text(MIN_FAR)
+    shutil.copy(os.path.join(SOURCE_DIR, "tests", "tools", "import_modules", "level1", "relu_op.py"), mods / "relu_op.py")
+    out = tmp_path / "out"
+    r = kforge("tasks", "import", "--format", "kernelbench", mods, "--out", out)
+    assert "input checks: 2 task(s) checked, 1 refused (input_matters)" in r.stdout.splitlines(), r.stdout
+    skipped = [json.loads(l) for l in (out / "skipped.jsonl").read_text().splitlines()]
+    assert [s["reason"] for s in skipped] == ["input_matters"], skipped
+    assert skipped[0]["detail"].startswith("kb_l1_min_far: input x1: replacing it by a constant leaves every output "
+                                           "within tolerance"), skipped[0]["detail"]
+    assert kforge("tasks", "count", out / "dataset.h5", "--status", "all").stdout.strip() == "1"
+    with h5py.File(out / "dataset.h5") as f:
+        assert json.loads(f.attrs["summary_json"])["input_checks"] == {"checked": 2, "unchecked": 0}
+    kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only")
+    assert [json.loads(l)["reason"] for l in (out / "skipped.jsonl").read_text().splitlines()] == ["input_matters"]
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only", "--no-input-check")
+    assert "imported  2" in r.stdout.splitlines() and "input checks" not in r.stdout, r.stdout
+    assert (out / "skipped.jsonl").read_text() == ""
+    # too large for the CPU check: packed unchecked, and counted so
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only", "--input-check-max-bytes", "1000")
+    assert "input checks: 0 task(s) checked, 0 refused (input_matters), 2 left unchecked (too large for the CPU check)" \
+        in r.stdout.splitlines(), r.stdout
+
+
 def test_imported_rows_read_back_through_the_tasks_commands(import_dir, fixture_dir):
     kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
     ds = import_dir / "dataset.h5"

@@ -17,8 +17,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <ATen/Parallel.h>
+
 #include "configs/error.h"
 #include "data_synth/dataset/import_pack.h"
+#include "data_synth/reference/reference.h"
+#include "data_synth/reference/sensitivity.h"
 #include "tools/kforge/commands.h"
 
 #ifndef KFORGE_SOURCE_DIR
@@ -37,8 +41,35 @@ struct ImportArgs {
   std::string format, out, tolerance, split;
   std::vector<std::string> paths;
   int64_t seed = -1, limit = -1;
-  bool pack_only = false;
+  bool pack_only = false, no_input_check = false;
+  double input_check_max_bytes = 256e6;
 };
+
+// The input checks of data_synth/reference/sensitivity.h, (a)-(c), on the CPU at the task's own
+// size (an imported task has no check dims): a task with an argument, a row or a channel that does
+// not move its answer beyond tolerance is skipped as input_matters. A task whose arguments and
+// outputs exceed `max_bytes` is packed unchecked (kforge tasks sensitivity --device cuda checks it).
+ImportCheck input_check(double max_bytes) {
+  apply_reference_precision();
+  return [max_bytes](const TaskSpec& t, std::string& detail) -> std::string {
+    double bytes = 0;
+    for (const auto& a : t.arguments) bytes += static_cast<double>(numel(a.decl.meta.shape)) * dtype_size(a.decl.meta.dtype);
+    for (const auto& o : t.outputs) bytes += static_cast<double>(numel(o.meta.shape)) * dtype_size(o.meta.dtype);
+    if (bytes > max_bytes) return kImportUnchecked;
+    SensitivityOptions o;
+    o.ablation_trials = 0;
+    o.stop_early = true;
+    try {
+      SensitivityReport r = check_sensitivity(t, at::Device(at::kCPU), o);
+      if (r.inputs_matter) return "";
+      detail = r.reason;
+      return "input_matters";
+    } catch (const std::exception& e) {
+      detail = std::string("the reference failed on the CPU: ") + e.what();
+      return "reference_failed";
+    }
+  };
+}
 
 // The interpreter tools/python_env.sh picks (project_python), or a typed error.
 std::string python_interpreter() {
@@ -105,7 +136,7 @@ int import_tasks(const ImportArgs& a, const std::string& command_line) {
   KFORGE_CHECK(a.pack_only || !a.paths.empty(), usage, "give the files or folders to import (or --pack-only)");
   auto t0 = std::chrono::steady_clock::now();
   if (!a.pack_only) run_importer(a);
-  ImportPack p = pack_import_dir(a.out, command_line);
+  ImportPack p = pack_import_dir(a.out, command_line, a.no_input_check ? ImportCheck{} : input_check(a.input_check_max_bytes));
   double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Modules per second over the importer's own time when it said, else this command's.
   std::cout << p.table(p.importer_seconds > 0 ? p.importer_seconds : pack_s);
@@ -130,6 +161,11 @@ void add_import_command(CLI::App& app) {
   imp->add_option("--seed", a.seed, "the importer's seed");
   imp->add_option("--limit", a.limit, "at most this many modules");
   imp->add_flag("--pack-only", a.pack_only, "do not run the importer: parse and pack what DIR/tasks already holds");
+  imp->add_flag("--no-input-check", a.no_input_check,
+                "do not run the input checks (every argument, row and channel must move the answer; else input_matters)");
+  imp->add_option("--input-check-max-bytes", a.input_check_max_bytes,
+                  "tasks whose arguments and outputs take more bytes are packed unchecked")
+      ->capture_default_str();
   set_action(imp, [] {
     command_line = "kforge tasks import --format " + a.format + " --out " + a.out;
     for (const auto& p : a.paths) command_line += " " + p;
