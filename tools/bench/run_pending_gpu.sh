@@ -11,6 +11,9 @@
 #                     kernel observes tells a verified call from a timed one
 #   precision         precision below the contract refused in nearly every request (precision_probe_gpu_tests; JSON in
 #                     OUTDIR/precision_probe.json)
+#   sensitivity       every input matters at the tasks' full sizes on the GPU (kforge tasks sensitivity --dims full):
+#                     a random sample of KFORGE_SENS_SAMPLE (400) dataset tasks in KFORGE_SENS_BUDGET_S (120 s),
+#                     one JSON line per task in OUTDIR/sensitivity_full.jsonl
 #   audit             the anti-cheat audit alone (every exploit refused, every control accepted)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with 3 and 2 buffer sets
@@ -97,6 +100,9 @@ for s in $steps; do
     probe) KFORGE_PROBE_OUT="$out/call_probe.json" timeout 400 "$b/tests/call_probe_gpu_tests" >"$out/call_probe.txt" 2>&1 ;;
     precision) KFORGE_PRECISION_OUT="$out/precision_probe.json" timeout 500 "$b/tests/precision_probe_gpu_tests" \
                  >"$out/precision_probe.txt" 2>&1 ;;
+    sensitivity) timeout "${KFORGE_SENS_BUDGET_S:-120}" "$b/tools/kforge-full" tasks sensitivity datasets/synth/dataset.h5.xz \
+                   --device cuda --dims full --sample "${KFORGE_SENS_SAMPLE:-400}" --ablation-trials 16 \
+                   --out "$out/sensitivity_full.jsonl" >"$out/sensitivity.txt" 2>&1 ;;
     audit) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 400 "$b/tests/anticheat_audit_gpu_tests" >"$out/audit.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     aa) aa_softmax 200 20 eval_aa.json >"$out/aa.txt" 2>&1 ;;
