@@ -150,7 +150,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
     s.name = a.decl.name;
     s.role = arg_role_name(a.decl.role);
     s.floating = dtype_is_float(a.decl.meta.dtype);
-    if (s.floating && a.decl.meta.shape.size() >= 2) s.moved_row = s.moved_channel = 0;
+    if (opts.slices && s.floating && a.decl.meta.shape.size() >= 2) s.moved_row = s.moved_channel = 0;
     rep.inputs.push_back(s);
   }
 

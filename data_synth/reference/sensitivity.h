@@ -53,6 +53,7 @@ struct SensitivityOptions {
   double pass_rate = 0.99;        // (d) passes under a member whose leave rate is at least this
   int64_t ablation_min_numel = 100;  // (d) only for floating arguments of at least this many elements
   uint64_t seed = 1;
+  bool slices = true;             // run (b) and (c); false: the whole-argument ablation (a) only
   bool stop_early = false;        // return at the first argument that fails (a)-(c) (filters: the verdict only)
   // Diagnosis only (the verdict is unchanged): for each ablation kind (a)-(c) that fails under the
   // plain member, the first other member (kRobustVariants order, those that apply) under which it

@@ -73,6 +73,7 @@ std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cf
   if (cfg.input_matters) {
     SensitivityOptions o;
     o.draws = cfg.input_draws;
+    o.slices = cfg.input_slices;
     o.ablation_trials = 0;  // the ablation figure is `kforge tasks sensitivity`'s, not a filter
     o.stop_early = true;
     try {

@@ -121,6 +121,7 @@ SynthConfig SynthConfig::from_yaml(const YamlNode& node) {
     k.min_informative_fraction = n->get<double>("min_informative_fraction", k.min_informative_fraction);
     if (!(k.min_informative_fraction > 0 && k.min_informative_fraction <= 1)) n->at("min_informative_fraction").fail("must be in (0, 1]");
     k.input_matters = n->get<bool>("input_matters", k.input_matters);
+    k.input_slices = n->get<bool>("input_slices", k.input_slices);
     k.input_draws = n->get<int>("input_draws", k.input_draws);
     if (k.input_draws < 1) n->at("input_draws").fail("must be >= 1");
     n->check_no_unknown_keys();

@@ -32,6 +32,7 @@ struct CpuCheckConfig {
   // random row and one random channel of it, replaced by its mean must move the answer beyond
   // tolerance on each of `input_draws` draws (else input_matters).
   bool input_matters = true;
+  bool input_slices = true;  // the row and channel ablations too (false: the whole argument only)
   int input_draws = 2;
 };
 

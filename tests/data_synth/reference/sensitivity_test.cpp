@@ -100,6 +100,11 @@ TEST(Sensitivity, ARowThatRarelyCountsIsRefusedByTheRowCheck) {
   EXPECT_EQ(r.reason.rfind("input x: replacing one row (a slice along dimension 0) by its mean leaves every output within tolerance", 0),
             0u)
       << r.reason;
+  // Without the slices only the whole-argument ablation runs: the task passes.
+  o.slices = false;
+  SensitivityReport w = check_sensitivity(t, kCpu, o);
+  EXPECT_TRUE(w.inputs_matter) << w.reason;
+  EXPECT_FALSE(input(w, "x").moved_row.has_value());
 }
 
 TEST(Sensitivity, AMeanLossRecordsItsAblationFigureAsTheNumbersGiveIt) {

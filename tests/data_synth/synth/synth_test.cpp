@@ -223,6 +223,7 @@ TEST(SynthConfig, ShippedConfigLoadsAndEqualsTheDefaults) {
   EXPECT_EQ(c.cpu_check.input_matters, d.cpu_check.input_matters);
   EXPECT_TRUE(c.cpu_check.input_matters) << "every input matters is on by default";
   EXPECT_EQ(c.cpu_check.input_draws, d.cpu_check.input_draws);
+  EXPECT_EQ(c.cpu_check.input_slices, d.cpu_check.input_slices);
   EXPECT_EQ(c.decontamination.signatures, d.decontamination.signatures);
   // The GPU stage's timing settings, pinned in the file (tools/synth_gpu/ reads them through kforge).
   for (const TimingConfig* t : {&c.baseline_timing, &d.baseline_timing}) {
