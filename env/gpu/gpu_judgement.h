@@ -60,7 +60,7 @@ class Judgement {
   std::vector<CallSpec> member_block();
   // The next timed call's draw: the members in shuffled blocks, each member once per block.
   CallSpec timed_spec();
-  std::vector<MemberSamples> member_samples(const std::vector<DrawVariant>& drawn, const TimedRun& cand, const TimedRun& ref);
+  std::vector<MemberSamples> member_samples(const TimedRun& cand, const TimedRun& ref);
   void sync_candidate(const char* when);
   void scrub(std::vector<at::Tensor>& ref);
   void add_check(const std::string& name, bool passed, const std::string& message, Json evidence);

@@ -52,13 +52,13 @@ CallSpec Judgement::timed_spec() {
   return spec;
 }
 
-// The timed samples per member (the warm-up calls drew members too: they come first in `drawn`).
-std::vector<MemberSamples> Judgement::member_samples(const std::vector<DrawVariant>& drawn, const TimedRun& cand, const TimedRun& ref) {
+// The timed samples per member (each sample's stratum is its member).
+std::vector<MemberSamples> Judgement::member_samples(const TimedRun& cand, const TimedRun& ref) {
   std::map<DrawVariant, MemberSamples> by;
-  const size_t skip = drawn.size() - cand.samples_ms.size();
   for (size_t i = 0; i < cand.samples_ms.size(); ++i) {
-    MemberSamples& m = by[drawn.at(skip + i)];
-    m.member = variant_name(drawn[skip + i]);
+    const DrawVariant v = cand.strata.empty() ? DrawVariant::plain : static_cast<DrawVariant>(cand.strata.at(i));
+    MemberSamples& m = by[v];
+    m.member = variant_name(v);
     m.candidate_ms.push_back(cand.samples_ms[i]);
     m.reference_ms.push_back(ref.samples_ms[i]);
   }
@@ -77,7 +77,7 @@ void Judgement::time() {
   tc.min_reps = std::max(tc.min_reps, 6 * block);
   tc.max_reps = std::max(tc.max_reps, tc.min_reps);
   std::vector<at::Tensor> last_ref;
-  std::vector<DrawVariant> drawn;  // each round's member, warm-up rounds included
+  DrawVariant drawn = DrawVariant::plain;  // the member of the round being prepared
   const size_t first = bench_->calls();
   std::vector<TimedCall> calls(2);
   calls[0].call = [&] { bench_->run_candidate(); };
@@ -85,9 +85,10 @@ void Judgement::time() {
   if (check_each) {
     calls[0].before = [&] {
       CallSpec spec = timed_spec();
-      drawn.push_back(spec.variant);
+      drawn = spec.variant;
       bench_->prepare(spec);
     };
+    calls[0].stratum = [&] { return static_cast<int>(drawn); };
     calls[0].after = [&] { bench_->after_candidate(false); };
     calls[1].after = [&] {
       bench_->compare(last_ref);
@@ -104,12 +105,11 @@ void Judgement::time() {
     bench_->compare(last_ref);
     scrub(last_ref);
     sync_candidate("timing");
-    drawn.assign(runs[0].samples_ms.size(), DrawVariant::plain);
   }
   const double wall_ms = ms_since(t_time);
   const bool still_right = check_timed_calls(first, bench_->calls());
   const Json probe = req_.verify.probe_words > 0 ? probe_json(first, bench_->calls()) : Json();
-  const MemberSpeedup sp = estimate_slowest_member_speedup(member_samples(drawn, runs[0], runs[1]));
+  const MemberSpeedup sp = estimate_slowest_member_speedup(member_samples(runs[0], runs[1]));
   Json by_member = Json::array();
   for (const auto& [name, e] : sp.by_member)
     by_member.push_back({{"member", name}, {"point", e.point}, {"lo", e.lo}, {"hi", e.hi}});

@@ -1,6 +1,8 @@
 #include "env/gpu/timing.h"
 
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <sstream>
 
 #include <ATen/cuda/CUDAContext.h>
@@ -24,14 +26,34 @@ void cuda_check(cudaError_t e, const char* what) {
   }
 }
 
-// `rounds`: every timed round so far, counted or not; `all`: the counted samples of each function.
-bool done(const std::vector<std::vector<double>>& all, int64_t rounds, const TimingConfig& c, Clock::time_point t0) {
+// The relative standard error of the mean of `s`, stratified by `strata` when given: sqrt(sum over
+// strata of n_h var_h) / N over the mean (the spread between strata is by design, not noise).
+double stratified_rse(const std::vector<double>& s, const std::vector<int>& strata) {
+  if (strata.empty()) return relative_standard_error(s);
+  std::map<int, std::vector<double>> by;
+  for (size_t i = 0; i < s.size(); ++i) by[strata[i]].push_back(s[i]);
+  double n = static_cast<double>(s.size()), total = 0, var_sum = 0;
+  for (const auto& [h, v] : by) {
+    double m = 0;
+    for (double x : v) m += x;
+    total += m;
+    m /= static_cast<double>(v.size());
+    double ss = 0;
+    for (double x : v) ss += (x - m) * (x - m);
+    if (v.size() > 1) var_sum += ss / static_cast<double>(v.size() - 1) * static_cast<double>(v.size());
+  }
+  const double mean = total / n;
+  return mean > 0 ? std::sqrt(var_sum) / n / mean : 0.0;
+}
+
+// `all`: the samples of each function so far (one per round); `strata`: each round's stratum.
+bool done(const std::vector<std::vector<double>>& all, const std::vector<int>& strata, const TimingConfig& c, Clock::time_point t0) {
   int64_t n = static_cast<int64_t>(all.front().size());
-  if (rounds >= c.max_reps) return true;
+  if (n >= c.max_reps) return true;
   if (n < c.min_reps) return false;
   if (ms_since(t0) > c.budget_ms) return true;
   for (const auto& s : all)
-    if (relative_standard_error(s) >= c.target_rse) return false;
+    if (stratified_rse(s, strata) >= c.target_rse) return false;
   return true;
 }
 
@@ -100,14 +122,15 @@ std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>&
 
 namespace {
 
-// One round's times (one per function) go to the counted samples or to the uncounted ones.
+// Every timed round's times (one per function) and its stratum.
 struct RoundSamples {
-  std::vector<std::vector<double>> counted, uncounted;
-  int64_t rounds = 0;
-  explicit RoundSamples(size_t k) : counted(k), uncounted(k) {}
-  void add(const std::vector<double>& ms, bool counts) {
-    for (size_t j = 0; j < ms.size(); ++j) (counts ? counted : uncounted)[j].push_back(ms[j]);
-    ++rounds;
+  std::vector<std::vector<double>> samples;
+  std::vector<int> strata;
+  bool stratified = false;
+  explicit RoundSamples(size_t k) : samples(k) {}
+  void add(const std::vector<double>& ms, int stratum) {
+    for (size_t j = 0; j < ms.size(); ++j) samples[j].push_back(ms[j]);
+    if (stratified) strata.push_back(stratum);
   }
 };
 
@@ -117,15 +140,16 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
                                        const TimingConfig& c) {
   KFORGE_CHECK(!calls.empty(), internal, "time_interleaved needs at least one function");
   const size_t k = calls.size();
-  // Runs call j's `before` and says whether the call counts.
+  // Runs call j's `before`; the round's stratum (asked of the first function).
   auto before = [&](size_t j) {
     if (calls[j].before) calls[j].before();
-    return !calls[j].counted || calls[j].counted();
+    return j == 0 && calls[0].stratum ? calls[0].stratum() : 0;
   };
   auto after = [&](size_t j) {
     if (calls[j].after) calls[j].after();
   };
   RoundSamples rs(k);
+  rs.stratified = static_cast<bool>(calls[0].stratum);
   int warmup = 0;
   double flush_bytes = 0;
   auto t_warm = Clock::now();
@@ -140,16 +164,17 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     }
     auto t0 = Clock::now();
     std::vector<double> ms(k);
-    while (!done(rs.counted, rs.rounds, c, t0)) {
-      bool counts = true;
+    while (!done(rs.samples, rs.strata, c, t0)) {
+      int stratum = 0;
       for (size_t j = 0; j < k; ++j) {
-        counts = before(j) && counts;
+        int h = before(j);
+        if (j == 0) stratum = h;
         auto t = Clock::now();
         calls[j].call();
         ms[j] = ms_since(t);
         after(j);
       }
-      rs.add(ms, counts);
+      rs.add(ms, stratum);
     }
   } else {
     KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available on this machine");
@@ -178,14 +203,14 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     try {
       for (auto& e : events) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
       auto t0 = Clock::now();
-      std::vector<char> counts(kBatch);
+      std::vector<int> stratum(kBatch);
       std::vector<double> ms(k);
-      while (!done(rs.counted, rs.rounds, c, t0)) {
-        int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - rs.rounds));
+      while (!done(rs.samples, rs.strata, c, t0)) {
+        int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(rs.samples[0].size())));
         for (int i = 0; i < batch; ++i) {
-          counts[i] = 1;
           for (size_t j = 0; j < k; ++j) {
-            counts[i] = before(j) && counts[i];
+            int h = before(j);
+            if (j == 0) stratum[i] = h;
             flush_l2(i);
             cuda_check(cudaEventRecord(events[2 * (i * k + j)], stream), "cudaEventRecord");
             calls[j].call();
@@ -200,7 +225,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
             cuda_check(cudaEventElapsedTime(&e, events[2 * (i * k + j)], events[2 * (i * k + j) + 1]), "cudaEventElapsedTime");
             ms[j] = e;
           }
-          rs.add(ms, counts[i] != 0);
+          rs.add(ms, stratum[i]);
         }
       }
     } catch (...) {
@@ -211,9 +236,9 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
   }
   std::vector<TimedRun> runs(k);
   for (size_t j = 0; j < k; ++j) {
-    runs[j].samples_ms = rs.counted[j];
-    runs[j].uncounted_ms = rs.uncounted[j];
-    runs[j].stats = TimingStats::from_samples(rs.counted[j]);
+    runs[j].samples_ms = rs.samples[j];
+    runs[j].strata = rs.strata;
+    runs[j].stats = TimingStats::from_samples(rs.samples[j]);
     runs[j].warmup_calls = warmup;
     runs[j].l2_flush_bytes = flush_bytes;
     runs[j].method = method_text(c, device, flush_bytes, warmup) + (k > 1 ? "; interleaved with " + std::to_string(k - 1) + " other function(s)" : "");

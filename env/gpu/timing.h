@@ -17,8 +17,8 @@
 namespace kforge {
 
 struct TimedRun {
-  std::vector<double> samples_ms;    // the calls that count: the statistics and the stopping rule use these
-  std::vector<double> uncounted_ms;  // timed like the others but not counted (TimedCall::counted said no)
+  std::vector<double> samples_ms;  // every timed call, in order (warm-up calls are not in it)
+  std::vector<int> strata;         // per sample, its round's stratum (TimedCall::stratum); empty without strata
   TimingStats stats;
   int warmup_calls = 0;
   double l2_flush_bytes = 0;
@@ -35,15 +35,16 @@ std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>&
 
 // A timed call with work around it that stays outside the timed region: `before` runs before the
 // L2 flush that precedes the call's start event, `after` after its end event (both enqueue on the
-// current stream; either may be empty). Warm-up calls get them too. `counted`, asked right after
-// `before`, says whether this call's time counts; a round (one call of each function) counts only
-// if all its calls do, and only counted rounds enter the statistics and the stopping rule (max_reps
-// and the budget bound all rounds). Empty: it counts.
+// current stream; either may be empty). Warm-up calls get them too. `stratum`, asked of the first
+// function right after its `before`, names the round's stratum (the draw-family member its inputs
+// come from): the stopping rule's noise is then the stratified standard error of the mean (each
+// stratum's own variance, weighted by its share), so that calls whose inputs differ by design do
+// not count as noise; each sample's stratum comes back in TimedRun::strata. Empty: one stratum.
 struct TimedCall {
   std::function<void()> call;
   std::function<void()> before;
   std::function<void()> after;
-  std::function<bool()> counted;
+  std::function<int()> stratum;
 };
 std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device,
                                        const TimingConfig& config);

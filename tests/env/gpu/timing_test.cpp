@@ -54,30 +54,38 @@ TEST(TimingCpu, WarmUpRunsForItsMinimumTime) {
   EXPECT_GE(r.warmup_calls, 8);
 }
 
-// Rounds the caller marks as not counted are timed and returned apart: they never enter the
-// statistics, and max_reps bounds every round, counted or not.
-TEST(TimingCpu, UncountedRoundsStayOutOfTheStatistics) {
+// Rounds carry their stratum (the draw-family member of their inputs): every round is a sample,
+// each sample knows its stratum, and a difference between strata is not noise to the stopping
+// rule (two strata of 2 ms and 8 ms sleeps, each steady: it stops well before max_reps, where the
+// pooled relative standard error, ~60 % / sqrt(n), keeps it going to max_reps).
+TEST(TimingCpu, StrataAreKeptPerSampleAndTheirDifferenceIsNotNoise) {
   TimingConfig c;
   c.warmup_count = 1;
   c.warmup_ms = 0;
-  c.min_reps = 5;
-  c.max_reps = 30;
-  c.target_rse = 1e-9;  // never reached: max_reps stops it
+  c.min_reps = 12;
+  c.max_reps = 60;
+  c.target_rse = 0.05;
+  c.budget_ms = 60000;
   int round = 0;
   bool slow = false;
   std::vector<TimedCall> calls(2);
-  calls[0].before = [&] { slow = ++round % 3 == 0; };  // every third round: a slow one, not counted
-  calls[0].counted = [&] { return !slow; };
-  calls[0].call = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(slow ? 8 : 1)); };
-  calls[1].call = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(slow ? 8 : 1)); };
+  calls[0].before = [&] { slow = ++round % 2 == 0; };
+  calls[0].stratum = [&] { return slow ? 7 : 3; };
+  calls[0].call = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(slow ? 8 : 2)); };
+  calls[1].call = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(slow ? 8 : 2)); };
   std::vector<TimedRun> r = time_interleaved(calls, at::kCPU, c);
   ASSERT_EQ(r.size(), 2u);
-  // 30 timed rounds after 1 warm-up round: rounds 2..31, of which 3, 6, ..., 30 are slow (10).
-  EXPECT_EQ(r[0].samples_ms.size() + r[0].uncounted_ms.size(), 30u);
-  EXPECT_EQ(r[0].uncounted_ms.size(), 10u);
-  EXPECT_EQ(r[1].uncounted_ms.size(), 10u);
-  EXPECT_EQ(r[0].stats.n, 20);
-  for (double ms : r[0].uncounted_ms) EXPECT_GE(ms, 8.0);
-  EXPECT_LT(r[0].stats.median, 8.0);  // a median: one fast sleep may oversleep on a loaded machine
-  EXPECT_LT(r[1].stats.median, 8.0);
+  ASSERT_EQ(r[0].strata.size(), r[0].samples_ms.size());
+  EXPECT_LT(r[0].samples_ms.size(), 60u) << "the 2 ms / 8 ms split counted as noise";
+  EXPECT_GE(r[0].samples_ms.size(), 12u);
+  for (size_t i = 0; i < r[0].samples_ms.size(); ++i) {
+    EXPECT_TRUE(r[0].strata[i] == 3 || r[0].strata[i] == 7);
+    if (r[0].strata[i] == 7) EXPECT_GE(r[0].samples_ms[i], 8.0);
+  }
+  // Without strata the same calls run to max_reps: their pooled spread is ~60 %.
+  calls[0].stratum = nullptr;
+  round = 0;
+  std::vector<TimedRun> p = time_interleaved(calls, at::kCPU, c);
+  EXPECT_TRUE(p[0].strata.empty());
+  EXPECT_EQ(p[0].samples_ms.size(), 60u);
 }
