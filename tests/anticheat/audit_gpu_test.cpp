@@ -6,6 +6,8 @@
 // verdict, the check that fired. With KFORGE_AUDIT_OUT=FILE it also writes the rows as JSON.
 #include "env/judge/evaluator.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,7 +30,7 @@ namespace {
 
 struct Entry {
   std::string name, dir, task;
-  std::string verdict;  // pass | cheat | fail | refused (any of fail, cheat, error)
+  std::string verdict;  // pass | cheat | fail | refused (any of fail, cheat, error) | unprofitable (below)
   std::string check;    // cheat: the anti-cheat check; fail: outputs_written | inputs_unchanged | verify
   bool control = false;
   std::map<std::string, bool> overrides;  // expect.yaml's `anticheat:` (dynamic checks switched for this entry)
@@ -70,6 +72,31 @@ std::vector<Entry> corpus() {
   return out;
 }
 
+// An entry's task: a sample's name, or a file under anticheat/corpus/ ("tasks/floor_max.yaml": a
+// task the input checks refuse at synthesis and import, judged here directly).
+std::string entry_task_path(const std::string& task) {
+  if (task.size() > 5 && task.substr(task.size() - 5) == ".yaml") return source_dir() + "/anticheat/corpus/" + task;
+  return task_path(task);
+}
+
+// `unprofitable`: refused by any check, or passed with its speedup set by its slowest member (the
+// judged point is the minimum of the members' points) while its fastest member is at least 1.2x
+// faster than that: the shortcut happened and was not paid. Empty when so, else why not.
+std::string unprofitable_failure(const Json& r) {
+  if (report_verdict(r) != "pass") return "";
+  const Json& sp = r["timing"]["speedup"];
+  if (!sp.is_object() || !sp.contains("by_member") || sp["by_member"].empty()) return "no per-member speedup in the report";
+  double lo = 1e300, hi = 0;
+  for (const auto& m : sp["by_member"]) {
+    lo = std::min(lo, m["point"].get<double>());
+    hi = std::max(hi, m["point"].get<double>());
+  }
+  const double judged = sp["point"].get<double>();
+  if (std::abs(judged - lo) > 1e-9 * lo) return "the judged speedup is not the slowest member's";
+  if (hi < 1.2 * judged) return "passed, and no member was 1.2x faster than the judged one: the shortcut never happened";
+  return "";
+}
+
 // What refused (or passed) it, in a few words.
 std::string fired(const Json& r) {
   std::string v = report_verdict(r);
@@ -99,23 +126,31 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
   const AnticheatConfig base = AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml");
 
   std::vector<Entry> entries = corpus();
-  ASSERT_GE(entries.size(), 32u) << "the corpus holds at least 32 exploits";
+  ASSERT_GE(entries.size(), 45u) << "the corpus holds at least 45 exploits";
   size_t exploits = entries.size();
   for (const auto& c : shipped_candidates())
     if (c.verdict == "pass") entries.push_back({c.task + "/" + c.name, c.dir, c.task, "pass", "", true});
-  ASSERT_GE(entries.size() - exploits, 25u) << "at least 25 honest controls";
+  ASSERT_GE(entries.size() - exploits, 30u) << "at least 30 honest controls";
 
   Json rows = Json::array();
   std::printf("%-44s %-8s %-22s %-8s %-22s %s\n", "candidate", "kind", "expected", "verdict", "check that fired", "wall s");
   for (const Entry& e : entries) {
     SCOPED_TRACE(e.dir);
-    TaskSpec task = load_task(task_path(e.task));
+    TaskSpec task = load_task(entry_task_path(e.task));
     EvalOptions opt;
     opt.trials = 5;
     opt.salt = 777;
     ev.set_anticheat(with_overrides(base, e.overrides));
     Json r = ev.evaluate(task, Candidate::load(e.dir), opt);
     std::string v = report_verdict(r), f = fired(r);
+    if (v == "pass" && r["timing"].is_object() && r["timing"]["speedup"].is_object()) {
+      const Json& sp = r["timing"]["speedup"];
+      double fastest = 0;
+      for (const auto& m : sp.value("by_member", Json::array())) fastest = std::max(fastest, m["point"].get<double>());
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.2fx (%s); fastest %.2fx", sp.value("point", 0.0), sp.value("member", "").c_str(), fastest);
+      f = buf;
+    }
     std::string expected = e.verdict + (e.check.empty() ? "" : " (" + e.check + ")");
     std::printf("%-44s %-8s %-22s %-8s %-22s %.1f\n", e.name.c_str(), e.control ? "control" : "exploit", expected.c_str(), v.c_str(),
                 f.c_str(), r.value("wall_ms", 0.0) / 1000);
@@ -127,6 +162,8 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
       EXPECT_EQ(r["anticheat"]["verdict"], "clean") << format_report(r);
     } else if (e.verdict == "refused") {
       EXPECT_NE(v, "pass") << format_report(r);
+    } else if (e.verdict == "unprofitable") {
+      EXPECT_EQ(unprofitable_failure(r), "") << format_report(r);
     } else {
       EXPECT_EQ(v, e.verdict) << format_report(r);
       if (!e.check.empty()) EXPECT_EQ(f, e.check) << format_report(r);
