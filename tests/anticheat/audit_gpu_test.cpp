@@ -126,11 +126,11 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
   const AnticheatConfig base = AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml");
 
   std::vector<Entry> entries = corpus();
-  ASSERT_GE(entries.size(), 45u) << "the corpus holds at least 45 exploits";
+  EXPECT_GE(entries.size(), 45u) << "the corpus holds at least 45 exploits";
   size_t exploits = entries.size();
   for (const auto& c : shipped_candidates())
     if (c.verdict == "pass") entries.push_back({c.task + "/" + c.name, c.dir, c.task, "pass", "", true});
-  ASSERT_GE(entries.size() - exploits, 30u) << "at least 30 honest controls";
+  EXPECT_GE(entries.size() - exploits, 30u) << "at least 30 honest controls";
 
   Json rows = Json::array();
   std::printf("%-44s %-8s %-22s %-8s %-22s %s\n", "candidate", "kind", "expected", "verdict", "check that fired", "wall s");
