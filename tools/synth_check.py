@@ -8,7 +8,8 @@ its users, and says which rows break what:
   torch.compile time, its spec's `baselines:` equal to the columns, and a baseline record;
 - one machine and one method for every baseline (GPU, torch, CUDA, method text, flags), with TF32
   off (the precision contract);
-- every other row is `cpu_ok` (not measured yet) or `rejected:<a GPU filter>`.
+- every other row is `cpu_ok` (not measured yet), `rejected:<a GPU filter>` or `rejected:<an input
+  check>` (tools/synth_refilter.py).
 
     python3 tools/synth_check.py DATASET.h5 [--min-heldout-pct 5]
 
@@ -95,7 +96,7 @@ def check(cols, attrs, min_heldout_pct, reasons):
 
     bad_status = [ids[i] for i in range(n) if cols["status"][i] != "ok" and cols["status"][i] != "cpu_ok"
                   and not (cols["status"][i].startswith("rejected:") and cols["status"][i].split(":", 1)[1] in reasons)]
-    fail("rows with a status that is neither ok, cpu_ok nor a GPU filter's rejection", bad_status)
+    fail("rows with a status that is neither ok, cpu_ok nor a GPU filter's or input check's rejection", bad_status)
     pending = sum(1 for s in cols["status"] if s == "cpu_ok")
     info = (f"{n} rows: {len(ok)} kept ({heldout} heldout, {100.0 * heldout / len(ok):.1f} %), "
             f"{n - len(ok) - pending} rejected, {pending} not measured yet" if ok else f"{n} rows, none kept yet")
@@ -134,12 +135,13 @@ def main(argv=None):
     ap.add_argument("--min-heldout-pct", type=float, default=5.0)
     a = ap.parse_args(argv)
     from synth_gpu import REASONS, InputError
+    from synth_refilter import REASONS as INPUT_CHECK_REASONS
     try:
         attrs, cols = read_columns(a.dataset)
     except InputError as e:
         print(f"synth_check: {e}", file=sys.stderr)
         return 2
-    fails, info, pending = check(cols, attrs, a.min_heldout_pct, set(REASONS))
+    fails, info, pending = check(cols, attrs, a.min_heldout_pct, set(REASONS) | set(INPUT_CHECK_REASONS))
     print(f"synth_check: {info}")
     for f in fails:
         print(f"synth_check: FAILED: {f}")

@@ -15,6 +15,11 @@
 #                                                  plots, JSONL export, and the shipped files under
 #                                                  datasets/synth/ (dataset.h5.xz, and a README.md with
 #                                                  the figures, tools/synth_readme.py)
+#   tools/synth_dataset.sh refilter JSONL          here, after finish: the input checks (issue 25) of
+#                                                  `kforge tasks sensitivity ... --out JSONL` applied to the
+#                                                  shipped dataset (tools/synth_refilter.py: failing rows
+#                                                  become rejected:input_matters or rejected:ablation), its
+#                                                  checks, and the shipped files and README written again
 #
 # Environment: KFORGE (the kforge binary, default build/tools/kforge), SYNTH_WORK (default .gpu/synth),
 # SYNTH_CONFIG (default configs/synth.yaml), SYNTH_TARGET (kforge synth --target, default the
@@ -37,7 +42,7 @@ case $kforge in /*) ;; */*) kforge=$PWD/$kforge ;; esac
 export KFORGE_BIN=${KFORGE_BIN:-$kforge}
 cmd=${1:-}; shift || true
 . "$root/tools/python_env.sh"
-case $cmd in gpu|status|report|finish) kforge_python "$root" || exit 2 ;; esac
+case $cmd in gpu|status|report|finish|refilter) kforge_python "$root" || exit 2 ;; esac
 py=${KFORGE_PYTHON_BIN:-}
 
 die() { echo "synth_dataset: $*" >&2; exit 2; }
@@ -214,6 +219,28 @@ EOF
     "$py" tools/synth_readme.py "$dst/summary.json" "$dst/README.md" --commit "$commit" ${calls:+--calls-json "$calls"}
     du -h "$dst"/*
     "$kforge" tasks count "$work/dataset.h5" --status ok
+    ;;
+  refilter)
+    checks=${1:?usage: synth_dataset.sh refilter JSONL (kforge tasks sensitivity --out JSONL)}
+    dst=${SYNTH_DEST:-datasets/synth}
+    [ -f "$dst/dataset.h5.xz" ] || die "$dst/dataset.h5.xz is missing: nothing shipped to re-filter"
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    xz -dc "$dst/dataset.h5.xz" > "$tmp/dataset.h5"
+    cp "$dst/summary.json" "$dst/summary.txt" "$tmp/"
+    "$py" tools/synth_refilter.py "$tmp/dataset.h5" --from "$checks" ${SYNTH_REFILTER_ARGS:-}
+    "$py" tools/synth_check.py "$tmp/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the re-filtered dataset fails its checks (above); nothing shipped"
+    "$kforge" tasks export "$tmp/dataset.h5" --status ok --format jsonl --out "$dst/tasks.jsonl"
+    cp "$tmp/summary.json" "$tmp/summary.txt" "$dst/"
+    xz -9 -T0 -c "$tmp/dataset.h5" > "$dst/dataset.h5.xz"
+    xz -9 -T0 -f "$dst/tasks.jsonl"
+    xz -9 -T0 -c "$checks" > "$dst/input_checks.jsonl.xz"  # the per-task figures the rows were decided on
+    # The README keeps the commit the GPU stage was merged at (KFORGE_COMMIT overrides) and the
+    # calls' report of the GPU stage (SYNTH_CALLS_RESULTS, default the latest one).
+    commit=${KFORGE_COMMIT:-$(sed -n 's/.*merged and written at kforge commit \([0-9a-f]*\).*/\1/p' "$dst/README.md" | head -1)}
+    calls=${SYNTH_CALLS_RESULTS:-$(ls tools/bench/results/*_synth_dataset_calls_h200.json 2>/dev/null | tail -1)}
+    "$py" tools/synth_readme.py "$dst/summary.json" "$dst/README.md" ${commit:+--commit "$commit"} ${calls:+--calls-json "$calls"}
+    du -h "$dst"/*
+    "$kforge" tasks count "$dst/dataset.h5.xz" --status ok
     ;;
   *)
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"  # the header above

@@ -40,6 +40,8 @@ FILES = [
     ("dataset.h5.xz", "every task synthesised (kept and rejected), xz-compressed HDF5: specs, programs, baselines, "
                       "status (`data_synth/dataset/DATASET_FORMAT.md`)"),
     ("tasks.jsonl.xz", "the kept tasks (status `ok`), one JSON object per line with every column"),
+    ("input_checks.jsonl.xz", "the input checks' per-task figures (`kforge tasks sensitivity`, one JSON object per "
+                              "task) that `tools/synth_dataset.sh refilter` decided the rows on"),
     ("summary.txt", "the summary as a table (both stages)"),
     ("summary.json", "the same, as JSON (`gpu` is the GPU stage's part)"),
     ("rejections.png", "candidates rejected per CPU filter"),
@@ -73,20 +75,26 @@ def time_section(calls, s):
 
 def render(s, files_dir=None, commit="", calls=None):
     g = s.get("gpu") or {}
-    kept = g.get("kept", 0)
+    # The input checks (tools/synth_refilter.py), after the GPU stage: the kept tasks are theirs.
+    ic = s.get("input_checks") or {}
+    kept = ic["kept"] if ic else g.get("kept", 0)
+    final = ic or g
     pending = g.get("pending", s.get("kept", 0))
     done = bool(g) and pending == 0
     out = ["# The synthesised kforge dataset\n"]
     if done:
         out.append(f"**{kept} tasks** with eager and torch.compile baselines measured on an {g.get('gpu') or '?'}, "
                    f"out of {g['measured']} candidates that passed the CPU stage ({s['drawn']} drawn). "
-                   "Written by `tools/synth_dataset.sh finish` (`tools/synth_readme.py`); do not edit by hand.\n")
+                   "Written by `tools/synth_dataset.sh finish`" + (" and `refilter`" if ic else "")
+                   + " (`tools/synth_readme.py`); do not edit by hand.\n")
     else:
         out.append(f"**Partial:** the GPU stage has measured {g.get('measured', 0)} of {g.get('tasks', s.get('kept', 0))} "
                    f"candidates ({pending} pending); {kept} are kept so far. Written by `tools/synth_readme.py`.\n")
     out.append("Each task is a composition of 1 to 5 PyTorch operators whose eager runtime on the GPU lies in "
-               f"{fmt_window(g.get('window_ms'))}; deterministic, not near-constant, varying with its inputs, not a "
-               "structural duplicate of another task and not similar to KernelBench's levels 1-3. Its spec, its "
+               f"{fmt_window(g.get('window_ms'))}; deterministic, not near-constant, varying with its inputs, "
+               + ("every input mattering (each argument, a row and a channel of it replaced by its mean moves the "
+                  "answer beyond tolerance; `kforge tasks sensitivity`), " if ic else "")
+               + "not a structural duplicate of another task and not similar to KernelBench's levels 1-3. Its spec, its "
                "PyTorch program and its baselines are in the dataset. How the tasks were made: "
                "`data_synth/dataset/DATASET_FORMAT.md` (\"Stages\") and `tools/SYNTH_GPU.md`.\n")
 
@@ -140,18 +148,25 @@ def render(s, files_dir=None, commit="", calls=None):
         funnel += [(f"rejected on the GPU: `{k}`", v) for k, v in g.get("rejected", {}).items() if v]
         if pending:
             funnel.append(("not measured yet", pending))
+        if ic:
+            where = f"{ic.get('device') or '?'}, {ic.get('dims') or '?'} dims"
+            funnel.append(("kept by the GPU stage", g.get("kept", 0)))
+            funnel += [(f"rejected by the input checks ({where}): `{k}`", v) for k, v in ic.get("rejected", {}).items()
+                       if v or k != "ablation" or ic.get("ablation_trials")]
         funnel.append(("**kept (status `ok`)**", f"**{kept}**"))
     out.append(table(["stage", "tasks"], funnel) + "\n")
-    if g.get("kept_ops_per_task"):
-        out.append(counts("Operators per task", g["kept_ops_per_task"], kept))
-        out.append(counts("Splits (heldout shares no operator sequence with train)", g["kept_splits"], kept))
-        out.append(counts("Dtypes", g["kept_dtypes"], kept))
-        out.append(counts("First operator's family", g["kept_families"], kept))
-    if g.get("eager_runtime_ms"):
-        out.append(counts("Eager runtime, ms (measured)", g["eager_runtime_ms"], kept))
-    if g.get("compile_speedup"):
-        out.append(counts("torch.compile speedup over eager (eager ms / compiled ms)", g["compile_speedup"], kept))
-        st = g.get("compile_speedup_stats") or {}
+    if ic:
+        out.append(input_checks_section(ic))
+    if final.get("kept_ops_per_task"):
+        out.append(counts("Operators per task", final["kept_ops_per_task"], kept))
+        out.append(counts("Splits (heldout shares no operator sequence with train)", final["kept_splits"], kept))
+        out.append(counts("Dtypes", final["kept_dtypes"], kept))
+        out.append(counts("First operator's family", final["kept_families"], kept))
+    if final.get("eager_runtime_ms"):
+        out.append(counts("Eager runtime, ms (measured)", final["eager_runtime_ms"], kept))
+    if final.get("compile_speedup"):
+        out.append(counts("torch.compile speedup over eager (eager ms / compiled ms)", final["compile_speedup"], kept))
+        st = final.get("compile_speedup_stats") or {}
         if st:
             out.append(f"Median {st['median']:.2f}, geometric mean {st['geomean']:.2f}, p10 {st['p10']:.2f}, "
                        f"p90 {st['p90']:.2f}; torch.compile is more than 5 % faster on "
@@ -169,6 +184,35 @@ def render(s, files_dir=None, commit="", calls=None):
                "```\n\n"
                f"Written {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')}.\n")
     return "\n".join(x.rstrip("\n") + "\n" for x in out)
+
+
+def input_checks_section(ic):
+    """What the input checks (issue 25) refused, by failing ablation kind and by operator."""
+    trials = ic.get("ablation_trials") or 0
+    out = [f"**The input checks** (`kforge tasks sensitivity`, {ic.get('device') or '?'}, {ic.get('dims') or '?'} dims, "
+           f"{ic.get('draws')} draws of the task's own distribution; `tools/synth_refilter.py`): each argument replaced "
+           "by its mean (`whole`), one random row (`row`) and channel (`channel`) of it replaced by its mean must move "
+           "some output beyond tolerance on every draw (`input_matters`)"
+           + (f"; and 1 % of each argument's elements replaced by its mean must leave the tolerance on every one of "
+              f"{trials} trials under some member of the draw family (`ablation`)." if trials else
+              ". The 1 % ablation figure was not part of this run (`--ablation-trials 0`): no row was decided on it.")
+           + " Rejected rows keep their baselines and their reason in `status`."
+           + (f" Only failures of the kinds {', '.join(f'`{k}`' for k in ic['kinds'])} reject a row as `input_matters` "
+              "here." if ic.get("kinds") and set(ic["kinds"]) != {"whole", "row", "channel"} else "") + "\n"]
+    caught = ic.get("caught_by_another_member")
+    if caught:
+        out.append(f"Of the {caught['of']} rows rejected as `input_matters`, {caught['rows']} fail only ablations that "
+                   "another member of the draw family moves beyond tolerance on every draw (`--family-diagnosis`): "
+                   "verification, which draws every member, would catch a kernel that skips what they skip; the "
+                   "check judges the task's own draw.\n")
+    kinds = ic.get("rejected_by_kind") or {}
+    if kinds:
+        out.append(table(["failing kind (a task may fail several)", "tasks"], list(kinds.items())))
+    ops = ic.get("rejected_by_operator") or {}
+    if ops:
+        out.append("Rejected tasks by operator (any node): "
+                   + ", ".join(f"`{k}` {v}" for k, v in ops.items()) + ".\n")
+    return "\n".join(out) + "\n"
 
 
 def fmt_window(w):

@@ -1,9 +1,10 @@
 """tools/synth_dataset.sh, the driver that builds the shipped dataset over several device calls:
 prepare (kforge synth), the GPU step (here in its CPU mode, at check dims), collect of a call's
 archive, status, calls resuming where the last stopped (from the carried rows, or from SYNTH_KEEP
-before a collect), an older archive collected late, the calls' report, and finish (merge, JSONL
+before a collect), an older archive collected late, the calls' report, finish (merge, JSONL
 export, the xz-compressed dataset that kforge reads back, the README of its figures, and the
-reference-against-baseline bench on it), every step with a failing python3 first on PATH. No GPU needed."""
+reference-against-baseline bench on it) and refilter (the input checks applied), every step with a
+failing python3 first on PATH. No GPU needed."""
 import json
 import lzma
 import os
@@ -185,6 +186,37 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert r.returncode == 1 and "heldout is" in r.stdout, r.stdout
     r = run("finish", env=dict(env, SYNTH_CHECK_ARGS="--min-heldout-pct 101", SYNTH_DEST=str(tmp_path / "dest2")), check=False)
     assert r.returncode == 2 and "fails its checks" in r.stderr and not (tmp_path / "dest2" / "dataset.h5.xz").exists()
+
+    # refilter: the input checks (kforge tasks sensitivity's JSONL) applied to the shipped dataset. A
+    # line that says a row's input does not matter (here one planted failure of the row check)
+    # makes it rejected:input_matters, its baselines kept; the README, summary and JSONL export say
+    # so; --kinds whole takes the rejection back.
+    checks = tmp_path / "checks.jsonl"
+    subprocess.run([env["KFORGE"], "tasks", "sensitivity", str(dest / "dataset.h5.xz"), "--ablation-trials", "2",
+                    "--out", str(checks)], capture_output=True, text=True, check=True)
+    lines = [json.loads(x) for x in checks.read_text().splitlines()]
+    assert len(lines) == ok and all(x["passed"] for x in lines), lines  # synthesised with the input checks on
+    victim = lines[0]
+    victim.update(passed=False, inputs_matter=False, reason_code="input_matters", reason="planted")
+    victim["inputs"][0]["matters_row"] = False
+    checks.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = run("refilter", checks, env=env)
+    assert "synth_check: every check passed" in r.stdout, r.stdout
+    assert f"{ok} row(s) decided: {ok - 1} kept, 1 input_matters, 0 ablation" in r.stdout, r.stdout
+    shipped = subprocess.run([env["KFORGE"], "tasks", "count", str(dest / "dataset.h5.xz"), "--status", "rejected:input_matters"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert shipped == ["1"]
+    readme = (dest / "README.md").read_text()
+    assert f"| kept by the GPU stage | {ok} |" in readme and f"| **kept (status `ok`)** | **{ok - 1}** |" in readme, readme
+    assert json.loads((dest / "summary.json").read_text())["input_checks"]["rejected_by_kind"] == {"row": 1}
+    assert len(lzma.decompress((dest / "tasks.jsonl.xz").read_bytes()).decode().splitlines()) == ok - 1
+    assert lzma.decompress((dest / "input_checks.jsonl.xz").read_bytes()).decode() == checks.read_text()
+    r = run("refilter", checks, env=dict(env, SYNTH_REFILTER_ARGS="--kinds whole"))
+    assert f"{ok} row(s) decided: {ok} kept, 0 input_matters, 0 ablation" in r.stdout, r.stdout
+    assert "Only failures of the kinds `whole` reject a row" in (dest / "README.md").read_text()
+    checks.write_text("".join(json.dumps(x) + "\n" for x in lines[1:]))
+    r = run("refilter", checks, env=env, check=False)
+    assert r.returncode != 0 and "no line for 1 row(s) to decide" in r.stderr, r.stderr
 
     # The reference against the stored eager baseline, on the shipped file (CPU mode: check dims),
     # timed with the settings the baselines were measured with (FAST's, as a config's baseline_timing).
