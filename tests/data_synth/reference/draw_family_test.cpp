@@ -42,7 +42,7 @@ TEST(RobustDraws, EveryVariantIsTheSameBytesForTheSameSeedAndOthersForAnother) {
     apply_variant(t, v, 42, b);
     EXPECT_EQ(changed(a, b), 0) << variant_name(v) << ": not deterministic";
     EXPECT_GT(changed(plain, a), 0) << variant_name(v) << ": changed nothing";
-    int differ = 0;  // scaled has 18 outcomes here (3 arguments x 6 exponents): some seeds coincide
+    int differ = 0;  // scaled has 24 outcomes here (3 arguments x 8 exponents): some seeds coincide
     for (uint64_t seed = 43; seed < 51; ++seed) {
       auto c = clones(plain);
       apply_variant(t, v, seed, c);
@@ -65,7 +65,7 @@ TEST(RobustDraws, ScaledMovesExactlyOneArgumentUpByAPowerOfTwo) {
       moved_args.insert(static_cast<int>(i));
       at::Tensor nz = plain[i].ne(0);
       double ratio = (a[i].masked_select(nz) / plain[i].masked_select(nz)).mean().item<double>();
-      EXPECT_TRUE(ratio == 8 || ratio == 16 || ratio == 32 || ratio == 64 || ratio == 128 || ratio == 256) << ratio;
+      EXPECT_TRUE(ratio == 2 || ratio == 4 || ratio == 8 || ratio == 16 || ratio == 32 || ratio == 64 || ratio == 128 || ratio == 256) << ratio;
     }
   }
   EXPECT_EQ(moved_args.size(), plain.size()) << "every argument is moved by some seed";
@@ -180,4 +180,21 @@ TEST(RobustDraws, ConditioningWorksOnImportedTasks) {
     usable += v.usable ? 1 : 0;
   }
   EXPECT_GT(usable, 0);
+}
+
+// scaled's conditioning takes, per argument, the largest power of two the reference is
+// well-conditioned under: softmax of rows is exact under any scale, so its one argument moves by 2^8.
+TEST(RobustDraws, ScaledTakesTheLargestWellConditionedPowerPerArgument) {
+  TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
+  auto plain = draw(t, 7);
+  TaskConditions c = condition_variants(t, plain, 13, 0.5);
+  const VariantCondition* scaled = nullptr;
+  for (const auto& v : c.variants)
+    if (v.variant == DrawVariant::scaled) scaled = &v;
+  ASSERT_NE(scaled, nullptr);
+  ASSERT_EQ(scaled->seeds.size(), 1u);
+  auto a = clones(plain);
+  apply_variant(t, DrawVariant::scaled, scaled->seeds[0], a);
+  at::Tensor nz = plain[0].ne(0);
+  EXPECT_DOUBLE_EQ((a[0].masked_select(nz) / plain[0].masked_select(nz)).mean().item<double>(), 256.0);
 }
