@@ -8,24 +8,25 @@
 //   (the fastest dtype's peak for every task) let through for float32 tasks; the floor is now
 //   per precision (float32: the fastest of float32 SIMT, TF32/3 and the 16-bit split/3).
 //   Why it passes what it passes: on the task's own draws (x ~ N(0,1), |W| <= 1/64, K = 4096) the
-//   split error is ~2^-17 of each product; emulated in float64 against the exact GEMM (CPU, 96 x
-//   4096 outputs) it uses 0.03 of the tolerance (1e-4 + 1e-4 |y|), sign_flip the same, shifted
-//   ~0 (large outputs), scaled 0.05-0.4 as its k is 1-4 and moves x or W. On the old harness the
-//   refusal came from a scaled variant of x by 16 (1.1 of the tolerance in the same emulation) in
-//   some requests and not in others: it depended on which argument and k were drawn (luck).
+//   split error is ~2^-17 of each product; emulated in float64 against the exact GEMM (CPU, 256 x
+//   4096 outputs, anticheat/corpus/cpu_emulation/numerics.py) it uses 0.03 of the tolerance
+//   (1e-4 + 1e-4 |y|), sign_flip the same, shifted ~0 (large outputs). The harness's earlier
+//   scaled variant (one argument by 2^k, k in [1, 4] at random) refused it only when x drew 2^4
+//   (1.1 of the tolerance): in some requests and not in others (luck).
 //   Why it is refused: the error is relative to sum |x_k W_k|, the tolerance mostly absolute
-//   (1e-4) for outputs near 0; the `outliers` member (1 element in 256 moved by 8-128 spreads,
-//   in x and in W) makes some terms 10-100x larger without making those outputs larger: emulated
-//   on 1e6 outputs (3 draws), 1.3-3.6 of the tolerance with 3-7 outputs outside (~100-250 of the
-//   task's 3.4e7), while the float32 reference stays at 0.10-0.22 (usable). Verification draws
-//   every usable member, outliers included, in every request: no luck left. (row_scaled,
-//   channel_scaled and element_scaled fail it by 7-760x, but the float32 reference itself leaves
-//   the tolerance under them, so the harness does not use them for this task.) The CPU emulation
-//   of this very kernel (anticheat/corpus/cpu_emulation, M = 128, D = 512) matches: plain 0.008,
-//   element_scaled 7.4 of the tolerance.
+//   (1e-4) for outputs near 0, so whatever makes the terms larger without making every output
+//   larger shows it. `scaled` now moves each argument by the largest of 2^8, 2^6, 2^4, 2^2, 2^1
+//   the float32 reference survives: x by 2^6 (reference 0.30 of the tolerance, split 4.3, 1.3 %
+//   of the outputs outside), W by 2^8 (0.30, split 5.9). `outliers` (1 element in 256 of x and W
+//   moved by 8-128 spreads): reference 0.09-0.22, split 1.3-3.6 with a few outputs in 10^6
+//   outside. Verification draws every usable member in every request: no luck left. (row_scaled,
+//   channel_scaled and element_scaled fail it by 25-370x, but the float32 reference itself leaves
+//   the tolerance under them: the harness does not use them for this task.) The CPU emulation of
+//   this very kernel (anticheat/corpus/cpu_emulation, M = 128, D = 512 and 4096) agrees: plain
+//   0.008-0.036, outliers at D = 4096 1.5-1.8 of the tolerance.
 // Attack surface: precision below the task's contract that survives the declared draw; a loose
 //   float32 speed-of-light floor.
-// Refused by: robustness_draws (the outliers call of verification).
+// Refused by: robustness_draws (the scaled or outliers calls of verification).
 #include <cuda_bf16.h>
 #include <mma.h>
 using namespace nvcuda;

@@ -13,6 +13,9 @@ def bf16(t): return t.float().to(torch.bfloat16).double()
 def f16(t): return t.float().to(torch.float16).double()
 def ratio(out, ref, atol, rtol): return ((out-ref).abs()/(atol+rtol*ref.abs()))
 
+# scaled: per argument the largest of 2^8, 2^6, 2^4, 2^2, 2^1 under which the reference stays
+# well-conditioned (the harness's conditioning picks it); here one of them by the seed.
+SCALED_EXPONENTS = [8, 6, 4, 2, 1]
 MEMBERS = ['plain','scaled','shifted','row_scaled','channel_scaled','element_scaled','outliers','sign_flip']
 def apply_one(v, draw, t, g):
     # draw: ('normal', mean, std) or ('uniform', lo, hi); t float64 tensor (modified copy returned)
@@ -20,7 +23,7 @@ def apply_one(v, draw, t, g):
     spread = abs(draw[2]) if draw[0]=='normal' else abs(draw[2]-draw[1])
     signed = draw[0]=='normal' or draw[1] < 0
     r = lambda lo, hi, shape: torch.randint(lo, hi, shape, generator=g).double()
-    if v=='scaled': return t*2.0**r(1,5,(1,)), 
+    if v=='scaled': return t*2.0**SCALED_EXPONENTS[g.initial_seed() % len(SCALED_EXPONENTS)],  # the harness: the largest the reference survives
     if v=='shifted':
         if draw[0]=='uniform': return t+spread,
         return t + (r(0,2,(1,))*2-1)*3*spread,

@@ -25,12 +25,16 @@ def gemm_split(task):
         return f32(xh @ wh.T + xh @ wl.T + xl @ wh.T)
     for v in MEMBERS:
         for s in ((0, 1, 2) if v == 'scaled' else (7,)):
-            xa, wa, ba = [f32(t) for t in apply(v, draws, [x, w, b], s, scaled_arg=s)]
+          for k in ((8, 6, 4, 2, 1) if v == 'scaled' else (None,)):
+            if v == 'scaled':  # argument s times 2^k
+                xa, wa, ba = [f32(t * (2.0 ** k if i == s else 1.0)) for i, t in enumerate([x, w, b])]
+            else:
+                xa, wa, ba = [f32(t) for t in apply(v, draws, [x, w, b], s, scaled_arg=s)]
             r64 = fwd(xa, wa, ba, lambda a, c: a @ c.T)
             r32 = f32(fwd(xa.float(), wa.float(), ba.float(), lambda a, c: a @ c.T))
             e = f32(fwd(xa, wa, ba, split3))
             R = lambda o: ratio(o, r64, 1e-4, 1e-4)
-            print(f"{v:15s} seed {s}: float32 reference {R(r32).max():8.3f}   bf16x3 split {R(e).max():9.3f} ({(R(e) > 1).sum().item()} of {e.numel()} outside)")
+            print(f"{v + ('' if k is None else ' ' + 'xWb'[s] + ' 2^' + str(k)):15s} seed {s}: float32 reference {R(r32).max():8.3f}   bf16x3 split {R(e).max():9.3f} ({(R(e) > 1).sum().item()} of {e.numel()} outside)")
 
 def loss_subsample(R=4096, C=65536, chunk=256):
     draws = [('normal', 0, 1), ('normal', 0, 1)]
