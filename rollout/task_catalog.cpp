@@ -82,7 +82,9 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     if (imported && imported_source.empty()) imported_source = row.source;
     if (row.rejected()) {
       const std::string reason = row.status.size() > 9 ? row.status.substr(9) : "rejected";  // rejected:<reason>
-      ++left_out_[{row.source, "gpu_stage", reason}];
+      // The input checks (issue 25, tools/synth_refilter.py) reject after the GPU stage: their own stage.
+      const bool input_check = reason == "input_matters" || reason == "ablation";
+      ++left_out_[{row.source, input_check ? "input_checks" : "gpu_stage", reason}];
       continue;
     }
     const bool measured = row.status == "ok";

@@ -28,7 +28,9 @@ struct CatalogEntry {
 
 // Rows a dataset holds, or modules its import saw, that the catalog does not serve: the tasks an
 // evaluation's denominator leaves out. stage: "import" (DIR/skipped.jsonl beside the dataset: the
-// importer's reason), "gpu_stage" (status rejected:<reason>), "not_measured" (serve_unmeasured false).
+// importer's reason), "gpu_stage" (status rejected:<reason>), "input_checks" (status
+// rejected:input_matters or rejected:ablation, tools/synth_refilter.py), "not_measured"
+// (serve_unmeasured false).
 struct LeftOut {
   std::string source, stage, reason;
   size_t rows = 0;

@@ -57,7 +57,9 @@ def _environment(env):
     return lines + [""]
 
 
-STAGES = {"import": "not imported", "gpu_stage": "rejected by the GPU stage", "not_measured": "not measured on a GPU"}
+STAGES = {"import": "not imported", "gpu_stage": "rejected by the GPU stage",
+          "input_checks": "refused by the input checks (an argument, row or channel that does not matter)",
+          "not_measured": "not measured on a GPU"}
 
 
 def _left_out(left_out):
