@@ -114,10 +114,18 @@ TEST(TaskCatalog, TheShippedConfigsCatalogCountsTheShippedDatasetAlone) {
   c.add_spec_dir(resource_path("datasets/samples"));
   for (const auto& d : cfg.tasks.datasets) c.add_dataset(d, cfg.tasks.serve_unmeasured);
   std::map<std::string, int64_t> rows;  // the dataset's rows the server serves, per split
-  for (const DatasetRow& r : read_dataset(cfg.tasks.datasets[0]).rows)
+  size_t input_checks = 0;              // rows the input checks (issue 25) rejected
+  for (const DatasetRow& r : read_dataset(cfg.tasks.datasets[0]).rows) {
     if (!r.rejected()) ++rows[r.split];
-  ASSERT_GT(rows["train"], 5000);
+    if (r.status == "rejected:input_matters") ++input_checks;
+  }
+  ASSERT_GT(rows["train"], 4500);
   ASSERT_GT(rows["heldout"], 300);
+  ASSERT_GT(input_checks, 0u);
+  size_t left_by_checks = 0;  // left out, and said to be the input checks', not the GPU stage's
+  for (const auto& l : c.left_out())
+    if (l.stage == "input_checks") left_by_checks += l.rows;
+  EXPECT_EQ(left_by_checks, input_checks);
   EXPECT_EQ(total(c, query("train")), rows["train"]);
   EXPECT_EQ(total(c, query("heldout")), rows["heldout"]);
   EXPECT_EQ(total(c, query(std::nullopt)), rows["train"] + rows["heldout"]);
