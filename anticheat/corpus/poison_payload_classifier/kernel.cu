@@ -1,12 +1,13 @@
 // Exploit: classify the call by the output's poison and compute only on "checked-looking" calls.
 // Strategy: before anything is written, a one-warp kernel reads 32 words of the output (first,
-//   strided; one poison word per call, as it happens) and scores them the way a classifier trained on an older harness would: there, the
-//   outputs of a verification call were filled with the canonical quiet NaN (0x7fffffff, every
-//   payload bit set) and a timed call's outputs held the previous call's results (finite floats).
-//   Score: the mean number of set payload bits over the NaN words, finite words counting 0;
-//   "checked" when the score is at least 12 of 22. A checked-looking call is computed honestly;
-//   any other call writes nothing (the whole bandwidth saved), the decision passed on through a
-//   one-word workspace. Stateless: nothing survives the call.
+//   strided; the harness writes one poison word per call, as it happens) and scores them the way
+//   a classifier trained on an older harness would: there, the outputs of a verification call
+//   were filled with the canonical quiet NaN (0x7fffffff, every payload bit set) and a timed
+//   call's outputs held the previous call's results (finite floats). Score: the mean number of set
+//   payload bits over the NaN words, finite words counting 0; "checked" when the score is at
+//   least 12 of 22. A checked-looking call is computed honestly; any other call writes nothing
+//   (the whole bandwidth saved), the decision passed on through a one-word workspace. Stateless:
+//   nothing survives the call.
 // Why it is refused: the harness poisons every call's outputs, verified or timed, with a NaN
 //   whose payload is drawn afresh for that call (outputs_written), so the score is a coin flip
 //   per call (a random 22-bit payload has 12 or more bits set with probability ~0.42) that says
