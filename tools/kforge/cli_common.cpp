@@ -1,6 +1,8 @@
 // What every kforge executable shares: the subcommand actions, task paths, the process's start-up
 // timestamps, and the hand-over from `kforge` (the commands that need no libtorch) to kforge-full.
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -78,6 +80,15 @@ int run_selected(CLI::App& app) {
   auto it = actions().find(cur);
   KFORGE_CHECK(it != actions().end(), usage, "'" << cur->get_name() << "' needs a subcommand (see --help)");
   return it->second();
+}
+
+std::string duration(double s) {
+  char buf[32];
+  if (!std::isfinite(s) || s < 0) return "?";
+  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+  return buf;
 }
 
 std::string resolve_task_path(const std::string& task) {

@@ -40,6 +40,8 @@ int exec_report(int argc, char** argv);
 
 // A task argument: an existing path, or the name of a shipped sample (datasets/samples/NAME.yaml).
 std::string resolve_task_path(const std::string& task);
+// Seconds for a progress line: "42s", "3m07s", "2h05m"; "?" for a negative or non-finite value.
+std::string duration(double seconds);
 // The project's interpreter, in tools/python_env.sh's order: KFORGE_PYTHON_BIN, else
 // $KFORGE_VENV/bin/python, else <source>/.venv/bin/python; empty when none of them is there.
 std::string project_python();

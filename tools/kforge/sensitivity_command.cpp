@@ -151,15 +151,6 @@ Json report_json(const Item& it, const SensitivityReport& r, double ms, const Se
           {"seed", a.seed}};
 }
 
-std::string duration(double s) {
-  char buf[32];
-  if (!std::isfinite(s) || s < 0) return "?";
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
-  return buf;
-}
-
 int run_sensitivity(const SensitivityArgs& a) {
   KFORGE_CHECK(a.device == "cpu" || a.device == "cuda", usage, "--device is cpu or cuda, not '" << a.device << "'");
   KFORGE_CHECK(a.dims == "check" || a.dims == "full", usage, "--dims is check or full, not '" << a.dims << "'");

@@ -33,15 +33,6 @@ namespace kforge::cli {
 
 namespace {
 
-std::string duration(double s) {
-  char buf[32];
-  if (!std::isfinite(s) || s < 0) return "?";
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
-  return buf;
-}
-
 DatasetRow to_row(const KeptTask& k) {
   DatasetRow r;
   const TaskSpec& t = k.task;
