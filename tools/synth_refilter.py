@@ -20,14 +20,13 @@ e.g. `--kinds whole` keeps rows whose only failures are a row or a channel).
 import argparse
 import collections
 import json
-import math
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from synth_gpu.common import InputError, percentile, run_kforge, runtime_bin, speedup_bin, RUNTIME_BINS, SPEEDUP_BINS  # noqa: E402
+from synth_gpu.common import InputError, percentile, run_kforge, speedup_stats, runtime_bin, speedup_bin, RUNTIME_BINS, SPEEDUP_BINS  # noqa: E402
 
 # The reasons a row can be rejected for by the input checks (sensitivity.h's reason codes).
 REASONS = ["input_matters", "ablation"]
@@ -135,12 +134,7 @@ def block(rows, decided, checks, new_status):
              if i.get("ablation_rate_plain") is not None]
     ms = [checks[r["id"]].get("ms") or 0 for r in decided]
     speedups = [r["eager_ms"] / r["compile_ms"] for r in kept if r.get("eager_ms") and r.get("compile_ms")]
-    st = {}
-    if speedups:
-        st = {"median": percentile(speedups, 0.5), "p10": percentile(speedups, 0.1), "p90": percentile(speedups, 0.9),
-              "geomean": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
-              "compile_faster_share": sum(1 for s in speedups if s > 1.05) / len(speedups),
-              "compile_slower_share": sum(1 for s in speedups if s < 0.95) / len(speedups)}
+    st = speedup_stats(speedups)
     return {
         "tool": TOOL,
         "dims": one.get("dims"), "device": one.get("device"), "draws": one.get("draws"),

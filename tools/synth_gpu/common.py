@@ -74,6 +74,17 @@ def percentile(xs, p):
     return s[min(len(s) - 1, max(0, int(round(p * (len(s) - 1)))))] if s else None
 
 
+def speedup_stats(speedups):
+    """torch.compile's speedups over eager summarised: median, p10, p90, geomean and the shares where
+    compile is clearly faster (> 1.05) or slower (< 0.95); {} for none."""
+    if not speedups:
+        return {}
+    return {"median": percentile(speedups, 0.5), "p10": percentile(speedups, 0.1), "p90": percentile(speedups, 0.9),
+            "geomean": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
+            "compile_faster_share": sum(1 for s in speedups if s > 1.05) / len(speedups),
+            "compile_slower_share": sum(1 for s in speedups if s < 0.95) / len(speedups)}
+
+
 
 # ----------------------------------------------------------------------------------------------
 # kforge: the dataset, the tasks as it resolves them, the settings of configs/synth.yaml.

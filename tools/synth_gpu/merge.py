@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 from .common import PHASES, REASONS, ROOT, RUNTIME_BINS, SPEEDUP_BINS, TOOL, InputError, export_tasks, percentile, \
-    run_kforge, runtime_bin, speedup_bin
+    run_kforge, runtime_bin, speedup_bin, speedup_stats
 from .records import part_files, pick_records, read_records
 
 sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
@@ -48,12 +48,7 @@ def gpu_summary(ids, by_id, n_tasks, meta=None):
             speedups.append(s)
             sp_hist[speedup_bin(s)] += 1
     env = (kept or measured or [{}])[-1].get("env", {})
-    sp = {}
-    if speedups:
-        sp = {"median": percentile(speedups, 0.5), "p10": percentile(speedups, 0.1), "p90": percentile(speedups, 0.9),
-              "geomean": math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
-              "compile_faster_share": sum(1 for s in speedups if s > 1.05) / len(speedups),
-              "compile_slower_share": sum(1 for s in speedups if s < 0.95) / len(speedups)}
+    sp = speedup_stats(speedups)
     # The cost model's estimate against the measurement (every task with an eager time), to tune
     # configs/synth.yaml's cost_model and target window.
     ratios = [r["eager_ms"] / r["est_runtime_ms"] for r in measured
