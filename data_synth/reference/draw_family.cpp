@@ -23,16 +23,10 @@ bool eligible(const TaskArgument& a) {
          numel(a.decl.meta.shape) > 0;
 }
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
-size_t scaled_argument(uint64_t seed, size_t n) { return n ? static_cast<size_t>(mix(seed) % n) : 0; }
+size_t scaled_argument(uint64_t seed, size_t n) { return n ? static_cast<size_t>(splitmix64(seed) % n) : 0; }
 // The power of two `scaled` moves it by under a seed: 2^1 to 2^8.
-int scaled_exponent(uint64_t seed) { return 1 + static_cast<int>(mix(seed ^ 0x5ca1edULL) % 8); }
+int scaled_exponent(uint64_t seed) { return 1 + static_cast<int>(splitmix64(seed ^ 0x5ca1edULL) % 8); }
 
 bool needs_two_dims(DrawVariant v) { return v == DrawVariant::row_scaled || v == DrawVariant::channel_scaled; }
 
@@ -149,7 +143,7 @@ void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vect
     args[i].mul_(std::ldexp(1.0, scaled_exponent(seed)));
     return;
   }
-  for (size_t i : eligible_args) apply_one(v, task.arguments[i].draw, args[i], mix(seed ^ mix(i + 1)));
+  for (size_t i : eligible_args) apply_one(v, task.arguments[i].draw, args[i], splitmix64(seed ^ splitmix64(i + 1)));
 }
 
 namespace {
@@ -233,7 +227,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
         for (int k : {8, 6, 4, 2, 1}) {
           uint64_t vs = 0;
           for (uint64_t j = 0; j < 4096; ++j) {
-            vs = mix(seed ^ mix(static_cast<uint64_t>(v) * 131 + j + 1));
+            vs = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + j + 1));
             if (scaled_argument(vs, n_eligible) == arg && scaled_exponent(vs) == k) break;
           }
           std::string reason;
@@ -250,7 +244,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
     }
     std::vector<uint64_t> tries;
     for (uint64_t k = 0; tries.size() < static_cast<size_t>(seeds_per_variant); ++k)
-      tries.push_back(mix(seed ^ mix(static_cast<uint64_t>(v) * 131 + k + 1)));
+      tries.push_back(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + k + 1)));
     for (const uint64_t vs : tries) {
       std::string reason;
       if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason)) c.seeds.push_back(vs);

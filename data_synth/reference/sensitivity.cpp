@@ -14,17 +14,10 @@ namespace kforge {
 
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // A small deterministic generator (splitmix64) for the rows, channels and members' seeds.
 struct Rng {
   uint64_t state;
-  uint64_t next() { return mix(state++); }
+  uint64_t next() { return splitmix64(state++); }
   int64_t below(int64_t n) { return n > 0 ? static_cast<int64_t>(next() % static_cast<uint64_t>(n)) : 0; }
 };
 
@@ -137,8 +130,8 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
   c10::InferenceMode inference;
   SensitivityReport rep;
   Runner run(task, rep.reference_runs);
-  const uint64_t salt = mix(opts.seed ^ mix(task.seed + 0x5e75));
-  Rng rng{mix(salt + 1)};
+  const uint64_t salt = splitmix64(opts.seed ^ splitmix64(task.seed + 0x5e75));
+  Rng rng{splitmix64(salt + 1)};
   const int draws = std::max(1, opts.draws);
 
   std::vector<size_t> idx;

@@ -103,6 +103,8 @@ uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>(sign | (absx >> 13));
 }
 
+uint64_t splitmix64(uint64_t x) { return mix64(x + kGolden); }
+
 uint64_t draw_stream(const DrawKey& key, uint64_t argument_index) {
   uint64_t h = mix64(key.task_seed ^ 0x6b666f7267650001ULL);
   h = mix64(h ^ (key.trial * kGolden + 0x2545f4914f6cdd1dULL));

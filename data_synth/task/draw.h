@@ -52,6 +52,10 @@ struct DrawKey {
   uint64_t salt = 0;
 };
 
+// splitmix64: x advanced by the golden gamma, then the finaliser. What seeds and per-call choices
+// derived from a seed (the draw family's members, the sensitivity checks' rows) are mixed with.
+uint64_t splitmix64(uint64_t x);
+
 // The stream of one argument of one trial.
 uint64_t draw_stream(const DrawKey& key, uint64_t argument_index);
 
