@@ -34,8 +34,7 @@ std::vector<Judgement::Planned> Judgement::plan_verification() {
   auto first_plain = std::find_if(block.begin(), block.end(), [](const CallSpec& c) { return c.variant == DrawVariant::plain; });
   std::iter_swap(block.begin(), first_plain);
   for (const CallSpec& spec : block) add(spec);
-  const std::vector<CallSpec> pool = block;
-  while (static_cast<int>(calls.size()) < req_.verify.trials) add(pool[s_.ids.next() % pool.size()]);
+  while (static_cast<int>(calls.size()) < req_.verify.trials) add(block[s_.ids.next() % block.size()]);
   if (req_.anticheat.state_checks) {
     if (calls.size() > 1) calls.back().mode = Mode::same_addresses;
     else calls.push_back({Mode::same_addresses, {s_.ids.next(), DrawVariant::plain, 0, -1}});
@@ -189,6 +188,19 @@ bool Judgement::verify_call(const Planned& p, size_t index) {
     return false;
   };
   const Json where = {{"trial", index}, {"variant", variant_name(spec.variant)}};
+  // A shortcut that does not survive this call's member of the draw family.
+  auto refuse_member = [&](Json evidence) {
+    evidence["call"] = where;
+    evidence["reason"] = r.reason;
+    evidence["outputs"] = r.outputs;
+    add_check("robustness_draws", false,
+              std::string("with inputs drawn from a member of the task's draw family other than its declared draw (") +
+                  variant_name(spec.variant) +
+                  "), under which the reference is well-conditioned, the outputs left the task's tolerance: the candidate relies "
+                  "on one member's statistics or computes below the task's precision",
+              std::move(evidence));
+    return false;
+  };
   if (!r.rec.inputs_changed.empty()) {
     add_check("inputs_unchanged", false, "the candidate changed its input " + r.rec.inputs_changed[0] + ": inputs and parameters are read-only",
               {{"call", where}, {"changed", r.rec.inputs_changed}, {"phase", "verification"}});
@@ -211,14 +223,8 @@ bool Judgement::verify_call(const Planned& p, size_t index) {
       // too is the member (a shortcut that does not survive it), passing it is the addresses.
       if (!ok && same && spec.variant != DrawVariant::plain) {
         Outcome again = run_call({s_.ids.next(), spec.variant, spec.variant_seed, -1}, index + 1);
-        if (!again.reason.empty() && again.rec.inputs_changed.empty() && again.rec.guards_written == 0) {
-          add_check("robustness_draws", false,
-                    std::string("with inputs drawn from another member of the task's draw family (") + variant_name(spec.variant) +
-                        "), under which the reference is well-conditioned, the outputs left the task's tolerance: the candidate relies "
-                        "on one member's statistics or computes below the task's precision",
-                    {{"call", where}, {"reason", r.reason}, {"outputs", r.outputs}, {"again_reason", again.reason}});
-          return false;
-        }
+        if (!again.reason.empty() && again.rec.inputs_changed.empty() && again.rec.guards_written == 0)
+          return refuse_member({{"again_reason", again.reason}});
       }
       // The candidate passed every earlier trial; failing here is answering from state.
       add_check(same ? "state_same_addresses" : "state_new_addresses", ok,
@@ -241,12 +247,7 @@ bool Judgement::verify_call(const Planned& p, size_t index) {
                   {{"call", where}, {"reason", r.reason}, {"plain_call_reason", again.reason}});
         return false;
       }
-      add_check("robustness_draws", false,
-                std::string("with inputs drawn beyond the task's usual distribution (") + variant_name(spec.variant) +
-                    "), under which the reference is well-conditioned, the outputs left the task's tolerance: the candidate relies "
-                    "on the usual draws' statistics or computes below the task's precision",
-                {{"call", where}, {"reason", r.reason}, {"outputs", r.outputs}, {"plain_call_passed", true}});
-      return false;
+      return refuse_member({{"plain_call_passed", true}});
     }
   }
   return ok;
