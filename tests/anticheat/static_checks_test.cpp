@@ -9,7 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include "configs/yaml_reader.h"
 #include "tests/env/judge/candidates.h"
 
 using namespace kforge;
@@ -48,15 +47,6 @@ std::string read(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string config_error(const std::string& yaml) {
-  try {
-    AnticheatConfig::from_yaml(YamlNode::parse(yaml, "anticheat.yaml"));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
@@ -605,51 +595,4 @@ TEST(StaticChecks, RefusesEveryExploitOnItsMarkedLines) {
     EXPECT_FALSE(r.passed) << p.filename() << ": cheat succeeded";
     EXPECT_EQ(found(r), expected) << p.filename() << "\n" << dump(r);
   }
-}
-
-// ---- config ---------------------------------------------------------------------------------
-
-TEST(AnticheatConfig, ShippedFileLoadsWithTheDefaults) {
-  AnticheatConfig c = AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml");
-  StaticCheckConfig d;
-  EXPECT_EQ(c.static_checks.forbid_timers, d.forbid_timers);
-  EXPECT_EQ(c.static_checks.forbid_inline_asm, d.forbid_inline_asm);
-  EXPECT_EQ(c.static_checks.forbid_printf, d.forbid_printf);
-  EXPECT_EQ(c.static_checks.forbid_global_state, d.forbid_global_state);
-  EXPECT_EQ(c.static_checks.forbid_l2_residency, d.forbid_l2_residency);
-  EXPECT_EQ(c.static_checks.forbid_launch_identity, d.forbid_launch_identity);
-  EXPECT_EQ(c.static_checks.forbidden_identifiers, d.forbidden_identifiers);
-  EXPECT_TRUE(d.forbid_timers && !d.forbid_inline_asm && d.forbid_printf && d.forbid_global_state && d.forbid_l2_residency &&
-              d.forbid_launch_identity);
-}
-
-TEST(AnticheatConfig, ReadsEveryKey) {
-  AnticheatConfig c = AnticheatConfig::from_yaml(YamlNode::parse(
-      "static:\n  forbid_timers: false\n  forbid_inline_asm: true\n  forbid_printf: false\n"
-      "  forbid_global_state: false\n  forbid_l2_residency: false\n  forbid_launch_identity: false\n"
-      "  forbidden_identifiers: [__trap, malloc]\n",
-      "anticheat.yaml"));
-  EXPECT_FALSE(c.static_checks.forbid_timers);
-  EXPECT_TRUE(c.static_checks.forbid_inline_asm);
-  EXPECT_FALSE(c.static_checks.forbid_printf);
-  EXPECT_FALSE(c.static_checks.forbid_global_state);
-  EXPECT_FALSE(c.static_checks.forbid_l2_residency);
-  EXPECT_FALSE(c.static_checks.forbid_launch_identity);
-  EXPECT_EQ(c.static_checks.forbidden_identifiers, (std::vector<std::string>{"__trap", "malloc"}));
-}
-
-TEST(AnticheatConfig, UnknownKeyIsAnErrorNamingKeyAndFile) {
-  EXPECT_EQ(config_error("static:\n  forbid_timer: true\n"),
-            "anticheat.yaml:2:3: static.forbid_timer: unknown key (did you mean 'forbid_timers'?)");
-  EXPECT_NE(config_error("statik: {}\n").find("anticheat.yaml:1:1: statik: unknown key"), std::string::npos)
-      << config_error("statik: {}\n");
-}
-
-TEST(AnticheatConfig, BadValuesAreErrorsNamingTheKey) {
-  EXPECT_NE(config_error("static: {forbid_printf: 1}\n").find("static.forbid_printf"), std::string::npos)
-      << config_error("static: {forbid_printf: 1}\n");
-  EXPECT_NE(config_error("static: {forbidden_identifiers: [\"cuda::std::chrono\"]}\n")
-                .find("static.forbidden_identifiers: 'cuda::std::chrono' is not an identifier"),
-            std::string::npos)
-      << config_error("static: {forbidden_identifiers: [\"cuda::std::chrono\"]}\n");
 }
