@@ -13,13 +13,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 Json to_json(const nlohmann::ordered_json& j) { return Json::parse(j.dump()); }
 
 // A compact view of a report for info (the full report, samples included, is info["report"]).
