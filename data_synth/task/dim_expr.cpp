@@ -1,6 +1,8 @@
 #include "data_synth/task/dim_expr.h"
 
 #include <cctype>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "configs/error.h"
@@ -31,6 +33,9 @@ class Parser {
   explicit Parser(std::string_view text) : s_(text) {}
 
   NodeP parse_all() {
+    if (s_.size() > kMaxDimExprChars)
+      KFORGE_FAIL(spec, "dimension expression of " << s_.size() << " characters is longer than the limit of "
+                                                  << kMaxDimExprChars);
     NodeP e = expr();
     skip();
     if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
@@ -40,6 +45,21 @@ class Parser {
  private:
   [[noreturn]] void fail(const std::string& what) {
     KFORGE_FAIL(spec, "bad dimension expression '" << s_ << "' at column " << pos_ + 1 << ": " << what);
+  }
+  // One level of nesting (a parenthesis, a call, a unary sign) for as long as it lives: the
+  // recursion below is bounded by kMaxDimExprNesting.
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDimExprNesting) p_.fail("nested deeper than " + std::to_string(kMaxDimExprNesting) + " levels");
+    }
+    ~Nest() { --p_.depth_; }
+    Parser& p_;
+  };
+  // A node with operands; their count is capped so that evaluating and printing (recursive, and
+  // so is freeing the tree) stay shallow.
+  NodeP op(DimExpr::Node::Kind k, NodeP a, NodeP b = nullptr) {
+    if (++operators_ > kMaxDimExprOperators) fail("more than " + std::to_string(kMaxDimExprOperators) + " operators");
+    return make(k, std::move(a), std::move(b));
   }
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -55,25 +75,31 @@ class Parser {
   NodeP expr() {
     NodeP left = term();
     for (;;) {
-      if (eat('+')) left = make(DimExpr::Node::add, left, term());
-      else if (eat('-')) left = make(DimExpr::Node::sub, left, term());
+      if (eat('+')) left = op(DimExpr::Node::add, left, term());
+      else if (eat('-')) left = op(DimExpr::Node::sub, left, term());
       else return left;
     }
   }
   NodeP term() {
     NodeP left = unary();
     for (;;) {
-      if (eat('*')) left = make(DimExpr::Node::mul, left, unary());
+      if (eat('*')) left = op(DimExpr::Node::mul, left, unary());
       else if (eat('/')) {
         eat('/');  // "//" reads as "/"
-        left = make(DimExpr::Node::div, left, unary());
-      } else if (eat('%')) left = make(DimExpr::Node::mod, left, unary());
+        left = op(DimExpr::Node::div, left, unary());
+      } else if (eat('%')) left = op(DimExpr::Node::mod, left, unary());
       else return left;
     }
   }
   NodeP unary() {
-    if (eat('-')) return make(DimExpr::Node::neg, unary());
-    if (eat('+')) return unary();
+    if (eat('-')) {
+      Nest nest(*this);
+      return op(DimExpr::Node::neg, unary());
+    }
+    if (eat('+')) {
+      Nest nest(*this);
+      return unary();
+    }
     return primary();
   }
   NodeP primary() {
@@ -81,6 +107,7 @@ class Parser {
     if (pos_ >= s_.size()) fail("expression ends too soon");
     char c = s_[pos_];
     if (eat('(')) {
+      Nest nest(*this);
       NodeP e = expr();
       if (!eat(')')) fail("expected ')'");
       return e;
@@ -107,11 +134,12 @@ class Parser {
         else if (id == "max") k = DimExpr::Node::max;
         else if (id == "ceil_div") k = DimExpr::Node::ceil_div;
         else fail("unknown function '" + id + "' (min, max, ceil_div)");
+        Nest nest(*this);
         NodeP a = expr();
         if (!eat(',')) fail("expected ',' in " + id + "(a, b)");
         NodeP b = expr();
         if (!eat(')')) fail("expected ')' after " + id + "(a, b");
-        return make(k, a, b);
+        return op(k, a, b);
       }
       auto n = std::make_shared<DimExpr::Node>();
       n->kind = DimExpr::Node::name;
@@ -123,17 +151,42 @@ class Parser {
 
   std::string_view s_;
   size_t pos_ = 0;
+  int depth_ = 0, operators_ = 0;
 };
 
-int64_t floor_div(int64_t a, int64_t b) {
+// Floor division, Python's //, for b != 0; nullopt when the quotient is outside int64 (only
+// INT64_MIN / -1).
+std::optional<int64_t> floor_div(int64_t a, int64_t b) {
+  if (a == std::numeric_limits<int64_t>::min() && b == -1) return std::nullopt;
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
+// Python's %: the sign of b, |r| < |b|. x % -1 is 0 (INT64_MIN % -1 traps in C++, so it is not
+// computed); r + b cannot overflow since r and b have opposite signs there.
+int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+// The smallest integer >= a / b, for b != 0; nullopt for INT64_MIN / -1.
+std::optional<int64_t> ceil_div(int64_t a, int64_t b) {
+  if (a == std::numeric_limits<int64_t>::min() && b == -1) return std::nullopt;
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) == (b < 0))) ++q;
+  return q;
+}
+
 int64_t eval_node(const DimExpr::Node& n, const DimEnv& env, const std::string& text) {
-  auto check = [&](bool overflow) {
-    if (overflow) KFORGE_FAIL(spec, "dimension expression '" << text << "' overflows 64 bits");
+  auto overflow = [&](const char* what) {
+    KFORGE_FAIL(spec, "dimension expression '" << text << "' overflows 64 bits (" << what << ")");
+  };
+  auto checked = [&](std::optional<int64_t> v, const char* what) {
+    if (!v) overflow(what);
+    return *v;
   };
   auto divisor = [&](int64_t b) {
     if (b == 0) KFORGE_FAIL(spec, "dimension expression '" << text << "' divides by zero");
@@ -147,19 +200,21 @@ int64_t eval_node(const DimExpr::Node& n, const DimEnv& env, const std::string& 
       if (it == env.end()) KFORGE_FAIL(spec, "dimension expression '" << text << "' uses unknown dimension '" << n.id << "'");
       return it->second;
     }
-    case DimExpr::Node::neg: return -eval_node(*n.a, env, text);
+    case DimExpr::Node::neg:
+      if (__builtin_sub_overflow(int64_t{0}, eval_node(*n.a, env, text), &r)) overflow("negation");
+      return r;
     default: break;
   }
   int64_t a = eval_node(*n.a, env, text), b = eval_node(*n.b, env, text);
   switch (n.kind) {
-    case DimExpr::Node::add: check(__builtin_add_overflow(a, b, &r)); return r;
-    case DimExpr::Node::sub: check(__builtin_sub_overflow(a, b, &r)); return r;
-    case DimExpr::Node::mul: check(__builtin_mul_overflow(a, b, &r)); return r;
-    case DimExpr::Node::div: return floor_div(a, divisor(b));
-    case DimExpr::Node::mod: return a - floor_div(a, divisor(b)) * b;
+    case DimExpr::Node::add: if (__builtin_add_overflow(a, b, &r)) overflow("+"); return r;
+    case DimExpr::Node::sub: if (__builtin_sub_overflow(a, b, &r)) overflow("-"); return r;
+    case DimExpr::Node::mul: if (__builtin_mul_overflow(a, b, &r)) overflow("*"); return r;
+    case DimExpr::Node::div: return checked(floor_div(a, divisor(b)), "/");
+    case DimExpr::Node::mod: return floor_mod(a, divisor(b));
     case DimExpr::Node::min: return a < b ? a : b;
     case DimExpr::Node::max: return a > b ? a : b;
-    case DimExpr::Node::ceil_div: return -floor_div(-a, divisor(b));
+    case DimExpr::Node::ceil_div: return checked(ceil_div(a, divisor(b)), "ceil_div");
     default: return 0;
   }
 }
@@ -213,6 +268,12 @@ DimExpr::DimExpr() : DimExpr(constant(0)) {}
 
 DimExpr DimExpr::constant(int64_t value) {
   auto n = std::make_shared<Node>();
+  if (value == std::numeric_limits<int64_t>::min()) {  // -INT64_MIN does not exist: -INT64_MAX - 1
+    auto one = std::make_shared<Node>();
+    one->kind = Node::number;
+    one->value = 1;
+    return DimExpr(make(Node::sub, constant(value + 1).root_, one));
+  }
   if (value < 0) {
     n->kind = Node::number;
     n->value = -value;

@@ -70,3 +70,85 @@ TEST(Identifier, AcceptsPythonNamesOnly) {
   EXPECT_FALSE(is_identifier("a-b"));
   EXPECT_FALSE(is_identifier(""));
 }
+
+// Issue 26: the expressions below come from a policy's launch.yaml; each used to kill the process
+// (SIGFPE or SIGSEGV). Now each is a spec error that says why.
+namespace {
+
+std::string eval_error(const std::string& text, const DimEnv& env = {}) {
+  try {
+    DimExpr::parse(text).eval(env);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec) << text;
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for " << text.substr(0, 80);
+  return "";
+}
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+}  // namespace
+
+TEST(DimExpr, Int64MinDividedByMinusOneIsAnOverflowError) {
+  EXPECT_NE(eval_error("(0 - 9223372036854775807 - 1) / (0 - 1)").find("overflows 64 bits (/)"), std::string::npos);
+  EXPECT_NE(eval_error("ceil_div(0 - 9223372036854775807 - 1, 0 - 1)").find("overflows 64 bits"), std::string::npos);
+  EXPECT_NE(eval_error("M / (0 - 1)", {{"M", INT64_MIN}}).find("overflows"), std::string::npos);
+}
+
+TEST(DimExpr, ModuloByMinusOneIsZeroEvenForInt64Min) {
+  EXPECT_EQ(DimExpr::parse("(0 - 9223372036854775807 - 1) % (0-1)").eval({}), 0);
+  EXPECT_EQ(DimExpr::parse("7 % (0-1)").eval({}), 0);
+  EXPECT_EQ(DimExpr::parse("7 % -3").eval({}), -2);  // Python: 7 % -3 == -2
+  EXPECT_EQ(DimExpr::parse("-9223372036854775807 % 2").eval({}), 1);
+  EXPECT_NE(eval_error("5 % (3 - 3)").find("divides by zero"), std::string::npos);
+}
+
+TEST(DimExpr, NegatingInt64MinIsAnOverflowError) {
+  EXPECT_NE(eval_error("-(0 - 9223372036854775807 - 1)").find("overflows 64 bits (negation)"), std::string::npos);
+  EXPECT_NE(eval_error("-M", {{"M", INT64_MIN}}).find("negation"), std::string::npos);
+  EXPECT_NE(eval_error("0 - 9223372036854775807 - 2").find("overflows 64 bits (-)"), std::string::npos);
+  EXPECT_NE(eval_error("9223372036854775807 + 1").find("(+)"), std::string::npos);
+}
+
+TEST(DimExpr, Int64MinConstantPrintsAndParsesBack) {
+  DimExpr e = DimExpr::constant(INT64_MIN);
+  EXPECT_EQ(e.eval({}), INT64_MIN);
+  EXPECT_EQ(DimExpr::parse(e.str()).eval({}), INT64_MIN);
+}
+
+TEST(DimExpr, TwentyThousandParenthesesAreRefusedNotACrash) {
+  std::string deep = repeat("(", 20000) + "1" + repeat(")", 20000);
+  EXPECT_THROW(DimExpr::parse(deep), Error);
+  // Under the length cap the nesting cap answers.
+  std::string nested = repeat("(", 65) + "1" + repeat(")", 65);
+  try {
+    DimExpr::parse(nested);
+    FAIL() << "65 levels accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(DimExpr::parse(repeat("(", 64) + "1" + repeat(")", 64)).eval({}), 1);
+  EXPECT_THROW(DimExpr::parse(repeat("-", 5000) + "1"), Error);
+  EXPECT_THROW(DimExpr::parse(repeat("min(1, ", 1000) + "1" + repeat(")", 1000)), Error);
+}
+
+TEST(DimExpr, TwentyThousandTermSumIsRefusedNotACrash) {
+  try {
+    DimExpr::parse("1" + repeat(" + 1", 20000));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("longer than the limit of 4096"), std::string::npos) << e.what();
+  }
+  try {
+    DimExpr::parse("1" + repeat("+1", 300));  // 601 characters, 300 operators
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 256 operators"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(DimExpr::parse("1" + repeat("+1", 255)).eval({}), 256);
+}
