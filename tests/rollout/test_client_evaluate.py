@@ -8,7 +8,9 @@ import subprocess
 import sys
 import threading
 
-from client_harness import StandInChat, candidate, client_env, dead_endpoint
+import pytest
+
+from client_harness import Server, StandInChat, candidate, client_env, dead_endpoint
 from kforge_client import Client, read_trajectories
 from kforge_client.adapters import ChatEvaluator
 
@@ -112,8 +114,10 @@ def test_evaluate_cli_plays_a_split_concurrently_and_resumes(server, tmp_path):
                                "http://127.0.0.1:9/v1", "--model", "m3", "--tasks", "linear_relu", "--max-turns", "2",
                                "--out", str(out), "--json", "--allow-no-gpu"], capture_output=True, text=True, env=env,
                               timeout=300)
-        assert down.returncode == 0, down.stderr
-        assert json.loads(down.stdout)["errors"] == 1 and "error URLError" in down.stderr
+        # Nothing of m3 was played to its end: a failed run, and the endpoint's error names its URL.
+        assert down.returncode == 1, down.stderr
+        assert json.loads(down.stdout)["errors"] == 1 and "kforge-evaluate: FAILED: no episode of m3" in down.stderr
+        assert "error ChatEndpointError: http://127.0.0.1:9/v1/chat/completions: no reply" in down.stderr
         bad = evaluate("--model", "m1", "--split", "no_such_split")
         assert bad.returncode == 2 and "split no_such_split has none" in bad.stderr
     finally:
@@ -167,3 +171,151 @@ def test_evaluate_refuses_a_server_without_a_gpu_lane(server, tmp_path):
                            env=env, timeout=60)
     assert usage.returncode == 0 and usage.stdout.startswith("usage: kforge-evaluate "), usage.stdout
     assert "--allow-no-gpu" in usage.stdout and "python -m" not in usage.stdout.splitlines()[0]
+
+
+def evaluate_cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "kforge_client.evaluate", *args], capture_output=True, text=True,
+                          env=client_env(), timeout=timeout)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--tasks", ","), "--tasks takes task names separated by commas, not ','"),
+    (("--tasks", ""), "--tasks takes task names separated by commas, not ''"),
+    (("--tasks", "a,,b"), "--tasks takes task names"),
+    (("--split", ""), "--split takes a split name"),
+    (("--limit", "0"), "--limit must be >= 1, not 0"),
+    (("--limit", "-3"), "--limit must be >= 1, not -3"),
+    (("--seeds", ","), "--seeds takes integers"),
+    (("--timeout", "0"), "--timeout must be > 0"),
+    (("--chat-url", "file:///etc/passwd"), "must be http:// or https:// with a host, not 'file:///etc/passwd'"),
+    (("--chat-url", "ftp://host/v1"), "must be http:// or https://"),
+])
+def test_evaluate_refuses_empty_or_invalid_flags_with_exit_2(tmp_path, args, message):
+    out = tmp_path / "out.jsonl"
+    flags = {"--server": "ipc:///nonexistent/kforge.sock", "--chat-url": "http://127.0.0.1:9/v1", "--model": "m",
+             "--out": str(out)}
+    flags.update(dict(zip(args[::2], args[1::2])))
+    r = evaluate_cli(*[x for kv in flags.items() for x in kv])
+    assert r.returncode == 2 and message in r.stderr and not out.exists(), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_evaluate_plays_train_tasks_only_when_named_and_says_what_it_plays(server, tmp_path):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SubmitChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    common = ["--server", server.endpoint, "--chat-url", f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+              "--model", "m", "--max-turns", "1", "--allow-no-gpu", "--json"]
+    try:
+        heldout = evaluate_cli(*common, "--out", str(tmp_path / "default.jsonl"))
+        train = evaluate_cli(*common, "--split", "train", "--limit", "2", "--out", str(tmp_path / "train.jsonl"))
+        unknown = evaluate_cli(*common, "--tasks", "linear_relu,no_such_task", "--out", str(tmp_path / "u.jsonl"))
+    finally:
+        httpd.shutdown()
+    assert heldout.returncode == 0, heldout.stderr
+    rows = [json.loads(x) for x in (tmp_path / "default.jsonl").read_text().splitlines()]
+    assert rows and {r["task_meta"]["split"] for r in rows} == {"heldout"}, rows
+    assert f"evaluate: playing split heldout: {len(rows)} task(s) x 1 seed(s)" in heldout.stderr, heldout.stderr
+    assert train.returncode == 0, train.stderr
+    rows = [json.loads(x) for x in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and {r["task_meta"]["split"] for r in rows} == {"train"}
+    assert "evaluate: playing split train: 2 task(s) (--limit 2) x 1 seed(s)" in train.stderr, train.stderr
+    assert unknown.returncode == 2 and "the server serves no task named no_such_task" in unknown.stderr
+    assert not (tmp_path / "u.jsonl").exists()
+
+
+class BigWriteChat(StandInChat):
+    """Writes a file larger than the server's payload limit: the server answers the step with an error."""
+
+    def answer(self, body):
+        return {"role": "assistant", "content": None,
+                "tool_calls": [tool_call(1, "write_file", path="kernel.cu", content="//" + "x" * 4000)]}
+
+
+def test_an_episode_a_step_error_ended_is_counted_as_a_failure(tmp_path):
+    server = Server(tmp_path, protocol={"max_payload_bytes": 1024})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BigWriteChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    out = tmp_path / "out.jsonl"
+    try:
+        r = evaluate_cli("--server", server.endpoint, "--chat-url", f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+                         "--model", "m", "--tasks", "linear_relu,softmax_rows", "--allow-no-gpu", "--json",
+                         "--out", str(out))
+    finally:
+        httpd.shutdown()
+        server.stop()
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 2 and all("error" not in x for x in rows), rows
+    assert all(x["termination_reason"] == "step_error" and x["episode_reward"] is None and x["turns"] == 0
+               and x["step_error"].startswith("payload_too_large") for x in rows), rows
+    summary = json.loads(r.stdout)
+    assert (summary["episodes"], summary["step_errors"], summary["errors"], summary["judged"]) == (2, 2, 0, 0)
+    assert summary["positive_reward_share"] == 0 and summary["mean_reward"] is None
+    assert r.returncode == 1 and "FAILED: no episode of m" in r.stderr and "2 ended by a step's error reply" in r.stderr
+    from kforge_client.report.rows import Run
+    on_gpu = Run("r", [{k: v for k, v in x.items() if k != "no_gpu"} for x in rows])  # as a GPU server's run
+    assert len(on_gpu.judged) == 2 and not any(e["correct"] for e in on_gpu.judged)  # the report: two failures
+
+
+class BrokenChat(http.server.BaseHTTPRequestHandler):
+    """An endpoint that answers HTML: a proxy's error page (502), or a login page with status 200."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        status = 502 if "bad-gateway" in self.path else 200
+        data = b"<html><head><title>Sign in</title></head><body>" + b"proxy says no " * 50 + b"</body></html>"
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_endpoint_errors_name_the_url_status_and_body():
+    from kforge_client.adapters import ChatEndpointError
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BrokenChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        errors = []
+        for path in ("/bad-gateway/v1", "/login/v1"):
+            ev = ChatEvaluator(base + path, "m", Client(dead_endpoint(), timeout=1))
+            with pytest.raises(ChatEndpointError) as e:
+                ev._chat([{"role": "user", "content": "hi"}], [])
+            errors.append(e.value)
+    finally:
+        httpd.shutdown()
+    gateway, login = errors
+    assert gateway.status == 502 and str(gateway).startswith(f"{base}/bad-gateway/v1/chat/completions: HTTP 502: ")
+    assert "<title>Sign in</title>" in str(gateway) and len(str(gateway)) < 500
+    assert login.status == 200 and "is not an OpenAI chat completion" in str(login) and "Sign in" in str(login)
+    with pytest.raises(ValueError, match="http:// or https://"):
+        ChatEvaluator("file:///etc/passwd", "m", None)
+
+
+class KillingChat(StandInChat):
+    """Kills the kforge server, then answers a tool call: the step gets no reply."""
+    server = None
+
+    def answer(self, body):
+        KillingChat.server.kill()
+        return {"role": "assistant", "content": None, "tool_calls": [tool_call(1, "compile")]}
+
+
+def test_the_client_timeout_flag_bounds_an_episode_against_a_dead_server(tmp_path):
+    KillingChat.server = server = Server(tmp_path)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), KillingChat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    out = tmp_path / "out.jsonl"
+    try:
+        r = evaluate_cli("--server", server.endpoint, "--chat-url", f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+                         "--model", "m", "--tasks", "linear_relu", "--allow-no-gpu", "--timeout", "1",
+                         "--out", str(out), timeout=60)
+    finally:
+        httpd.shutdown()
+        server.stop()
+    row = json.loads(out.read_text())
+    assert row["error"].startswith("ServerUnavailable") and row["seconds"] < 8, row  # 120 s + 120 s without the flag
+    assert r.returncode == 1, r.stderr

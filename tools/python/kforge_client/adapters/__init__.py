@@ -5,7 +5,7 @@ verl's ``BaseTool``) and ``verifiers_env`` (``KforgeEnv``, a verifiers ``MultiTu
 their trainer's package and are loaded only when named (``pip install 'kforge-client[verl]'`` /
 ``[verifiers]``).
 """
-from .openai_eval import ChatEvaluator, EpisodeResult
+from .openai_eval import ChatEndpointError, ChatEvaluator, EpisodeResult, StepError
 
 _LAZY = {"KforgeTool": "verl_tool", "KforgeEnv": "verifiers_env"}
 
@@ -17,4 +17,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ChatEvaluator", "EpisodeResult", "KforgeTool", "KforgeEnv"]
+__all__ = ["ChatEvaluator", "ChatEndpointError", "EpisodeResult", "StepError", "KforgeTool", "KforgeEnv"]
