@@ -1,6 +1,7 @@
 #include "configs/yaml_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -8,12 +9,127 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 namespace kforge {
 
-YamlNode YamlNode::load_file(const std::string& path, ErrorKind kind) {
-  std::ifstream in(path);
+namespace {
+
+[[noreturn]] void fail_line(ErrorKind kind, const std::string& origin, size_t line, size_t column,
+                            const std::string& message) {
+  throw_error(kind, origin + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message);
+}
+
+// Does a block scalar (`|`, `>-`, `|2+` ...) start at the end of this line's content? Its lines
+// are text, not structure, and are skipped by the scan below.
+bool opens_block_scalar(const std::string& content) {
+  size_t end = content.find_last_not_of(" \t\r");
+  if (end == std::string::npos) return false;
+  size_t p = end;
+  while (p > 0 && (content[p] == '-' || content[p] == '+' || std::isdigit(static_cast<unsigned char>(content[p])))) --p;
+  if (content[p] != '|' && content[p] != '>') return false;
+  return p == 0 || content[p - 1] == ' ' || content[p - 1] == '\t';
+}
+
+// Checks the text before yaml-cpp sees it. The nesting yaml-cpp recurses to is bounded by the flow
+// brackets open at once (at most max_depth) plus twice the block indentation of a line's first
+// node (at most 4 * max_depth columns), which keeps it far below yaml-cpp's own guard of 2000
+// levels; the exact depth is checked on the tree afterwards. Quoted scalars, comments and block
+// scalars are skipped, so brackets in text do not count.
+void check_text(const std::string& text, const std::string& origin, ErrorKind kind, const YamlLimits& lim) {
+  if (text.size() > lim.max_bytes)
+    throw_error(kind, origin + ": " + std::to_string(text.size()) + " bytes of YAML, over the limit of " +
+                          std::to_string(lim.max_bytes));
+  const size_t max_indent = 4 * static_cast<size_t>(lim.max_depth);
+  int flow = 0;
+  char quote = 0;
+  long block_indent = -1;  // >= 0: inside a block scalar opened on a line of that indentation
+  size_t line_no = 0, pos = 0;
+  while (pos <= text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    ++line_no;
+    size_t indent = line.find_first_not_of(' ');
+    if (block_indent >= 0) {
+      if (indent == std::string::npos || line[indent] == '\r' || static_cast<long>(indent) > block_indent) continue;
+      block_indent = -1;
+    }
+    if (indent == std::string::npos) continue;
+    size_t i = indent;
+    if (quote == 0 && flow == 0) {
+      while (i < line.size() && (line[i] == '-' || line[i] == '?') && (i + 1 == line.size() || line[i + 1] == ' '))
+        i = std::min(line.size(), line.find_first_not_of(' ', i + 1));
+      if (i > max_indent)
+        fail_line(kind, origin, line_no, i + 1, "a node indented " + std::to_string(i) + " columns, over the limit of " +
+                                                    std::to_string(max_indent));
+      i = indent;
+    }
+    size_t content_end = line.size();
+    for (; i < line.size(); ++i) {
+      const char c = line[i], prev = i == 0 ? ' ' : line[i - 1];
+      const bool node_start = prev == ' ' || prev == '\t' || i == indent || (flow > 0 && (prev == '[' || prev == '{' || prev == ','));
+      if (quote == '"') {
+        if (c == '\\') ++i;
+        else if (c == '"') quote = 0;
+      } else if (quote == '\'') {
+        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'') ++i;
+        else if (c == '\'') quote = 0;
+      } else if (c == '#' && (prev == ' ' || prev == '\t' || i == 0)) {
+        content_end = i;
+        break;
+      } else if ((c == '"' || c == '\'') && node_start) {
+        quote = c;
+      } else if ((c == '[' || c == '{') && (flow > 0 || node_start)) {
+        if (++flow > lim.max_depth)
+          fail_line(kind, origin, line_no, i + 1, "flow collections nested deeper than " + std::to_string(lim.max_depth) + " levels");
+      } else if ((c == ']' || c == '}') && flow > 0) {
+        --flow;
+      }
+    }
+    if (quote == 0 && flow == 0 && opens_block_scalar(line.substr(0, content_end))) block_indent = static_cast<long>(indent);
+  }
+}
+
+// The parsed tree, walked with an explicit stack: depth, key kinds, repeated keys, node count.
+void check_tree(const YAML::Node& root, const std::string& origin, ErrorKind kind, const YamlLimits& lim) {
+  auto fail_at = [&](const YAML::Node& n, const std::string& message) {
+    YAML::Mark m = n.Mark();
+    if (m.is_null()) throw_error(kind, origin + ": " + message);
+    fail_line(kind, origin, m.line + 1, m.column + 1, message);
+  };
+  std::vector<std::pair<YAML::Node, int>> stack{{root, 1}};
+  size_t visited = 0;
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (++visited > lim.max_nodes)
+      throw_error(kind, origin + ": more than " + std::to_string(lim.max_nodes) + " YAML nodes (aliases included)");
+    if (depth > lim.max_depth) fail_at(node, "nested deeper than " + std::to_string(lim.max_depth) + " levels");
+    if (node.IsSequence()) {
+      for (const YAML::Node& item : node) stack.push_back({item, depth + 1});
+    } else if (node.IsMap()) {
+      std::map<std::string, size_t> first_line;
+      for (const auto& kv : node) {
+        if (kv.first.IsMap() || kv.first.IsSequence()) fail_at(kv.first, "a key must be a plain value, not a list or a mapping");
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        const size_t line = kv.first.Mark().is_null() ? 0 : kv.first.Mark().line + 1;
+        auto [it, fresh] = first_line.emplace(key, line);
+        if (!fresh)
+          fail_at(kv.first, "duplicate key '" + key + "' (first at line " + std::to_string(it->second) +
+                                "); a key may appear once in a mapping");
+        stack.push_back({kv.second, depth + 1});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+YamlNode YamlNode::load_file(const std::string& path, ErrorKind kind, const YamlLimits& limits) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
     const int err = errno;
     std::error_code ec;
@@ -21,15 +137,22 @@ YamlNode YamlNode::load_file(const std::string& path, ErrorKind kind) {
     KFORGE_FAIL(io, path << ": cannot open file (" << std::strerror(err) << ")"
                          << (ec || full.string() == path ? "" : "; the full path tried: " + full.string()));
   }
+  const std::streamoff size = in.tellg();
+  if (size > 0 && static_cast<uint64_t>(size) > limits.max_bytes)
+    throw_error(kind, path + ": " + std::to_string(size) + " bytes of YAML, over the limit of " +
+                          std::to_string(limits.max_bytes));
+  in.seekg(0);
   std::stringstream text;
   text << in.rdbuf();
-  return parse(text.str(), path, kind);
+  return parse(text.str(), path, kind, limits);
 }
 
-YamlNode YamlNode::parse(const std::string& text, const std::string& origin, ErrorKind kind) {
+YamlNode YamlNode::parse(const std::string& text, const std::string& origin, ErrorKind kind, const YamlLimits& limits) {
   auto state = std::make_shared<State>(State{origin, kind});
+  check_text(text, origin, kind, limits);
+  YAML::Node root;
   try {
-    return YamlNode(YAML::Load(text), state, "");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     std::ostringstream os;
     os << origin;
@@ -37,6 +160,8 @@ YamlNode YamlNode::parse(const std::string& text, const std::string& origin, Err
     os << ": not valid YAML: " << e.msg;
     throw_error(kind, os.str());
   }
+  check_tree(root, origin, kind, limits);
+  return YamlNode(root, state, "");
 }
 
 std::string YamlNode::location() const {

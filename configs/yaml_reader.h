@@ -17,12 +17,26 @@
 
 namespace kforge {
 
+// What a YAML text may be before it is read. yaml-cpp parses recursively, so the text is checked
+// before it gets there: its size, and a bound on its nesting (flow brackets, block indentation).
+// After parsing, the tree is walked without recursion: nesting deeper than max_depth, a key that
+// is a list or a mapping, and a key written twice in one mapping are errors with their line (for
+// a repeated key yaml-cpp would silently keep the first value). Aliases cannot expand the walk
+// past max_nodes.
+struct YamlLimits {
+  size_t max_bytes = size_t{16} << 20;
+  int max_depth = 64;
+  size_t max_nodes = size_t{1} << 20;
+};
+
 class YamlNode {
  public:
-  // Reads and parses a file; a missing file is an io error, bad YAML an error of `kind`.
-  static YamlNode load_file(const std::string& path, ErrorKind kind = ErrorKind::config);
+  // Reads and parses a file; a missing file is an io error, bad YAML (or YAML past `limits`,
+  // the file's size checked before it is read) an error of `kind`.
+  static YamlNode load_file(const std::string& path, ErrorKind kind = ErrorKind::config,
+                            const YamlLimits& limits = {});
   static YamlNode parse(const std::string& text, const std::string& origin,
-                        ErrorKind kind = ErrorKind::config);
+                        ErrorKind kind = ErrorKind::config, const YamlLimits& limits = {});
 
   bool is_map() const { return node_.IsMap(); }
   bool is_sequence() const { return node_.IsSequence(); }
