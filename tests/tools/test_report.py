@@ -291,3 +291,53 @@ def test_tasks_the_server_left_out_are_reported_for_the_evaluated_sources_only(t
     out = tmp_path / "rep"
     write_report([path], str(out), resamples=50)
     assert "3 not imported (load_error 1, stochastic 2)" in (out / "report.md").read_text()
+
+
+def test_malformed_lines_are_counted_and_named_never_a_traceback(tmp_path):
+    good = row("t1", "pass", 2.0, 1.5)
+    bad = [
+        '{"task": "t2", "seed": 0, "mod',  # a line cut short in the middle of the file
+        "[1, 2]", '"just text"', "null",  # JSON, but not objects
+        json.dumps(dict(row("t3", "fail"), task=["t3"])),  # unhashable task: a TypeError in the Run before
+        json.dumps(dict(row("t4", "fail"), server={"gpus": 5})),
+        json.dumps(dict(row("t5", "fail"), task_meta={"dtype": "float32", "tolerance": {"atol": "1e-4", "rtol": 1}})),
+        json.dumps(dict(row("t6", "fail"), server={"left_out": [{"source": "synth", "rows": "many"}]})),
+        json.dumps(dict(row("t7", "fail"), judge={"timing_method": {"a": 1}})),
+        "[" * 100000 + "]" * 100000,  # deeper than the JSON decoder's recursion
+        json.dumps({"seed": 0, "model": "m"}),  # no task
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes((json.dumps(good) + "\n" + "\n".join(bad) + "\n").encode() + b"\xff\xfe not utf-8\n" +
+                     b'{"task": "t9", "seed": 0')  # and a killed run's last line
+    r = cli([KFORGE, "report"], tmp_path, str(path), "--out", "out", "--resamples", "20")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"{path}: 13 line(s) not read as episodes, counted by no metric (line 2: not JSON; " \
+           "line 3: a JSON list, not an object; line 4: a JSON str, not an object" in r.stderr, r.stderr
+    doc = json.loads((tmp_path / "out" / "report.json").read_text())
+    (unread,) = doc["unread_lines"]
+    assert unread["lines"] == 13 and len(unread["first"]) == 5
+    assert unread["first"][3] == {"line": 5, "why": "a JSON NoneType, not an object"}
+    assert unread["first"][4]["why"].startswith("task is list")
+    assert doc["runs"][0]["episodes"] == 1  # the good line still counts
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "**13 line(s) of " in md and "not read as episodes** (counted by no metric): line 2: not JSON" in md
+    from kforge_client.report.rows import read_jsonl_checked
+    whys = [u["why"] for u in read_jsonl_checked(str(path))[1]]
+    assert whys[5:] == ["server.gpus is int, not a list", 'task_meta.tolerance.atol is str "1e-4"',
+                        'server.left_out[0].rows is str "many"', "judge.timing_method is dict {\"a\": 1}",
+                        "not JSON (nested too deep)", "no task", "not UTF-8",
+                        "cut short (the last line has no newline: a run killed while writing it)"], whys
+
+
+def test_a_model_name_cannot_inject_markdown_into_the_report(tmp_path):
+    evil = "m\n# Injected heading\n![img](http://example.com/x.png) <script>x</script> | cell | $x^{$"
+    rows = [row("t1", "pass", 2.0, 1.5, model=evil), row("t1", "fail", model="plain")]
+    out = tmp_path / "out"
+    write_report([write_jsonl(tmp_path / "r.jsonl", rows)], str(out), resamples=20)  # two models: two runs
+    md = (out / "report.md").read_text()
+    headings = [x for x in md.splitlines() if x.startswith("#")]
+    assert [h.split(" ")[0] for h in headings if "Injected" in h] == ["##", "##"], headings  # its run, the comparison
+    assert all(r"m \# Injected heading" in h for h in headings if "Injected" in h), headings
+    assert "\n# Injected" not in md and "![img](" not in md and "<script>" not in md
+    assert r"\# Injected heading \!\[img\](http://example.com/x.png) \<script\>x\</script\> \| cell \|" in md
+    assert all(is_png(out / n) for n in os.listdir(out) if n.endswith(".png"))  # "$x^{$" is no mathtext

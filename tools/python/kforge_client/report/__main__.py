@@ -28,6 +28,10 @@ def main(argv=None):
     except OSError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    for u in doc["unread_lines"]:
+        first = "; ".join(f"line {x['line']}: {x['why']}" for x in u["first"])
+        print(f"{PROG}: {u['file']}: {u['lines']} line(s) not read as episodes, counted by no metric ({first}"
+              f"{', ...' if u['lines'] > len(u['first']) else ''})", file=sys.stderr)
     for rep in doc["runs"]:
         m = rep["overall"]["metrics"]
         pr = m["pass_rate"]["value"]

@@ -9,6 +9,7 @@ from . import metrics as M
 from .rows import GROUPINGS, environment, load_runs
 
 SCHEMA = "kforge.report/1"
+UNREAD_SHOWN = 5  # unread lines named per file in the report
 
 
 def run_report(run, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None):
@@ -45,11 +46,16 @@ def write_report(paths, out_dir, model=None, resamples=M.DEFAULT_B, seed=M.DEFAU
     """Reads the JSONL files, writes out_dir/report.json, report.md and the plots; returns the report."""
     from . import markdown, plots  # matplotlib only when writing
 
-    runs = load_runs(paths, model=model)
+    unread = {}
+    runs = load_runs(paths, model=model, unread=unread)
     if not runs:
         raise ValueError("no results files given")
     doc = build(runs, resamples, seed, eval_yaml)
     doc["inputs"] = [os.path.abspath(p) for p in paths]
+    # Lines no metric counts because they could not be read as episodes: counted, and the first
+    # few named, never dropped silently.
+    doc["unread_lines"] = [{"file": os.path.abspath(p), "lines": len(bad), "first": bad[:UNREAD_SHOWN]}
+                           for p, bad in unread.items()]
     os.makedirs(out_dir, exist_ok=True)
     slugs = []
     for i, (run, rep) in enumerate(zip(runs, doc["runs"])):

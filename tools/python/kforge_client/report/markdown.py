@@ -1,5 +1,20 @@
-"""report.md: the report's numbers as Markdown tables, the plots linked beside them."""
+"""report.md: the report's numbers as Markdown tables, the plots linked beside them. Every text
+that comes from the rows or the command line (run, model, task and GPU names, versions, reasons,
+paths) goes through esc(): a name cannot start a heading, a link, an image, HTML or a table cell."""
+import re
+
 from . import metrics as M
+
+# Markdown's markup characters; an underscore only at a word's edge (inside a name it emphasises
+# nothing, and task names are full of them).
+MARKUP = re.compile(r"[\\`*\[\]<>|#!~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def esc(x):
+    """Text as literal Markdown on one line: whitespace runs (newlines too) become one space, markup
+    characters are backslash-escaped."""
+    return MARKUP.sub(lambda m: "\\" + m.group(0), " ".join(str(x).split()))
+
 
 TITLES = {
     "pass_rate": "pass rate (correct final submission)",
@@ -35,24 +50,26 @@ def _environment(env):
     lines = ["### Where and how it was judged", ""]
     if env["devices"]:
         for d in env["devices"]:
-            lines.append(f"- GPU: {d['gpu']} (driver API {d['driver']}, CUDA {d['cuda']}, torch {d['torch']}), "
+            lines.append(f"- GPU: {esc(d['gpu'])} (driver API {esc(d['driver'])}, CUDA {esc(d['cuda'])}, "
+                         f"torch {esc(d['torch'])}), "
                          f"{d['episodes']} episode(s) judged there")
     else:
         lines.append("- GPU: none recorded (no submission reached the GPU worker; the server's GPUs: "
-                     f"{', '.join(env['server_gpus']) or 'none'})")
+                     f"{', '.join(map(esc, env['server_gpus'])) or 'none'})")
     if env["devices"] and env["server_gpus"]:
-        lines.append(f"- the server's GPU lanes: {', '.join(env['server_gpus'])}")
+        lines.append(f"- the server's GPU lanes: {', '.join(map(esc, env['server_gpus']))}")
     if env["kforge_versions"]:
-        lines.append(f"- kforge server version: {', '.join(env['kforge_versions'])}")
+        lines.append(f"- kforge server version: {', '.join(map(esc, env['kforge_versions']))}")
     for m in env["timing_methods"] or [{"method": "not recorded (nothing was timed)", "episodes": 0}]:
-        lines.append(f"- timing method: {m['method']}")
+        lines.append(f"- timing method: {esc(m['method'])}")
     prof = env["tolerance_profile"]
-    lines.append(f"- tolerance profile: {prof if prof else 'not recorded'} "
+    lines.append(f"- tolerance profile: {esc(prof) if prof else 'not recorded'} "
                  f"(check |c - r| <= atol + rtol·|r|; configs/eval.yaml precision.profiles)")
     for t in env["tolerances"]:
-        lines.append(f"  - {t['dtype']}: atol {t['atol']:g}, rtol {t['rtol']:g} ({t['episodes']} episode(s))")
+        lines.append(f"  - {esc(t['dtype'])}: atol {t['atol']:g}, rtol {t['rtol']:g} ({t['episodes']} episode(s))")
     for b in env["compile_baselines"]:
-        lines.append(f"- torch.compile baseline: measured on {b['stored_gpu'] or 'an unrecorded GPU'}; {b['rescale']}")
+        lines.append(f"- torch.compile baseline: measured on {esc(b['stored_gpu'] or 'an unrecorded GPU')}; "
+                     f"{esc(b['rescale'])}")
     lines += _left_out(env.get("left_out"))
     return lines + [""]
 
@@ -75,22 +92,23 @@ def _left_out(left_out):
     for source, stages in sorted(by_source.items()):
         parts = []
         for stage, xs in stages.items():
-            reasons = ", ".join(f"{x['reason']} {x['rows']}" for x in xs if x["reason"])
-            parts.append(f"{sum(x['rows'] for x in xs)} {STAGES.get(stage, stage)}" + (f" ({reasons})" if reasons else ""))
-        lines.append(f"  - {source}: " + "; ".join(parts))
+            reasons = ", ".join(f"{esc(x['reason'])} {x['rows']}" for x in xs if x["reason"])
+            parts.append(f"{sum(x['rows'] for x in xs)} {STAGES.get(stage, esc(stage))}" +
+                         (f" ({reasons})" if reasons else ""))
+        lines.append(f"  - {esc(source)}: " + "; ".join(parts))
     return lines
 
 
 def _run(rep, bootstrap):
-    lines = [f"## Run {rep['name']}", "",
-             f"Model(s): {', '.join(rep['models']) or '–'}. Episodes played: {rep['episodes']} over {rep['tasks']} "
+    lines = [f"## Run {esc(rep['name'])}", "",
+             f"Model(s): {', '.join(map(esc, rep['models'])) or '–'}. Episodes played: {rep['episodes']} over {rep['tasks']} "
              f"task(s); judged: {rep['judged']}; played with no GPU lane (not judged): {rep['unjudged']}; "
              f"could not be played (endpoint or server errors): {rep['errors']}.", ""]
     if rep["unjudged"] and not rep["judged"]:
         lines += ["**NOTHING COULD BE JUDGED**: every episode was played on a server with no GPU lane "
                   "(kforge-evaluate --allow-no-gpu); the metrics below are undefined.", ""]
     if rep["verdicts"]:
-        lines += ["Final verdicts: " + ", ".join(f"{k} {v}" for k, v in rep["verdicts"].items()) + ".", ""]
+        lines += ["Final verdicts: " + ", ".join(f"{esc(k)} {v}" for k, v in rep["verdicts"].items()) + ".", ""]
     lines += _environment(rep["environment"])
     o = rep["overall"]
     lines += [f"### Metrics ({o['episodes']} judged episodes, {o['tasks']} tasks; "
@@ -112,7 +130,7 @@ def _run(rep, bootstrap):
                   "| --- | --- | --- | " + " | ".join("---" for _ in GROUP_COLUMNS) + " |"]
         for g, res in groups.items():
             cells = [_cell(res["metrics"][c], c) for c in GROUP_COLUMNS]
-            lines.append(f"| {g} | {res['episodes']} | {res['tasks']} | " + " | ".join(cells) + " |")
+            lines.append(f"| {esc(g)} | {res['episodes']} | {res['tasks']} | " + " | ".join(cells) + " |")
         lines.append("")
     plots = rep.get("plots") or {}
     if plots:
@@ -121,9 +139,9 @@ def _run(rep, bootstrap):
 
 
 def _comparison(c):
-    lines = [f"## {c['b']} against {c['a']}", "",
+    lines = [f"## {esc(c['b'])} against {esc(c['a'])}", "",
              f"{c['pairs']} episode(s) judged in both, matched by task and seed, over {c['tasks']} task(s) "
-             f"(only in {c['a']}: {c['only_in_a']}; only in {c['b']}: {c['only_in_b']}).", ""]
+             f"(only in {esc(c['a'])}: {c['only_in_a']}; only in {esc(c['b'])}: {c['only_in_b']}).", ""]
     if c["metrics"]:
         lines += ["| metric | A | B | B - A [interval] | B / A [interval] |", "| --- | --- | --- | --- | --- |"]
         for name, m in c["metrics"].items():
@@ -142,7 +160,7 @@ def _comparison(c):
                        ("crossed_1x_down", "crossed 1x downwards (fast_1 in A only)")):
         items = c["flipped"][key]
         lines.append(f"- {title}: {len(items)}" + (": " + ", ".join(
-            f"{i['task']} (seed {i['seed']}: {_sp(i['a'], i['a_verdict'])} -> {_sp(i['b'], i['b_verdict'])})"
+            f"{esc(i['task'])} (seed {esc(i['seed'])}: {_sp(i['a'], i['a_verdict'])} -> {_sp(i['b'], i['b_verdict'])})"
             for i in items) if items else ""))
     if c.get("plot"):
         lines += ["", f"![comparison]({c['plot']})"]
@@ -150,13 +168,23 @@ def _comparison(c):
 
 
 def _sp(s, verdict):
-    return f"{s:.2f}x" if s is not None else str(verdict or "no submission")
+    return f"{s:.2f}x" if s is not None else esc(verdict or "no submission")
+
+
+def _unread(doc):
+    """The input lines no metric counts because they are not episode rows."""
+    lines = []
+    for u in doc.get("unread_lines") or []:
+        first = "; ".join(f"line {x['line']}: {esc(x['why'])}" for x in u["first"])
+        lines += [f"**{u['lines']} line(s) of {esc(u['file'])} not read as episodes** (counted by no metric): "
+                  f"{first}{', ...' if u['lines'] > len(u['first']) else ''}.", ""]
+    return lines
 
 
 def render(doc):
     b = doc["bootstrap"]
     lines = ["# kforge evaluation report", "",
-             "Inputs: " + ", ".join(f"`{p}`" for p in doc.get("inputs", [])) + ".", "",
+             "Inputs: " + ", ".join(esc(p) for p in doc.get("inputs", [])) + ".", ""] + _unread(doc) + [
              f"Intervals: {b['method']}, B = {b['resamples']} resamples, seed {b['seed']}, "
              f"{int(100 * b['confidence'])} % percentile intervals. Definitions: tools/python/README.md, Report. "
              "Failed episodes enter the all-episode geometric means as speedup 1x; the 'correct only' "

@@ -1,4 +1,5 @@
 """The report's PNG plots (matplotlib, Agg backend: no display needed)."""
+import functools
 import math
 
 import matplotlib
@@ -8,6 +9,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from . import metrics as M  # noqa: E402
+
+def literal_text(plot):
+    """Titles and legends hold run and model names from the rows: a "$" in one stays a dollar sign
+    rather than starting mathtext (which raises on "$x^{$"). Set per plot, not for the process."""
+    @functools.wraps(plot)
+    def wrapped(*args, **kwargs):
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+    return wrapped
+
 
 CURVE_PS = [i / 20 for i in range(0, 61)]  # 0 to 3 in steps of 0.05
 
@@ -25,6 +36,7 @@ def _save(fig, path):
     return path
 
 
+@literal_text
 def fast_p_curve(run, path):
     """fast_p against p (0 to 3) over the run's judged episodes, the reported p marked."""
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -42,6 +54,7 @@ def fast_p_curve(run, path):
     return _save(fig, path)
 
 
+@literal_text
 def speedup_histogram(run, path):
     """Speedups over eager of the correct, timed submissions, on a log axis (1x marked)."""
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -62,6 +75,7 @@ def speedup_histogram(run, path):
     return _save(fig, path)
 
 
+@literal_text
 def comparison(run_a, run_b, path):
     """Left: both runs' fast_p curves on the episodes both judged. Right: paired speedups (B vs A)."""
     a_by, b_by = run_a.by_key(), run_b.by_key()

@@ -15,20 +15,98 @@ import os
 GROUPINGS = ("level_or_ops", "dtype", "split", "source")
 
 
-def read_jsonl(path):
-    """Every complete JSON line of the file (a line cut short by a killed run is skipped)."""
-    rows = []
-    with open(path) as f:
-        for line in f:
-            if not line.endswith("\n"):
+NONE = type(None)
+TEXT = (str, NONE)
+NUMBER = (int, float)  # bool is an int: refused apart
+SCALAR = (str, int, float, bool, NONE)
+# The fields the report reads and the types they may have: a dict spec is a dict or null (its keys
+# checked when present), ("list", spec) a list or null of such. A line with another type is garbage.
+ROW_SPEC = {
+    "task": (str,), "seed": (int, str), "model": TEXT, "error": SCALAR, "no_gpu": (bool, NONE),
+    "episode_reward": NUMBER + (NONE,), "termination_reason": TEXT,
+    "reward": {"verdict": TEXT, "rule": TEXT,
+               "eager": {"beats": SCALAR, "speedup": {"point": SCALAR}},
+               "torch_compile": {"available": SCALAR, "beats": SCALAR, "rescale": TEXT, "stored_gpu": TEXT,
+                                 "speedup": {"point": SCALAR}}},
+    "task_meta": {"split": TEXT, "source": TEXT, "dtype": TEXT, "tolerance_profile": TEXT, "level": SCALAR,
+                  "n_ops": SCALAR, "tolerance": {"atol": NUMBER, "rtol": NUMBER}},
+    "judge": {"timing_method": TEXT,
+              "device": {"name": SCALAR, "driver_api": SCALAR, "cuda": SCALAR, "torch": SCALAR}},
+    "server": {"version": TEXT, "gpus": ("list", (str,)),
+               "left_out": ("list", {"source": TEXT, "stage": TEXT, "reason": TEXT, "rows": (int,)})},
+}
+REQUIRED = ("task", "seed")
+MAX_DEPTH_ERRORS = (ValueError, RecursionError)  # json: malformed text; nesting too deep for the decoder
+
+
+def _type_error(value, spec, where):
+    """Why `value` does not fit `spec` (ROW_SPEC's shapes), or None."""
+    if isinstance(spec, dict):
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            return f"{where} is {type(value).__name__}, not an object"
+        for key, sub in spec.items():
+            if key in value:
+                why = _type_error(value[key], sub, f"{where}.{key}" if where else key)
+                if why:
+                    return why
+        return None
+    if isinstance(spec, tuple) and spec and spec[0] == "list":
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            return f"{where} is {type(value).__name__}, not a list"
+        for i, item in enumerate(value):
+            why = _type_error(item, spec[1], f"{where}[{i}]")
+            if why:
+                return why
+        return None
+    if isinstance(value, bool) and bool not in spec or not isinstance(value, spec):
+        return f"{where} is {type(value).__name__} {json.dumps(value)[:40]}"
+    return None
+
+
+def row_problem(row):
+    """Why a decoded line is not an episode row the report can count, or None."""
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__}, not an object"
+    missing = [k for k in REQUIRED if k not in row]
+    if missing:
+        return "no " + " or ".join(missing)
+    return _type_error(row, ROW_SPEC, "")
+
+
+def read_jsonl_checked(path):
+    """(rows, unread): every line of the file that is an episode row, and for every other line
+    {line, why} (not UTF-8, not JSON, not an object, a field of the wrong type, cut short by a
+    killed run: the last line without its newline)."""
+    rows, unread = [], []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if not raw.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and "task" in row and "seed" in row:
+            why = None
+            if not raw.endswith(b"\n"):
+                why = "cut short (the last line has no newline: a run killed while writing it)"
+            else:
+                try:
+                    row = json.loads(raw.decode("utf-8"))
+                    why = row_problem(row)
+                except UnicodeDecodeError:
+                    why = "not UTF-8"
+                except MAX_DEPTH_ERRORS as e:
+                    why = "not JSON" + (" (nested too deep)" if isinstance(e, RecursionError) else "")
+            if why:
+                unread.append({"line": n, "why": why})
+            else:
                 rows.append(row)
-    return rows
+    return rows, unread
+
+
+def read_jsonl(path):
+    """Every episode row of the file (read_jsonl_checked without the lines it could not read)."""
+    return read_jsonl_checked(path)[0]
 
 
 def _dict(x):
@@ -101,11 +179,14 @@ class Run:
         return {(e["task"], e["seed"]): e for e in self.judged}
 
 
-def load_runs(paths, model=None):
-    """Runs from JSONL files: one run per (file, model) in the order given; `model` keeps one model."""
+def load_runs(paths, model=None, unread=None):
+    """Runs from JSONL files: one run per (file, model) in the order given; `model` keeps one model.
+    `unread` (a dict), when given, gets {path: [{line, why}]} for the files with lines not read."""
     runs = []
     for path in paths:
-        rows = read_jsonl(path)
+        rows, bad = read_jsonl_checked(path)
+        if bad and unread is not None:
+            unread[path] = bad
         if model is not None:
             rows = [r for r in rows if r.get("model") == model]
         models = list(dict.fromkeys(r.get("model") for r in rows))
