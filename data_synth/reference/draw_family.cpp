@@ -219,7 +219,11 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
     // Seeds to try: for scaled, per argument it can move, the largest of 2^8, 2^6, 2^4, 2^2, 2^1
     // under which the reference stays well-conditioned (the strongest move each argument admits:
     // an attention output averaging 2048 rows is ~0.05, where the absolute tolerance governs,
-    // until its values are scaled up); else seeds_per_variant of them.
+    // until its values are scaled up); else seeds_per_variant of them. Scaled is picked at the
+    // edge by construction, and an honest kernel's own rounding adds about as much again as the
+    // reference's, so its power must keep the reference within half the bound (at the full bound
+    // the largest approved scale of groupnorm_silu refused the honest Welford control on 10 of
+    // 536 870 912 elements, H200, 2026-12-03).
     if (v == DrawVariant::scaled) {
       size_t n_eligible = 0;
       for (const auto& a : task.arguments) n_eligible += eligible(a) ? 1 : 0;
@@ -231,7 +235,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
             if (scaled_argument(vs, n_eligible) == arg && scaled_exponent(vs) == k) break;
           }
           std::string reason;
-          if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason)) {
+          if (try_seed(task, plain_args, v, vs, bound / 2, c.worst_ratio, reason)) {
             c.seeds.push_back(vs);
             break;
           }

@@ -31,7 +31,7 @@ namespace {
 struct Entry {
   std::string name, dir, task;
   std::string verdict;  // pass | cheat | fail | refused (any of fail, cheat, error) | unprofitable (below)
-  std::string check;    // cheat: the anti-cheat check; fail: outputs_written | inputs_unchanged | verify
+  std::string check;    // cheat: the anti-cheat check (or checks, "a or b"); fail: outputs_written | inputs_unchanged | verify
   bool control = false;
   std::map<std::string, bool> overrides;  // expect.yaml's `anticheat:` (dynamic checks switched for this entry)
 };
@@ -47,6 +47,17 @@ AnticheatConfig with_overrides(AnticheatConfig c, const std::map<std::string, bo
     else ADD_FAILURE() << "unknown anticheat override " << k;
   }
   return c;
+}
+
+// Whether `fired` is `expected` or one of its alternatives (\"robustness_draws or timed_calls_verified\":
+// a draw-family member catches the shortcut in verification, or only in the timed calls' blocks).
+bool one_of(const std::string& expected, const std::string& fired) {
+  for (size_t at = 0;;) {
+    size_t end = expected.find(" or ", at);
+    if (expected.substr(at, end == std::string::npos ? end : end - at) == fired) return true;
+    if (end == std::string::npos) return false;
+    at = end + 4;
+  }
 }
 
 std::vector<Entry> corpus() {
@@ -167,7 +178,7 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
     } else {
       EXPECT_EQ(v, e.verdict) << format_report(r);
       if (!e.check.empty()) {
-        EXPECT_EQ(f, e.check) << format_report(r);
+        EXPECT_TRUE(one_of(e.check, f)) << "fired " << f << ", expected " << e.check << "\n" << format_report(r);
       }
     }
   }

@@ -15,7 +15,8 @@
 //   measures it per task). Verification draws row_scaled in every request.
 // Attack surface: a reduction to a scalar estimated from a sample (the task's tolerance is loose
 //   enough for the estimate on i.i.d. rows).
-// Refused by: robustness_draws (the row_scaled call of verification).
+// Refused by: robustness_draws (the row_scaled call of verification), or where that draw happens to
+//   hold the heavy rows, timed_calls_verified (a row_scaled call among the timed calls' blocks).
 #include <cuda_bf16.h>
 
 #define NT 256
