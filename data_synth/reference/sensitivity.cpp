@@ -133,6 +133,10 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
   const uint64_t salt = splitmix64(opts.seed ^ splitmix64(task.seed + 0x5e75));
   Rng rng{splitmix64(salt + 1)};
   const int draws = std::max(1, opts.draws);
+  auto draw_args = [&](uint64_t trial) {
+    const DrawKey key{task.seed, trial, salt};
+    return opts.draw ? opts.draw(task, key) : draw_arguments(task, key, device);
+  };
 
   std::vector<size_t> idx;
   for (size_t i = 0; i < task.arguments.size(); ++i) {
@@ -149,7 +153,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
 
   // (a)-(c) on `draws` fresh draws of the task's own distribution.
   for (int d = 0; d < draws; ++d) {
-    std::vector<at::Tensor> args = draw_arguments(task, DrawKey{task.seed, static_cast<uint64_t>(d), salt}, device);
+    std::vector<at::Tensor> args = draw_args(static_cast<uint64_t>(d));
     std::vector<at::Tensor> ref = run(args);
     for (size_t k = 0; k < idx.size(); ++k) {
       InputSensitivity& s = rep.inputs[k];
@@ -183,7 +187,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
           if (!variant_applies(task, v)) continue;
           bool all = true;
           for (int d = 0; d < draws && all; ++d) {
-            std::vector<at::Tensor> args = draw_arguments(task, DrawKey{task.seed, trial++, salt}, device);
+            std::vector<at::Tensor> args = draw_args(trial++);
             apply_variant(task, v, rng.next(), args);
             std::vector<at::Tensor> ref = run(args);
             all = all_finite(ref) && moves(ref, run(ablated(task, args, idx[k], kind, rng)), task.tolerance);
@@ -232,7 +236,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
     std::vector<int> leaves(pending.size(), 0);
     bool usable = true;
     for (int k = 0; k < trials && usable; ++k) {
-      std::vector<at::Tensor> args = draw_arguments(task, DrawKey{task.seed, trial++, salt}, device);
+      std::vector<at::Tensor> args = draw_args(trial++);
       apply_variant(task, v, rng.next(), args);
       std::vector<at::Tensor> ref = run(args);
       // A member under which the reference itself is not finite is no member the harness would

@@ -36,6 +36,7 @@
 // Deterministic: the draws, the rows, channels and elements chosen and the members' seeds are a
 // function of the task and `seed`.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ struct SensitivityOptions {
   // moves the answer on every one of `draws` draws: whether the harness's other members would
   // catch a kernel that skips that input, row or channel.
   bool family_diagnosis = false;
+  // How the arguments for a key are drawn on the device (default: fill_draw on the host, then a
+  // copy: seconds per draw at full size; `kforge tasks sensitivity --device cuda` passes the GPU
+  // worker's draw kernel, which writes the same bytes on the device).
+  std::function<std::vector<at::Tensor>(const TaskSpec&, const DrawKey&)> draw;
 };
 
 struct InputSensitivity {

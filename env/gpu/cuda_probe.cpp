@@ -1,6 +1,10 @@
 #include "env/gpu/cuda_probe.h"
 
+#include <utility>
+
 #include <cuda_runtime_api.h>
+
+#include "configs/error.h"
 
 namespace kforge {
 
@@ -17,5 +21,14 @@ int visible_gpu_count(std::string* why) {
 }
 
 bool cuda_device_present(std::string* why) { return visible_gpu_count(why) > 0; }
+
+std::string device_arch(int device) {
+  int major = 0, minor = 0;
+  for (auto [attr, value] : {std::pair{cudaDevAttrComputeCapabilityMajor, &major}, std::pair{cudaDevAttrComputeCapabilityMinor, &minor}}) {
+    cudaError_t e = cudaDeviceGetAttribute(value, attr, device);
+    KFORGE_CHECK(e == cudaSuccess, runtime, "device " << device << ": compute capability: " << cudaGetErrorString(e));
+  }
+  return "sm_" + std::to_string(major) + std::to_string(minor) + ((major == 9 || major == 10) ? "a" : "");
+}
 
 }  // namespace kforge

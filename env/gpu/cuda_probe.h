@@ -13,4 +13,8 @@ int visible_gpu_count(std::string* why = nullptr);
 // True when at least one CUDA device is visible; else false with `why` set.
 bool cuda_device_present(std::string* why = nullptr);
 
+// The NVRTC target of device `device` ("sm_90a" on an H200): Hopper and Blackwell get their
+// architecture-specific targets (wgmma and setmaxnreg need sm_90a). Runtime errors are thrown.
+std::string device_arch(int device);
+
 }  // namespace kforge

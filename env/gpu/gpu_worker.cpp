@@ -16,6 +16,7 @@
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
 #include "env/gpu/candidate_error.h"
+#include "env/gpu/cuda_probe.h"
 #include "env/process/clock.h"
 #include "env/gpu/cuda_driver.h"
 #include "env/gpu/cuda_events.h"
@@ -145,11 +146,7 @@ GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
   s_->device = device;
   s_->dev = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device));
   KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available");
-  int major = 0, minor = 0;
-  KFORGE_CUDART(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  KFORGE_CUDART(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  // Hopper and Blackwell get their architecture-specific targets (wgmma, setmaxnreg need sm_90a).
-  s_->arch = "sm_" + std::to_string(major) + std::to_string(minor) + ((major == 9 || major == 10) ? "a" : "");
+  s_->arch = device_arch(device);
   // The harness kernels compile (NVRTC, CPU only) while the context is created.
   auto kernels = std::async(std::launch::async, [arch = s_->arch] {
     auto t = Clock::now();

@@ -8,12 +8,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include <ATen/Parallel.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,9 @@
 #include "data_synth/reference/reference.h"
 #include "data_synth/reference/sensitivity.h"
 #include "data_synth/task/task_spec.h"
+#include "env/gpu/call_bench.h"
+#include "env/gpu/cuda_probe.h"
+#include "env/gpu/draw_kernel.h"
 #include "env/gpu/timing.h"
 #include "tools/kforge/commands.h"
 
@@ -188,6 +193,13 @@ int run_sensitivity(const SensitivityArgs& a) {
   o.ablation_trials = a.ablation_trials;
   o.seed = a.seed;
   o.family_diagnosis = a.family_diagnosis;
+  std::unique_ptr<DeviceDrawer> drawer;  // on a GPU: the worker's draw kernel, the bytes fill_draw writes
+  if (device.is_cuda()) {
+    drawer = std::make_unique<DeviceDrawer>(device_arch(0));
+    o.draw = [&drawer, device](const TaskSpec& t, const DrawKey& key) {  // on the stream the reference runs on
+      return draw_arguments_on_device(t, key, *drawer, device, at::cuda::getCurrentCUDAStream().stream());
+    };
+  }
 
   size_t todo = 0;
   for (const auto& it : items) todo += done.count(it.name) ? 0 : 1;
