@@ -1,5 +1,6 @@
 #include "env/episode/tool_call.h"
 
+#include "configs/bounded_json.h"
 #include "configs/yaml_reader.h"
 
 namespace kforge {
@@ -70,6 +71,25 @@ std::string json_type_name(const Json& v) {
   }
 }
 
+// At most 200 bytes of a policy's text for a message, cut at a character boundary (the observation
+// must stay valid UTF-8).
+std::string excerpt(const std::string& text) {
+  if (text.size() <= 200) return text;
+  size_t n = 200;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80) --n;
+  return text.substr(0, n) + "...";
+}
+
+// A tool call's JSON text, decoded with its nesting and size bounded before anything is built, and
+// duplicate keys and numbers that overflow a double (1e999) refused: every failure is the sentence
+// in `error`, never an exception or a crash (configs/bounded_json.h).
+BoundedJson parse_call_json(const std::string& text) {
+  JsonLimits limits;
+  limits.max_depth = kMaxToolCallJsonDepth;
+  limits.max_bytes = kMaxToolCallJsonBytes;
+  return parse_json_bounded(text, limits);
+}
+
 // Checks a call against its tool's schema.
 ParsedAction checked(const std::string& name, Json arguments) {
   ParsedAction out;
@@ -88,12 +108,12 @@ ParsedAction checked(const std::string& name, Json arguments) {
   if (arguments.is_string()) {
     // OpenAI tool calls carry their arguments as JSON text.
     std::string text = arguments.get<std::string>();
-    Json parsed = Json::parse(text, nullptr, false);
-    if (parsed.is_discarded()) {
-      out.error = name + ": the arguments are not valid JSON: " + text.substr(0, 200);
+    BoundedJson parsed = parse_call_json(text);
+    if (!parsed.ok()) {
+      out.error = name + ": the arguments are not valid JSON (" + parsed.error + "): " + excerpt(text);
       return out;
     }
-    arguments = parsed.is_null() ? Json::object() : parsed;
+    arguments = parsed.value.is_null() ? Json::object() : std::move(parsed.value);
   }
   if (!arguments.is_object()) {
     out.error = name + ": \"arguments\" must be an object, not " + json_type_name(arguments);
@@ -153,6 +173,31 @@ ParsedAction from_object(const Json& a) {
   return checked(a["name"].get<std::string>(), a.contains("arguments") ? a["arguments"] : Json::object());
 }
 
+// The part of assistant text addressed to the environment: everything outside <think>...</think>
+// (ENVIRONMENT.md "Actions"). Text before a </think> that no <think> opened is thinking too (chat
+// templates such as Qwen3's and DeepSeek-R1's open the block in the prompt), and an unclosed
+// <think> hides the rest. `hidden` is set when any thinking was removed.
+std::string outside_think(const std::string& text, bool& hidden) {
+  static const std::string open = "<think>", close = "</think>";
+  std::string out;
+  size_t from = 0;
+  size_t first_close = text.find(close), first_open = text.find(open);
+  if (first_close != std::string::npos && (first_open == std::string::npos || first_close < first_open)) {
+    hidden = true;
+    from = first_close + close.size();
+  }
+  while (from < text.size()) {
+    size_t o = text.find(open, from);
+    out.append(text, from, o == std::string::npos ? std::string::npos : o - from);
+    if (o == std::string::npos) break;
+    hidden = true;
+    size_t c = text.find(close, o + open.size());
+    if (c == std::string::npos) break;
+    from = c + close.size();
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<ToolSpec>& tool_table() {
@@ -193,12 +238,15 @@ std::string tool_summary() {
   return out;
 }
 
-ParsedAction parse_action_text(const std::string& text) {
+ParsedAction parse_action_text(const std::string& raw) {
   static const std::string open = "<tool_call>", close = "</tool_call>";
   ParsedAction out;
+  bool hidden = false;
+  std::string text = outside_think(raw, hidden);
   size_t a = text.find(open);
   if (a == std::string::npos) {
-    out.error = "no tool call found; call one tool per turn as <tool_call>{\"name\": \"compile\", \"arguments\": {}}</tool_call>";
+    out.error = std::string("no tool call found") + (hidden ? " outside <think>...</think> (calls inside it are not run)" : "") +
+                "; call one tool per turn as <tool_call>{\"name\": \"compile\", \"arguments\": {}}</tool_call>";
     return out;
   }
   size_t body = a + open.size();
@@ -210,27 +258,16 @@ ParsedAction parse_action_text(const std::string& text) {
   int count = 0;
   for (size_t p = text.find(open); p != std::string::npos; p = text.find(open, p + open.size())) ++count;
   std::string inner = text.substr(body, b - body);
-  Json j = Json::parse(inner, nullptr, false);
-  if (j.is_discarded()) {
-    // Say where the JSON breaks: nlohmann's message has the byte position.
-    std::string detail;
-    try {
-      Json again = Json::parse(inner);
-      detail = again.dump();  // not reached: the first parse failed
-    } catch (const Json::parse_error& e) {
-      detail = e.what();
-      size_t bracket = detail.find("] ");  // drop the "[json.exception.parse_error.101] " prefix
-      if (detail.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) detail = detail.substr(bracket + 2);
-    }
-    std::string shown = inner.size() > 200 ? inner.substr(0, 200) + "..." : inner;
-    out.error = "the text inside <tool_call> is not valid JSON (" + detail + "): " + shown;
+  BoundedJson j = parse_call_json(inner);
+  if (!j.ok()) {
+    out.error = "the text inside <tool_call> is not valid JSON (" + j.error + "): " + excerpt(inner);
     return out;
   }
-  if (!j.is_object()) {
-    out.error = "the text inside <tool_call> must be a JSON object {\"name\": ..., \"arguments\": {...}}, not " + json_type_name(j);
+  if (!j.value.is_object()) {
+    out.error = "the text inside <tool_call> must be a JSON object {\"name\": ..., \"arguments\": {...}}, not " + json_type_name(j.value);
     return out;
   }
-  out = from_object(j);
+  out = from_object(j.value);
   if (count > 1 && out.note.empty()) out.note = std::to_string(count) + " tool calls found; only the first was run (one tool per turn)";
   return out;
 }

@@ -5,7 +5,10 @@
 // "<json text>"}}) or raw assistant text containing a Hermes-style
 // <tool_call>{"name": ..., "arguments": {...}}</tool_call>. Whatever is wrong with an action
 // (no call found, malformed JSON, an unknown tool, a missing, extra or mistyped argument) comes
-// back as a sentence for the policy, never as an exception.
+// back as a sentence for the policy, never as an exception. JSON text inside an action (Hermes
+// text, an OpenAI arguments string) is decoded with its nesting and size bounded, duplicate keys
+// and numbers that overflow a double refused; <tool_call> text inside <think>...</think> is not run.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +16,11 @@
 #include <nlohmann/json.hpp>
 
 namespace kforge {
+
+// Bounds on a tool call's JSON text: a valid call nests two levels ({"name", "arguments": {...}}),
+// and the protocol's payload limit (rollout/PROTOCOL.md) bounds its size anyway.
+constexpr int kMaxToolCallJsonDepth = 16;
+constexpr size_t kMaxToolCallJsonBytes = size_t{16} << 20;
 
 struct ToolCall {
   std::string name;
@@ -48,7 +56,7 @@ const nlohmann::json& tool_schemas();
 std::string tool_summary();
 
 ParsedAction parse_action(const nlohmann::json& action);
-// Raw assistant text (the Hermes form).
+// Raw assistant text (the Hermes form): the first <tool_call> outside <think>...</think> blocks.
 ParsedAction parse_action_text(const std::string& text);
 
 }  // namespace kforge
