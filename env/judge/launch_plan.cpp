@@ -232,7 +232,10 @@ PlanLaunch read_launch(const YamlNode& item) {
 }  // namespace
 
 LaunchPlan LaunchPlan::parse(const std::string& yaml_text, const std::string& origin) {
-  YamlNode root = YamlNode::parse(yaml_text, origin, ErrorKind::spec);
+  YamlLimits limits;
+  limits.max_bytes = kMaxPlanBytes;
+  limits.max_depth = kMaxPlanDepth;
+  YamlNode root = YamlNode::parse(yaml_text, origin, ErrorKind::spec, limits);
   if (root.is_null()) throw_error(ErrorKind::spec, origin + ": the launch plan is empty; it needs a 'launches' list");
   auto keys = read_keys(root, {"workspace", "launches", "options"}, "workspace, launches, options");
   LaunchPlan plan;
@@ -264,8 +267,12 @@ LaunchPlan LaunchPlan::parse(const std::string& yaml_text, const std::string& or
 }
 
 LaunchPlan LaunchPlan::load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) KFORGE_FAIL(io, path << ": cannot open file (" << std::strerror(errno) << ")");
+  const std::streamoff size = in.tellg();
+  if (size > static_cast<std::streamoff>(kMaxPlanBytes))
+    KFORGE_FAIL(spec, path << ": " << size << " bytes, over the launch plan's limit of " << kMaxPlanBytes);
+  in.seekg(0);
   std::stringstream text;
   text << in.rdbuf();
   size_t slash = path.find_last_of('/');

@@ -47,13 +47,19 @@ struct PlanOptions {
   int maxrregcount = 0;  // 0: the compiler's choice; else 1..255
 };
 
+// A plan is a few lines; these caps keep a hostile one from costing more than a refusal. Every
+// expression also has DimExpr's caps (4096 characters, 64 levels of nesting, 256 operators).
+constexpr size_t kMaxPlanBytes = 256 * 1024;  // the workspace's default max_file_bytes
+constexpr int kMaxPlanDepth = 16;              // YAML nesting; a plan needs 5
+
 struct LaunchPlan {
   std::vector<PlanWorkspace> workspace;
   std::vector<PlanLaunch> launches;
   PlanOptions options;
 
   // Syntax and schema only (strict keys, types, expression syntax, list lengths); names are
-  // checked by resolve_plan. `origin` names the file in messages ("launch.yaml").
+  // checked by resolve_plan. `origin` names the file in messages ("launch.yaml"). A text over
+  // kMaxPlanBytes or nested deeper than kMaxPlanDepth, and a key written twice, are spec errors.
   static LaunchPlan parse(const std::string& yaml_text, const std::string& origin);
   static LaunchPlan load_file(const std::string& path);  // origin: the file's name
 };
