@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "configs/bounded_json.h"
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
 
@@ -14,24 +15,7 @@ namespace {
 
 using Kind = ProtocolErrorKind;
 
-// A peer's bytes quoted for a message: printable ASCII kept, the rest as \xNN, cut at max_bytes
-// so that a hostile frame cannot inflate the error reply.
-std::string shown(std::string_view s, size_t max_bytes = 64) {
-  static const char* hex = "0123456789abcdef";
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < max_bytes; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  out += s.size() > max_bytes ? "'..." : "'";
-  return out;
-}
+std::string shown(std::string_view s, size_t max_bytes = 64) { return quoted_bytes(s, max_bytes); }
 
 // The first max_bytes of valid UTF-8, cut at a character boundary (replies must stay valid UTF-8).
 std::string utf8_prefix(std::string_view s, size_t max_bytes) {
@@ -56,125 +40,6 @@ const char* type_name(const Json& j) {
   }
   return "an unknown value";
 }
-
-// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF (what Python's
-// msgpack.unpackb(raw=False) also refuses), so every string the server holds can be re-sent.
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp, min;
-    if ((c & 0xe0) == 0xc0) {
-      n = 1, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2, cp = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3, cp = c & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += n + 1;
-  }
-  return true;
-}
-
-// Builds the payload's Json through nlohmann's SAX interface, refusing while parsing what the
-// protocol does not accept. Refusing early is what bounds the cost: nlohmann's msgpack reader
-// recurses once per nesting level and stops as soon as a handler returns false, and it never
-// pre-allocates declared lengths, so a payload costs at most its own size and max_depth frames.
-class BoundedBuilder {
- public:
-  BoundedBuilder(Json& root, int max_depth) : root_(root), max_depth_(static_cast<size_t>(max_depth)) {}
-
-  const std::string& error() const { return error_; }
-
-  bool null() { return place(Json(nullptr)) != nullptr; }
-  bool boolean(bool v) { return place(Json(v)) != nullptr; }
-  bool number_integer(Json::number_integer_t v) { return place(Json(v)) != nullptr; }
-  bool number_unsigned(Json::number_unsigned_t v) { return place(Json(v)) != nullptr; }
-  bool number_float(Json::number_float_t v, const Json::string_t&) { return place(Json(v)) != nullptr; }
-  bool string(Json::string_t& v) {
-    if (!valid_utf8(v)) return fail("a string is not valid UTF-8");
-    return place(Json(std::move(v))) != nullptr;
-  }
-  // msgpack bin and ext (timestamps included) both arrive here: kforge's payloads are text.
-  bool binary(Json::binary_t&) {
-    return fail("bin and ext values are not accepted (payload values are nil, bool, int, float, str, array, map)");
-  }
-  bool start_object(std::size_t) { return open(Json::object()); }
-  bool key(Json::string_t& k) {
-    if (!valid_utf8(k)) return fail("a map key is not valid UTF-8");
-    // Duplicate keys would make "which value counts" a matter of decoder choice; refuse them.
-    if (stack_.back()->contains(k)) return fail("duplicate map key " + shown(k));
-    key_ = std::move(k);
-    return true;
-  }
-  bool end_object() { return close(); }
-  bool start_array(std::size_t) { return open(Json::array()); }
-  bool end_array() { return close(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    // "[json.exception.parse_error.110] parse error at byte 3: ..." -> "parse error at byte 3: ..."
-    std::string what = e.what();
-    auto cut = what.find("] ");
-    error_ = cut == std::string::npos ? what : what.substr(cut + 2);
-    if (what.find("expected length specification") != std::string::npos && !stack_.empty() &&
-        stack_.back()->is_object()) {
-      error_ += " (map keys must be strings)";
-    }
-    return false;
-  }
-
- private:
-  bool fail(std::string message) {
-    error_ = std::move(message);
-    return false;
-  }
-  // Pointers stay valid: a parent only grows after the child it points into is closed, and
-  // map values live in std::map nodes.
-  Json* place(Json value) {
-    if (stack_.empty()) {
-      root_ = std::move(value);
-      return &root_;
-    }
-    Json& parent = *stack_.back();
-    if (parent.is_array()) {
-      parent.push_back(std::move(value));
-      return &parent.back();
-    }
-    Json& slot = parent[key_];
-    slot = std::move(value);
-    return &slot;
-  }
-  bool open(Json container) {
-    if (stack_.size() >= max_depth_) {
-      return fail("nested deeper than " + std::to_string(max_depth_) + " levels");
-    }
-    stack_.push_back(place(std::move(container)));
-    return true;
-  }
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  Json& root_;
-  size_t max_depth_;
-  std::vector<Json*> stack_;
-  std::string key_;
-  std::string error_;
-};
 
 // A refused field inside the decoder; decode_request turns it into a ProtocolError.
 struct FieldError {
@@ -451,12 +316,13 @@ DecodeResult decode_request(const std::vector<std::string_view>& frames, const P
   }
 
   try {
-    Json doc;
-    BoundedBuilder builder(doc, std::clamp(limits.max_depth, 1, kMaxDepthCeiling));
     if (payload.empty()) return fail(Kind::bad_msgpack, "the payload frame is empty; send a map (an empty one is 0x80)");
-    if (!Json::sax_parse(payload.begin(), payload.end(), &builder, Json::input_format_t::msgpack, true)) {
-      return fail(Kind::bad_msgpack, "payload is not accepted msgpack: " + builder.error());
-    }
+    JsonLimits bounds;
+    bounds.max_depth = std::clamp(limits.max_depth, 1, kMaxDepthCeiling);
+    bounds.max_bytes = payload.size();  // the frame's size was checked above
+    BoundedJson decoded = parse_msgpack_bounded(payload, bounds);
+    if (!decoded.ok()) return fail(Kind::bad_msgpack, "payload is not accepted msgpack: " + decoded.error);
+    Json doc = std::move(decoded.value);
     if (!doc.is_object()) return fail(Kind::payload_not_map, std::string("payload must be a map, got ") + type_name(doc));
 
     // The version comes before the method and fields: a newer client is told so, not that its

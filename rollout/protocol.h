@@ -5,7 +5,7 @@
 // exception and never a reason to drop the peer.
 //
 // Payloads are msgpack maps, decoded with nlohmann::json (the value type the worker protocol and
-// the environment already use) through a SAX handler that bounds nesting, rejects duplicate keys,
+// the environment already use) through configs/bounded_json.h, which bounds nesting, rejects duplicate keys,
 // bin/ext values and invalid UTF-8 while parsing, so a hostile payload costs at most its own size.
 #include <cstdint>
 #include <optional>
@@ -30,6 +30,9 @@ constexpr size_t kMaxNameBytes = 256;
 // Hard ceiling on ProtocolLimits::max_depth whatever the config says: the msgpack parser recurses
 // once per level, so this bounds its stack use.
 constexpr int kMaxDepthCeiling = 128;
+// Nesting accepted in a trajectory on the stream (`kforge record`): a request's action at most
+// kMaxDepthCeiling deep, under the trajectory's own few levels (trajectory, turns, turn, info).
+constexpr int kMaxTrajectoryDepth = kMaxDepthCeiling + 32;
 
 // Limits on what one request may carry; read from the server config's `protocol:` section.
 struct ProtocolLimits {

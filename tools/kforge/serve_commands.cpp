@@ -12,7 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <zmq.hpp>
 
+#include "configs/bounded_json.h"
 #include "configs/error.h"
+#include "rollout/protocol.h"
 #include "rollout/server.h"
 #include "rollout/trajectory_file.h"
 #include "tools/kforge/commands.h"
@@ -95,14 +97,19 @@ void add_serve_commands(CLI::App& app) {
     while (!stop && (count == 0 || got < count)) {
       zmq::message_t msg;
       if (!pull.recv(msg)) continue;
-      Json t;
-      try {
-        t = Json::from_msgpack(msg.to_string_view());
-      } catch (const std::exception& e) {
+      // Any PUSH peer can connect: the message is decoded with its nesting bounded (a 200 000-deep
+      // array would otherwise overflow the stack of the recursive msgpack reader).
+      JsonLimits bounds;
+      bounds.max_depth = kMaxTrajectoryDepth;
+      bounds.max_bytes = msg.size();
+      BoundedJson decoded = parse_msgpack_bounded(msg.to_string_view(), bounds);
+      if (decoded.ok() && !decoded.value.is_object()) decoded.error = "a trajectory is a map";
+      if (!decoded.ok()) {
         ++refused;
-        std::cerr << "kforge record: a message that is not a msgpack trajectory was skipped: " << e.what() << std::endl;
+        std::cerr << "kforge record: a message that is not a msgpack trajectory was skipped: " << decoded.error << std::endl;
         continue;
       }
+      const Json& t = decoded.value;
       std::vector<uint8_t> bytes(static_cast<const uint8_t*>(msg.data()), static_cast<const uint8_t*>(msg.data()) + msg.size());
       file.append_msgpack(bytes, TrajectorySummary::of(t));
       ++got;
