@@ -4,10 +4,10 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
+#include "configs/checked_file.h"
 #include "configs/error.h"
 #include "env/process/clock.h"
 #include "env/judge/kernel_signature.h"
@@ -20,14 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) KFORGE_FAIL(io, p.string() << ": cannot read the candidate file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const char* wire_kind(ResolvedArg::Kind k) {
   switch (k) {
@@ -90,8 +82,8 @@ Candidate Candidate::load(const std::string& dir) {
   KFORGE_CHECK(fs::is_directory(dir), io, dir << ": no such candidate directory");
   Candidate c;
   c.dir = dir;
-  c.source = read_file(fs::path(dir) / "kernel.cu");
-  c.plan_text = read_file(fs::path(dir) / "launch.yaml");
+  c.source = read_untrusted_file((fs::path(dir) / "kernel.cu").string(), kMaxFileBytes, "the candidate file");
+  c.plan_text = read_untrusted_file((fs::path(dir) / "launch.yaml").string(), kMaxFileBytes, "the candidate file");
   return c;
 }
 

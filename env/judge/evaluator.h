@@ -18,7 +18,12 @@ struct Candidate {
   std::string dir;
   std::string source;     // kernel.cu
   std::string plan_text;  // launch.yaml
-  // Throws an io error naming the missing file.
+  // The most either file may hold when read from a directory: four times the episode workspace's
+  // default max_file_bytes (env/episode/env_config.h), so that a kernel an episode accepts is
+  // accepted here too, while a 10 MB one is refused before it is read.
+  static constexpr int64_t kMaxFileBytes = int64_t{1} << 20;
+  // Throws an io error naming the file: missing, a symbolic link, not a regular file (a FIFO), or
+  // larger than kMaxFileBytes (configs/checked_file.h).
   static Candidate load(const std::string& dir);
 };
 
