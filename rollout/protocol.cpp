@@ -227,6 +227,7 @@ const char* protocol_error_kind_name(ProtocolErrorKind kind) {
     case Kind::busy: return "busy";
     case Kind::cancelled: return "cancelled";
     case Kind::shutting_down: return "shutting_down";
+    case Kind::record_failed: return "record_failed";
   }
   return "internal";
 }

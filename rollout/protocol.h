@@ -61,6 +61,7 @@ enum class ProtocolErrorKind {
   busy,                 // the server is at capacity (episodes or a queue); retry after `retry_after` s
   cancelled,            // a queued step abandoned by cancel, close or shutdown
   shutting_down,        // the server stopped accepting work (SIGTERM)
+  record_failed,        // the episode ended but its trajectory is not on disk yet (kept in memory, retried)
 };
 
 const char* protocol_error_kind_name(ProtocolErrorKind kind);

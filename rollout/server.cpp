@@ -209,7 +209,9 @@ Json RolloutServer::Impl::health() {
   Json stream = Json();
   if (push) stream = {{"endpoint", stream_endpoint}, {"sent", streamed}, {"backlog", backlog.size()}, {"dropped", stream_dropped}};
   Json record = Json();
-  if (recorder) record = {{"path", recorder->path()}, {"written", recorder->written()}, {"failed", recorder->failed()}};
+  if (recorder)
+    record = {{"path", recorder->path()},           {"written", recorder->written()}, {"failed", recorder->failed()},
+              {"unwritten", recorder->unwritten()}, {"behind", recorder->behind()},   {"notes", recorder->notes()}};
   Json left_out = Json::array();
   for (const auto& l : catalog.left_out())
     left_out.push_back({{"source", l.source}, {"stage", l.stage}, {"reason", l.reason}, {"rows", l.rows}});
@@ -247,6 +249,7 @@ void RolloutServer::Impl::reap() {
     auto& s = it->second;
     if (!s->pending && now - s->last_activity > idle) {
       finalize(s, s->ended ? "finished" : "idle_timeout");
+      forget(*s);
       it = sessions.erase(it);
     } else {
       ++it;
@@ -363,6 +366,7 @@ std::string RolloutServer::describe() const {
   os << "; " << impl_->config.scheduler.compile_workers << " compile worker(s)";
   if (!impl_->stream_endpoint.empty()) os << ", trajectories pushed on " << impl_->stream_endpoint;
   if (impl_->recorder) os << ", recorded to " << impl_->config.record.path;
+  else os << ", trajectories not recorded (record.path, or kforge serve --record FILE.h5)";
   os << ")";
   return os.str();
 }

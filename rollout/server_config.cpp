@@ -43,7 +43,9 @@ ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& ba
   if (auto n = node.find("sessions"); n && !n->is_null()) {
     c.sessions.max_episodes = n->get<int>("max_episodes", c.sessions.max_episodes);
     c.sessions.idle_timeout_s = n->get<double>("idle_timeout_s", c.sessions.idle_timeout_s);
+    c.sessions.max_episodes_per_client = n->get<int>("max_episodes_per_client", c.sessions.max_episodes_per_client);
     if (c.sessions.max_episodes < 1) n->at("max_episodes").fail("must be >= 1");
+    if (c.sessions.max_episodes_per_client < 1) n->at("max_episodes_per_client").fail("must be >= 1");
     if (c.sessions.idle_timeout_s <= 0) n->at("idle_timeout_s").fail("must be > 0");
     n->check_no_unknown_keys();
   }

@@ -26,6 +26,7 @@ struct ServerConfig {
 
   struct Sessions {
     int max_episodes = 4096;      // open episodes at most; reset beyond it is `busy`
+    int max_episodes_per_client = 2048;  // open episodes one client identity (ROUTER socket) may hold; beyond it `busy`
     double idle_timeout_s = 900;  // an episode with no request for this long is reaped (recorded)
   } sessions;
 

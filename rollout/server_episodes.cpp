@@ -18,6 +18,17 @@ std::string new_episode_id(std::mt19937_64& rng) {
   return id;
 }
 
+// A client's ROUTER identity as a person reads it: printable bytes as they are, others in hex
+// (libzmq's own identities are 5 bytes starting with 0).
+std::string client_name(const std::string& identity) {
+  bool printable = std::all_of(identity.begin(), identity.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (printable) return "'" + identity + "'";
+  static const char* hex = "0123456789abcdef";
+  std::string out = "0x";
+  for (unsigned char c : identity) out += hex[c >> 4], out += hex[c & 15];
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<Session> RolloutServer::Impl::find(const std::string& id) {
@@ -36,6 +47,12 @@ void RolloutServer::Impl::reset(const Envelope& to, const ResetParams& p) {
   if (shutting_down) return reply_error(to, error(Kind::shutting_down, "the server is shutting down; it takes no new episodes"));
   if (static_cast<int>(sessions.size()) >= config.sessions.max_episodes)
     return reply_error(to, busy(std::to_string(sessions.size()) + " episodes are open (sessions.max_episodes); close one or retry later",
+                                1.0));
+  auto held = client_episodes.find(to.identity);
+  if (held != client_episodes.end() && held->second >= config.sessions.max_episodes_per_client)
+    return reply_error(to, busy("client " + client_name(to.identity) + " holds " + std::to_string(held->second) +
+                                    " episodes, its cap (sessions.max_episodes_per_client = " +
+                                    std::to_string(config.sessions.max_episodes_per_client) + "); close one or retry later",
                                 1.0));
   std::shared_ptr<const TaskSpec> task;
   try {
@@ -70,6 +87,8 @@ void RolloutServer::Impl::reset(const Envelope& to, const ResetParams& p) {
   Json recorded_info = r.info;
   recorded_info.erase("tools");  // the same for every episode; the tools method gives them
   s->reset_record = {{"observation", r.observation}, {"info", recorded_info}};
+  s->client = to.identity;
+  ++client_episodes[s->client];
   sessions.emplace(s->id, s);
   reply(to, {{"episode", s->id}, {"observation", std::move(r.observation)}, {"info", std::move(r.info)}});
 }
@@ -151,16 +170,33 @@ void RolloutServer::Impl::step_done(const StepJobPtr& job) {
     // the end of an episode can count on its record surviving a crash.
     Envelope to = job->to;
     auto data = std::make_shared<Json>(std::move(payload));
-    finalize(job->session, ended ? "finished" : "closed", [this, to, data] { reply(to, *data); });
+    std::string id = s.id;
+    finalize(job->session, ended ? "finished" : "closed", [this, to, data, id](const std::string& failed) {
+      if (failed.empty()) return reply(to, *data);
+      ProtocolError e = record_failed(failed, id);
+      e.message += " (the step's reward was " + (*data)["reward"].dump() + ", terminated " + (*data)["terminated"].dump() +
+                   ", truncated " + (*data)["truncated"].dump() + ")";
+      reply_error(to, e);
+    });
     return;
   }
   reply(job->to, payload);
 }
 
-void RolloutServer::Impl::finalize(const std::shared_ptr<Session>& sp, const std::string& cause, std::function<void()> then) {
+ProtocolError RolloutServer::Impl::record_failed(const std::string& why, const std::string& episode) {
+  return error(Kind::record_failed, "episode '" + episode + "' ended, but its trajectory could not be recorded (" + why +
+                                        "); the server keeps it in memory and retries (health: record.unwritten)");
+}
+
+void RolloutServer::Impl::forget(const Session& s) {
+  auto it = client_episodes.find(s.client);
+  if (it != client_episodes.end() && --it->second <= 0) client_episodes.erase(it);
+}
+
+void RolloutServer::Impl::finalize(const std::shared_ptr<Session>& sp, const std::string& cause, Recorder::Outcome then) {
   Session& s = *sp;
   if (s.recorded) {
-    if (then) then();
+    if (then) then(s.record_error);
     return;
   }
   s.recorded = true;
@@ -200,9 +236,16 @@ void RolloutServer::Impl::finalize(const std::shared_ptr<Session>& sp, const std
     flush_stream();
   }
   if (recorder) {
-    recorder->add(std::move(bytes), TrajectorySummary::of(t), std::move(then));
+    // Every attempt's outcome updates the session; only the first one answers the client.
+    auto answered = std::make_shared<bool>(false);
+    recorder->add(std::move(bytes), TrajectorySummary::of(t), [sp, then, answered](const std::string& failed) {
+      sp->record_error = failed;
+      if (*answered) return;
+      *answered = true;
+      if (then) then(failed);
+    });
   } else if (then) {
-    then();
+    then("");
   }
 }
 
@@ -210,6 +253,7 @@ void RolloutServer::Impl::close(const Envelope& to, const std::string& id) {
   auto s = find(id);
   if (!s) return reply_error(to, unknown_episode(id));
   sessions.erase(id);
+  forget(*s);
   bool step_running = false;
   if (s->pending) {
     if (!cancel_queued(s)) {
@@ -220,7 +264,10 @@ void RolloutServer::Impl::close(const Envelope& to, const std::string& id) {
   Json data = {{"episode", id}, {"closed", true}, {"step_running", step_running}};
   if (step_running) return reply(to, data);
   // Like the step that ends an episode, the close reply waits for the trajectory to be on disk.
-  finalize(s, s->ended ? "finished" : "closed", [this, to, data] { reply(to, data); });
+  finalize(s, s->ended ? "finished" : "closed", [this, to, data, id](const std::string& failed) {
+    if (failed.empty()) return reply(to, data);
+    reply_error(to, record_failed(failed, id));
+  });
 }
 
 bool RolloutServer::Impl::cancel_queued(const std::shared_ptr<Session>& s, const char* why) {

@@ -52,76 +52,61 @@ struct Session {
   bool ended = false;       // terminated or truncated
   bool closed = false;      // closed by the client while a step ran
   bool recorded = false;    // its trajectory was handed to the stream and the recorder
+  std::string record_error; // why its trajectory is not yet on disk ("" once it is, or before it ended)
+  std::string client;       // the ROUTER identity of the client that reset it (sessions.max_episodes_per_client)
   double episode_reward = 0, final_reward = 0;
   bool terminated = false, truncated = false;
   std::string gpu_name;
 };
 
-// Appends finished trajectories to the HDF5 file on its own thread (an fsync must not stall the
-// front); `then` runs on the front thread once the trajectory is on disk.
+// Appends finished trajectories to the trajectory file on its own thread (an fsync must not stall
+// the front). After each attempt `outcome` runs on the front thread with "" (committed) or why it
+// failed; a trajectory that failed is kept and retried every second, and at stop(); one still
+// failing then is written to a side file (FILE.h5.unwritten-PID-N.msgpack) and named on stderr.
 class Recorder {
  public:
+  using Outcome = std::function<void(const std::string& error)>;
   Recorder(std::unique_ptr<TrajectoryFile> file, Inbox& inbox) : file_(std::move(file)), inbox_(inbox) {
+    path_ = file_->path();
+    notes_ = file_->notes();
     thread_ = std::thread([this] { loop(); });
   }
   ~Recorder() { stop(); }
-  void add(std::vector<uint8_t> bytes, TrajectorySummary summary, std::function<void()> then) {
+  void add(std::vector<uint8_t> bytes, TrajectorySummary summary, Outcome outcome) {
     {
       std::lock_guard<std::mutex> lock(m_);
-      q_.push_back({std::move(bytes), std::move(summary), std::move(then)});
+      q_.push_back({std::move(bytes), std::move(summary), std::move(outcome)});
     }
     cv_.notify_one();
   }
-  // Writes everything queued, then ends the thread.
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      if (stopped_) return;
-      stopped_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-    file_.reset();
-  }
+  // Writes everything queued, retries what failed once more, then ends the thread.
+  void stop();
   uint64_t written() const { return written_; }
-  uint64_t failed() const { return failed_; }
+  uint64_t failed() const { return failed_; }      // failed attempts
+  uint64_t unwritten() const { return unwritten_; }  // trajectories held in memory for a retry
+  uint64_t behind() const { return behind_; }      // committed, not yet in the HDF5 file
   const std::string& path() const { return path_; }
+  const std::vector<std::string>& notes() const { return notes_; }  // what opening the file found
 
  private:
   struct Item {
     std::vector<uint8_t> bytes;
     TrajectorySummary summary;
-    std::function<void()> then;
+    Outcome outcome;
   };
-  void loop() {
-    path_ = file_->path();
-    for (;;) {
-      Item item;
-      {
-        std::unique_lock<std::mutex> lock(m_);
-        cv_.wait(lock, [this] { return stopped_ || !q_.empty(); });
-        if (q_.empty()) return;
-        item = std::move(q_.front());
-        q_.pop_front();
-      }
-      try {
-        file_->append_msgpack(item.bytes, item.summary);
-        ++written_;
-      } catch (const std::exception& e) {
-        ++failed_;
-        std::cerr << "kforge serve: recording episode " << item.summary.episode << " failed: " << e.what() << std::endl;
-      }
-      if (item.then) inbox_.post(std::move(item.then));
-    }
-  }
+  void loop();
+  bool attempt(Item& item);
+  void write_side_file(const Item& item);
   std::unique_ptr<TrajectoryFile> file_;
   Inbox& inbox_;
   std::string path_;
+  std::vector<std::string> notes_;
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<Item> q_;
+  std::deque<Item> retry_;  // the recorder thread's only
   bool stopped_ = false;
-  std::atomic<uint64_t> written_{0}, failed_{0};
+  std::atomic<uint64_t> written_{0}, failed_{0}, unwritten_{0}, behind_{0};
   std::thread thread_;
 };
 
@@ -164,6 +149,8 @@ struct RolloutServer::Impl {
 
   // Front-thread state.
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
+  std::unordered_map<std::string, int> client_episodes;  // open episodes per client identity
+  void forget(const Session& s);  // a session leaves `sessions`: its client holds one fewer
   std::mt19937_64 rng{std::random_device{}()};
   uint64_t next_job = 1;
   int in_flight = 0;  // steps queued or running on a lane
@@ -221,9 +208,11 @@ struct RolloutServer::Impl {
   // A step finished (on the front thread: inline, or posted by its lane).
   void step_done(const StepJobPtr& job);
 
-  // Hands the episode's trajectory to the stream and the recorder, once; `then` runs once it is
-  // recorded (at once without a recorder).
-  void finalize(const std::shared_ptr<Session>& sp, const std::string& cause, std::function<void()> then = nullptr);
+  // Hands the episode's trajectory to the stream and the recorder, once; `then` runs once, when
+  // the first attempt to record it is over, with "" or why it failed (at once without a recorder).
+  void finalize(const std::shared_ptr<Session>& sp, const std::string& cause, Recorder::Outcome then = nullptr);
+  // The reply to a step or close that ended an episode whose trajectory is not on disk.
+  ProtocolError record_failed(const std::string& why, const std::string& episode);
 
   void flush_stream();
 

@@ -1,13 +1,16 @@
 #include "rollout/trajectory_file.h"
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include <hdf5.h>
 #include <unistd.h>
 
 #include "configs/error.h"
 #include "data_synth/dataset/h5_handle.h"
+#include "rollout/trajectory_journal.h"
 
 namespace kforge {
 
@@ -15,6 +18,9 @@ namespace {
 
 constexpr const char* kFormat = "kforge-trajectories";
 constexpr int kFormatVersion = 1;
+// Each trajectory starts a new chunk of /trajectories/data, so an append never rewrites a chunk
+// that holds committed bytes (a kill during a deflate chunk's rewrite could tear it).
+constexpr hsize_t kDataChunk = 1 << 16;
 
 // The index row as stored (fixed-size fields only: appends never touch a global heap).
 struct IndexRow {
@@ -134,6 +140,30 @@ std::string text(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+std::vector<IndexRow> read_rows(hid_t file, hid_t row_type, const std::string& path) {
+  H5Handle index(H5Dopen2(file, "/trajectories/index", H5P_DEFAULT), H5Dclose);
+  KFORGE_CHECK(index.id >= 0, io, path << ": not a kforge trajectory file (no /trajectories/index)");
+  std::vector<IndexRow> rows(extent(index.id));
+  if (!rows.empty())
+    KFORGE_CHECK(H5Dread(index.id, row_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0, io, path << ": cannot read the index");
+  return rows;
+}
+
+// One trajectory's bytes, or false when HDF5 cannot read them.
+bool read_bytes(hid_t data, const IndexRow& r, std::vector<uint8_t>& bytes) {
+  bytes.resize(r.length);
+  hsize_t at = r.offset, n = r.length;
+  H5Handle fspace(H5Dget_space(data), H5Sclose);
+  if (fspace.id < 0 || r.offset + r.length > extent(data) || r.length == 0) return false;
+  if (H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &at, nullptr, &n, nullptr) < 0) return false;
+  H5Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  return H5Dread(data, H5T_NATIVE_UINT8, mspace.id, fspace.id, H5P_DEFAULT, bytes.data()) >= 0;
+}
+
+std::string unix_stamp() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
 }  // namespace
 
 TrajectorySummary TrajectorySummary::of(const Json& t) {
@@ -155,46 +185,131 @@ TrajectorySummary TrajectorySummary::of(const Json& t) {
 
 TrajectoryFile::TrajectoryFile(std::string path, bool fsync) : path_(std::move(path)), fsync_(fsync) {
   static QuietHdf5 quiet;
-  H5Handle fapl(access_plist(), H5Pclose);
   row_type_ = index_row_type();
-  H5Handle u8(H5Tcopy(H5T_NATIVE_UINT8), H5Tclose);
-  if (std::filesystem::exists(path_)) {
-    file_ = H5Fopen(path_.c_str(), H5F_ACC_RDWR, fapl.id);
-    KFORGE_CHECK(file_ >= 0, io, path_ << ": cannot open the trajectory file for appending (not HDF5, or not writable)");
-    KFORGE_CHECK(read_attr(file_, "format") == kFormat, io, path_ << ": not a kforge trajectory file (no format attribute '" << kFormat << "')");
-    data_ = H5Dopen2(file_, "/trajectories/data", H5P_DEFAULT);
-    index_ = H5Dopen2(file_, "/trajectories/index", H5P_DEFAULT);
-    KFORGE_CHECK(data_ >= 0 && index_ >= 0, io, path_ << ": a kforge trajectory file without /trajectories/data and /trajectories/index");
-    rows_ = extent(index_);
-    // Bytes past the last indexed trajectory belong to an append that never committed: overwrite them.
-    bytes_ = 0;
-    if (rows_ > 0) {
-      IndexRow last{};
-      hsize_t at = rows_ - 1, one = 1;
-      H5Handle fspace(H5Dget_space(index_), H5Sclose);
-      H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &at, nullptr, &one, nullptr);
-      H5Handle mspace(H5Screate_simple(1, &one, nullptr), H5Sclose);
-      KFORGE_CHECK(H5Dread(index_, row_type_, mspace.id, fspace.id, H5P_DEFAULT, &last) >= 0, io, path_ << ": cannot read the index");
-      bytes_ = last.offset + last.length;
-    }
+  const std::string jpath = journal_path(path_);
+  if (std::filesystem::exists(path_) && !std::filesystem::exists(jpath)) {
+    import_legacy();
   } else {
-    file_ = H5Fcreate(path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id);
-    KFORGE_CHECK(file_ >= 0, io, path_ << ": cannot create the trajectory file");
-    write_attr(file_, "format", kFormat);
-    write_attr(file_, "format_version", std::to_string(kFormatVersion));
-    write_attr(file_, "payload", "msgpack");
-    data_ = create_extensible(file_, "/trajectories/data", u8.id, 1 << 16, true);
-    index_ = create_extensible(file_, "/trajectories/index", row_type_, 64, false);
-    KFORGE_CHECK(data_ >= 0 && index_ >= 0, io, path_ << ": cannot create the trajectory datasets");
-    H5Fflush(file_, H5F_SCOPE_GLOBAL);
+    journal_ = std::make_unique<TrajectoryJournal>(jpath, fsync_);
   }
+  if (journal_->torn_bytes() > 0)
+    note("the journal's torn tail (" + std::to_string(journal_->torn_bytes()) +
+         " bytes of an append a kill interrupted, never acknowledged) was cut off");
+  open_h5();
 }
 
 TrajectoryFile::~TrajectoryFile() {
-  if (data_ >= 0) H5Dclose(data_);
-  if (index_ >= 0) H5Dclose(index_);
+  close_h5();
   if (row_type_ >= 0) H5Tclose(row_type_);
-  if (file_ >= 0) H5Fclose(file_);
+}
+
+uint64_t TrajectoryFile::count() const { return journal_->count(); }
+uint64_t TrajectoryFile::behind() const { return journal_->count() - (h5_ok_ ? h5_rows_ : 0); }
+
+void TrajectoryFile::note(const std::string& line) {
+  notes_.push_back(line);
+  std::cerr << "kforge: trajectory file " << path_ << ": " << line << std::endl;
+}
+
+// A file written before journals existed: its readable rows become the journal, in order.
+void TrajectoryFile::import_legacy() {
+  H5Handle fapl(access_plist(), H5Pclose);
+  H5Handle file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.id), H5Fclose);
+  KFORGE_CHECK(file.id >= 0, io, path_ << ": cannot open the trajectory file (not HDF5, or damaged), and there is no journal ("
+                                       << journal_path(path_) << ") to rebuild it from");
+  KFORGE_CHECK(read_attr(file.id, "format") == kFormat, io, path_ << ": not a kforge trajectory file (no format attribute '" << kFormat << "')");
+  H5Handle data(H5Dopen2(file.id, "/trajectories/data", H5P_DEFAULT), H5Dclose);
+  KFORGE_CHECK(data.id >= 0, io, path_ << ": a kforge trajectory file without /trajectories/data");
+  std::vector<IndexRow> rows = read_rows(file.id, row_type_, path_);
+  journal_ = std::make_unique<TrajectoryJournal>(journal_path(path_), fsync_);
+  std::vector<uint8_t> bytes;
+  for (const IndexRow& r : rows) {
+    if (!read_bytes(data.id, r, bytes)) {
+      note("row " + std::to_string(journal_->count()) + " and the " + std::to_string(rows.size() - journal_->count() - 1) +
+           " after it cannot be read (a file written without a journal, damaged by a kill); they are left in the file moved aside");
+      break;
+    }
+    journal_->append(bytes);
+  }
+}
+
+void TrajectoryFile::close_h5() {
+  for (int64_t* h : {&data_, &index_})
+    if (*h >= 0) H5Dclose(*h), *h = -1;
+  if (file_ >= 0) H5Fclose(file_), file_ = -1;
+  h5_ok_ = false;
+}
+
+// Every row the HDF5 file holds is readable and byte for byte the journal's record; rows past
+// the journal's, or a file HDF5 cannot open, fail the check.
+bool TrajectoryFile::check_h5(std::string& why) {
+  H5Handle fapl(access_plist(), H5Pclose);
+  file_ = H5Fopen(path_.c_str(), H5F_ACC_RDWR, fapl.id);
+  if (file_ < 0) return why = "HDF5 cannot open it", false;
+  if (read_attr(file_, "format") != kFormat) return why = "no format attribute '" + std::string(kFormat) + "'", false;
+  data_ = H5Dopen2(file_, "/trajectories/data", H5P_DEFAULT);
+  index_ = H5Dopen2(file_, "/trajectories/index", H5P_DEFAULT);
+  if (data_ < 0 || index_ < 0) return why = "no /trajectories/data or /trajectories/index", false;
+  std::vector<IndexRow> rows;
+  try {
+    rows = read_rows(file_, row_type_, path_);
+  } catch (const Error&) {
+    return why = "its index cannot be read", false;
+  }
+  if (rows.size() > journal_->count())
+    return why = std::to_string(rows.size()) + " rows, more than the journal's " + std::to_string(journal_->count()), false;
+  std::vector<uint8_t> bytes;
+  uint64_t end = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& e = journal_->entry(i);
+    if (rows[i].length != e.length || rows[i].offset < end || !read_bytes(data_, rows[i], bytes) ||
+        TrajectoryJournal::checksum(bytes.data(), bytes.size()) != e.crc)
+      return why = "row " + std::to_string(i) + " is unreadable or differs from the journal", false;
+    end = rows[i].offset + rows[i].length;
+  }
+  h5_rows_ = rows.size();
+  bytes_ = (end + kDataChunk - 1) / kDataChunk * kDataChunk;
+  return true;
+}
+
+void TrajectoryFile::create_h5() {
+  H5Handle fapl(access_plist(), H5Pclose);
+  H5Handle u8(H5Tcopy(H5T_NATIVE_UINT8), H5Tclose);
+  file_ = H5Fcreate(path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id);
+  KFORGE_CHECK(file_ >= 0, io, path_ << ": cannot create the trajectory file");
+  write_attr(file_, "format", kFormat);
+  write_attr(file_, "format_version", std::to_string(kFormatVersion));
+  write_attr(file_, "payload", "msgpack");
+  data_ = create_extensible(file_, "/trajectories/data", u8.id, kDataChunk, true);
+  index_ = create_extensible(file_, "/trajectories/index", row_type_, 1, false);
+  KFORGE_CHECK(data_ >= 0 && index_ >= 0, io, path_ << ": cannot create the trajectory datasets");
+  KFORGE_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL) >= 0, io, path_ << ": flushing failed");
+  h5_rows_ = bytes_ = 0;
+}
+
+// Opens the HDF5 file and brings it level with the journal; a file that fails the check is
+// moved aside (FILE.h5.damaged-UNIXTIME) and rebuilt from the journal.
+void TrajectoryFile::open_h5() {
+  close_h5();
+  if (std::filesystem::exists(path_)) {
+    std::string why;
+    if (!check_h5(why)) {
+      close_h5();
+      std::string aside = path_ + ".damaged-" + unix_stamp();
+      std::filesystem::rename(path_, aside);
+      note(why + ": moved aside to " + aside + " and rebuilt from the journal (" + std::to_string(journal_->count()) + " trajectories)");
+    }
+  }
+  if (file_ < 0) create_h5();
+  h5_ok_ = true;
+  catch_up();
+}
+
+void TrajectoryFile::catch_up() {
+  while (h5_rows_ < journal_->count()) {
+    std::vector<uint8_t> bytes = journal_->read(h5_rows_);
+    fold(h5_rows_, bytes, TrajectorySummary::of(Json::from_msgpack(bytes)));
+  }
 }
 
 void TrajectoryFile::append(const Json& trajectory) {
@@ -203,6 +318,20 @@ void TrajectoryFile::append(const Json& trajectory) {
 
 void TrajectoryFile::append_msgpack(const std::vector<uint8_t>& bytes, const TrajectorySummary& s) {
   KFORGE_CHECK(!bytes.empty(), internal, "an empty trajectory");
+  journal_->append(bytes);  // the commit point; throws when nothing was committed
+  try {
+    if (!h5_ok_) open_h5();  // a failure earlier: check, repair and catch up (this one included)
+    else fold(journal_->count() - 1, bytes, s);
+  } catch (const std::exception& e) {
+    close_h5();
+    note(std::string("the HDF5 file fell behind the journal (repaired on the next append or opening): ") + e.what());
+  }
+}
+
+// Appends one trajectory to the HDF5 file at a fresh chunk: its bytes, its index row, a flush.
+// (The journal, not this file, is synced: it is what a kill cannot take back.)
+void TrajectoryFile::fold(uint64_t seq, const std::vector<uint8_t>& bytes, const TrajectorySummary& s) {
+  KFORGE_CHECK(seq == h5_rows_, internal, path_ << ": folding record " << seq << " after row " << h5_rows_);
   KFORGE_CHECK(append_at(data_, H5T_NATIVE_UINT8, bytes_, bytes.size(), bytes.data()), io,
                path_ << ": writing a trajectory's bytes failed");
   IndexRow row{};
@@ -218,28 +347,11 @@ void TrajectoryFile::append_msgpack(const std::vector<uint8_t>& bytes, const Tra
   put(row.task, s.task);
   put(row.termination_reason, s.termination_reason);
   put(row.end_cause, s.end_cause);
-  KFORGE_CHECK(append_at(index_, row_type_, rows_, 1, &row), io, path_ << ": writing a trajectory's index row failed");
+  KFORGE_CHECK(append_at(index_, row_type_, h5_rows_, 1, &row), io, path_ << ": writing a trajectory's index row failed");
   KFORGE_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL) >= 0, io, path_ << ": flushing failed");
-  if (fsync_) {
-    void* handle = nullptr;
-    if (H5Fget_vfd_handle(file_, H5P_DEFAULT, &handle) >= 0 && handle) ::fsync(*static_cast<int*>(handle));
-  }
-  bytes_ += bytes.size();
-  ++rows_;
+  bytes_ = (bytes_ + bytes.size() + kDataChunk - 1) / kDataChunk * kDataChunk;
+  ++h5_rows_;
 }
-
-namespace {
-
-std::vector<IndexRow> read_rows(hid_t file, hid_t row_type, const std::string& path) {
-  H5Handle index(H5Dopen2(file, "/trajectories/index", H5P_DEFAULT), H5Dclose);
-  KFORGE_CHECK(index.id >= 0, io, path << ": not a kforge trajectory file (no /trajectories/index)");
-  std::vector<IndexRow> rows(extent(index.id));
-  if (!rows.empty())
-    KFORGE_CHECK(H5Dread(index.id, row_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()) >= 0, io, path << ": cannot read the index");
-  return rows;
-}
-
-}  // namespace
 
 std::vector<TrajectorySummary> read_trajectory_index(const std::string& path) {
   static QuietHdf5 quiet;
@@ -275,14 +387,9 @@ std::vector<Json> read_trajectories(const std::string& path) {
   H5Handle data(H5Dopen2(file.id, "/trajectories/data", H5P_DEFAULT), H5Dclose);
   KFORGE_CHECK(data.id >= 0, io, path << ": no /trajectories/data");
   std::vector<Json> out;
+  std::vector<uint8_t> bytes;
   for (const IndexRow& r : rows) {
-    std::vector<uint8_t> bytes(r.length);
-    hsize_t at = r.offset, n = r.length;
-    H5Handle fspace(H5Dget_space(data.id), H5Sclose);
-    H5Sselect_hyperslab(fspace.id, H5S_SELECT_SET, &at, nullptr, &n, nullptr);
-    H5Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose);
-    KFORGE_CHECK(H5Dread(data.id, H5T_NATIVE_UINT8, mspace.id, fspace.id, H5P_DEFAULT, bytes.data()) >= 0, io,
-                 path << ": cannot read a trajectory");
+    KFORGE_CHECK(read_bytes(data.id, r, bytes), io, path << ": cannot read trajectory " << out.size());
     out.push_back(Json::from_msgpack(bytes));
   }
   return out;

@@ -1,4 +1,4 @@
-// kforge serve --config configs/server.yaml [--bind ENDPOINT]: the rollout server.
+// kforge serve --config configs/server.yaml [--bind ENDPOINT] [--record FILE.h5]: the rollout server.
 // kforge record --connect ENDPOINT --out FILE.h5: appends a server's trajectory stream to HDF5.
 // Both stop gracefully on SIGTERM or SIGINT: the signals are blocked in every thread and taken by
 // one thread with sigwait, so no worker call is ever interrupted by EINTR.
@@ -60,13 +60,20 @@ class StopOnSignal {
 
 void add_serve_commands(CLI::App& app) {
   auto* serve = app.add_subcommand("serve", "Serve episodes to trainers over ZeroMQ (rollout/PROTOCOL.md)");
-  static std::string config_path, bind;
+  static std::string config_path, bind, record_path;
   serve->add_option("--config", config_path, "server config (configs/server.yaml); defaults when omitted");
   serve->add_option("--bind", bind, "ROUTER endpoint, overriding the config's bind (tcp://HOST:PORT, ipc://PATH)");
+  serve->add_option("--record", record_path,
+                    "HDF5 file every finished trajectory is appended to (created, or appended to; FILE.journal beside "
+                    "it), overriding the config's record.path (rollout/TRAJECTORY_FORMAT.md)");
   serve->footer("Stops on SIGTERM/SIGINT: no new work, queued steps cancelled, running ones finished, open episodes recorded.");
   set_action(serve, [] {
     ServerConfig cfg = config_path.empty() ? ServerConfig{} : ServerConfig::load(config_path);
     if (!bind.empty()) cfg.bind = bind;
+    if (!record_path.empty()) cfg.record.path = record_path;  // relative to the working directory, as shells expect
+    // A file size limit (ulimit -f) reached while recording is an error the recorder reports and
+    // retries (EFBIG), not a signal that kills the server with every open episode.
+    std::signal(SIGXFSZ, SIG_IGN);
     std::atomic<bool> stop{false};
     StopOnSignal on_signal(stop);  // before any thread starts
     ServerSetup setup = ServerSetup::load(cfg);
