@@ -407,3 +407,47 @@ def test_draws_of_integers_constants_and_init_bounds():
     w = torch.empty(64, 32)
     torch.nn.init.normal_(w, std=0.02)
     assert draws.infer("fc.weight", "parameter", w, None, None)[0] == {"dist": "normal", "mean": 0.0, "std": 0.02}
+
+
+def test_hostile_modules_are_confined_and_the_run_goes_on(tmp_path):
+    """Each module of import_modules/hostile/ attacks the machine (README.md, The sandbox): the run
+    survives all of them, writes the control's task, and no module wrote outside its worker's
+    directory, kept a daemon alive, saw the importer's environment or read a file only root may."""
+    import shutil
+    mods = tmp_path / "mods"
+    shutil.copytree(os.path.join(MODULES, "hostile"), mods)
+    shutil.copy(os.path.join(MODULES, "level1", "relu_op.py"), mods / "relu_op.py")
+    (mods / "secret.txt").write_text("only root reads this")
+    os.chmod(mods / "secret.txt", 0o600)
+    os.chmod(tmp_path, 0o700)
+    out = tmp_path / "out"
+    p, _ = run_import("--format", "kernelbench", "--memory-mb", "4096", "--max-processes", "24", str(mods), out=out)
+    assert p.returncode == 0, p.stderr
+    details = {os.path.basename(s["file"]): s for s in map(json.loads, (out / "skipped.jsonl").read_text().splitlines())}
+    assert sorted(os.listdir(out / "tasks")) == ["kb_lnull_relu_op.yaml"], p.stderr  # the control, after the others
+    for name, s in details.items():  # each skipped for the reason its `# expect:` line names
+        assert f"# expect: {s['reason']}\n" == (mods / name).read_text().splitlines(keepends=True)[0], s
+    assert set(details) == {"escapes.py", "fork_bomb.py", "kills_its_parent.py", "memory_hog.py", "reads_a_secret.py",
+                            "setsid_orphan.py"}
+    esc = details["escapes.py"]["detail"]
+    assert "env=HOME,LANG,OMP_NUM_THREADS,PATH,TMPDIR " in esc and "fds=0,1,2,3,4" in esc, esc  # 4: the listing's own
+    assert re.search(r"cwd=(\S+) .*home=\1 ", esc) and "cwd=" + str(tmp_path) not in esc, esc
+    assert "MemoryError" in details["memory_hog.py"]["detail"]
+    assert re.search(r"forked \d+ before Resource temporarily unavailable", details["fork_bomb.py"]["detail"])
+    assert "x" * 100 not in p.stderr and "from-os-system" not in p.stderr  # module output is the worker's, capped
+    assert not (out / "in_flight.json").exists()
+    orphans = [pid for pid in os.listdir("/proc") if pid.isdigit() and str(mods) in proc_cmdline(pid)]
+    assert not orphans, orphans  # the setsid daemon ended with its worker
+    if os.geteuid() == 0:  # run as root, the worker is `nobody`: it may write and read only what anyone may
+        assert "uid=65534" in esc
+        assert sorted(os.listdir(mods)) == sorted(set(details) | {"relu_op.py", "secret.txt"}), os.listdir(mods)
+        assert "PermissionError" in details["reads_a_secret.py"]["detail"]
+        assert "forked 2" in details["fork_bomb.py"]["detail"]  # 20-odd: RLIMIT_NPROC 24 holds for nobody
+
+
+def proc_cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""

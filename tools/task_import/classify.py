@@ -18,6 +18,8 @@ class Options:
     seed: int = 0
     max_bytes: int = 4 << 30
     timeout_s: float = 300.0
+    memory_mb: int = 16384  # the worker's address space (isolation.py, sandbox.py)
+    max_processes: int = 256  # the worker's RLIMIT_NPROC
     tolerance: dict = None  # {"atol", "rtol"} of the profile, by dtype name
 
 

@@ -10,6 +10,8 @@ import time
 from .common import REASONS, Skip, one_line
 from .sources import InputError, collect
 
+IN_FLIGHT = "in_flight.json"
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m task_import", description=__doc__)
@@ -23,14 +25,18 @@ def parse_args(argv):
                    help="kernelbench: the level of files outside a level1/level2/level3 folder")
     p.add_argument("--max-bytes", type=int, default=4 << 30, help="skip (too_large) above this many argument bytes")
     p.add_argument("--timeout-s", type=float, default=300.0, help="time limit per module, for loading and for running")
+    p.add_argument("--memory-mb", type=int, default=16384,
+                   help="address space of a module's worker in MiB (RLIMIT_AS; torch alone takes about 3 GiB)")
+    p.add_argument("--max-processes", type=int, default=256,
+                   help="processes a module's worker may have (RLIMIT_NPROC of its user; a fork bomb stops there)")
     p.add_argument("--in-process", action="store_true",
                    help="examine modules in this process, not each in a forked worker (for debugging)")
     p.add_argument("paths", nargs="+", metavar="PATH")
     a = p.parse_args(argv)
     if a.limit is not None and a.limit < 0:
         p.error("--limit must be >= 0")
-    if a.max_bytes <= 0 or a.timeout_s <= 0:
-        p.error("--max-bytes and --timeout-s must be > 0")
+    if a.max_bytes <= 0 or a.timeout_s <= 0 or a.memory_mb <= 0 or a.max_processes <= 0:
+        p.error("--max-bytes, --timeout-s, --memory-mb and --max-processes must be > 0")
     if a.level is not None and a.format != "kernelbench":
         p.error("--level is for --format kernelbench")
     return a
@@ -67,6 +73,19 @@ def import_one(item, k, a, opts, ids):
     return tid, analysis.notes
 
 
+def mark_in_flight(out, k, item):
+    """DIR/in_flight.json names the module being examined (removed at the end of the run): a run that
+    something killed from outside says where it stopped."""
+    path = os.path.join(out, IN_FLIGHT)
+    if item is None:
+        if os.path.exists(path):
+            os.remove(path)
+        return
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"index": k, "file": item.file, "row": item.row}, f)
+        f.write("\n")
+
+
 def main(argv=None):
     a = parse_args(argv)
     try:
@@ -78,7 +97,8 @@ def main(argv=None):
         todo = todo[:a.limit]
     from .classify import Options
     from .task_yaml import TOLERANCES
-    opts = Options(seed=a.seed, max_bytes=a.max_bytes, timeout_s=a.timeout_s, tolerance=TOLERANCES[a.tolerance])
+    opts = Options(seed=a.seed, max_bytes=a.max_bytes, timeout_s=a.timeout_s, memory_mb=a.memory_mb,
+                   max_processes=a.max_processes, tolerance=TOLERANCES[a.tolerance])
     os.makedirs(os.path.join(a.out, "tasks"), exist_ok=True)
     stale = glob.glob(os.path.join(a.out, "tasks", "*.yaml"))
     for f in stale:  # the folder holds this run's tasks only
@@ -92,6 +112,8 @@ def main(argv=None):
     a.threads = torch.get_num_threads()
     if not a.in_process:
         torch.set_num_threads(1)  # no OpenMP pool in the parent: the forked workers set their own count
+        from .sandbox import become_subreaper
+        become_subreaper()
     warm_up()
     counts, ids = {r: 0 for r in REASONS}, set()
     imported = 0
@@ -99,6 +121,7 @@ def main(argv=None):
             open(os.path.join(a.out, "imported.jsonl"), "w", encoding="utf-8") as done:
         for k, item in enumerate(todo):
             t0 = time.monotonic()
+            mark_in_flight(a.out, k, item)
             try:
                 tid, notes = import_one(item, k, a, opts, ids)
             except Skip as s:
@@ -119,6 +142,7 @@ def main(argv=None):
             seconds = round(time.monotonic() - t0, 3)
             done.write(json.dumps({"id": tid, "file": item.file, "row": item.row, "seconds": seconds, "notes": notes}) + "\n")
             print(f"[{k + 1}/{len(todo)}] {item.label()}: imported as {tid} ({seconds:.2f} s)", file=sys.stderr, flush=True)
+    mark_in_flight(a.out, None, None)
     seconds = time.monotonic() - start
     summary = {"imported": imported, "skipped": counts, "seconds": round(seconds, 3)}
     with open(os.path.join(a.out, "import_summary.json"), "w") as f:
