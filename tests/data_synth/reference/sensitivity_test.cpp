@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "data_synth/reference/reference.h"
 #include "data_synth/synth/cpu_checks.h"
+#include "env/gpu/draw_kernel.h"
 #include "tests/env/judge/candidates.h"
 
 using namespace kforge;
@@ -172,6 +174,36 @@ TEST(Sensitivity, TheReportIsAFunctionOfTheTaskAndTheSeed) {
     EXPECT_EQ(a.inputs[i].moved_row, b.inputs[i].moved_row);
     EXPECT_EQ(a.inputs[i].ablation_rate_plain, b.inputs[i].ablation_rate_plain);
     EXPECT_EQ(a.inputs[i].best_member, b.inputs[i].best_member);
+  }
+}
+
+// kforge tasks sensitivity --device cuda draws through the hook with the GPU worker's draw kernel;
+// here its element code compiled for the host (fill_draw_like_device) stands in for it: every draw
+// goes through the hook, and the report is the one the host draws give.
+TEST(Sensitivity, DrawsThroughTheHookGiveTheSameReport) {
+  TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
+  SensitivityOptions o;
+  o.ablation_trials = 4;
+  SensitivityReport host = check_sensitivity(t, kCpu, o);
+  int calls = 0;
+  o.draw = [&calls](const TaskSpec& task, const DrawKey& key) {
+    ++calls;
+    std::vector<at::Tensor> args;
+    for (size_t i = 0; i < task.arguments.size(); ++i) {
+      const TensorMeta& m = task.arguments[i].decl.meta;
+      args.push_back(at::empty(m.shape, at::TensorOptions().dtype(to_scalar_type(m.dtype))));
+      fill_draw_like_device(task.arguments[i].draw, m.dtype, draw_stream(key, i), args.back().numel(), args.back().data_ptr());
+    }
+    return args;
+  };
+  SensitivityReport hooked = check_sensitivity(t, kCpu, o);
+  EXPECT_GE(calls, o.draws + 4);  // (a)-(c)'s draws and (d)'s trials
+  ASSERT_EQ(host.inputs.size(), hooked.inputs.size());
+  EXPECT_EQ(host.reference_runs, hooked.reference_runs);
+  for (size_t i = 0; i < host.inputs.size(); ++i) {
+    EXPECT_EQ(host.inputs[i].moved_whole, hooked.inputs[i].moved_whole);
+    EXPECT_EQ(host.inputs[i].moved_row, hooked.inputs[i].moved_row);
+    EXPECT_EQ(host.inputs[i].ablation_rate_plain, hooked.inputs[i].ablation_rate_plain);
   }
 }
 
