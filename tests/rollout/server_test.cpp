@@ -203,6 +203,31 @@ TEST(RolloutServer, UnparseableActionsCostATurnNotTheEpisode) {
   EXPECT_EQ(escape.payload["info"]["turn"], 2);
 }
 
+// Issue 26: tool calls that crashed the server (150 000 nested '[' in the arguments) or gave
+// `internal` (1e999) are malformed actions like any other: an observation, and the episode goes on.
+TEST(RolloutServer, HostileToolCallJsonIsAMalformedActionNotACrashOrInternal) {
+  TestServer server(cpu_config());
+  zmq::context_t ctx;
+  Client c(ctx, server.endpoint());
+  std::string ep = c.reset("softmax_rows");
+  std::string deep = std::string(150000, '[') + std::string(150000, ']');
+  const std::vector<Json> actions = {
+      Json("<tool_call>{\"name\": \"compile\", \"arguments\": " + deep + "}</tool_call>"),
+      Json{{"type", "function"}, {"function", {{"name", "write_file"}, {"arguments", deep}}}},
+      Json("<tool_call>{\"name\": \"compile\", \"arguments\": {\"x\": 1e999}}</tool_call>"),
+      Json{{"name", "write_file"}, {"arguments", "{\"path\": \"a.cu\", \"path\": \"b.cu\", \"content\": \"x\"}"}},
+  };
+  for (const Json& a : actions) {
+    Reply r = c.step(ep, a);
+    ASSERT_TRUE(r.ok()) << r.payload.dump().substr(0, 300);
+    EXPECT_EQ(r.payload["observation"].get<std::string>().rfind("error: ", 0), 0u) << r.payload["observation"];
+    EXPECT_FALSE(r.payload["terminated"].get<bool>());
+  }
+  Reply list = c.step(ep, Json{{"name", "list_files"}});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list.payload["info"]["turn"], static_cast<int>(actions.size()) + 1);
+}
+
 TEST(RolloutServer, RefusesResetsBeyondMaxEpisodesWithRetryAfter) {
   ServerConfig cfg = cpu_config();
   cfg.sessions.max_episodes = 2;
