@@ -69,6 +69,11 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
       KFORGE_CHECK(v >= 1, spec, "input '" << in.name << "': dimension " << e.str() << " = " << v << " must be >= 1");
       s.push_back(v);
     }
+    try {
+      tensor_bytes(s, in.dtype);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::spec, "input '" + in.name + "': " + e.what());
+    }
     input_metas.push_back({s, in.dtype});
     g.arguments.push_back({in.name, ArgRole::input, {s, in.dtype},
                            dtype_is_float(in.dtype) ? Draw::normal(0, 1) : Draw::randint(0, 2), true});
@@ -104,6 +109,7 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
       }
       rn.call.attrs = resolve_attrs(op, n.attrs, dims);
       rn.out = op.infer(rn.call);
+      tensor_bytes(rn.out.shape, rn.out.dtype);  // refuses an output size that wraps around
       rn.flops = op.flops(rn.call, rn.out);
       if (op.params) {
         for (const ParamDecl& p : op.params(rn.call)) {
@@ -147,9 +153,16 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
   for (size_t i = 0; i < graph.inputs.size(); ++i)
     KFORGE_CHECK(input_live[i], spec, "input '" << graph.inputs[i].name << "' is not used by any output");
 
-  for (const auto& a : g.arguments)
-    if (a.used) g.min_bytes += static_cast<double>(numel(a.meta.shape)) * dtype_size(a.meta.dtype);
-  for (const auto& m : g.output_metas) g.min_bytes += static_cast<double>(numel(m.shape)) * dtype_size(m.dtype);
+  // tensor_bytes refuses a size that wraps around; every tensor is counted, used or not (all are allocated).
+  for (const auto& a : g.arguments) {
+    try {
+      int64_t bytes = tensor_bytes(a.meta.shape, a.meta.dtype);
+      if (a.used) g.min_bytes += static_cast<double>(bytes);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::spec, "argument '" + a.name + "': " + e.what());
+    }
+  }
+  for (const auto& m : g.output_metas) g.min_bytes += static_cast<double>(tensor_bytes(m.shape, m.dtype));
   return g;
 }
 

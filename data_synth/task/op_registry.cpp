@@ -12,8 +12,17 @@ namespace kforge {
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      KFORGE_FAIL(spec, "shape " << shape_str(s) << " has more elements than a 64-bit count holds");
   return n;
+}
+
+int64_t tensor_bytes(const Shape& s, DType dtype) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(numel(s), static_cast<int64_t>(dtype_size(dtype)), &bytes))
+    KFORGE_FAIL(spec, "shape " << shape_str(s) << " of " << dtype_name(dtype) << " has more bytes than a 64-bit count holds");
+  return bytes;
 }
 
 std::string shape_str(const Shape& s) {

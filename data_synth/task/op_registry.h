@@ -17,7 +17,10 @@ namespace kforge {
 
 using Shape = std::vector<int64_t>;
 
+// The number of elements of `s`, and of bytes at `dtype`. A product past int64 is a spec error
+// (it used to wrap, e.g. to 0, and the task then claimed flops: 0, min_bytes: 0).
 int64_t numel(const Shape& s);
+int64_t tensor_bytes(const Shape& s, DType dtype);
 std::string shape_str(const Shape& s);  // "[4, 1024]"
 
 struct TensorMeta {

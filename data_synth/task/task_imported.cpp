@@ -23,6 +23,11 @@ Shape read_checked_shape(const YamlNode& n, const std::string& what) {
   Shape s = read_shape(n);
   for (int64_t d : s)
     if (d < 1) n.fail("the shape of " + what + " is " + shape_str(s) + ": every extent must be >= 1");
+  try {
+    numel(s);
+  } catch (const Error& e) {
+    n.fail(e.what());
+  }
   return s;
 }
 
@@ -78,8 +83,8 @@ void read_outputs(const YamlNode& outs, TaskSpec& t, std::set<std::string>& name
 
 double footprint(const TaskSpec& t) {
   double bytes = 0;
-  for (const auto& a : t.arguments) bytes += static_cast<double>(numel(a.decl.meta.shape)) * dtype_size(a.decl.meta.dtype);
-  for (const auto& o : t.outputs) bytes += static_cast<double>(numel(o.meta.shape)) * dtype_size(o.meta.dtype);
+  for (const auto& a : t.arguments) bytes += static_cast<double>(tensor_bytes(a.decl.meta.shape, a.decl.meta.dtype));
+  for (const auto& o : t.outputs) bytes += static_cast<double>(tensor_bytes(o.meta.shape, o.meta.dtype));
   return bytes;
 }
 

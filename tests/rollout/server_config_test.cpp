@@ -128,3 +128,17 @@ TEST(TrajectoryFile, RefusesAFileThatIsNotATrajectoryFile) {
   { std::ofstream(path) << "hello"; }
   EXPECT_THROW(TrajectoryFile f(path), Error);
 }
+
+// Issue 26: with a key written twice the first value used to win silently.
+TEST(RolloutServerConfig, RefusesADuplicateKeyWithItsLine) {
+  const std::string path = temp_path("dup_server.yaml");
+  std::ofstream(path) << "sessions:\n  max_episodes: 8\nscheduler: {gpus: 1}\nsessions:\n  max_episodes: 4096\n";
+  try {
+    ServerConfig::load(path);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_NE(std::string(e.what()).find(path + ":4:1: duplicate key 'sessions' (first at line 1)"), std::string::npos)
+        << e.what();
+  }
+}
