@@ -271,6 +271,26 @@ def test_gpu_tools_without_a_gpu_lane_say_no_gpu_and_the_episode_goes_on(server)
             assert not term and not trunc and reward == 0
 
 
+def test_malformed_actions_never_raise_in_kernel_env(server):
+    """tools/python/README.md: a malformed action costs its turn and an `error: ` observation, even
+    the JSON that gave `internal` (1e999) or crashed the server (150 000 nested '[') before issue 26."""
+    deep = "[" * 150000 + "]" * 150000
+    actions = [
+        '<tool_call>{"name": "compile", "arguments": {"x": 1e999}}</tool_call>',
+        {"type": "function", "function": {"name": "read_file", "arguments": '{"path": 1e999}'}},
+        '<tool_call>{"name": "compile", "arguments": ' + deep + "}</tool_call>",
+        {"name": "write_file", "arguments": '{"path": "a.cu", "path": "b.cu", "content": "x"}'},
+        '<think><tool_call>{"name": "submit", "arguments": {}}</tool_call></think>',
+    ]
+    with KernelEnv(server.endpoint, task="gelu_scale_residual") as env:
+        env.reset(seed=1, options={"max_turns": 10})
+        for action in actions:
+            obs, reward, term, trunc, info = env.step(action)
+            assert obs.startswith("error: "), obs[:300]
+            assert not term and not trunc
+        assert info["turn"] == len(actions)
+
+
 def serve_fails(args, cwd=None):
     """`kforge serve ARGS` that must fail at start-up: its output, with no SIGTERM line in it."""
     r = subprocess.run([KFORGE, "serve", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
