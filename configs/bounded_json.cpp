@@ -21,7 +21,7 @@ std::string without_prefix(const std::string& what) {
 // size and max_depth levels.
 class BoundedBuilder {
  public:
-  BoundedBuilder(Json& root, size_t max_depth) : root_(root), max_depth_(max_depth) {}
+  BoundedBuilder(Json& root, size_t max_depth, bool allow_binary) : root_(root), max_depth_(max_depth), allow_binary_(allow_binary) {}
 
   const std::string& error() const { return error_; }
 
@@ -34,8 +34,10 @@ class BoundedBuilder {
     if (!valid_utf8(v)) return fail("a string is not valid UTF-8");
     return place(Json(std::move(v))) != nullptr;
   }
-  // msgpack bin and ext (timestamps included) both arrive here: kforge's documents are text.
-  bool binary(Json::binary_t&) {
+  // msgpack bin and ext (timestamps included) both arrive here: kforge's documents are text, but
+  // for the workers' frames, which carry cubins.
+  bool binary(Json::binary_t& v) {
+    if (allow_binary_) return place(Json::binary(std::move(v))) != nullptr;
     return fail("bin and ext values are not accepted (values are nil, bool, int, float, str, array, map)");
   }
   bool start_object(std::size_t) { return open(Json::object()); }
@@ -91,6 +93,7 @@ class BoundedBuilder {
 
   Json& root_;
   size_t max_depth_;
+  bool allow_binary_;
   std::vector<Json*> stack_;
   std::string key_;
   std::string error_;
@@ -107,7 +110,7 @@ BoundedJson parse_bounded(std::string_view input, const JsonLimits& limits, Json
     return out;
   }
   Json doc;
-  BoundedBuilder builder(doc, static_cast<size_t>(std::max(1, limits.max_depth)));
+  BoundedBuilder builder(doc, static_cast<size_t>(std::max(1, limits.max_depth)), limits.allow_binary);
   try {
     if (!Json::sax_parse(input.begin(), input.end(), &builder, format, true)) {
       out.error = builder.error().empty() ? "not accepted" : builder.error();

@@ -19,6 +19,7 @@ namespace kforge {
 struct JsonLimits {
   int max_depth = 32;                        // arrays and maps; a top-level map is depth 1
   size_t max_bytes = size_t{16} << 20;       // the encoded input; larger is refused before parsing
+  bool allow_binary = false;                 // msgpack bin/ext kept as binary values (a worker's cubin)
 };
 
 struct BoundedJson {
@@ -30,7 +31,7 @@ struct BoundedJson {
 // JSON text (RFC 8259, one value, surrounding whitespace allowed). Errors name the byte position
 // where nlohmann reports one: "syntax error at byte 7: ...".
 BoundedJson parse_json_bounded(std::string_view text, const JsonLimits& limits);
-// One complete msgpack value; nil, bool, int, float, str, array and map only.
+// One complete msgpack value; nil, bool, int, float, str, array and map (and bin/ext with allow_binary).
 BoundedJson parse_msgpack_bounded(std::string_view bytes, const JsonLimits& limits);
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF (what Python's

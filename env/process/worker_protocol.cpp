@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "configs/bounded_json.h"
 #include "configs/error.h"
 
 namespace kforge {
@@ -86,11 +87,15 @@ ReadStatus read_frame(int fd, Json& out, int timeout_ms) {
   KFORGE_CHECK(n <= kMaxFrameBytes, io, "frame of " << n << " bytes exceeds the limit of " << kMaxFrameBytes);
   std::vector<uint8_t> body(n);
   if (!read_all(fd, body.data(), n, deadline, forever, closed)) return closed ? ReadStatus::closed : ReadStatus::timeout;
-  try {
-    out = Json::from_msgpack(body);
-  } catch (const Json::exception& e) {
-    KFORGE_FAIL(io, "malformed worker message: " << e.what());
-  }
+  // Depth-bounded: the compile worker runs NVRTC on the policy's source, so its frames are decoded
+  // like any untrusted peer's (configs/bounded_json.h), a deep one refused instead of recursed into.
+  JsonLimits bounds;
+  bounds.max_depth = kMaxMessageDepth;
+  bounds.max_bytes = body.size();
+  bounds.allow_binary = true;
+  BoundedJson decoded = parse_msgpack_bounded(std::string_view(reinterpret_cast<const char*>(body.data()), body.size()), bounds);
+  KFORGE_CHECK(decoded.ok(), io, "malformed worker message: " << decoded.error);
+  out = std::move(decoded.value);
   KFORGE_CHECK(out.is_object(), io, "worker message is not a map");
   return ReadStatus::ok;
 }

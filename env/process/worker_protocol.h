@@ -16,6 +16,8 @@ namespace kforge {
 using Json = nlohmann::json;
 
 constexpr uint32_t kMaxFrameBytes = 1u << 30;
+// Nesting accepted in a frame: reports and plans nest a handful of levels; deeper is refused.
+constexpr int kMaxMessageDepth = 64;
 
 // Error kinds a worker reply may carry (with the supervisor's own timeout and worker_crashed).
 namespace worker_error {

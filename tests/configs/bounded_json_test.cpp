@@ -72,3 +72,11 @@ TEST(BoundedJson, RefusesSyntaxErrorsTrailingBytesAndBinWithTheirReason) {
   EXPECT_TRUE(mentions(parse_msgpack_bounded(std::string("\xc4\x01x", 3), {}), "bin and ext"));
   EXPECT_TRUE(mentions(parse_msgpack_bounded(std::string("\xa1\xff", 2), {}), "not valid UTF-8"));
 }
+
+TEST(BoundedJson, KeepsBinWhenAllowedForTheWorkersFrames) {
+  JsonLimits worker;
+  worker.allow_binary = true;
+  BoundedJson r = parse_msgpack_bounded(std::string("\x81\xa5" "cubin" "\xc4\x02\x01\x02", 11), worker);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.value["cubin"].get_binary(), (std::vector<uint8_t>{1, 2}));
+}

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -61,6 +62,36 @@ TEST(WorkerProtocol, FramesRoundTripAndMalformedFramesAreErrors) {
   close(fds[1]);
   EXPECT_EQ(read_frame(fds[0], back, 1000), ReadStatus::closed);
   close(fds[0]);
+}
+
+// A compromised compile worker (NVRTC runs the policy's source) cannot crash its supervisor with a
+// frame nested 200 000 deep: the frame is a malformed-message error, not a stack overflow.
+TEST(WorkerProtocol, ADeeplyNestedFrameIsAnErrorNotACrash) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::string body(200000, '\x91');  // a one-element array, nested
+  body += '\xc0';
+  uint32_t n = static_cast<uint32_t>(body.size());
+  std::string frame = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16), static_cast<char>(n >> 24)};
+  frame += body;
+  std::thread writer([&] {  // the frame is larger than a pipe's buffer
+    size_t off = 0;
+    while (off < frame.size()) {
+      ssize_t w = write(fds[1], frame.data() + off, frame.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+  });
+  Json back;
+  try {
+    read_frame(fds[0], back, 5000);
+    ADD_FAILURE() << "a 200 000-deep frame was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos) << e.what();
+  }
+  writer.join();
+  close(fds[0]);
+  close(fds[1]);
 }
 
 TEST(WorkerProcess, CompilesThroughTheWorker) {
