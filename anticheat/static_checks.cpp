@@ -161,22 +161,35 @@ std::string l2_residency_name(const std::string& id) {
   return "";
 }
 
+// %envreg0 .. %envreg31, the driver-defined registers.
+bool is_envreg(const std::string& lw) {
+  if (lw.size() < 7 || lw.size() > 8 || lw.compare(0, 6, "envreg") != 0) return false;
+  for (size_t i = 6; i < lw.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(lw[i]))) return false;
+  return std::stoi(lw.substr(6)) < 32;
+}
+
 // Names that read which launch a call is: __nvvm_read_ptx_sreg_gridid, cuda::ptx::get_sreg_gridid,
 // __builtin_ptx_read_gridid (a register reader: a name with an sreg, ptx or nvvm part), and
 // cudaGetCurrentGraphExec, cuda::ptx::get_sreg_current_graph_exec,
-// __nvvm_read_ptx_sreg_current_graph_exec. A variable merely called gridid or current_graph_exec
-// is not one of them. Empty when the name is none of them; otherwise the register it reads.
+// __nvvm_read_ptx_sreg_current_graph_exec; and the readers of the driver-defined %envreg0..31
+// (what the driver puts there per launch is not the harness's to fix, so no kernel may read it).
+// A variable merely called gridid or current_graph_exec is not one of them. Empty when the name is
+// none of them; otherwise the register it reads.
 std::string launch_identity_name(const std::string& id) {
   const std::vector<std::string> parts = name_parts(id);
   bool reader = false, gridid = false;
+  std::string envreg;
   for (const std::string& p : parts) {
     reader |= p == "sreg" || p == "ptx" || p == "nvvm";
     gridid |= p == "gridid";
+    if (is_envreg(p)) envreg = p;
   }
   std::string squeezed;
   for (char c : lower(id))
     if (c != '_') squeezed.push_back(c);
   if (gridid && reader) return "%gridid";
+  if (!envreg.empty() && reader) return "%" + envreg;
   if (squeezed.find("currentgraphexec") != std::string::npos && (reader || squeezed.find("getcurrentgraphexec") != std::string::npos))
     return "%current_graph_exec";
   return "";
@@ -367,6 +380,9 @@ class StaticScan {
         else if (lw == "current_graph_exec")
           add("launch_identity", line_at(b),
               "reads the running graph's handle (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
+        else if (is_envreg(lw))
+          add("launch_identity", line_at(b),
+              "reads a driver-defined register (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
       }
       if (config_.forbid_l2_residency && !registers_need_percent) {
         // createpolicy.fractional.L2::evict_last.b64, ld.global.L2::evict_last, prefetch.global.L2::evict_last,

@@ -25,7 +25,8 @@
 //                 get_sreg_current_graph_exec, cudaGetCurrentGraphExec. The grid id numbers the
 //                 launches in the CUDA context, so the distance between a kernel's calls tells how
 //                 many harness kernels ran in between, which can differ between verified and timed
-//                 calls;
+//                 calls; and the driver-defined %envreg0..31 (inline PTX, sreg readers), whose
+//                 per-launch contents the harness does not fix;
 //   inline_asm    any inline assembly (off by default: honest kernels use PTX for cp.async,
 //                 ldmatrix, mma; the asm text is scanned by the rules above either way);
 //   forbidden_identifier  a name listed in the config;

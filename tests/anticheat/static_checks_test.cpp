@@ -250,8 +250,13 @@ TEST(StaticChecks, RefusesLibraryReadersOfTheLaunchIdentity) {
       "__device__ void* d() { return (void*)cudaGetCurrentGraphExec(); }\n"                       // 6
       "__device__ unsigned long long e() { return CAT(__nvvm_read_ptx_sreg_, gridid)(); }\n"      // 7
       "__device__ unsigned long long f() { return __builtin_ptx_read_gridid(); }\n"               // 8
-      "__device__ unsigned long long g() { return \\u0067et_sreg_gridid(); }\n");                 // 9
-  EXPECT_EQ(found(r), (std::set<std::pair<int, std::string>>{{3, "launch_identity"},
+      "__device__ unsigned long long g() { return \\u0067et_sreg_gridid(); }\n"                  // 9
+      "__device__ unsigned h() { return __nvvm_read_ptx_sreg_envreg3(); }\n"                     // 10
+      "__device__ void i(unsigned& e) { asm(\"mov.u32 %0, %%envreg31;\" : \"=r\"(e)); }\n"        // 11
+      "__device__ unsigned j(unsigned envreg7) { return envreg7; }\n");                         // 12: a name only
+  EXPECT_EQ(found(r), (std::set<std::pair<int, std::string>>{{10, "launch_identity"},
+                                                              {11, "launch_identity"},
+                                                              {3, "launch_identity"},
                                                               {4, "launch_identity"},
                                                               {5, "launch_identity"},
                                                               {6, "launch_identity"},
