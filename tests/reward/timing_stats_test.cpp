@@ -1,10 +1,16 @@
 #include "reward/timing_stats.h"
 
 #include <cmath>
+#include <iomanip>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "tests/test_paths.h"
 
 using namespace kforge;
 
@@ -38,4 +44,23 @@ TEST(TimingStats, SummaryNamesEveryFigure) {
   std::string s = TimingStats::from_samples({1, 2, 3}).summary();
   for (const char* part : {"median 2.0000 ms", "mean", "std", "min", "p10", "p90", "n 3", "rse"})
     EXPECT_NE(s.find(part), std::string::npos) << part << " missing from " << s;
+}
+
+// tests/golden/timing_stats.json: samples and the statistics this file's rule gives them, shared
+// with the Python copy (tools/synth_gpu/common.py, tests/tools/test_golden_timing_stats.py). Exact:
+// both sides do the same double operations in the same order.
+TEST(TimingStats, GoldenVectorsAreReproducedExactly) {
+  const std::string path = kforge::testing::source_dir() + "/tests/golden/timing_stats.json";
+  const nlohmann::json doc = nlohmann::json::parse(kforge::testing::read_text(path));
+  ASSERT_GE(doc["cases"].size(), 10u) << path;
+  for (const auto& c : doc["cases"]) {
+    const std::string name = c["name"].get<std::string>();
+    TimingStats s = TimingStats::from_samples(c["samples"].get<std::vector<double>>());
+    EXPECT_EQ(s.n, c["n"].get<int64_t>()) << name;
+    const std::pair<const char*, double> got[] = {{"mean", s.mean}, {"std", s.std},       {"rse", s.rse},
+                                                  {"min", s.min},   {"max", s.max},       {"median", s.median},
+                                                  {"p10", s.p10},   {"p90", s.p90}};
+    for (const auto& [key, value] : got)
+      EXPECT_EQ(value, c[key].get<double>()) << name << " " << key << ": C++ gives " << std::setprecision(17) << value;
+  }
 }

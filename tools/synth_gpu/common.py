@@ -69,9 +69,33 @@ def error_line(e):
 
 
 
+def quantile_sorted(s, q):
+    """reward/timing_stats.cpp's quantile_sorted, operation for operation: q in [0, 1] of sorted
+    samples, interpolated linearly between the two nearest ranks. Held equal to the C++ by
+    tests/golden/timing_stats.json (tests/tools/test_golden_timing_stats.py)."""
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def mean_std(xs):
+    """reward/timing_stats.cpp's mean_std: the mean summed in the samples' order, and the sample
+    standard deviation (n - 1; 0 for one sample)."""
+    mean = 0.0
+    for x in xs:
+        mean += x
+    mean /= len(xs)
+    ss = 0.0
+    for x in xs:
+        ss += (x - mean) * (x - mean)
+    return mean, (math.sqrt(ss / (len(xs) - 1)) if len(xs) > 1 else 0.0)
+
+
 def percentile(xs, p):
+    """The p-quantile of xs as the C++ computes it (quantile_sorted); None for no values."""
     s = sorted(xs)
-    return s[min(len(s) - 1, max(0, int(round(p * (len(s) - 1)))))] if s else None
+    return quantile_sorted(s, p) if s else None
 
 
 def speedup_stats(speedups):

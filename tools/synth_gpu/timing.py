@@ -18,20 +18,23 @@ import ctypes
 import math
 import time
 
+from .common import mean_std, quantile_sorted
+
 BATCH = 8  # rounds per synchronisation, as env/gpu/timing.cpp's kBatch
 
 
 def stats(samples):
-    s = sorted(samples)
-    n = len(s)
+    """reward/timing_stats.cpp's TimingStats of the samples (ms), as the records' fields: the same
+    mean and standard deviation, the same interpolated median, p10 and p90 (common.py's copies, held
+    equal to the C++ by tests/golden/timing_stats.json)."""
+    n = len(samples)
     if n == 0:
         return {"n": 0}
-    mean = sum(s) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) if n > 1 else 0.0
-    q = lambda p: s[min(n - 1, max(0, int(round(p * (n - 1)))))]  # noqa: E731
-    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-    return {"median_ms": med, "mean_ms": mean, "p10_ms": q(0.1), "p90_ms": q(0.9), "min_ms": s[0], "max_ms": s[-1],
-            "n": n, "rse": (sd / math.sqrt(n) / mean) if n > 1 and mean > 0 else 0.0}
+    mean, sd = mean_std(samples)
+    s = sorted(samples)
+    return {"median_ms": quantile_sorted(s, 0.5), "mean_ms": mean, "p10_ms": quantile_sorted(s, 0.1),
+            "p90_ms": quantile_sorted(s, 0.9), "min_ms": s[0], "max_ms": s[-1], "n": n,
+            "rse": (sd / math.sqrt(n) / mean) if n > 1 and mean > 0 else 0.0}
 
 
 def _persisting_l2_reset():
