@@ -14,7 +14,8 @@ TEXT in the block's stdout.
 
 Placeholders replaced before a block runs: `tcp://127.0.0.1:5555` (the bind of configs/server.yaml)
 by the server's endpoint; `http://127.0.0.1:8000/v1` by a stand-in OpenAI-compatible chat endpoint
-(its model lists the files, once per turn); `build/tools/kforge` by the built binary ($KFORGE_BIN).
+(its model lists the files, once per turn); `build/tools/kforge` by the built binary ($KFORGE_BIN);
+the server command's `--record FILE` by FILE in the server's temporary folder (not the checkout).
 """
 import dataclasses
 import http.server
@@ -173,6 +174,10 @@ class Server:
         self.endpoint = f"tcp://127.0.0.1:{free_port()}"
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # the examples must run without a GPU, on any host
         self.log = open(log_path, "w")
+        argv = list(argv)
+        if "--record" in argv[:-1]:
+            at = argv.index("--record") + 1
+            argv[at] = os.path.join(os.path.dirname(str(log_path)), os.path.basename(argv[at]))
         self.proc = subprocess.Popen([KFORGE, *argv[1:], "--bind", self.endpoint], cwd=SOURCE_DIR, env=env,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], START_TIMEOUT_S)
