@@ -1,9 +1,12 @@
 """The output checks of the probe, and the one place the GPU stage applies the tolerance rule.
 
-The rule is kforge's (data_synth/synth/cpu_checks.cpp, the verifier): an element passes when
-|out - ref| <= atol + rtol * |ref|, in double; atol and rtol are the task's, as `kforge tasks
-export-gpu` resolves them. `exceeds` below is that rule on torch tensors; every count here goes
-through it, and the fused Triton kernel (FusedCounts) is proved equal to it before first use."""
+The rule is kforge's, data_synth/reference/tolerance.h (`outside_tolerance`; the CPU stage's twin of
+these checks, data_synth/synth/cpu_checks.cpp, calls it): an element passes when |out - ref| <=
+atol + rtol * |ref|, in double; atol and rtol are the task's, as `kforge tasks export-gpu` resolves
+them. Here only for finite values: run_checks rejects a non-finite output (nonfinite_gpu) before it
+counts. `exceeds` below is that rule on torch tensors; every count here goes through it, and the
+fused Triton kernel (FusedCounts) is proved equal to it before first use. Both are held to the C++
+by tests/golden/tolerance.json (tests/tools/test_golden_tolerance.py)."""
 import os
 import sys
 
@@ -14,8 +17,8 @@ CHUNK = 1 << 26  # elements per chunk of the tolerance tests (bounds the float64
 
 
 def failing_fraction(torch, ref, answer, atol, rtol):
-    """Share of elements where `answer` fails the tolerance test against `ref` (as the C++ filters
-    and the verifier: |a - r| > atol + rtol * |r|, in double). On a GPU one fused pass (FUSED,
+    """Share of elements where `answer` fails the tolerance test against `ref` (tolerance.h's rule
+    on finite values: |a - r| > atol + rtol * |r|, in double). On a GPU one fused pass (FUSED,
     below); else chunked to bound memory, the count on the device until the end (one host sync)."""
     r = ref.reshape(-1)
     a = answer.reshape(-1) if answer.numel() == ref.numel() else answer.expand_as(ref).reshape(-1)

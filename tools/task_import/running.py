@@ -59,7 +59,8 @@ def same(a, b):
 
 def within(out, ref, atol, rtol):
     """kforge's rule (data_synth/reference/tolerance.h): |out - ref| <= atol + rtol |ref| where both are finite,
-    else equal (the same infinity) or both NaN. Returns (ok, worst |out - ref| over finite pairs)."""
+    else equal (the same infinity) or both NaN. Returns (ok, worst |out - ref| over finite pairs).
+    Held to the C++ by tests/golden/tolerance.json (tests/tools/test_golden_tolerance.py)."""
     if out.shape != ref.shape or out.dtype != ref.dtype:
         return False, float("inf")
     if not out.is_floating_point():
