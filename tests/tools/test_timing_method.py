@@ -1,7 +1,8 @@
-"""tools/bench/timing_method.py and reference_vs_baseline.py's method check, without a GPU: the
-method lines of env/gpu/timing.cpp (`kforge task run`), of tools/synth_gpu's Timer and of the
-shipped baselines read into the same fields; the same settings give no difference, another
-setting, flush or stopping rule is named; the bench passes on baselines measured with its config's
+"""The two timing loops, env/gpu/timing.cpp (`kforge task run`) and tools/synth_gpu's Timer: the
+same samples give the same statistics and the same settings the same stop (numbers). Then
+tools/bench/timing_method.py and reference_vs_baseline.py's method check, without a GPU: the
+method lines of both and of the shipped baselines read into the same fields; another setting,
+flush or stopping rule is named; the bench passes on baselines measured with its config's
 baseline_timing and fails, listing what differs, on baselines measured otherwise."""
 import json
 import lzma
@@ -38,15 +39,31 @@ def python_timer(settings=SETTINGS):
     return Timer(torch, "cpu", settings)
 
 
-def test_the_cpu_loops_of_both_writers_read_the_same(tmp_path):
-    doc = cpp_run(tmp_path)
-    cpp = tm.parse(doc["timing"]["method"])
-    py = tm.parse(python_timer().method())
-    assert cpp["clock"] == py["clock"] == "host" and cpp["l2_flush"] == py["l2_flush"] == "none"
-    assert tm.differences(cpp, py) == []
-    assert tm.differences(cpp, tm.settings_fields(SETTINGS), tm.SETTINGS_FIELDS) == []
-    assert cpp["interleaved"] == 1 and py["interleaved"] == 2  # the reference alone; eager and torch.compile
+def test_the_same_samples_give_the_same_numbers_in_both_writers(tmp_path):
+    """Numbers, not descriptions. `kforge task run` stopped at three timed calls (target_rse 99 %:
+    the RSE rule after min_reps) reports min, median and max: all three of its samples. The GPU
+    stage's statistics (tools/synth_gpu/timing.py) of those samples give every figure the C++
+    reported (the mean and std up to the summation order, which the JSON does not keep), and its
+    loop with the same settings stops at the same n. tests/golden/timing_stats.json holds both
+    statistics equal on more samples (python.golden_rules)."""
     import torch
+    from synth_gpu.common import mean_std
+    from synth_gpu.timing import measure, stats
+    settings = dict(SETTINGS, min_reps=3, max_reps=9, target_rse=0.99)
+    doc = cpp_run(tmp_path, settings)
+    cpp = doc["timing"]
+    assert cpp["n"] == 3 and cpp["min_ms"] <= cpp["median_ms"] <= cpp["max_ms"]
+    samples = [cpp["min_ms"], cpp["median_ms"], cpp["max_ms"]]
+    py = stats(samples)
+    assert {k: py[k] for k in ("n", "min_ms", "median_ms", "max_ms", "p10_ms", "p90_ms")} == \
+        {k: cpp[k] for k in ("n", "min_ms", "median_ms", "max_ms", "p10_ms", "p90_ms")}
+    assert py["mean_ms"] == pytest.approx(cpp["mean_ms"], rel=1e-12)
+    assert mean_std(samples)[1] == pytest.approx(cpp["std_ms"], rel=1e-12)
+    assert py["rse"] == pytest.approx(cpp["rse"], rel=1e-12)
+    if cpp["min_ms"] < cpp["median_ms"]:  # nearest rank would give the min itself
+        assert py["p10_ms"] != cpp["min_ms"]
+    (loop,) = measure(python_timer(settings), [lambda x: x + 1], lambda: (torch.zeros(4),))
+    assert loop["n"] == cpp["n"]
     from synth_gpu.torch_env import apply_flags, flags_record
     apply_flags(torch)
     assert tm.flag_differences(flags_record(torch), doc["precision_flags"]) == []
