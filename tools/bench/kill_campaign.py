@@ -18,6 +18,7 @@ trajectory is missing or unreadable.
 import argparse
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,14 +37,22 @@ from kforge_client import Client, KforgeError, ServerUnavailable  # noqa: E402
 TASK = "softmax_rows"
 
 
-def start_server(kforge, config, endpoint, log):
-    proc = subprocess.Popen([kforge, "serve", "--config", config, "--bind", endpoint], stdout=subprocess.PIPE,
-                            stderr=log, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("kforge serve: listening on"):
+def start_server(kforge, config, endpoint, log, counts):
+    """`kforge serve`, listening; a start that fails is retried twice (counted: the binary may be
+    relinked under a long campaign), then raised with the log's tail."""
+    for attempt in range(3):
+        proc = subprocess.Popen([kforge, "serve", "--config", config, "--bind", endpoint], stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+        line = proc.stdout.readline()
+        if line.startswith("kforge serve: listening on"):
+            return proc
         proc.kill()
-        raise RuntimeError(f"kforge serve did not start: {line!r}")
-    return proc
+        proc.wait()
+        counts["start_retries"] = counts.get("start_retries", 0) + 1
+        time.sleep(3)
+    log.flush()
+    with open(log.name) as f:
+        raise RuntimeError(f"kforge serve did not start: {line!r}; its log ends:\n{f.read()[-3000:]}")
 
 
 def writer(endpoint, stop, acked, counts, rng):
@@ -55,7 +64,7 @@ def writer(endpoint, stop, acked, counts, rng):
             ep = None
             try:
                 ep = c.reset(TASK, seed=rng.getrandbits(63), options={"max_turns": 2} if by_step else None)["episode"]
-                content = "".join(rng.choice("abcdefghij\n") for _ in range(rng.choice([50, 2000, 30000])))
+                content = "".join(rng.choice("abcdefghij\n") for _ in range(rng.choice([50, 2000, 8000])))
                 c.step(ep, {"name": "write_file", "arguments": {"path": "notes.txt", "content": content}})
                 if by_step:
                     r = c.step(ep, {"name": "list_files", "arguments": {}})
@@ -125,13 +134,13 @@ def campaign(kforge, kills, writers, seed, work, fsync=True, progress=print):
     log = open(os.path.join(work, "serve.log"), "a")
     acked_all, missing, unreadable, raw_bad, counts = [], [], [], 0, {}
     rows_before, started = 0, time.monotonic()
-    proc = start_server(kforge, config, endpoint, log)
+    proc = start_server(kforge, config, endpoint, log, counts)
     for k in range(kills):
         acked = run_round(endpoint, writers, rng, rng.uniform(0.2, 1.5), proc, counts)
         acked_all += acked
         if os.path.exists(record) and not raw_check(record, rows_before):
             raw_bad += 1
-        proc = start_server(kforge, config, endpoint, log)  # opening checks and repairs the file
+        proc = start_server(kforge, config, endpoint, log, counts)  # opening checks and repairs the file
         # The last round's acknowledged episodes were appended after the rows counted before it.
         names, good = h5_episodes(record, rows_before)
         have = set(names)
@@ -160,6 +169,7 @@ def campaign(kforge, kills, writers, seed, work, fsync=True, progress=print):
         "h5_rebuilt_from_journal": serve_log.count("rebuilt from the journal"),
         "journal_torn_tails_cut": serve_log.count("torn tail"),
         "record_failed_replies": counts.get("record_failed", 0),
+        "server_start_retries": counts.get("start_retries", 0),
         "wall_s": round(time.monotonic() - started, 1),
     }
 
@@ -174,8 +184,9 @@ def main():
     ap.add_argument("--out", help="results JSON (tools/bench/results_doc.py shape)")
     ap.add_argument("--date", default=time.strftime("%Y-%m-%d"), help="the record's date (default today)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="kforge-kill-") as work:
-        figures = campaign(args.kforge, args.kills, args.writers, args.seed, work, fsync=not args.no_fsync)
+    work = tempfile.mkdtemp(prefix="kforge-kill-")  # kept when the campaign fails, for its serve.log
+    figures = campaign(args.kforge, args.kills, args.writers, args.seed, work, fsync=not args.no_fsync)
+    shutil.rmtree(work)
     for k, v in figures.items():
         print(f"{k}: {v}")
     if args.out:
