@@ -249,13 +249,14 @@ def plant(ds, programs):
 
 def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
     # Torch.compile failing (only when compiled), torch.compile hanging (killed by the timeout, the
-    # worker restarted), a nondeterministic forward, a constant answer.
+    # worker restarted: 20 s, so that the planted failure of row 0 still fails before it on a loaded
+    # 2-core runner, where 8 s did not), a nondeterministic forward, a constant answer.
     ds = fresh_copy(dataset, tmp_path)
     plant(ds, [program("        if torch.compiler.is_compiling():\n            boom()\n        return torch.relu(x) * 2"),
                program("        if torch.compiler.is_compiling():\n            time.sleep(120)\n        return torch.relu(x) * 2"),
                program("        return x + torch.rand_like(x)"),
                program("        return x * 0 + 1.0")])
-    tool(ds, "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", "--compile-timeout-s", "8", *FAST)
+    tool(ds, "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", "--compile-timeout-s", "20", *FAST)
     by_row = {x["row"]: x for x in records(tmp_path / "ds" / "gpu")}
     assert by_row[0]["status"] == "rejected:torch_compile_build" and "planted compile failure" in by_row[0]["error"]
     assert by_row[1]["status"] == "rejected:torch_compile_build" and by_row[1]["error"].startswith("timeout")
