@@ -179,17 +179,16 @@ GpuLanes detect_gpu_lanes(int configured) {
   return g;
 }
 
-Json LaneJudge::check(const TaskSpec& task, const Candidate& candidate) {
+EvalReport LaneJudge::check(const TaskSpec& task, const Candidate& candidate) {
   KFORGE_CHECK(compile_, internal, "compile() reached a judge without a compile worker (a scheduling bug)");
   return compile_->check(task, candidate);
 }
 
-Json LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) {
-  if (!has_gpus_)  // nothing to judge on: a report the episode shows as it is (env/episode/episode.cpp, tool_evaluate)
-    return {{"harness_error",
-             {{"kind", kNoGpuKind},
-              {"message", "nothing was judged: this server has no GPU (none visible, or scheduler.gpus is 0) and verify, "
-                          "profile and submit need one; compile() still works and the episode goes on"}}}};
+EvalReport LaneJudge::evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) {
+  if (!has_gpus_)  // nothing to judge on: the episode shows it as it is (env/episode/episode.cpp, tool_evaluate)
+    throw NotJudged(kNoGpuKind,
+                    "nothing was judged: this server has no GPU (none visible, or scheduler.gpus is 0) and verify, "
+                    "profile and submit need one; compile() still works and the episode goes on");
   KFORGE_CHECK(gpu_, internal, "a GPU tool reached a judge without a GPU worker (a scheduling bug)");
   return gpu_->evaluate(task, candidate, options);
 }

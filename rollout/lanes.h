@@ -111,14 +111,14 @@ extern const char* const kNoGpuKind;  // "no_gpu": info.report.harness_error.kin
 // The judge of one lane: its compile evaluator (check) and, on a GPU lane, its GPU's evaluator
 // (check and evaluate). A lane hands its own to the episode before it runs the episode's step
 // (KernelEnv::set_judge); the front thread's judge has no evaluator. A GPU tool on a server
-// without GPUs returns a report of one `harness_error` of kind `no_gpu` (nothing was judged): the
-// policy reads it, the episode goes on.
+// without GPUs throws NotJudged of kind `no_gpu` (nothing was judged; info.report.harness_error):
+// the policy reads it, the episode goes on.
 class LaneJudge final : public CandidateJudge {
  public:
   LaneJudge(EvalConfig config, bool has_gpus, Evaluator* compile = nullptr, Evaluator* gpu = nullptr)
       : config_(std::move(config)), has_gpus_(has_gpus), compile_(compile), gpu_(gpu) {}
-  Json check(const TaskSpec& task, const Candidate& candidate) override;
-  Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override;
+  EvalReport check(const TaskSpec& task, const Candidate& candidate) override;
+  EvalReport evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override;
   const EvalConfig& eval_config() const override { return config_; }
 
  private:

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "configs/error.h"
+#include "env/compile/compile_request.h"
 #include "env/compile/nvrtc_compiler.h"
 #include "env/process/sandbox.h"
 #include "env/process/worker_loop.h"
@@ -13,25 +14,10 @@ using namespace kforge;
 
 namespace {
 
+// A malformed request is a spec error (the worker loop answers bad_request naming the key).
 Json compile_reply(NvrtcCompiler& compiler, const Json& req) {
-  if (req.value("type", "") != "compile")
-    return error_reply(worker_error::bad_request, "unknown request type '" + req.value("type", "") + "' for a compile worker");
-  const Json& o = req.value("options", Json::object());
-  CompileOptions opt;
-  opt.arch = o.value("arch", opt.arch);
-  opt.use_fast_math = o.value("use_fast_math", opt.use_fast_math);
-  opt.maxrregcount = o.value("maxrregcount", opt.maxrregcount);
-  CompileResult r = compiler.compile(req.at("source").get<std::string>(), opt);
-  Json resources = Json::array();
-  for (const auto& k : r.resources)
-    resources.push_back({{"name", k.name}, {"registers", k.registers}, {"static_shared_bytes", k.static_shared_bytes},
-                         {"local_bytes", k.local_bytes}, {"spill_store_bytes", k.spill_store_bytes},
-                         {"spill_load_bytes", k.spill_load_bytes}, {"const_bytes", k.const_bytes},
-                         {"max_threads_per_block", k.max_threads_per_block}});
-  return {{"ok", true},
-          {"compile", {{"ok", r.ok}, {"log", r.log}, {"kernels", r.kernels}, {"resources", resources},
-                       {"compile_ms", r.compile_ms}, {"cache_hit", r.cache_hit}, {"hash", r.hash}, {"pch", r.pch}}},
-          {"cubin", Json::binary(r.cubin)}};
+  const CompileRequest r = parse_compile_request(req);
+  return compile_reply_json(compiler.compile(r.source, r.options));
 }
 
 }  // namespace

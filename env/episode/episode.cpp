@@ -13,54 +13,48 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Json to_json(const nlohmann::ordered_json& j) { return Json::parse(j.dump()); }
-
-// A compact view of a report for info (the full report, samples included, is info["report"]).
-bool compiled_ok(const Json& r) {
-  return r.is_object() && r.contains("compile") && r["compile"].is_object() && r["compile"].value("ok", false) &&
-         r.contains("plan") && r["plan"].is_object();
-}
+Json plain_json(const nlohmann::ordered_json& j) { return Json::parse(j.dump()); }
 
 }  // namespace
 
-SubmissionOutcome submission_outcome(const Json& report) {
+SubmissionOutcome submission_outcome(const EvalReport& report) {
   SubmissionOutcome o;
-  std::string v = report_verdict(report);  // the one rule (env/judge/evaluator.h)
-  const Json err = report.contains("error") && report["error"].is_object() ? report["error"] : Json::object();
-  if (v == "pass") {
-    o.verdict = SubmissionOutcome::Verdict::pass;
-  } else if (v == "fail") {
-    o.verdict = SubmissionOutcome::Verdict::fail;
-    if (report.contains("verify") && report["verify"].is_object()) o.reason = report["verify"].value("reason", std::string());
-  } else if (v == "cheat") {
-    o.verdict = SubmissionOutcome::Verdict::cheat;
-    o.cheat_check = report["anticheat"].value("check", std::string());
-    o.reason = report["anticheat"].value("message", std::string());
-  } else {
-    o.verdict = SubmissionOutcome::Verdict::error;
-    o.error_kind = err.value("kind", std::string("internal_error"));
-    o.reason = err.value("message", std::string());
-    bool compile_failed = report.contains("compile") && report["compile"].is_object() && !report["compile"].value("ok", false);
-    o.compile_stage = o.error_kind == "compile_error" || (o.error_kind == "timeout" && compile_failed);
-  }
-  if (report.contains("timing") && report["timing"].is_object()) {
-    const Json& t = report["timing"];
-    if (t.contains("candidate_samples_ms") && t["candidate_samples_ms"].is_array())
-      o.candidate_ms = t["candidate_samples_ms"].get<std::vector<double>>();
-    if (t.contains("reference_samples_ms") && t["reference_samples_ms"].is_array())
-      o.eager_ms = t["reference_samples_ms"].get<std::vector<double>>();
-    if (t.contains("speedup") && t["speedup"].is_object()) {
-      const Json& s = t["speedup"];
-      SpeedupEstimate e;
-      e.point = s.value("point", 0.0);
-      e.lo = s.value("lo", 0.0);
-      e.hi = s.value("hi", 0.0);
-      e.confidence = s.value("confidence", 0.95);
-      e.method = s.value("method", std::string());
-      if (e.point > 0) o.reported_speedup = e;
+  switch (report.verdict) {
+    case Verdict::pass:
+      o.verdict = SubmissionOutcome::Verdict::pass;
+      break;
+    case Verdict::fail:
+      o.verdict = SubmissionOutcome::Verdict::fail;
+      if (report.verify) o.reason = report.verify->reason;
+      break;
+    case Verdict::cheat: {
+      o.verdict = SubmissionOutcome::Verdict::cheat;
+      const CheckOutcome* c = report.anticheat ? report.anticheat->failed() : nullptr;
+      o.cheat_check = c ? c->name : "";
+      o.reason = c ? c->message : "";
+      break;
     }
+    case Verdict::error:
+    case Verdict::checked:
+      o.verdict = SubmissionOutcome::Verdict::error;
+      o.error_kind = report.error ? report.error->kind : std::string("internal_error");
+      o.reason = report.error ? report.error->message : "";
+      o.compile_stage = o.error_kind == "compile_error" || (o.error_kind == "timeout" && report.compile && !report.compile->ok);
+      break;
   }
-  if (report.contains("device") && report["device"].is_object()) o.device = report["device"].value("name", std::string());
+  if (report.timing) {
+    const TimingSection& t = *report.timing;
+    o.candidate_ms = t.candidate_samples_ms;
+    o.eager_ms = t.reference_samples_ms;
+    SpeedupEstimate e;
+    e.point = t.speedup.point;
+    e.lo = t.speedup.lo;
+    e.hi = t.speedup.hi;
+    e.confidence = t.speedup.confidence;
+    e.method = t.speedup.method;
+    if (e.point > 0) o.reported_speedup = e;
+  }
+  if (report.device) o.device = report.device->name;
   return o;
 }
 
@@ -146,11 +140,11 @@ EvalOptions KernelEnv::next_eval_options(int trials, bool time) {
   return o;
 }
 
-void KernelEnv::remember_cheat(const std::string& tool, const Json& report, const std::string& content_hash) {
-  if (report_verdict(report) != "cheat") return;
+void KernelEnv::remember_cheat(const std::string& tool, const EvalReport& report, const std::string& content_hash) {
+  if (report.verdict != Verdict::cheat) return;
   CaughtCheat c;
-  const Json& a = report["anticheat"];
-  c.cheat.check = a.contains("check") && a["check"].is_string() ? a["check"].get<std::string>() : std::string("anticheat");
+  const CheckOutcome* failed = report.anticheat ? report.anticheat->failed() : nullptr;
+  c.cheat.check = failed ? failed->name : std::string("anticheat");
   c.cheat.turn = turn_;
   c.cheat.tool = tool;
   c.content_hash = content_hash;
@@ -181,10 +175,10 @@ KernelEnv::ToolResult KernelEnv::tool_compile() {
     return r;
   }
   r.report = judge_->check(*task_, *cand);
-  remember_cheat("compile", r.report, candidate_content_hash(*cand));  // the static scan runs before compiling
+  remember_cheat("compile", *r.report, candidate_content_hash(*cand));  // the static scan runs before compiling
   r.ok = true;
-  r.compiled = compiled_ok(r.report);
-  r.observation = compile_text(r.report, static_cast<size_t>(limits_.observation_max_chars) * 3 / 4);
+  r.compiled = r.report->compiled();
+  r.observation = compile_text(*r.report, static_cast<size_t>(limits_.observation_max_chars) * 3 / 4);
   return r;
 }
 
@@ -217,32 +211,33 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
     opt.counters = env_.tools.profile_counters;
     opt.counter_metrics = env_.tools.profile_metrics;
   }
-  r.report = judge_->evaluate(*task_, *cand, opt);
-  if (r.report.is_object() && r.report.contains("harness_error") && !r.report.contains("verdict")) {
+  try {
+    r.report = judge_->evaluate(*task_, *cand, opt);
+  } catch (const NotJudged& e) {
     // The judge ran nothing (a server without a GPU: kind no_gpu): no verdict, no submission; the episode goes on.
-    const Json& h = r.report["harness_error"];
-    r.observation = tool + ": not run (" + h.value("kind", std::string("harness_error")) + "): " + h.value("message", std::string()) + "\n";
+    r.harness_error = {{"kind", e.kind()}, {"message", e.what()}};
+    r.observation = tool + ": not run (" + e.kind() + "): " + e.what() + "\n";
     return r;
   }
+  const EvalReport& report = *r.report;
   r.ok = true;
-  if (r.report.contains("gpu_request_wall_ms") && r.report["gpu_request_wall_ms"].is_number())
-    gpu_time_s_ += r.report["gpu_request_wall_ms"].get<double>() / 1000.0;
-  r.compiled = compiled_ok(r.report);
-  std::string verdict = report_verdict(r.report);
-  r.verified = verdict == "pass";
+  if (report.gpu_request_wall_ms) gpu_time_s_ += *report.gpu_request_wall_ms / 1000.0;
+  r.compiled = report.compiled();
+  const bool passed = report.verdict == Verdict::pass;
+  r.verified = passed;
   size_t log_budget = static_cast<size_t>(limits_.observation_max_chars) * 3 / 4;
   std::ostringstream os;
-  os << verify_text(r.report, log_budget);
-  if (verdict == "pass" && (tool == "profile" || tool == "submit")) os << timing_text(r.report, task_->baselines);
-  if (verdict == "pass" && tool == "profile") os << profile_text(r.report);
+  os << verify_text(report, log_budget);
+  if (passed && (tool == "profile" || tool == "submit")) os << timing_text(report, task_->baselines);
+  if (passed && tool == "profile") os << profile_text(report);
   std::string content_hash = candidate_content_hash(*cand);
   if (tool == "submit") {
-    SubmissionOutcome o = submission_outcome(r.report);
+    SubmissionOutcome o = submission_outcome(report);
     o.earlier_cheat = earlier_cheat(content_hash);  // a cheat caught earlier is not scored as an honest mistake now
     r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
     os << reward_text(*r.submission);
   }
-  remember_cheat(tool, r.report, content_hash);
+  remember_cheat(tool, report, content_hash);
   r.observation = os.str();
   return r;
 }
@@ -303,12 +298,12 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
       // file): the policy reads it, the episode goes on.
       result = ToolResult();
       result.observation = tool_name + ": the harness failed (" + std::string(error_kind_name(e.kind())) + "): " + e.what() + "\n";
-      result.report = {{"harness_error", {{"kind", error_kind_name(e.kind())}, {"message", e.what()}}}};
+      result.harness_error = {{"kind", error_kind_name(e.kind())}, {"message", e.what()}};
     } catch (const std::exception& e) {
       // A bug of kforge's (a report it cannot read): reported, not fatal to the episode.
       result = ToolResult();
       result.observation = tool_name + ": the harness failed (internal_error): " + e.what() + "\n";
-      result.report = {{"harness_error", {{"kind", "internal_error"}, {"message", e.what()}}}};
+      result.harness_error = {{"kind", "internal_error"}, {"message", e.what()}};
     }
     if (!parsed.note.empty()) result.observation = "note: " + parsed.note + "\n" + result.observation;
   }
@@ -328,7 +323,7 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
     s.terminated = true;
     termination_ = termination::submitted;
     s.reward += result.submission->value;
-    reward_info = to_json(result.submission->evidence);
+    reward_info = plain_json(result.submission->evidence);
   } else if (turn_ >= limits_.max_turns) {
     termination_ = termination::max_turns;
   } else if (limits_.wall_clock_s > 0 && elapsed_s() >= limits_.wall_clock_s) {
@@ -340,7 +335,7 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
     s.truncated = true;
     RewardResult none = no_submission_reward(reward_, termination_, earlier_cheat(""));
     s.reward += none.value;
-    reward_info = to_json(none.evidence);
+    reward_info = plain_json(none.evidence);
     std::ostringstream os;
     os << "the episode ended: " << termination_ << " reached without a submission; reward " << none.value;
     if (none.rule == "cheat") os << " (cheat: " << none.evidence.value("why", std::string()) << ")";
@@ -355,11 +350,14 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
   s.info["tool"] = tool_name.empty() ? Json() : Json(tool_name);
   s.info["tool_ok"] = result.ok;
   s.info["action_error"] = parsed.call ? Json() : Json(parsed.error);
-  if (!result.report.is_null()) {
-    s.info["verdict"] = result.report.contains("verdict") ? Json(report_verdict(result.report)) : Json();
-    s.info["report"] = result.report;
+  if (result.report) {
+    s.info["verdict"] = verdict_name(result.report->verdict);
+    s.info["report"] = to_json(*result.report);
+  } else if (!result.harness_error.is_null()) {
+    s.info["verdict"] = nullptr;
+    s.info["report"] = {{"harness_error", result.harness_error}};
   }
-  if (!shaping.evidence.empty()) s.info["shaping"] = to_json(shaping.evidence);
+  if (!shaping.evidence.empty()) s.info["shaping"] = plain_json(shaping.evidence);
   if (!reward_info.is_null()) s.info["reward"] = reward_info;
   return s;
 }

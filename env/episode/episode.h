@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,21 +29,33 @@
 
 namespace kforge {
 
+// Thrown by a judge that judged nothing (a server without a GPU: kind "no_gpu"): the tool costs
+// its turn, the episode goes on, and info.report is {"harness_error": {"kind", "message"}}.
+class NotJudged : public std::runtime_error {
+ public:
+  NotJudged(std::string kind, const std::string& message) : std::runtime_error(message), kind_(std::move(kind)) {}
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
+};
+
 // What the episode needs of the evaluator: compile-and-plan checks (no GPU) and full evaluations
 // (GPU worker). EvaluatorJudge is the real one.
 class CandidateJudge {
  public:
   virtual ~CandidateJudge() = default;
-  virtual Json check(const TaskSpec& task, const Candidate& candidate) = 0;
-  virtual Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) = 0;
+  virtual EvalReport check(const TaskSpec& task, const Candidate& candidate) = 0;
+  // May throw NotJudged.
+  virtual EvalReport evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) = 0;
   virtual const EvalConfig& eval_config() const = 0;
 };
 
 class EvaluatorJudge final : public CandidateJudge {
  public:
   explicit EvaluatorJudge(Evaluator& evaluator) : evaluator_(evaluator) {}
-  Json check(const TaskSpec& task, const Candidate& candidate) override { return evaluator_.check(task, candidate); }
-  Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override {
+  EvalReport check(const TaskSpec& task, const Candidate& candidate) override { return evaluator_.check(task, candidate); }
+  EvalReport evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options) override {
     return evaluator_.evaluate(task, candidate, options);
   }
   const EvalConfig& eval_config() const override { return evaluator_.config(); }
@@ -73,7 +86,7 @@ constexpr const char* gpu_time = "gpu_time_budget";
 }  // namespace termination
 
 // What a final evaluation report says, as the reward rules read it.
-SubmissionOutcome submission_outcome(const Json& report);
+SubmissionOutcome submission_outcome(const EvalReport& report);
 StoredBaseline stored_baseline(const Baselines& baselines);
 
 class KernelEnv {
@@ -103,9 +116,10 @@ class KernelEnv {
   struct ToolResult {
     std::string observation;
     bool ok = false;       // the tool did what was asked (a failing verify is ok: the tool worked)
-    Json report;           // the evaluator's report, when there was one
-    bool compiled = false; // the report shows a successful compile
-    bool verified = false; // the report shows a passing verification
+    std::optional<EvalReport> report;  // the evaluator's report, when there was one
+    Json harness_error;                // {"kind", "message"} when the harness judged nothing (info.report.harness_error)
+    bool compiled = false;             // the report shows a successful compile
+    bool verified = false;             // the report shows a passing verification
     std::optional<RewardResult> submission;
   };
   // An anti-cheat refusal seen in the episode, and the content it refused (candidate_content_hash).
@@ -117,7 +131,7 @@ class KernelEnv {
   ToolResult tool_compile();
   ToolResult tool_evaluate(const std::string& tool);
   // Remembers the report's anti-cheat refusal, if it has one.
-  void remember_cheat(const std::string& tool, const Json& report, const std::string& content_hash);
+  void remember_cheat(const std::string& tool, const EvalReport& report, const std::string& content_hash);
   // The catch that decides the reward: the latest of the content `content_hash` (same_candidate),
   // else the latest of any content; none when nothing was caught. "" for no candidate.
   std::optional<EarlierCheat> earlier_cheat(const std::string& content_hash) const;

@@ -1,23 +1,15 @@
 #include "env/episode/report_text.h"
 
+#include <array>
 #include <iomanip>
 #include <sstream>
 
 #include "env/episode/observation.h"
+#include "env/judge/eval_report.h"
 
 namespace kforge {
 
 namespace {
-
-bool is_obj(const Json& j, const char* key) { return j.is_object() && j.contains(key) && j[key].is_object(); }
-
-double num(const Json& j, const char* key, double fallback = 0) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-
-std::string str(const Json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 
 std::string fixed(double v, int precision) {
   std::ostringstream os;
@@ -31,104 +23,102 @@ std::string sci(double v) {
   return os.str();
 }
 
-std::string dims3(const Json& j) {
-  if (!j.is_array()) return "?";
-  std::string s = "[";
-  for (size_t i = 0; i < j.size(); ++i) s += (i ? ", " : "") + j[i].dump();
-  return s + "]";
+std::string dims3(const std::array<int64_t, 3>& d) {
+  return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + "]";
 }
 
-std::string error_line(const Json& report, size_t log_max_chars) {
-  const Json& e = report.contains("error") ? report["error"] : Json();
-  if (!e.is_object()) return "error: the evaluation failed without a reason\n";
-  return "error (" + str(e, "kind") + "): " + trim_middle(str(e, "message"), log_max_chars) + "\n";
+std::string error_line(const EvalReport& report, size_t log_max_chars) {
+  if (!report.error) return "error: the evaluation failed without a reason\n";
+  return "error (" + report.error->kind + "): " + trim_middle(report.error->message, log_max_chars) + "\n";
 }
 
-std::string cheat_line(const Json& report) {
-  const Json& a = is_obj(report, "anticheat") ? report["anticheat"] : Json::object();
-  std::string check = str(a, "check");
+std::string cheat_line(const EvalReport& report) {
+  const CheckOutcome* c = report.anticheat ? report.anticheat->failed() : nullptr;
+  std::string check = c ? c->name : "";
+  std::string message = c ? c->message : "";
   return "cheat: refused by the anti-cheat check '" + (check.empty() ? std::string("?") : check) + "'" +
-         (str(a, "message").empty() ? "" : ": " + str(a, "message")) + "\n";
+         (message.empty() ? "" : ": " + message) + "\n";
 }
 
-std::string interval(const Json& sp) {
-  return fixed(num(sp, "point"), 3) + "x (" + fixed(num(sp, "confidence", 0.95) * 100, 0) + " % CI " + fixed(num(sp, "lo"), 3) +
-         " - " + fixed(num(sp, "hi"), 3) + ")";
+std::string interval(const SpeedupSection& sp) {
+  return fixed(sp.point, 3) + "x (" + fixed(sp.confidence * 100, 0) + " % CI " + fixed(sp.lo, 3) + " - " + fixed(sp.hi, 3) + ")";
+}
+
+void counters_text(std::ostream& os, const ProfileCounters& c) {
+  if (c.unavailable) {
+    os << "  hardware counters unavailable: " << *c.unavailable << "\n";
+    return;
+  }
+  // The range profiler's values, one line per kernel (gpu_judgement.cpp, kernel_counters.h).
+  os << "  hardware counters (" << c.passes << " replay pass(es)):\n";
+  for (const auto& k : c.kernels) {
+    os << "    " << (k.range.empty() ? std::string("kernel") : k.range) << ":";
+    for (const auto& [m, v] : k.metrics) os << " " << m << " " << fixed(v, 1);
+    os << "\n";
+  }
 }
 
 }  // namespace
 
-std::string compile_text(const Json& report, size_t log_max_chars) {
+std::string compile_text(const EvalReport& report, size_t log_max_chars) {
   std::ostringstream os;
   // The static anti-cheat scan runs before the compiler.
-  if (report.value("verdict", std::string()) == "cheat" || (is_obj(report, "anticheat") && str(report["anticheat"], "verdict") == "cheat"))
-    return "compile: refused before compiling\n" + cheat_line(report);
-  const Json& c = is_obj(report, "compile") ? report["compile"] : Json::object();
-  bool ok = c.value("ok", false);
-  if (!ok || (report.contains("error") && report["error"].is_object() && !is_obj(report, "plan"))) {
+  if (report.verdict == Verdict::cheat) return "compile: refused before compiling\n" + cheat_line(report);
+  if (!report.compile || !report.compile->ok || (report.error && !report.plan)) {
     os << "compile: FAILED\n" << error_line(report, log_max_chars);
     return os.str();
   }
-  os << "compile: ok (" << str(c, "arch") << ", " << fixed(num(c, "compile_ms", num(c, "wall_ms")), 1) << " ms"
-     << (c.value("cache_hit", false) ? ", cached" : "") << ")\n";
-  if (c.contains("resources") && c["resources"].is_array())
-    for (const auto& k : c["resources"])
-      os << "  kernel " << str(k, "name") << ": " << num(k, "registers") << " registers, " << num(k, "static_shared_bytes")
-         << " B static shared memory, " << num(k, "local_bytes") << " B local memory, spills " << num(k, "spill_store_bytes") << "/"
-         << num(k, "spill_load_bytes") << " B (store/load)"
-         << (num(k, "max_threads_per_block") > 0 ? ", max " + fixed(num(k, "max_threads_per_block"), 0) + " threads per block" : std::string())
+  const CompileSection& c = *report.compile;
+  const bool cached = c.result && c.result->cache_hit;
+  os << "compile: ok (" << c.arch << ", " << fixed(c.result ? c.result->compile_ms : c.wall_ms, 1) << " ms" << (cached ? ", cached" : "")
+     << ")\n";
+  if (c.result)
+    for (const auto& k : c.result->resources)
+      os << "  kernel " << k.name << ": " << k.registers << " registers, " << k.static_shared_bytes << " B static shared memory, "
+         << k.local_bytes << " B local memory, spills " << k.spill_store_bytes << "/" << k.spill_load_bytes << " B (store/load)"
+         << (k.max_threads_per_block > 0 ? ", max " + std::to_string(k.max_threads_per_block) + " threads per block" : std::string())
          << "\n";
-  std::string log = str(c, "log");
-  if (!log.empty()) os << "compiler output:\n" << trim_middle(log, log_max_chars) << (log.back() == '\n' ? "" : "\n");
-  if (is_obj(report, "plan"))
-    os << "launch plan: " << num(report["plan"], "launches") << " launch(es), " << num(report["plan"], "workspace_bytes")
-       << " B of workspace\n";
+  if (!c.log.empty()) os << "compiler output:\n" << trim_middle(c.log, log_max_chars) << (c.log.back() == '\n' ? "" : "\n");
+  if (report.plan)
+    os << "launch plan: " << report.plan->launches << " launch(es), " << report.plan->workspace_bytes << " B of workspace\n";
   return os.str();
 }
 
-std::string verify_text(const Json& report, size_t log_max_chars) {
+std::string verify_text(const EvalReport& report, size_t log_max_chars) {
   std::ostringstream os;
-  std::string verdict = report.value("verdict", std::string("error"));
-  bool cheat = verdict == "cheat" || (is_obj(report, "anticheat") && str(report["anticheat"], "verdict") == "cheat");
-  if (cheat) return cheat_line(report);
-  if (!is_obj(report, "verify")) {
+  if (report.verdict == Verdict::cheat) return cheat_line(report);
+  if (!report.verify) {
     // Stopped before verifying: at the compile or plan stage, or before the candidate was reached.
-    if (is_obj(report, "compile") && (!report["compile"].value("ok", false) || !is_obj(report, "plan"))) return compile_text(report, log_max_chars);
+    if (report.compile && !report.compiled()) return compile_text(report, log_max_chars);
     return error_line(report, log_max_chars);
   }
-  const Json& v = report["verify"];
-  if (v.value("passed", false) && verdict != "fail") {
-    os << "verify: passed (" << num(v, "trials_run") << " trials with fresh inputs)\n";
+  const VerifySection& v = *report.verify;
+  if (v.passed && report.verdict != Verdict::fail) {
+    os << "verify: passed (" << v.trials_run << " trials with fresh inputs)\n";
   } else {
     os << "verify: FAILED";
-    if (v.contains("failed_trial") && !v["failed_trial"].is_null()) os << " in trial " << v["failed_trial"].dump();
-    std::string reason = str(v, "reason");
-    os << (reason.empty() ? "" : ": " + reason) << "\n";
+    if (v.failed_trial) os << " in trial " << *v.failed_trial;
+    os << (v.reason.empty() ? "" : ": " + v.reason) << "\n";
   }
-  if (v.contains("inputs_modified") && v["inputs_modified"].is_array() && !v["inputs_modified"].empty())
-    os << "  inputs modified by the candidate: " << v["inputs_modified"].dump() << "\n";
-  if (v.contains("outputs") && v["outputs"].is_array())
-    for (const auto& o : v["outputs"]) {
-      os << "  output " << str(o, "name") << ": max abs error " << sci(num(o, "max_abs_error")) << ", max rel error "
-         << sci(num(o, "max_rel_error")) << ", " << num(o, "mismatches") << " of " << num(o, "numel") << " elements out of tolerance, "
-         << num(o, "unwritten") << " never written\n";
-      if (o.contains("examples") && o["examples"].is_array())
-        for (const auto& e : o["examples"])
-          os << "    at " << (e.contains("index") ? e["index"].dump() : "?") << ": yours " << (e.contains("candidate") ? e["candidate"].dump() : "?")
-             << ", reference " << (e.contains("reference") ? e["reference"].dump() : "?") << "\n";
-    }
-  if (verdict == "error") os << error_line(report, log_max_chars);
+  if (!v.inputs_modified.empty()) os << "  inputs modified by the candidate: " << Json(v.inputs_modified).dump() << "\n";
+  for (const auto& o : v.outputs) {
+    os << "  output " << o.name << ": max abs error " << sci(o.max_abs_error) << ", max rel error " << sci(o.max_rel_error) << ", "
+       << o.mismatches << " of " << o.numel << " elements out of tolerance, " << o.unwritten << " never written\n";
+    for (const auto& e : o.examples)
+      os << "    at " << e.index.dump() << ": yours " << e.candidate.dump() << ", reference " << e.reference.dump() << "\n";
+  }
+  if (report.verdict == Verdict::error) os << error_line(report, log_max_chars);
   return os.str();
 }
 
-std::string timing_text(const Json& report, const Baselines& baselines) {
-  if (!is_obj(report, "timing")) return "timing: not measured\n";
-  const Json& t = report["timing"];
+std::string timing_text(const EvalReport& report, const Baselines& baselines) {
+  if (!report.timing) return "timing: not measured\n";
+  const TimingSection& t = *report.timing;
   std::ostringstream os;
-  double cand = num(t["candidate"], "median_ms"), eager = num(t["reference"], "median_ms");
-  os << "timing (median per call, L2 flushed): yours " << fixed(cand, 4) << " ms (n " << num(t["candidate"], "n") << "), eager PyTorch "
-     << fixed(eager, 4) << " ms (n " << num(t["reference"], "n") << ")\n";
-  if (is_obj(t, "speedup")) os << "  speedup over eager: " << interval(t["speedup"]) << "\n";
+  double cand = t.candidate.median, eager = t.reference.median;
+  os << "timing (median per call, L2 flushed): yours " << fixed(cand, 4) << " ms (n " << t.candidate.n << "), eager PyTorch "
+     << fixed(eager, 4) << " ms (n " << t.reference.n << ")\n";
+  os << "  speedup over eager: " << interval(t.speedup) << "\n";
   if (baselines.compile_ms && baselines.eager_ms && *baselines.eager_ms > 0 && eager > 0 && cand > 0) {
     double compile_now = *baselines.compile_ms * eager / *baselines.eager_ms;
     os << "  torch.compile (stored " << fixed(*baselines.compile_ms, 4) << " ms beside eager " << fixed(*baselines.eager_ms, 4)
@@ -141,63 +131,36 @@ std::string timing_text(const Json& report, const Baselines& baselines) {
   return os.str();
 }
 
-std::string profile_text(const Json& report) {
-  if (!is_obj(report, "profile")) return "profiling unavailable (the evaluator reported no kernel profile)\n";
-  const Json& p = report["profile"];
+std::string profile_text(const EvalReport& report) {
+  if (!report.profile) return "profiling unavailable (the evaluator reported no kernel profile)\n";
+  const ProfileSection& p = *report.profile;
+  if (p.unavailable && p.kernels.empty()) return "profiling unavailable: " + *p.unavailable + "\n";
   std::ostringstream os;
-  if (p.contains("unavailable") && !p.contains("kernels"))
-    return "profiling unavailable: " + (p["unavailable"].is_string() ? p["unavailable"].get<std::string>() : p["unavailable"].dump()) + "\n";
   os << "profile:\n";
-  if (p.contains("kernels") && p["kernels"].is_array()) {
-    for (const auto& k : p["kernels"]) {
-      os << "  kernel " << str(k, "name") << ": " << fixed(num(k, "duration_ns") / 1e6, 4) << " ms, grid " << dims3(k.value("grid", Json()))
-         << ", block " << dims3(k.value("block", Json())) << ", " << num(k, "registers") << " registers, " << num(k, "shared_bytes")
-         << " B shared memory";
-      if (k.contains("occupancy") && k["occupancy"].is_number()) os << ", occupancy " << fixed(k["occupancy"].get<double>() * 100, 0) << " %";
-      if (k.contains("stream")) os << ", stream " << k["stream"].dump();
-      os << "\n";
-    }
-  }
-  const Json& ceil = is_obj(p, "ceilings") ? p["ceilings"] : Json::object();
-  if (is_obj(p, "achieved")) {
-    const Json& a = p["achieved"];
-    os << "  achieved: ";
-    if (a.contains("gbps")) {
-      os << fixed(num(a, "gbps"), 1) << " GB/s";
-      if (num(ceil, "dram_gbps") > 0) os << " of " << fixed(num(ceil, "dram_gbps"), 0) << " GB/s DRAM (" << fixed(100 * num(a, "gbps") / num(ceil, "dram_gbps"), 1) << " %)";
-    }
-    if (a.contains("tflops")) {
-      os << (a.contains("gbps") ? ", " : "") << fixed(num(a, "tflops"), 2) << " TFLOP/s";
-      if (num(ceil, "fp32_tflops") > 0)
-        os << " of " << fixed(num(ceil, "fp32_tflops"), 1) << " FP32 TFLOP/s (" << fixed(100 * num(a, "tflops") / num(ceil, "fp32_tflops"), 1) << " %)";
+  for (const auto& k : p.kernels)
+    os << "  kernel " << k.name << ": " << fixed(static_cast<double>(k.duration_ns) / 1e6, 4) << " ms, grid " << dims3(k.grid) << ", block "
+       << dims3(k.block) << ", " << k.registers << " registers, " << k.shared_bytes << " B shared memory, occupancy "
+       << fixed(k.occupancy * 100, 0) << " %, stream " << k.stream << "\n";
+  if (p.achieved && p.ceilings) {
+    const ProfileAchieved& a = *p.achieved;
+    const ProfileCeilings& ceil = *p.ceilings;
+    os << "  achieved: " << fixed(a.gbps, 1) << " GB/s";
+    if (ceil.dram_gbps > 0) os << " of " << fixed(ceil.dram_gbps, 0) << " GB/s DRAM (" << fixed(100 * a.gbps / ceil.dram_gbps, 1) << " %)";
+    if (a.tflops) {
+      os << ", " << fixed(*a.tflops, 2) << " TFLOP/s";
+      if (ceil.fp32_tflops > 0)
+        os << " of " << fixed(ceil.fp32_tflops, 1) << " FP32 TFLOP/s (" << fixed(100 * *a.tflops / ceil.fp32_tflops, 1) << " %)";
     }
     os << "\n";
   }
-  if (!ceil.empty()) {
-    os << "  ceilings measured on this GPU:";
-    for (const auto& [k, v] : ceil.items()) os << " " << k << " " << (v.is_number() ? fixed(v.get<double>(), 1) : v.dump());
-    os << "\n";
+  if (p.ceilings) {
+    const ProfileCeilings& c = *p.ceilings;
+    // In the JSON's (alphabetical) order, as the policy has always read them.
+    os << "  ceilings measured on this GPU: dram_gbps " << fixed(c.dram_gbps, 1) << " fp16_tflops " << fixed(c.fp16_tflops, 1)
+       << " fp32_tflops " << fixed(c.fp32_tflops, 1) << " method " << Json(c.method).dump() << " tf32_tflops " << fixed(c.tf32_tflops, 1)
+       << "\n";
   }
-  if (is_obj(p, "counters") && p["counters"].contains("unavailable")) {
-    const Json& u = p["counters"]["unavailable"];
-    os << "  hardware counters unavailable: " << (u.is_string() ? u.get<std::string>() : u.dump()) << "\n";
-  } else if (is_obj(p, "counters") && p["counters"].contains("kernels") && p["counters"]["kernels"].is_array()) {
-    // The range profiler's values, one line per kernel (worker's gpu_worker.cpp, kernel_counters.h).
-    const Json& c = p["counters"];
-    os << "  hardware counters (" << c.value("passes", 0) << " replay pass(es)):\n";
-    for (const auto& k : c["kernels"]) {
-      os << "    " << k.value("range", std::string("kernel")) << ":";
-      if (k.contains("metrics") && k["metrics"].is_object())
-        for (const auto& [m, v] : k["metrics"].items()) os << " " << m << " " << (v.is_number() ? fixed(v.get<double>(), 1) : v.dump());
-      os << "\n";
-    }
-  } else if (p.contains("counters") && p["counters"].is_object() && !p["counters"].empty()) {
-    os << "  counters:";
-    for (const auto& [k, v] : p["counters"].items()) os << " " << k << "=" << v.dump();
-    os << "\n";
-  } else if (p.contains("unavailable")) {
-    os << "  hardware counters unavailable: " << (p["unavailable"].is_string() ? p["unavailable"].get<std::string>() : p["unavailable"].dump()) << "\n";
-  }
+  counters_text(os, p.counters);
   return os.str();
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Evaluation reports (env/judge/EVAL_REPORT.md) as the text a policy reads after compile(), verify(),
+// Evaluation reports (env/judge/eval_report.h) as the text a policy reads after compile(), verify(),
 // profile() and submit(): short, what went wrong first, numbers with units. Sections the report
 // lacks (a profile from an older GPU worker, a torch.compile baseline the task does not store) are
 // said to be unavailable rather than left out silently.
@@ -7,20 +7,20 @@
 #include <string>
 
 #include "data_synth/task/task_spec.h"
-#include "env/process/worker_protocol.h"
+#include "env/judge/eval_report.h"
 #include "reward/episode_reward.h"
 
 namespace kforge {
 
 // The compile stage: ok with per-kernel resources and the plan, or the error (a log trimmed to
 // log_max_chars in the middle).
-std::string compile_text(const Json& report, size_t log_max_chars);
+std::string compile_text(const EvalReport& report, size_t log_max_chars);
 // Verification: passed / failed (which trial, which outputs, examples) / error / cheat.
-std::string verify_text(const Json& report, size_t log_max_chars);
+std::string verify_text(const EvalReport& report, size_t log_max_chars);
 // Timing against eager and against the task's torch.compile baseline rescaled by eager now / eager stored.
-std::string timing_text(const Json& report, const Baselines& baselines);
+std::string timing_text(const EvalReport& report, const Baselines& baselines);
 // The report's `profile` section (kernels, ceilings, achieved rates, counters), or why there is none.
-std::string profile_text(const Json& report);
+std::string profile_text(const EvalReport& report);
 // The reward of a submission and the rule that fired.
 std::string reward_text(const RewardResult& reward);
 

@@ -1,48 +1,11 @@
 #include "env/gpu/gpu_request.h"
 
-#include <set>
-
 #include "configs/error.h"
+#include "env/process/strict_json.h"
 
 namespace kforge {
 
 namespace {
-
-// Reads one JSON object strictly: every key is asked for by name with its type, and done() fails
-// on any key that was not asked for.
-class StrictObject {
- public:
-  StrictObject(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
-    KFORGE_CHECK(j_.is_object(), spec, path_ << " must be a map, got " << j_.type_name());
-  }
-  template <typename T>
-  T req(const std::string& key) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    KFORGE_CHECK(it != j_.end(), spec, path_ << "." << key << " is missing");
-    try {
-      return it->get<T>();
-    } catch (const Json::exception&) {
-      KFORGE_FAIL(spec, path_ << "." << key << " has the wrong type (" << it->type_name() << ")");
-    }
-  }
-  const Json& raw(const std::string& key) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    KFORGE_CHECK(it != j_.end(), spec, path_ << "." << key << " is missing");
-    return *it;
-  }
-  std::string path(const std::string& key) const { return path_ + "." + key; }
-  void done() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      KFORGE_CHECK(seen_.count(it.key()), spec, path_ << "." << it.key() << " is not a key of this request");
-  }
-
- private:
-  const Json& j_;
-  std::string path_;
-  std::set<std::string> seen_;
-};
 
 Json timing_json(const TimingConfig& t) {
   return {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps},
@@ -105,7 +68,7 @@ Json to_json(const GpuEvalRequest& r) {
           {"task_yaml", r.task_yaml},
           {"cubin", Json::binary(r.cubin)},
           {"cubin_hash", r.cubin_hash},
-          {"plan", r.plan},
+          {"plan", to_json(r.plan)},
           {"max_workspace_bytes", r.max_workspace_bytes},
           {"verify", {{"trials", r.verify.trials}, {"salt", r.verify.salt}, {"report_mismatches", r.verify.report_mismatches},
                       {"probe_words", r.verify.probe_words}}},
@@ -126,8 +89,7 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
   KFORGE_CHECK(bin.is_binary(), spec, "request.cubin must be binary");
   r.cubin = bin.get_binary();
   r.cubin_hash = o.req<std::string>("cubin_hash");
-  r.plan = o.raw("plan");
-  KFORGE_CHECK(r.plan.is_object(), spec, "request.plan must be a map");
+  r.plan = parse_wire_plan(o.raw("plan"), o.path("plan"));
   r.max_workspace_bytes = o.req<int64_t>("max_workspace_bytes");
   {
     StrictObject v(o.raw("verify"), o.path("verify"));
@@ -148,17 +110,6 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
   r.anticheat = anticheat_from(o.raw("anticheat"), o.path("anticheat"));
   o.done();
   return r;
-}
-
-void check_gpu_eval_reply_keys(const Json& reply) {
-  KFORGE_CHECK(reply.is_object(), internal, "the GPU worker's reply is not a map");
-  for (auto it = reply.begin(); it != reply.end(); ++it) {
-    const std::string& k = it.key();
-    if (k == "ok" || k == "error" || k == "fatal") continue;
-    bool known = false;
-    for (const auto& r : kGpuEvalReplyKeys) known = known || r == k;
-    KFORGE_CHECK(known, internal, "the GPU worker's reply has a key the contract does not know: " << k);
-  }
 }
 
 }  // namespace kforge

@@ -3,8 +3,7 @@
 // this header, and neither builds or reads an evaluate request by hand. A request travels as a
 // msgpack map (worker_protocol.h's framing); parse_gpu_eval_request() accepts exactly the keys
 // to_json() writes, each with its type, so a misspelt or unknown key is a bad_request error that
-// names it, never a silent default. The reply's top-level keys are listed here as well
-// (kGpuEvalReplyKeys); env/judge/EVAL_REPORT.md documents what each holds.
+// names it, never a silent default. The reply is typed in gpu_reply.h, read as strictly.
 //
 // What is not in a request, on purpose: trial identities. The seeds of every draw, every poison
 // value and every fingerprint key are drawn inside the worker, afresh for each call, from a
@@ -18,6 +17,7 @@
 
 #include "anticheat/dynamic_checks.h"
 #include "configs/eval_config.h"
+#include "env/gpu/plan_wire.h"
 #include "env/process/worker_protocol.h"
 
 namespace kforge {
@@ -37,7 +37,7 @@ struct GpuEvalRequest {
   std::string task_yaml;
   std::vector<uint8_t> cubin;
   std::string cubin_hash;
-  Json plan;                                // resolve_plan()'s wire form (launch_plan.h)
+  WirePlan plan;                            // resolve_plan()'s output (plan_wire.h)
   int64_t max_workspace_bytes = int64_t{16} << 30;
   GpuVerifyRequest verify;
   std::optional<TimingConfig> time;         // absent: no timing
@@ -52,11 +52,5 @@ Json to_json(const GpuEvalRequest& r);
 // Throws Error(bad_request kind is the caller's: spec) naming the first unknown, missing or
 // mistyped key, with its path ("request.time.max_reps").
 GpuEvalRequest parse_gpu_eval_request(const Json& j);
-
-// The top-level keys of an evaluate reply (besides "ok", "error" and "fatal").
-inline const std::vector<std::string> kGpuEvalReplyKeys = {"load", "verify", "timing", "profile", "anticheat_checks",
-                                                            "phases"};
-// Throws naming a top-level reply key that is not in kGpuEvalReplyKeys.
-void check_gpu_eval_reply_keys(const Json& reply);
 
 }  // namespace kforge

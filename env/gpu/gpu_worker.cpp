@@ -21,6 +21,7 @@
 #include "env/gpu/cuda_driver.h"
 #include "env/gpu/cuda_events.h"
 #include "env/gpu/gpu_judgement.h"
+#include "env/gpu/gpu_reply.h"
 #include "env/gpu/gpu_request.h"
 #include "env/gpu/gpu_worker_state.h"
 #include "env/gpu/timing.h"
@@ -170,19 +171,21 @@ GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
   s_->checker = std::move(checker);
   s_->start_ms = {{"cuda_context", context_ms}, {"harness_kernels_compile", kernels_ms}, {"total", ms_since(t0)}};
   DeviceInfo di = device_info(s_->dev);
-  s_->info = {{"name", prop.name},
-              {"arch", s_->arch},
-              {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-              {"sm_count", prop.multiProcessorCount},
-              {"l2_bytes", prop.l2CacheSize},
-              {"total_memory_bytes", prop.totalGlobalMem},
-              {"max_threads_per_block", prop.maxThreadsPerBlock},
-              {"max_block_dim", {prop.maxThreadsDim[0], prop.maxThreadsDim[1], prop.maxThreadsDim[2]}},
-              {"max_grid_dim", {prop.maxGridSize[0], prop.maxGridSize[1], prop.maxGridSize[2]}},
-              {"max_dynamic_shared_bytes", optin},
-              {"cuda", di.cuda_version},
-              {"driver_api", di.driver_version},
-              {"torch", di.torch_version}};
+  GpuDevice d;
+  d.name = prop.name;
+  d.arch = s_->arch;
+  d.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  d.total_memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  d.max_threads_per_block = prop.maxThreadsPerBlock;
+  d.max_block_dim = {prop.maxThreadsDim[0], prop.maxThreadsDim[1], prop.maxThreadsDim[2]};
+  d.max_grid_dim = {prop.maxGridSize[0], prop.maxGridSize[1], prop.maxGridSize[2]};
+  d.max_dynamic_shared_bytes = optin;
+  d.cuda = di.cuda_version;
+  d.driver_api = di.driver_version;
+  d.torch = di.torch_version;
+  s_->info = to_json(d);  // the hello's device (gpu_reply.h): the evaluator reads it with parse_gpu_device
 }
 
 GpuWorker::~GpuWorker() = default;

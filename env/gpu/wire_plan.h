@@ -1,7 +1,7 @@
 #pragma once
-// A launch plan as the GPU worker receives it: resolve_plan()'s output (launch_plan.h) with every
-// buffer named by its index and every scalar evaluated; launch() enqueues the plan's launches on
-// one stream with the buffers of one call.
+// A launch plan in the GPU worker (its wire form: plan_wire.h): checked against the task it is
+// judged for, and launched: launch_plan() enqueues the plan's launches on one stream with the
+// buffers of one call.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -10,34 +10,13 @@
 #include <cuda.h>
 
 #include "data_synth/task/task_spec.h"
-#include "env/process/worker_protocol.h"
+#include "env/gpu/plan_wire.h"
 
 namespace kforge {
 
-struct WireArg {
-  enum Kind { argument, output, workspace, i32, u32, i64, u64, f32, f64 } kind;
-  int index = 0;
-  int64_t i = 0;
-  double f = 0;
-};
-struct WireLaunch {
-  std::string kernel, where;
-  uint32_t grid[3], block[3], smem;
-  std::vector<WireArg> args;
-};
-struct WireWorkspace {
-  std::string name;
-  DType dtype;
-  int64_t elements;
-  bool zero;
-};
-struct WirePlan {
-  std::vector<WireWorkspace> workspace;
-  std::vector<WireLaunch> launches;
-};
-
-// Throws a spec error for a malformed plan, a launch_error CandidateError for too much workspace.
-WirePlan parse_plan(const Json& j, const TaskSpec& task, int64_t max_workspace_bytes);
+// Throws a spec error for a buffer index outside the task's arguments, outputs or the plan's
+// workspace, a launch_error CandidateError for more workspace than max_workspace_bytes.
+void check_plan(const WirePlan& plan, const TaskSpec& task, int64_t max_workspace_bytes);
 
 // The device addresses one call's launches take.
 struct CallBuffers {

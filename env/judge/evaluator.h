@@ -2,14 +2,18 @@
 // Judging a kernel candidate for a task, from the caller's side: it never creates a CUDA context.
 // Stages, each with a typed outcome: compile (in a compile worker, with a time limit), plan
 // (launch.yaml resolved against the task and the kernels' signatures), then load, verify and time
-// in a GPU worker. The report is one JSON document (schema in env/judge/EVAL_REPORT.md).
+// in a GPU worker. The report is an EvalReport (eval_report.h; its JSON schema is
+// env/judge/EVAL_REPORT.md).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
 #include "data_synth/task/task_spec.h"
+#include "env/gpu/plan_wire.h"
+#include "env/judge/eval_report.h"
 #include "env/process/worker_client.h"
 
 namespace kforge {
@@ -49,9 +53,10 @@ class Evaluator {
   explicit Evaluator(EvalConfig config, int device = 0, std::string compile_worker = "", std::string gpu_worker = "");
   ~Evaluator();
 
-  Json evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options);
-  // The compile and plan stages alone (no GPU needed): the report stops before loading.
-  Json check(const TaskSpec& task, const Candidate& candidate);
+  EvalReport evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options);
+  // The compile and plan stages alone (no GPU needed): the report stops before loading, with the
+  // verdict "checked" when both succeeded.
+  EvalReport check(const TaskSpec& task, const Candidate& candidate);
 
   WorkerProcess& compile_worker() { return *compile_; }
   WorkerProcess& gpu_worker() { return *gpu_; }
@@ -61,19 +66,19 @@ class Evaluator {
   const AnticheatConfig& anticheat() const { return anticheat_; }
 
  private:
-  Json front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, Json& gpu_plan,
-                    std::string& cubin_hash, std::vector<uint8_t>& cubin);
+  // What the GPU stages need of the front stages: set only when compile and plan succeeded.
+  struct GpuInputs {
+    WirePlan plan;
+    std::string cubin_hash;
+    std::vector<uint8_t> cubin;
+  };
+  // The static scan, compile and plan stages. The report's verdict is final unless `gpu` is set.
+  EvalReport front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, std::optional<GpuInputs>& gpu);
 
   EvalConfig config_;
   AnticheatConfig anticheat_;
   std::unique_ptr<WorkerProcess> compile_;
   std::unique_ptr<WorkerProcess> gpu_;
 };
-
-// "pass", "fail" (computes the wrong function), "cheat" (an anti-cheat check refused it: the
-// report's `anticheat.check` names which) or "error" (did not build or run).
-std::string report_verdict(const Json& report);
-// A human-readable table of a report.
-std::string format_report(const Json& report);
 
 }  // namespace kforge

@@ -5,6 +5,7 @@
 // dynamic check for itself under `anticheat:`, e.g. the precision probe). Prints the table: candidate, expected,
 // verdict, the check that fired. With KFORGE_AUDIT_OUT=FILE it also writes the rows as JSON.
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -152,7 +153,7 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
     opt.trials = 5;
     opt.salt = 777;
     ev.set_anticheat(with_overrides(base, e.overrides));
-    Json r = ev.evaluate(task, Candidate::load(e.dir), opt);
+    Json r = to_json(ev.evaluate(task, Candidate::load(e.dir), opt));
     std::string v = report_verdict(r), f = fired(r);
     if (v == "pass" && r["timing"].is_object() && r["timing"]["speedup"].is_object()) {
       const Json& sp = r["timing"]["speedup"];
@@ -204,7 +205,7 @@ TEST(AnticheatAuditGpu, RobustnessDrawsAcceptEveryControl) {
     EvalOptions opt;
     opt.trials = 5;
     opt.time = false;
-    Json r = ev.evaluate(task, Candidate::load(c.dir), opt);
+    Json r = to_json(ev.evaluate(task, Candidate::load(c.dir), opt));
     std::string name = c.task + "/" + c.name, v = report_verdict(r);
     std::string usable, done;
     if (r["verify"].is_object() && r["verify"].contains("robustness")) {

@@ -20,6 +20,7 @@
 //
 // With KFORGE_PROBE_OUT=FILE the figures are written as JSON.
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -221,7 +222,7 @@ TEST(CallProbeGpu, NothingAKernelObservesTellsAVerifiedCallFromATimedOne) {
       opt.trials = 40;
       opt.salt = 1000 + r;
       opt.probe_words = kWords;
-      Json rep = ev.evaluate(task, c, opt);
+      Json rep = to_json(ev.evaluate(task, c, opt));
       ASSERT_EQ(report_verdict(rep), "pass") << format_report(rep);
       collect(rep["verify"]["probe"], 0, rows);
       collect(rep["timing"]["probe"], 1, rows);

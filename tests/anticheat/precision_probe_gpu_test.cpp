@@ -14,6 +14,7 @@
 // Each candidate is judged in KFORGE_PRECISION_REQUESTS verification-only requests (default 30),
 // each with fresh secret draws. With KFORGE_PRECISION_OUT=FILE the rates are written as JSON.
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 
 #include <cmath>
 #include <cstdio>
@@ -108,7 +109,7 @@ TEST(PrecisionProbeGpu, FewerBitsThanTheContractAreRefusedInNearlyEveryRequest) 
         EvalOptions opt;
         opt.time = false;
         opt.salt = 5000 + r;
-        Json rep = ev.evaluate(task, c, opt);
+        Json rep = to_json(ev.evaluate(task, c, opt));
         std::string v = report_verdict(rep);
         ASSERT_NE(v, "error") << format_report(rep);
         if (v != "pass") {

@@ -39,6 +39,7 @@
 
 #include "configs/error.h"
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 #include "reward/speedup.h"
 #include "reward/timing_stats.h"
 #include "tests/env/judge/candidates.h"
@@ -110,7 +111,7 @@ int overhead(int argc, char** argv) {
     opt.time = false;
     ev.evaluate(task, cand, opt);  // warm: compile cache, module, reference
     for (int i = 0; i < repeats; ++i) {
-      Json r = ev.evaluate(task, cand, opt);
+      Json r = to_json(ev.evaluate(task, cand, opt));
       if (report_verdict(r) != "pass") {
         std::printf("%s/%s: %s\n", c.task.c_str(), c.name.c_str(), report_verdict(r).c_str());
         break;
@@ -183,7 +184,7 @@ int profile(int argc, char** argv) {
       ev.evaluate(task, cand, opt);  // the first profile measures the device's ceilings
       warm = true;
     }
-    Json r = ev.evaluate(task, cand, opt);
+    Json r = to_json(ev.evaluate(task, cand, opt));
     KFORGE_CHECK(report_verdict(r) == "pass" && r["profile"].is_object(), runtime, c.dir << ": " << format_report(r));
     double prof_ms = r["phases"]["profile_ms"].get<double>();
     double kern_ms = r["profile"]["kernel_time_ns"].get<double>() / 1e6;
@@ -231,7 +232,7 @@ int aa(int argc, char** argv) {
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
     opt.trials = 1;
-    Json r = ev.evaluate(task, cand, opt);
+    Json r = to_json(ev.evaluate(task, cand, opt));
     KFORGE_CHECK(report_verdict(r) == "pass", runtime, "A/A run " << i << ": " << format_report(r));
     medians.push_back(r["timing"]["candidate"]["median_ms"].get<double>());
     ref_medians.push_back(r["timing"]["reference"]["median_ms"].get<double>());

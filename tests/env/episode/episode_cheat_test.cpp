@@ -104,8 +104,7 @@ TEST_F(EpisodeTest, AStaticCheatCaughtByCompileIsNotLaunderedByABrokenVariant) {
   ASSERT_EQ(c.info["tool"], "compile");
   ASSERT_EQ(c.info["verdict"], "cheat") << c.observation;
   write_candidate(env, "gelu_scale_residual", "fused");
-  replay.reports.push_back({{"verdict", "error"}, {"error", {{"kind", "runtime_error"}, {"message", "an illegal memory access was encountered"}}},
-                            {"compile", {{"ok", true}}}, {"plan", {{"launches", 1}}}, {"gpu_request_wall_ms", 50.0}});
+  replay.reports.push_back(fault_report());
   StepResult s = env.step(call("submit"));
   EXPECT_EQ(s.reward, -3) << s.info["reward"].dump(2);
   EXPECT_EQ(s.info["reward"]["rule"], "cheat");

@@ -27,18 +27,23 @@ inline Json write_call(const std::string& path, const std::string& content) {
 }
 inline Json call(const std::string& name) { return {{"name", name}, {"arguments", Json::object()}}; }
 
-// compile() for real; evaluate() answers with the next queued report (and records its options).
+// compile() for real; evaluate() answers with the next queued report, read through the report's
+// JSON edge (parse_eval_report: the documented schema, strictly), and records its options.
 class ReplayJudge final : public CandidateJudge {
  public:
   explicit ReplayJudge(Evaluator& ev) : ev_(ev) {}
-  Json check(const TaskSpec& t, const Candidate& c) override { return ev_.check(t, c); }
-  Json evaluate(const TaskSpec& t, const Candidate& c, const EvalOptions& o) override {
+  EvalReport check(const TaskSpec& t, const Candidate& c) override { return ev_.check(t, c); }
+  EvalReport evaluate(const TaskSpec& t, const Candidate& c, const EvalOptions& o) override {
     options.push_back(o);
     EXPECT_FALSE(reports.empty()) << "an evaluation nobody expected";
-    if (reports.empty()) return Json{{"verdict", "error"}, {"error", {{"kind", "internal_error"}, {"message", "no report"}}}};
+    if (reports.empty()) {
+      EvalReport none;
+      none.error = ReportError{"internal_error", "no report"};
+      return none;
+    }
     Json r = reports.front();
     reports.pop_front();
-    return r;
+    return parse_eval_report(r);
   }
   const EvalConfig& eval_config() const override { return ev_.config(); }
   std::deque<Json> reports;
@@ -50,26 +55,37 @@ class ReplayJudge final : public CandidateJudge {
 
 // A passing report with timing samples (candidate `cand_ms`, eager `eager_ms`, 30 of each, 1 % spread).
 inline Json pass_report(double cand_ms, double eager_ms, double gpu_ms = 500) {
-  std::vector<double> c, e;
+  EvalReport r;
+  r.task = "gelu_scale_residual";
+  r.candidate = "workspace";
+  r.verdict = Verdict::pass;
+  r.device = GpuDevice{};
+  r.device->name = "NVIDIA H200";
+  CompileResult compiled;
+  compiled.ok = true;
+  r.compile = CompileSection{true, "", "sm_90a", 10.0, compiled};
+  r.plan = PlanSection{1, 0};
+  r.verify = VerifySection{};
+  r.verify->passed = true;
+  r.verify->trials_run = 10;
+  r.anticheat = AnticheatSection{{CheckOutcome{"static", true, "", Json::object()}}};
+  TimingSection t;
   for (int i = 0; i < 30; ++i) {
     double f = 1 + 0.01 * ((i * 7) % 11 - 5) / 5.0;
-    c.push_back(cand_ms * f);
-    e.push_back(eager_ms * f);
+    t.candidate_samples_ms.push_back(cand_ms * f);
+    t.reference_samples_ms.push_back(eager_ms * f);
   }
-  return {{"schema", "kforge.eval/1"},
-          {"verdict", "pass"},
-          {"error", nullptr},
-          {"device", {{"name", "NVIDIA H200"}}},
-          {"compile", {{"ok", true}, {"arch", "sm_90a"}, {"log", ""}, {"resources", Json::array()}}},
-          {"plan", {{"launches", 1}, {"workspace_bytes", 0}}},
-          {"verify", {{"passed", true}, {"trials_run", 10}, {"outputs", Json::array()}}},
-          {"timing",
-           {{"candidate", {{"median_ms", cand_ms}, {"n", 30}}},
-            {"reference", {{"median_ms", eager_ms}, {"n", 30}}},
-            {"candidate_samples_ms", c},
-            {"reference_samples_ms", e},
-            {"speedup", {{"point", eager_ms / cand_ms}, {"lo", eager_ms / cand_ms * 0.98}, {"hi", eager_ms / cand_ms * 1.02}, {"confidence", 0.95}}}}},
-          {"gpu_request_wall_ms", gpu_ms}};
+  t.candidate.median = cand_ms;
+  t.candidate.n = 30;
+  t.reference.median = eager_ms;
+  t.reference.n = 30;
+  t.speedup.point = eager_ms / cand_ms;
+  t.speedup.lo = eager_ms / cand_ms * 0.98;
+  t.speedup.hi = eager_ms / cand_ms * 1.02;
+  t.speedup.confidence = 0.95;
+  r.timing = t;
+  r.gpu_request_wall_ms = gpu_ms;
+  return to_json(r);
 }
 
 // A report of a candidate that computes the wrong function (its first trial failed).
@@ -84,12 +100,28 @@ inline Json wrong_report() {
   return wrong;
 }
 
+// A report of a candidate that faulted on the GPU after compiling.
+inline Json fault_report() {
+  Json fault = pass_report(1, 1, 50.0);
+  fault["verdict"] = "error";
+  fault["error"] = {{"kind", "runtime_error"}, {"message", "an illegal memory access was encountered"}};
+  fault["verify"] = nullptr;
+  fault["timing"] = nullptr;
+  return fault;
+}
+
+// The anti-cheat section of a report refused by `check`, in the documented schema.
+inline Json cheat_section(const std::string& check, const std::string& message) {
+  AnticheatSection a{{CheckOutcome{"static", true, "", Json::object()}, CheckOutcome{check, false, message, Json::object()}}};
+  return to_json(a);
+}
+
 // A report of a candidate refused by the anti-cheat check `check`.
 inline Json cheat_report(const std::string& check) {
   Json r = pass_report(1.0, 3.2);
   r["verdict"] = "cheat";
   r["timing"] = nullptr;
-  r["anticheat"] = {{"verdict", "cheat"}, {"check", check}, {"message", "new values in the previous call's buffers were not computed"}};
+  r["anticheat"] = cheat_section(check, "new values in the previous call's buffers were not computed");
   return r;
 }
 

@@ -283,7 +283,7 @@ TEST_F(EpisodeTest, ACheatIsPenalisedAndTheCheckIsNamed) {
   write_candidate(env, "gelu_scale_residual", "fused");
   Json cheat = pass_report(0.01, 3.2);
   cheat["verdict"] = "cheat";
-  cheat["anticheat"] = {{"verdict", "cheat"}, {"check", "speed_of_light"}, {"message", "faster than the DRAM bandwidth allows"}};
+  cheat["anticheat"] = cheat_section("speed_of_light", "faster than the DRAM bandwidth allows");
   replay.reports.push_back(cheat);
   Json cheat2 = cheat;
   cheat2["verdict"] = "pass";  // an anti-cheat finding counts even where the verdict says pass
@@ -302,8 +302,7 @@ TEST_F(EpisodeTest, WrongAndFaultingSubmissionsAreMinusOne) {
   KernelEnv env(test_env_config(), RewardConfig{}, replay);
   TaskSpec t = load_task(sample_task("gelu_scale_residual"));
   Json wrong = wrong_report();
-  Json fault = {{"verdict", "error"}, {"error", {{"kind", "runtime_error"}, {"message", "an illegal memory access was encountered"}}},
-                {"compile", {{"ok", true}}}, {"plan", {{"launches", 1}}}, {"gpu_request_wall_ms", 50.0}};
+  Json fault = fault_report();
   for (const Json& report : {wrong, fault}) {
     env.reset(t, 1);
     write_candidate(env, "gelu_scale_residual", "fused");
@@ -344,9 +343,13 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
 
   Json rep = pass_report(1.0, 3.0);
   rep["profile"] = {{"kernels", Json::array({{{"name", "gelu_fused"}, {"duration_ns", 987654}, {"grid", {65536, 1, 1}}, {"block", {256, 1, 1}},
-                                              {"registers", 30}, {"shared_bytes", 0}, {"stream", 13}, {"occupancy", 0.75}}})},
-                    {"ceilings", {{"dram_gbps", 4000.0}, {"fp32_tflops", 60.0}}},
-                    {"achieved", {{"gbps", 2200.0}, {"tflops", 0.8}}},
+                                              {"registers", 30}, {"shared_bytes", 0}, {"static_shared_bytes", 0}, {"dynamic_shared_bytes", 0},
+                                              {"local_bytes_per_thread", 0}, {"device_launched", false}, {"blocks_per_sm", 8},
+                                              {"stream", 13}, {"occupancy", 0.75}}})},
+                    {"span_ns", 987654},
+                    {"kernel_time_ns", 987654},
+                    {"ceilings", {{"dram_gbps", 4000.0}, {"fp32_tflops", 60.0}, {"tf32_tflops", 400.0}, {"fp16_tflops", 700.0}, {"method", "m"}}},
+                    {"achieved", {{"gbps", 2200.0}, {"dram_fraction", 0.55}, {"basis", "b"}, {"tflops", 0.8}, {"fp32_fraction", 0.8 / 60}}},
                     {"counters", {{"unavailable", "CUPTI profiling API: insufficient privileges"}}}};
   replay.reports.push_back(rep);
   StepResult p = env.step(call("profile"));
@@ -361,6 +364,12 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   // Counters the range profiler collected: one line per kernel with its metrics.
   Json counted = rep;
   counted["profile"]["counters"] = {{"metrics", {"gpu__time_duration.sum", "dram__bytes_read.sum"}},
+                                    {"unsupported", Json::array()},
+                                    {"replay", "user"},
+                                    {"calls", 2},
+                                    {"ms", {{"setup", 1.0}, {"collect", 2.0}, {"evaluate", 3.0}}},
+                                    {"setup_cached", false},
+                                    {"method", "CUPTI range profiler"},
                                     {"passes", 2},
                                     {"kernels", Json::array({{{"range", "gelu_fused"},
                                                               {"metrics", {{"gpu__time_duration.sum", 612345.0},
@@ -372,7 +381,9 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
       << pc.observation;
 
   Json off = pass_report(1.0, 3.0);
-  off["profile"] = {{"unavailable", "CUPTI could not be initialised"}};
+  off["profile"] = {{"kernels", Json::array()},
+                    {"unavailable", "CUPTI could not be initialised"},
+                    {"counters", {{"unavailable", "CUPTI could not be initialised"}}}};
   replay.reports.push_back(off);
   EXPECT_NE(env.step(call("profile")).observation.find("profiling unavailable: CUPTI could not be initialised"), std::string::npos);
 
@@ -417,9 +428,13 @@ TEST_F(EpisodeTest, AReportTheEpisodeCannotReadIsAHarnessFailureNotACrash) {
   KernelEnv env(test_env_config(), RewardConfig{}, replay);
   env.reset(load_task(sample_task("gelu_scale_residual")), 1);
   write_candidate(env, "gelu_scale_residual", "fused");
-  replay.reports.push_back({{"verdict", "pass"}, {"verify", {{"passed", "yes"}}}});
+  Json unreadable = pass_report(1.0, 3.0);
+  unreadable["verify"]["passed"] = "yes";
+  replay.reports.push_back(unreadable);
   StepResult v = env.step(call("verify"));
-  EXPECT_NE(v.observation.find("verify: the harness failed (internal_error)"), std::string::npos) << v.observation;
+  // The judge's report is read strictly at its edge: a mistyped key names itself.
+  EXPECT_NE(v.observation.find("verify: the harness failed ("), std::string::npos) << v.observation;
+  EXPECT_NE(v.observation.find("report.verify.passed has the wrong type"), std::string::npos) << v.observation;
   EXPECT_TRUE(v.info["report"].contains("harness_error"));
   EXPECT_TRUE(env.running());
 }

@@ -5,6 +5,7 @@
 // has no candidate the floor refuses (a kernel cannot beat the hardware), so this is the stage's
 // own test.
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 
 #include <algorithm>
 
@@ -37,7 +38,7 @@ Json judge(Evaluator& ev) {
   EvalOptions opt;
   opt.trials = 1;
   opt.time = true;
-  return ev.evaluate(task, Candidate::load(root + "/datasets/samples/candidates/gelu_scale_residual/fused"), opt);
+  return to_json(ev.evaluate(task, Candidate::load(root + "/datasets/samples/candidates/gelu_scale_residual/fused"), opt));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Every shipped candidate judged on the GPU gets its expected verdict; after every faulting
 // candidate the next request (a correct candidate) succeeds in the same evaluator.
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 
 #include <iostream>
 
@@ -52,7 +53,7 @@ TEST(EvaluatorGpu, EveryShippedCandidateGetsItsVerdict) {
     opt.trials = 3;
     opt.salt = 12345;
     opt.time = c.verdict == "pass";
-    Json r = ev.evaluate(task, Candidate::load(c.dir), opt);
+    Json r = to_json(ev.evaluate(task, Candidate::load(c.dir), opt));
     std::cout << c.task << "/" << c.name << ": " << report_verdict(r);
     if (r["error"].is_object()) std::cout << " [" << r["error"]["kind"].get<std::string>() << "] " << r["error"]["message"].get<std::string>().substr(0, 160);
     if (r["timing"].is_object()) std::cout << " speedup " << r["timing"]["speedup"]["point"] << " [" << r["timing"]["speedup"]["lo"] << ", " << r["timing"]["speedup"]["hi"] << "]";
@@ -75,7 +76,7 @@ TEST(EvaluatorGpu, EveryShippedCandidateGetsItsVerdict) {
         EvalOptions quick;
         quick.trials = 1;
         quick.time = false;
-        Json g = ev.evaluate(task, Candidate::load(good.dir), quick);
+        Json g = to_json(ev.evaluate(task, Candidate::load(good.dir), quick));
         EXPECT_EQ(report_verdict(g), "pass") << "after " << c.name << ":\n" << format_report(g);
         break;
       }
@@ -91,7 +92,7 @@ TEST(EvaluatorGpu, OutputsOfAWrongCandidateAreReportedWithExamples) {
     EvalOptions opt;
     opt.trials = 2;
     opt.time = false;
-    Json r = ev.evaluate(load_task(task_path(c.task)), Candidate::load(c.dir), opt);
+    Json r = to_json(ev.evaluate(load_task(task_path(c.task)), Candidate::load(c.dir), opt));
     ASSERT_EQ(report_verdict(r), "fail") << c.dir;
     bool any_examples = false;
     for (const auto& o : r["verify"]["outputs"]) any_examples |= !o["examples"].empty();
@@ -115,8 +116,8 @@ TEST(EvaluatorGpu, ProfileAndKernelActivitySeeEveryLaunch) {
     EvalOptions opt;
     opt.trials = 3;
     opt.profile = true;
-    Json r = ev.evaluate(load_task(task_path(c.task)),
-                         Candidate::load(source_dir() + "/datasets/samples/candidates/" + c.task + "/" + c.cand), opt);
+    Json r = to_json(ev.evaluate(load_task(task_path(c.task)),
+                         Candidate::load(source_dir() + "/datasets/samples/candidates/" + c.task + "/" + c.cand), opt));
     ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
     const Json& prof = r["profile"];
     ASSERT_TRUE(prof.is_object()) << r.dump(2);
@@ -159,7 +160,7 @@ TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
   const std::vector<std::pair<std::string, size_t>> cases = {{"gelu_scale_residual/fused", 1}, {"groupnorm_silu/fused", 2}};
   for (const auto& [name, kernels] : cases) {
     const std::string task = name.substr(0, name.find('/'));
-    Json r = ev.evaluate(load_task(task_path(task)), Candidate::load(source_dir() + "/datasets/samples/candidates/" + name), opt);
+    Json r = to_json(ev.evaluate(load_task(task_path(task)), Candidate::load(source_dir() + "/datasets/samples/candidates/" + name), opt));
     ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
     const Json& c = r["profile"]["counters"];
     ASSERT_TRUE(c.is_object()) << r["profile"].dump(2);
@@ -196,7 +197,7 @@ TEST(EvaluatorGpu, CounterMetricsAreTheOnesAskedFor) {
                          "no_such__metric.sum"};
   const TaskSpec task = load_task(task_path("gelu_scale_residual"));
   const Candidate cand = Candidate::load(source_dir() + "/datasets/samples/candidates/gelu_scale_residual/fused");
-  Json r = ev.evaluate(task, cand, opt);
+  Json r = to_json(ev.evaluate(task, cand, opt));
   ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
   const Json& c = r["profile"]["counters"];
   ASSERT_TRUE(c.is_object()) << r["profile"].dump(2);

@@ -45,7 +45,7 @@ TEST(EvaluatorCheck, EveryCandidateCompilesAndResolvesUnlessItMustNot) {
   for (const auto& c : shipped_candidates()) {
     SCOPED_TRACE(c.dir);
     if (c.verdict == "timeout" && c.stage == "compile") continue;  // below, with a short limit
-    Json r = ev.check(load_task(task_path(c.task)), Candidate::load(c.dir));
+    Json r = to_json(ev.check(load_task(task_path(c.task)), Candidate::load(c.dir)));
     if (c.verdict == "compile_error") {
       EXPECT_EQ(r["verdict"], "error");
       EXPECT_EQ(r["error"]["kind"], "compile_error") << r.dump(2);
@@ -66,14 +66,14 @@ TEST(EvaluatorCheck, AnEndlessCompileIsStoppedAndTheNextCompileWorks) {
   for (const auto& c : shipped_candidates()) {
     if (!(c.verdict == "timeout" && c.stage == "compile")) continue;
     ++seen;
-    Json r = ev.check(load_task(task_path(c.task)), Candidate::load(c.dir));
+    Json r = to_json(ev.check(load_task(task_path(c.task)), Candidate::load(c.dir)));
     EXPECT_EQ(r["verdict"], "error");
     EXPECT_EQ(r["error"]["kind"], "timeout") << r.dump(2);
     EXPECT_LT(r["compile"]["wall_ms"].get<double>(), 10000);
     // The compile worker restarts and the next candidate compiles.
     for (const auto& good : shipped_candidates()) {
       if (good.verdict != "pass" || good.task != c.task) continue;
-      Json g = ev.check(load_task(task_path(good.task)), Candidate::load(good.dir));
+      Json g = to_json(ev.check(load_task(task_path(good.task)), Candidate::load(good.dir)));
       EXPECT_EQ(g["verdict"], "checked") << g.dump(2);
       break;
     }
@@ -89,7 +89,7 @@ TEST(EvaluatorCheck, PlanErrorsNameTheirLine) {
   Candidate cand = Candidate::load(good->dir);
   cand.plan_text = "launches:\n  - kernel: no_such_kernel\n    grid: [1]\n    block: [32]\n    args: []\n";
   Evaluator ev(test_config());
-  Json r = ev.check(load_task(task_path(good->task)), cand);
+  Json r = to_json(ev.check(load_task(task_path(good->task)), cand));
   EXPECT_EQ(r["error"]["kind"], "compile_error");
   EXPECT_NE(r["error"]["message"].get<std::string>().find("launch.yaml:2"), std::string::npos) << r["error"]["message"];
 }
@@ -111,7 +111,7 @@ TEST(EvaluatorCheck, CompileWorkersShareTheOnDiskCache) {
   Candidate cand = Candidate::load(source_dir() + "/datasets/samples/candidates/gelu_scale_residual/naive");
   // A source no earlier run compiled: a unique comment.
   cand.source += "\n// cache test " + std::to_string(::getpid()) + "\n";
-  Json first, second, third;
+  EvalReport first, second, third;
   {
     Evaluator a(cfg);
     first = a.check(task, cand);
@@ -124,13 +124,14 @@ TEST(EvaluatorCheck, CompileWorkersShareTheOnDiskCache) {
     Evaluator c(test_config());
     third = c.check(task, cand);
   }
-  ASSERT_EQ(report_verdict(first), "checked") << format_report(first);
-  ASSERT_EQ(report_verdict(second), "checked") << format_report(second);
-  EXPECT_FALSE(first["compile"]["cache_hit"].get<bool>());
-  EXPECT_TRUE(second["compile"]["cache_hit"].get<bool>());
-  EXPECT_FALSE(third["compile"]["cache_hit"].get<bool>());
-  EXPECT_EQ(first["compile"]["hash"], second["compile"]["hash"]);
-  EXPECT_EQ(second["compile"]["resources"], first["compile"]["resources"]);
+  ASSERT_EQ(first.verdict, Verdict::checked) << format_report(first);
+  ASSERT_EQ(second.verdict, Verdict::checked) << format_report(second);
+  ASSERT_TRUE(third.compile && third.compile->result) << format_report(third);
+  EXPECT_FALSE(first.compile->result->cache_hit);
+  EXPECT_TRUE(second.compile->result->cache_hit);
+  EXPECT_FALSE(third.compile->result->cache_hit);
+  EXPECT_EQ(first.compile->result->hash, second.compile->result->hash);
+  EXPECT_EQ(to_json(second)["compile"]["resources"], to_json(first)["compile"]["resources"]);
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".kfnvrtc";
   EXPECT_EQ(files, 1u);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "env/judge/evaluator.h"
+#include "tests/env/judge/report_json.h"
 #include "tests/skip_without_cuda.h"
 
 using namespace kforge;
@@ -57,12 +58,12 @@ TEST(ImportedTaskGpu, CorrectCandidatePassesAndWrongOneFails) {
   EvalOptions opt;
   opt.trials = 3;
   opt.salt = 4242;
-  Json good = ev.evaluate(task, relu_candidate(true), opt);
+  Json good = to_json(ev.evaluate(task, relu_candidate(true), opt));
   EXPECT_EQ(report_verdict(good), "pass") << format_report(good);
   ASSERT_TRUE(good["timing"].is_object()) << good.dump();
   EXPECT_GT(good["timing"]["reference"]["median_ms"].get<double>(), 0);
   opt.time = false;
-  Json bad = ev.evaluate(task, relu_candidate(false), opt);
+  Json bad = to_json(ev.evaluate(task, relu_candidate(false), opt));
   EXPECT_EQ(report_verdict(bad), "fail") << format_report(bad);
 }
 
@@ -73,7 +74,7 @@ TEST(ImportedTaskGpu, SpeedOfLightIsOffAndSaysSoWithoutAFlopCount) {
   ASSERT_FALSE(task.cost.flops.has_value());
   EvalOptions opt;
   opt.trials = 3;
-  Json r = ev.evaluate(task, two_outputs_candidate(), opt);
+  Json r = to_json(ev.evaluate(task, two_outputs_candidate(), opt));
   EXPECT_EQ(report_verdict(r), "pass") << format_report(r);
   ASSERT_TRUE(r["timing"].is_object()) << r.dump();
   EXPECT_TRUE(r["timing"]["checks_off"]["speed_of_light"].is_string()) << r["timing"].dump();
@@ -105,7 +106,7 @@ TEST(ImportedTaskGpu, ModulesWithStateVerifyWithTheirDrawnParameters) {
   EvalOptions opt;
   opt.trials = 3;
   opt.time = false;
-  Json r = ev.evaluate(task, batchnorm_candidate("bn", "(x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]"), opt);
+  Json r = to_json(ev.evaluate(task, batchnorm_candidate("bn", "(x[i] - m[j]) * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]"), opt));
   EXPECT_EQ(report_verdict(r), "pass") << format_report(r);
 }
 
@@ -128,7 +129,7 @@ TEST(ImportedTaskGpu, AKernelThatAssumesTheModulesInitialStateFails) {
       {"no_mean", "x[i] * rsqrtf(v[j] + 1e-5f) * w[j] + b[j]"},
       {"no_variance", "(x[i] - m[j]) * rsqrtf(1.0f + 1e-5f) * w[j] + b[j]"}};
   for (const auto& [name, y] : shortcuts) {
-    Json r = ev.evaluate(task, batchnorm_candidate(name, y), opt);
+    Json r = to_json(ev.evaluate(task, batchnorm_candidate(name, y), opt));
     EXPECT_EQ(report_verdict(r), "fail") << name << "\n" << format_report(r);
   }
 }

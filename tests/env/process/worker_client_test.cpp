@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "configs/error.h"
+#include "env/compile/compile_request.h"
 
 using namespace kforge;
 
@@ -43,6 +44,9 @@ std::string proc_limit(pid_t pid, const std::string& name) {
 }
 
 }  // namespace
+
+// A compile request through the contract (env/compile/compile_request.h).
+Json compile_request() { return to_json(CompileRequest{kKernel, CompileOptions{}}); }
 
 TEST(WorkerProtocol, FramesRoundTripAndMalformedFramesAreErrors) {
   int fds[2];
@@ -96,7 +100,7 @@ TEST(WorkerProtocol, ADeeplyNestedFrameIsAnErrorNotACrash) {
 
 TEST(WorkerProcess, CompilesThroughTheWorker) {
   WorkerProcess w(compile_worker());
-  WorkerReply r = w.call({{"type", "compile"}, {"source", kKernel}, {"options", {{"arch", "sm_90a"}}}}, 60);
+  WorkerReply r = w.call(compile_request(), 60);
   ASSERT_TRUE(r.ok) << r.error_message;
   EXPECT_TRUE(r.body["compile"]["ok"].get<bool>()) << r.body["compile"]["log"];
   EXPECT_GT(r.body["cubin"].get_binary().size(), 100u);
@@ -116,13 +120,28 @@ TEST(WorkerProcess, UnknownRequestIsAnErrorReplyAndTheWorkerLivesOn) {
   EXPECT_EQ(w.starts(), 1);
 }
 
+TEST(WorkerProcess, ACompileRequestMissingAFieldIsRefusedByName) {
+  WorkerProcess w(compile_worker());
+  Json req = compile_request();
+  req["options"].erase("maxrregcount");
+  WorkerReply r = w.call(req, 60);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error_kind, "bad_request");
+  EXPECT_NE(r.error_message.find("request.options.maxrregcount is missing"), std::string::npos) << r.error_message;
+  req = compile_request();
+  req["options"]["use_fast_math"] = 1;
+  r = w.call(req, 60);
+  EXPECT_NE(r.error_message.find("request.options.use_fast_math has the wrong type"), std::string::npos) << r.error_message;
+  EXPECT_TRUE(w.call(compile_request(), 60).ok);
+}
+
 TEST(WorkerProcess, ACrashCostsOneRequestAndTheWorkerRestarts) {
   WorkerProcess w(compile_worker());
   WorkerReply r = w.call({{"type", "test_crash"}}, 30);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.error_kind, "worker_crashed");
   EXPECT_NE(r.error_message.find("killed by signal 6"), std::string::npos) << r.error_message;
-  WorkerReply next = w.call({{"type", "compile"}, {"source", kKernel}, {"options", {{"arch", "sm_90a"}}}}, 60);
+  WorkerReply next = w.call(compile_request(), 60);
   EXPECT_TRUE(next.ok) << next.error_message;
   EXPECT_EQ(w.starts(), 2);
 }
@@ -213,7 +232,7 @@ TEST(WorkerProcess, LaunchedWorkersStartTogetherAndReportTheirStartUp) {
   EXPECT_EQ(a.starts(), 1);
   EXPECT_TRUE(a.launch()) << "a running worker is left alone";
   EXPECT_EQ(a.starts(), 1);
-  WorkerReply r = b.call({{"type", "compile"}, {"source", kKernel}, {"options", {{"arch", "sm_90a"}}}}, 60);
+  WorkerReply r = b.call(compile_request(), 60);
   ASSERT_TRUE(r.ok) << r.error_message;
   EXPECT_EQ(a.hello()["mode"], "compile");
   EXPECT_LT(b.start_times().spawn_ns, a.start_times().hello_ns) << "b was launched before a answered";
@@ -262,7 +281,7 @@ TEST(WorkerProcess, ACompileWorkerCanSkipItsWarmUp) {
   EXPECT_FALSE(w.hello()["warm_up"].get<bool>());
   EXPECT_FALSE(w.hello().contains("warm_up_ms"));
   EXPECT_FALSE(w.startup_report()["phases_ms"].contains("warm_up"));
-  WorkerReply r = w.call({{"type", "compile"}, {"source", kKernel}, {"options", {{"arch", "sm_90a"}}}}, 60);
+  WorkerReply r = w.call(compile_request(), 60);
   ASSERT_TRUE(r.ok) << r.error_message;
   EXPECT_TRUE(r.body["compile"]["ok"].get<bool>());
 }
