@@ -1,5 +1,8 @@
 #include "env/gpu/gpu_reply.h"
 
+#include <cmath>
+#include <limits>
+
 #include "configs/error.h"
 #include "env/process/strict_json.h"
 
@@ -12,6 +15,30 @@ std::vector<T> parse_list(const Json& j, const std::string& path, Parse parse) {
   KFORGE_CHECK(j.is_array(), spec, path << " must be a list, got " << j.type_name());
   std::vector<T> out;
   for (size_t i = 0; i < j.size(); ++i) out.push_back(parse(j[i], path + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+// A measured number (a time, a ratio, an error, a counter's value). JSON has no NaN or Inf and the
+// worker's nlohmann writes them as null (a float64 output's max_rel_error over a subnormal
+// reference, a speedup over a 0 ms median, a CUPTI ratio metric over no cycles): null reads back
+// as NaN, and a NaN or Inf is written as null again. An integer literal (3) reads as 3.0.
+double measured(const Json& v, const std::string& path) {
+  if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  KFORGE_CHECK(v.is_number(), spec, path << " has the wrong type (" << v.type_name() << ")");
+  return v.get<double>();
+}
+double measured(StrictObject& o, const std::string& key) { return measured(o.raw(key), o.path(key)); }
+Json measured_json(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
+
+std::vector<double> measured_list(const Json& j, const std::string& path) {
+  KFORGE_CHECK(j.is_array(), spec, path << " must be a list, got " << j.type_name());
+  std::vector<double> out;
+  for (size_t i = 0; i < j.size(); ++i) out.push_back(measured(j[i], path + "[" + std::to_string(i) + "]"));
+  return out;
+}
+Json measured_list_json(const std::vector<double>& v) {
+  Json out = Json::array();
+  for (double x : v) out.push_back(measured_json(x));
   return out;
 }
 
@@ -28,22 +55,23 @@ Json list_json(const std::vector<T>& v) {
 }
 
 Json stats_json(const TimingStats& s) {
-  return {{"median_ms", s.median}, {"mean_ms", s.mean}, {"std_ms", s.std}, {"min_ms", s.min}, {"max_ms", s.max},
-          {"p10_ms", s.p10},       {"p90_ms", s.p90},   {"n", s.n},       {"rse", s.rse}};
+  return {{"median_ms", measured_json(s.median)}, {"mean_ms", measured_json(s.mean)}, {"std_ms", measured_json(s.std)},
+          {"min_ms", measured_json(s.min)},       {"max_ms", measured_json(s.max)},   {"p10_ms", measured_json(s.p10)},
+          {"p90_ms", measured_json(s.p90)},       {"n", s.n},                         {"rse", measured_json(s.rse)}};
 }
 
 TimingStats parse_stats(const Json& j, const std::string& path) {
   StrictObject o(j, path);
   TimingStats s;
-  s.median = o.req<double>("median_ms");
-  s.mean = o.req<double>("mean_ms");
-  s.std = o.req<double>("std_ms");
-  s.min = o.req<double>("min_ms");
-  s.max = o.req<double>("max_ms");
-  s.p10 = o.req<double>("p10_ms");
-  s.p90 = o.req<double>("p90_ms");
+  s.median = measured(o, "median_ms");
+  s.mean = measured(o, "mean_ms");
+  s.std = measured(o, "std_ms");
+  s.min = measured(o, "min_ms");
+  s.max = measured(o, "max_ms");
+  s.p10 = measured(o, "p10_ms");
+  s.p90 = measured(o, "p90_ms");
   s.n = o.req<int64_t>("n");
-  s.rse = o.req<double>("rse");
+  s.rse = measured(o, "rse");
   o.done();
   return s;
 }
@@ -82,18 +110,24 @@ OutputCheck parse_output_check(const Json& j, const std::string& path) {
   c.numel = o.req<int64_t>("numel");
   c.mismatches = o.req<int64_t>("mismatches");
   c.unwritten = o.req<int64_t>("unwritten");
-  c.max_abs_error = o.req<double>("max_abs_error");
-  c.max_rel_error = o.req<double>("max_rel_error");
+  c.max_abs_error = measured(o, "max_abs_error");
+  c.max_rel_error = measured(o, "max_rel_error");
   c.examples = parse_list<MismatchExample>(o.raw("examples"), o.path("examples"), parse_example);
   o.done();
   return c;
 }
 
-Json to_json(const SpeedupOfMember& m) { return {{"member", m.member}, {"point", m.point}, {"lo", m.lo}, {"hi", m.hi}}; }
+Json to_json(const SpeedupOfMember& m) {
+  return {{"member", m.member}, {"point", measured_json(m.point)}, {"lo", measured_json(m.lo)}, {"hi", measured_json(m.hi)}};
+}
 
 SpeedupOfMember parse_speedup_of_member(const Json& j, const std::string& path) {
   StrictObject o(j, path);
-  SpeedupOfMember m{o.req<std::string>("member"), o.req<double>("point"), o.req<double>("lo"), o.req<double>("hi")};
+  SpeedupOfMember m;
+  m.member = o.req<std::string>("member");
+  m.point = measured(o, "point");
+  m.lo = measured(o, "lo");
+  m.hi = measured(o, "hi");
   o.done();
   return m;
 }
@@ -102,7 +136,7 @@ Json to_json(const ProfiledKernel& k) {
   return {{"name", k.name}, {"duration_ns", k.duration_ns}, {"grid", k.grid}, {"block", k.block}, {"registers", k.registers},
           {"shared_bytes", k.shared_bytes}, {"static_shared_bytes", k.static_shared_bytes},
           {"dynamic_shared_bytes", k.dynamic_shared_bytes}, {"local_bytes_per_thread", k.local_bytes_per_thread},
-          {"stream", k.stream}, {"device_launched", k.device_launched}, {"occupancy", k.occupancy}, {"blocks_per_sm", k.blocks_per_sm}};
+          {"stream", k.stream}, {"device_launched", k.device_launched}, {"occupancy", measured_json(k.occupancy)}, {"blocks_per_sm", k.blocks_per_sm}};
 }
 
 ProfiledKernel parse_profiled_kernel(const Json& j, const std::string& path) {
@@ -119,7 +153,7 @@ ProfiledKernel parse_profiled_kernel(const Json& j, const std::string& path) {
   k.local_bytes_per_thread = o.req<int64_t>("local_bytes_per_thread");
   k.stream = o.req<int64_t>("stream");
   k.device_launched = o.req<bool>("device_launched");
-  k.occupancy = o.req<double>("occupancy");
+  k.occupancy = measured(o, "occupancy");
   k.blocks_per_sm = o.req<int64_t>("blocks_per_sm");
   o.done();
   return k;
@@ -128,10 +162,10 @@ ProfiledKernel parse_profiled_kernel(const Json& j, const std::string& path) {
 Json counters_json(const ProfileCounters& c) {
   if (c.unavailable) return {{"unavailable", *c.unavailable}};
   Json kernels = Json::array();
-  for (const auto& k : c.kernels) kernels.push_back({{"range", k.range}, {"metrics", k.metrics}});
+  for (const auto& k : c.kernels) kernels.push_back({{"range", k.range}, {"metrics", measured_map_json(k.metrics)}});
   return {{"metrics", c.metrics}, {"unsupported", c.unsupported}, {"passes", c.passes}, {"kernels", kernels},
           {"replay", c.replay}, {"calls", c.calls},
-          {"ms", {{"setup", c.setup_ms}, {"collect", c.collect_ms}, {"evaluate", c.evaluate_ms}}},
+          {"ms", {{"setup", measured_json(c.setup_ms)}, {"collect", measured_json(c.collect_ms)}, {"evaluate", measured_json(c.evaluate_ms)}}},
           {"setup_cached", c.setup_cached}, {"method", c.method}};
 }
 
@@ -145,16 +179,18 @@ ProfileCounters parse_counters(const Json& j, const std::string& path) {
     c.passes = o.req<int64_t>("passes");
     c.kernels = parse_list<CounterKernel>(o.raw("kernels"), o.path("kernels"), [](const Json& k, const std::string& p) {
       StrictObject ko(k, p);
-      CounterKernel ck{ko.req<std::string>("range"), ko.req<std::map<std::string, double>>("metrics")};
+      CounterKernel ck;
+      ck.range = ko.req<std::string>("range");
+      ck.metrics = parse_measured_map(ko.raw("metrics"), ko.path("metrics"));
       ko.done();
       return ck;
     });
     c.replay = o.req<std::string>("replay");
     c.calls = o.req<int64_t>("calls");
     StrictObject ms(o.raw("ms"), o.path("ms"));
-    c.setup_ms = ms.req<double>("setup");
-    c.collect_ms = ms.req<double>("collect");
-    c.evaluate_ms = ms.req<double>("evaluate");
+    c.setup_ms = measured(ms, "setup");
+    c.collect_ms = measured(ms, "collect");
+    c.evaluate_ms = measured(ms, "evaluate");
     ms.done();
     c.setup_cached = o.req<bool>("setup_cached");
     c.method = o.req<std::string>("method");
@@ -163,9 +199,22 @@ ProfileCounters parse_counters(const Json& j, const std::string& path) {
   return c;
 }
 
-Json opt_json(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+Json opt_json(const std::optional<double>& v) { return v ? measured_json(*v) : Json(nullptr); }
 
 }  // namespace
+
+std::map<std::string, double> parse_measured_map(const Json& j, const std::string& path) {
+  KFORGE_CHECK(j.is_object(), spec, path << " must be a map, got " << j.type_name());
+  std::map<std::string, double> out;
+  for (auto it = j.begin(); it != j.end(); ++it) out[it.key()] = measured(it.value(), path + "." + it.key());
+  return out;
+}
+
+Json measured_map_json(const std::map<std::string, double>& m) {
+  Json out = Json::object();
+  for (const auto& [k, v] : m) out[k] = measured_json(v);
+  return out;
+}
 
 Json to_json(const GpuDevice& d) {
   return {{"name", d.name}, {"arch", d.arch}, {"compute_capability", d.compute_capability}, {"sm_count", d.sm_count},
@@ -212,7 +261,8 @@ LoadSection parse_load_section(const Json& j, const std::string& path) {
 
 Json to_json(const OutputCheck& c) {
   return {{"name", c.name}, {"numel", c.numel}, {"mismatches", c.mismatches}, {"unwritten", c.unwritten},
-          {"max_abs_error", c.max_abs_error}, {"max_rel_error", c.max_rel_error}, {"examples", list_json(c.examples)}};
+          {"max_abs_error", measured_json(c.max_abs_error)}, {"max_rel_error", measured_json(c.max_rel_error)},
+          {"examples", list_json(c.examples)}};
 }
 
 Json to_json(const VerifySection& s) {
@@ -242,10 +292,11 @@ Json to_json(const TimingSection& s) {
   Json by_member = list_json(s.speedup.by_member);
   Json j = {{"candidate", stats_json(s.candidate)},
             {"reference", stats_json(s.reference)},
-            {"candidate_samples_ms", s.candidate_samples_ms},
-            {"reference_samples_ms", s.reference_samples_ms},
+            {"candidate_samples_ms", measured_list_json(s.candidate_samples_ms)},
+            {"reference_samples_ms", measured_list_json(s.reference_samples_ms)},
             {"speedup",
-             {{"point", s.speedup.point}, {"lo", s.speedup.lo}, {"hi", s.speedup.hi}, {"confidence", s.speedup.confidence},
+             {{"point", measured_json(s.speedup.point)}, {"lo", measured_json(s.speedup.lo)}, {"hi", measured_json(s.speedup.hi)},
+              {"confidence", measured_json(s.speedup.confidence)},
               {"method", s.speedup.method}, {"member", s.speedup.member}, {"by_member", by_member}}},
             {"outputs_right_after_timing", s.outputs_right_after_timing},
             {"inputs_fresh_per_call", s.inputs_fresh_per_call},
@@ -260,14 +311,14 @@ TimingSection parse_timing_section(const Json& j, const std::string& path) {
   TimingSection s;
   s.candidate = parse_stats(o.raw("candidate"), o.path("candidate"));
   s.reference = parse_stats(o.raw("reference"), o.path("reference"));
-  s.candidate_samples_ms = o.req<std::vector<double>>("candidate_samples_ms");
-  s.reference_samples_ms = o.req<std::vector<double>>("reference_samples_ms");
+  s.candidate_samples_ms = measured_list(o.raw("candidate_samples_ms"), o.path("candidate_samples_ms"));
+  s.reference_samples_ms = measured_list(o.raw("reference_samples_ms"), o.path("reference_samples_ms"));
   {
     StrictObject sp(o.raw("speedup"), o.path("speedup"));
-    s.speedup.point = sp.req<double>("point");
-    s.speedup.lo = sp.req<double>("lo");
-    s.speedup.hi = sp.req<double>("hi");
-    s.speedup.confidence = sp.req<double>("confidence");
+    s.speedup.point = measured(sp, "point");
+    s.speedup.lo = measured(sp, "lo");
+    s.speedup.hi = measured(sp, "hi");
+    s.speedup.confidence = measured(sp, "confidence");
     s.speedup.method = sp.req<std::string>("method");
     s.speedup.member = sp.req<std::string>("member");
     s.speedup.by_member = parse_list<SpeedupOfMember>(sp.raw("by_member"), sp.path("by_member"), parse_speedup_of_member);
@@ -288,10 +339,12 @@ Json to_json(const ProfileSection& s) {
   if (s.span_ns) j["span_ns"] = *s.span_ns;
   if (s.kernel_time_ns) j["kernel_time_ns"] = *s.kernel_time_ns;
   if (s.ceilings)
-    j["ceilings"] = {{"dram_gbps", s.ceilings->dram_gbps}, {"fp32_tflops", s.ceilings->fp32_tflops},
-                     {"tf32_tflops", s.ceilings->tf32_tflops}, {"fp16_tflops", s.ceilings->fp16_tflops}, {"method", s.ceilings->method}};
+    j["ceilings"] = {{"dram_gbps", measured_json(s.ceilings->dram_gbps)}, {"fp32_tflops", measured_json(s.ceilings->fp32_tflops)},
+                     {"tf32_tflops", measured_json(s.ceilings->tf32_tflops)}, {"fp16_tflops", measured_json(s.ceilings->fp16_tflops)},
+                     {"method", s.ceilings->method}};
   if (s.achieved)
-    j["achieved"] = {{"gbps", s.achieved->gbps}, {"dram_fraction", s.achieved->dram_fraction}, {"basis", s.achieved->basis},
+    j["achieved"] = {{"gbps", measured_json(s.achieved->gbps)}, {"dram_fraction", measured_json(s.achieved->dram_fraction)},
+                     {"basis", s.achieved->basis},
                      {"tflops", opt_json(s.achieved->tflops)}, {"fp32_fraction", opt_json(s.achieved->fp32_fraction)}};
   return j;
 }
@@ -305,13 +358,13 @@ ProfileSection parse_profile_section(const Json& j, const std::string& path) {
   s.kernel_time_ns = o.opt<uint64_t>("kernel_time_ns");
   if (o.has("ceilings")) {
     StrictObject c(o.raw("ceilings"), o.path("ceilings"));
-    s.ceilings = ProfileCeilings{c.req<double>("dram_gbps"), c.req<double>("fp32_tflops"), c.req<double>("tf32_tflops"),
-                                 c.req<double>("fp16_tflops"), c.req<std::string>("method")};
+    s.ceilings = ProfileCeilings{measured(c, "dram_gbps"), measured(c, "fp32_tflops"), measured(c, "tf32_tflops"),
+                                 measured(c, "fp16_tflops"), c.req<std::string>("method")};
     c.done();
   }
   if (o.has("achieved")) {
     StrictObject a(o.raw("achieved"), o.path("achieved"));
-    s.achieved = ProfileAchieved{a.req<double>("gbps"), a.req<double>("dram_fraction"), a.req<std::string>("basis"),
+    s.achieved = ProfileAchieved{measured(a, "gbps"), measured(a, "dram_fraction"), a.req<std::string>("basis"),
                                  a.opt<double>("tflops"), a.opt<double>("fp32_fraction")};
     a.done();
   }
@@ -341,7 +394,7 @@ GpuEvalReply parse_gpu_eval_reply(const Json& reply) {
   if (o.has("profile")) r.profile = parse_profile_section(o.raw("profile"), o.path("profile"));
   if (o.has("anticheat_checks"))
     r.anticheat_checks = parse_list<CheckOutcome>(o.raw("anticheat_checks"), o.path("anticheat_checks"), parse_check);
-  r.phases = o.opt<std::map<std::string, double>>("phases");
+  if (auto p = o.opt<Json>("phases")) r.phases = parse_measured_map(*p, o.path("phases"));
   o.done();
   return r;
 }

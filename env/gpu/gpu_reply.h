@@ -147,6 +147,10 @@ VerifySection parse_verify_section(const Json& j, const std::string& path);
 TimingSection parse_timing_section(const Json& j, const std::string& path);
 ProfileSection parse_profile_section(const Json& j, const std::string& path);
 CheckOutcome parse_check(const Json& j, const std::string& path);
+// A map of measured numbers (`phases`, a counter range's `metrics`): a number per key, or null
+// (the worker's NaN or Inf, nlohmann writes them so) read as NaN; written back with NaN/Inf as null.
+std::map<std::string, double> parse_measured_map(const Json& j, const std::string& path);
+Json measured_map_json(const std::map<std::string, double>& m);
 
 // The sections of a reply (ok or not: an error reply may carry `load`, `verify` and `phases`).
 // Throws a spec error naming the first unknown, missing or mistyped key ("reply.verify.passed").

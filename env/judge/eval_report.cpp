@@ -113,7 +113,8 @@ Json to_json(const EvalReport& r) {
             {"anticheat", section(r.anticheat)}};
   if (r.device) j["device"] = to_json(*r.device);
   if (r.profile) j["profile"] = to_json(*r.profile);
-  if (r.phases) j["phases"] = *r.phases;
+  if (r.phases) j["phases"] = measured_map_json(*r.phases);
+  if (r.cold_start) j["cold_start"] = *r.cold_start;
   if (r.gpu_request_wall_ms) j["gpu_request_wall_ms"] = *r.gpu_request_wall_ms;
   if (r.wall_ms) j["wall_ms"] = *r.wall_ms;
   return j;
@@ -144,7 +145,8 @@ EvalReport parse_eval_report(const Json& j) {
   if (auto s = o.opt<Json>("timing")) r.timing = parse_timing_section(*s, o.path("timing"));
   if (auto s = o.opt<Json>("anticheat")) r.anticheat = parse_anticheat_section(*s, o.path("anticheat"));
   if (auto s = o.opt<Json>("profile")) r.profile = parse_profile_section(*s, o.path("profile"));
-  r.phases = o.opt<std::map<std::string, double>>("phases");
+  if (auto p = o.opt<Json>("phases")) r.phases = parse_measured_map(*p, o.path("phases"));
+  r.cold_start = o.opt<Json>("cold_start");
   r.gpu_request_wall_ms = o.opt<double>("gpu_request_wall_ms");
   r.wall_ms = o.opt<double>("wall_ms");
   o.done();

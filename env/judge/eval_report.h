@@ -61,6 +61,8 @@ struct EvalReport {
   std::optional<ProfileSection> profile;
   std::optional<std::map<std::string, double>> phases;
   std::optional<double> gpu_request_wall_ms, wall_ms;
+  // `kforge eval --json` only (EVAL_REPORT.md): where the command's wall time went, as it wrote it.
+  std::optional<Json> cold_start;
 
   // A failed anti-cheat check makes a report "cheat" whatever else happened: the one rule every
   // reader applies, applied once where a report is finished (and where one is read).
