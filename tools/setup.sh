@@ -29,7 +29,7 @@ sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
   local debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv python3-pip
-      libzmq3-dev cppzmq-dev libhdf5-dev libyaml-cpp-dev
+      libzmq3-dev cppzmq-dev libhdf5-dev zlib1g-dev libyaml-cpp-dev clang libclang-rt-dev
       libgtest-dev libgmock-dev libseccomp-dev libcli11-dev nlohmann-json3-dev libssl-dev xz-utils)
   local missing=() p
   for p in "${debs[@]}"; do
