@@ -1,6 +1,7 @@
 #include "data_synth/reference/sensitivity.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <sstream>
 
@@ -124,6 +125,76 @@ std::string rate_text(double r) {
   return buf;
 }
 
+// For each ablation kind that does not matter under plain, the first other member under which it
+// moves the answer on every one of `draws` draws (SensitivityOptions::family_diagnosis).
+void diagnose_family(const TaskSpec& task, const std::vector<size_t>& idx, int draws, Runner& run, Rng& rng,
+                     const std::function<std::vector<at::Tensor>(uint64_t)>& draw_args, uint64_t& trial, SensitivityReport& rep) {
+  for (size_t k = 0; k < idx.size(); ++k) {
+    InputSensitivity& s = rep.inputs[k];
+    const std::pair<Kind, std::string*> kinds[] = {
+        {Kind::whole, s.matters_whole ? nullptr : &s.whole_member},
+        {Kind::row, s.matters_row ? nullptr : &s.row_member},
+        {Kind::channel, s.matters_channel ? nullptr : &s.channel_member}};
+    for (const auto& [kind, member] : kinds) {
+      if (!member) continue;
+      *member = "none";
+      for (DrawVariant v : kRobustVariants) {
+        if (!variant_applies(task, v)) continue;
+        bool all = true;
+        for (int d = 0; d < draws && all; ++d) {
+          std::vector<at::Tensor> args = draw_args(trial++);
+          apply_variant(task, v, rng.next(), args);
+          std::vector<at::Tensor> ref = run(args);
+          all = all_finite(ref) && moves(ref, run(ablated(task, args, idx[k], kind, rng)), task.tolerance);
+        }
+        if (all) {
+          *member = variant_name(v);
+          break;
+        }
+      }
+    }
+  }
+}
+
+// The reason of (a)-(c): the first input that does not matter, and how.
+void name_the_input_that_does_not_matter(SensitivityReport& rep, const TaskSpec& task, const std::vector<size_t>& idx, int draws) {
+  for (size_t k = 0; k < idx.size(); ++k) {
+    const InputSensitivity& s = rep.inputs[k];
+    if (s.matters()) continue;
+    rep.inputs_matter = false;
+    if (!rep.reason.empty()) continue;
+    const TaskArgument& a = task.arguments[idx[k]];
+    std::ostringstream os;
+    if (!s.matters_whole)
+      os << who(a) << ": replacing it by a constant leaves every output within tolerance " << on_draws(s.moved_whole, draws);
+    else if (!s.matters_row)
+      os << who(a) << ": replacing one row (a slice along dimension 0) by its mean leaves every output within tolerance "
+         << on_draws(*s.moved_row, draws);
+    else
+      os << who(a) << ": replacing one channel (a slice along dimension 1) by its mean leaves every output within tolerance "
+         << on_draws(*s.moved_channel, draws);
+    rep.reason = os.str();
+    rep.reason_code = kSensitivityReasons[0];
+  }
+}
+
+// The reason of (d): an input whose ablation leaves the tolerance too rarely under every member.
+void name_the_ablation_failure(SensitivityReport& rep, const TaskSpec& task, const std::vector<size_t>& idx,
+                               const std::vector<size_t>& pending, const SensitivityOptions& opts, int trials) {
+  for (size_t k : pending) {
+    rep.ablation_passed = false;
+    if (!rep.inputs_matter || rep.reason_code == kSensitivityReasons[1]) continue;
+    const InputSensitivity& s = rep.inputs[k];
+    std::ostringstream os;
+    os << who(task.arguments[idx[k]]) << ": replacing " << rate_text(100 * opts.ablation_share)
+       << " % of its elements by its mean leaves the tolerance on fewer than " << rate_text(100 * opts.pass_rate)
+       << " % of " << trials << " trials under every member of the draw family (plain " << rate_text(s.ablation_rate_plain.value_or(0))
+       << ", best " << s.best_member << " " << rate_text(s.ablation_rate_best.value_or(0)) << ")";
+    rep.reason = os.str();
+    rep.reason_code = kSensitivityReasons[1];
+  }
+}
+
 }  // namespace
 
 SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& device, const SensitivityOptions& opts) {
@@ -133,7 +204,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
   const uint64_t salt = splitmix64(opts.seed ^ splitmix64(task.seed + 0x5e75));
   Rng rng{splitmix64(salt + 1)};
   const int draws = std::max(1, opts.draws);
-  auto draw_args = [&](uint64_t trial) {
+  std::function<std::vector<at::Tensor>(uint64_t)> draw_args = [&](uint64_t trial) {
     const DrawKey key{task.seed, trial, salt};
     return opts.draw ? opts.draw(task, key) : draw_arguments(task, key, device);
   };
@@ -173,51 +244,8 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
     if (opts.stop_early && !rep.inputs_matter) break;
   }
   uint64_t trial = static_cast<uint64_t>(draws);
-  if (opts.family_diagnosis) {
-    for (size_t k = 0; k < idx.size(); ++k) {
-      InputSensitivity& s = rep.inputs[k];
-      const std::pair<Kind, std::string*> kinds[] = {
-          {Kind::whole, s.matters_whole ? nullptr : &s.whole_member},
-          {Kind::row, s.matters_row ? nullptr : &s.row_member},
-          {Kind::channel, s.matters_channel ? nullptr : &s.channel_member}};
-      for (const auto& [kind, member] : kinds) {
-        if (!member) continue;
-        *member = "none";
-        for (DrawVariant v : kRobustVariants) {
-          if (!variant_applies(task, v)) continue;
-          bool all = true;
-          for (int d = 0; d < draws && all; ++d) {
-            std::vector<at::Tensor> args = draw_args(trial++);
-            apply_variant(task, v, rng.next(), args);
-            std::vector<at::Tensor> ref = run(args);
-            all = all_finite(ref) && moves(ref, run(ablated(task, args, idx[k], kind, rng)), task.tolerance);
-          }
-          if (all) {
-            *member = variant_name(v);
-            break;
-          }
-        }
-      }
-    }
-  }
-  for (size_t k = 0; k < idx.size(); ++k) {
-    const InputSensitivity& s = rep.inputs[k];
-    if (s.matters()) continue;
-    rep.inputs_matter = false;
-    if (!rep.reason.empty()) continue;
-    const TaskArgument& a = task.arguments[idx[k]];
-    std::ostringstream os;
-    if (!s.matters_whole)
-      os << who(a) << ": replacing it by a constant leaves every output within tolerance " << on_draws(s.moved_whole, draws);
-    else if (!s.matters_row)
-      os << who(a) << ": replacing one row (a slice along dimension 0) by its mean leaves every output within tolerance "
-         << on_draws(*s.moved_row, draws);
-    else
-      os << who(a) << ": replacing one channel (a slice along dimension 1) by its mean leaves every output within tolerance "
-         << on_draws(*s.moved_channel, draws);
-    rep.reason = os.str();
-    rep.reason_code = kSensitivityReasons[0];
-  }
+  if (opts.family_diagnosis) diagnose_family(task, idx, draws, run, rng, draw_args, trial, rep);
+  name_the_input_that_does_not_matter(rep, task, idx, draws);
   if (opts.stop_early && !rep.inputs_matter) return rep;
 
   // (d) the ablation figure, member by member until every argument it applies to has a member
@@ -266,18 +294,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
     if (!s.ablation_rate_best) continue;
     rep.min_best_ablation_rate = std::min(rep.min_best_ablation_rate.value_or(1.0), *s.ablation_rate_best);
   }
-  for (size_t k : pending) {
-    rep.ablation_passed = false;
-    if (!rep.inputs_matter || rep.reason_code == kSensitivityReasons[1]) continue;
-    const InputSensitivity& s = rep.inputs[k];
-    std::ostringstream os;
-    os << who(task.arguments[idx[k]]) << ": replacing " << rate_text(100 * opts.ablation_share)
-       << " % of its elements by its mean leaves the tolerance on fewer than " << rate_text(100 * opts.pass_rate)
-       << " % of " << trials << " trials under every member of the draw family (plain " << rate_text(s.ablation_rate_plain.value_or(0))
-       << ", best " << s.best_member << " " << rate_text(s.ablation_rate_best.value_or(0)) << ")";
-    rep.reason = os.str();
-    rep.reason_code = kSensitivityReasons[1];
-  }
+  name_the_ablation_failure(rep, task, idx, pending, opts, trials);
   return rep;
 }
 
