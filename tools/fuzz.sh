@@ -71,9 +71,9 @@ for t in "${targets[@]}"; do
 done
 echo "fuzz: done in $(($(date +%s) - start)) s"
 if [ -n "${KFORGE_FUZZ_JSON:-}" ]; then
-  py=$root/.venv/bin/python
-  [ -x "$py" ] || py=python3
-  "$py" - "$KFORGE_FUZZ_JSON" "$figures" "$seconds" "$jobs" <<'PY'
+  . "$root/tools/python_env.sh"
+  kforge_python "$root" || exit 1
+  "$KFORGE_PYTHON_BIN" - "$KFORGE_FUZZ_JSON" "$figures" "$seconds" "$jobs" <<'PY'
 import datetime, os, platform, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(sys.argv[0] if sys.argv[0] != "-" else ".")), "tools", "bench"))
 sys.path.insert(0, os.path.join(os.getcwd(), "tools", "bench"))
