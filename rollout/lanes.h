@@ -19,10 +19,9 @@
 
 #include "env/episode/episode.h"
 #include "rollout/protocol.h"
+#include "env/process/clock.h"
 
 namespace kforge {
-
-using Clock = std::chrono::steady_clock;
 
 struct Session;
 

@@ -6,12 +6,11 @@
 #include "env/episode/observation.h"
 #include "env/episode/prompt.h"
 #include "env/episode/report_text.h"
+#include "env/process/clock.h"
 
 namespace kforge {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 Json plain_json(const nlohmann::ordered_json& j) { return Json::parse(j.dump()); }
 

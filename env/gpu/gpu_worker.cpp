@@ -31,8 +31,6 @@ namespace kforge {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // cuBLAS's TF32 setting, set for one measurement and restored exactly after it (also when it
 // throws). setAllowTF32CuBLAS sets the legacy float32 matmul precision and the CUDA matmul fp32
 // precision together; restoring the legacy one by name also sets the MKLDNN matmul precision, so
@@ -61,7 +59,6 @@ class CublasTf32Scope {
   const at::Float32MatmulPrecision legacy_;
   const at::Float32Precision cuda_, mkldnn_;
 };
-
 
 }  // namespace
 

@@ -17,8 +17,6 @@ namespace kforge {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 void cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     cudaGetLastError();  // clear a non-sticky error so later calls are not blamed

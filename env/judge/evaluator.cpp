@@ -17,8 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // The resolved plan in the form the GPU worker takes (plan_wire.h): buffers by role and index.
 WirePlan wire_plan_of(const ResolvedPlan& p) {
   WirePlan w;

@@ -5,6 +5,8 @@
 
 namespace kforge {
 
+using Clock = std::chrono::steady_clock;  // the one clock of wall-time figures
+
 inline double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }

@@ -21,12 +21,11 @@
 
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
+#include "env/process/clock.h"
 
 namespace kforge::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string option(int argc, char** argv, const std::string& key, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
