@@ -9,17 +9,13 @@
 
 #include "anticheat/declarations.h"
 #include "anticheat/macro_expander.h"
+#include "configs/identifier.h"
 #include "configs/yaml_reader.h"
 
 namespace kforge {
 
 // ---------------------------------------------------------------------------------------------
 // Config
-
-static bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
 
 StaticCheckConfig StaticCheckConfig::from_yaml(const YamlNode& node) {
   StaticCheckConfig c;

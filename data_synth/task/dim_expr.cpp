@@ -299,11 +299,4 @@ std::set<std::string> DimExpr::names() const {
 std::string DimExpr::str() const { return print(*root_, false); }
 std::string DimExpr::python() const { return print(*root_, true); }
 
-bool is_identifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
 }  // namespace kforge

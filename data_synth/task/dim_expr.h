@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "configs/identifier.h"  // is_identifier, which the callers of dimension names use
+
 namespace kforge {
 
 using DimEnv = std::map<std::string, int64_t>;
@@ -47,7 +49,5 @@ class DimExpr {
   std::shared_ptr<const Node> root_;
 };
 
-// True for [A-Za-z_][A-Za-z0-9_]*.
-bool is_identifier(std::string_view s);
 
 }  // namespace kforge
