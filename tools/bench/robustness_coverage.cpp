@@ -29,6 +29,7 @@
 #include "data_synth/reference/reference.h"
 #include "env/process/clock.h"
 #include "env/gpu/call_bench.h"
+#include "env/gpu/cuda_probe.h"
 #include "env/gpu/draw_kernel.h"
 #include "data_synth/reference/draw_family.h"
 #include "env/gpu/timing.h"
@@ -180,8 +181,7 @@ int main(int argc, char** argv) {
     apply_reference_precision();
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
-    std::string arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + (prop.major == 9 ? "a" : "");
-    DeviceDrawer drawer(arch);
+    DeviceDrawer drawer(device_arch(0));
     const double margin = DynamicCheckConfig{}.robustness_margin;
     Coverage cov;
     auto t0 = std::chrono::steady_clock::now();
