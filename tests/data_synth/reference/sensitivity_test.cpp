@@ -36,6 +36,18 @@ const InputSensitivity& input(const SensitivityReport& r, const std::string& nam
 
 const at::Device kCpu(at::kCPU);
 
+// The figures of two reports agree input by input.
+void expect_same_report(const SensitivityReport& a, const SensitivityReport& b) {
+  ASSERT_EQ(a.inputs.size(), b.inputs.size());
+  EXPECT_EQ(a.reference_runs, b.reference_runs);
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    EXPECT_EQ(a.inputs[i].moved_whole, b.inputs[i].moved_whole);
+    EXPECT_EQ(a.inputs[i].moved_row, b.inputs[i].moved_row);
+    EXPECT_EQ(a.inputs[i].ablation_rate_plain, b.inputs[i].ablation_rate_plain);
+    EXPECT_EQ(a.inputs[i].best_member, b.inputs[i].best_member);
+  }
+}
+
 }  // namespace
 
 TEST(Sensitivity, AMinimumWhoseOtherSideAlwaysWinsIsRefusedNamingIt) {
@@ -166,15 +178,7 @@ TEST(Sensitivity, TheReportIsAFunctionOfTheTaskAndTheSeed) {
   TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
   SensitivityOptions o;
   o.ablation_trials = 4;
-  SensitivityReport a = check_sensitivity(t, kCpu, o), b = check_sensitivity(t, kCpu, o);
-  ASSERT_EQ(a.inputs.size(), b.inputs.size());
-  EXPECT_EQ(a.reference_runs, b.reference_runs);
-  for (size_t i = 0; i < a.inputs.size(); ++i) {
-    EXPECT_EQ(a.inputs[i].moved_whole, b.inputs[i].moved_whole);
-    EXPECT_EQ(a.inputs[i].moved_row, b.inputs[i].moved_row);
-    EXPECT_EQ(a.inputs[i].ablation_rate_plain, b.inputs[i].ablation_rate_plain);
-    EXPECT_EQ(a.inputs[i].best_member, b.inputs[i].best_member);
-  }
+  expect_same_report(check_sensitivity(t, kCpu, o), check_sensitivity(t, kCpu, o));
 }
 
 // kforge tasks sensitivity --device cuda draws through the hook with the GPU worker's draw kernel;
@@ -198,13 +202,7 @@ TEST(Sensitivity, DrawsThroughTheHookGiveTheSameReport) {
   };
   SensitivityReport hooked = check_sensitivity(t, kCpu, o);
   EXPECT_GE(calls, o.draws + 4);  // (a)-(c)'s draws and (d)'s trials
-  ASSERT_EQ(host.inputs.size(), hooked.inputs.size());
-  EXPECT_EQ(host.reference_runs, hooked.reference_runs);
-  for (size_t i = 0; i < host.inputs.size(); ++i) {
-    EXPECT_EQ(host.inputs[i].moved_whole, hooked.inputs[i].moved_whole);
-    EXPECT_EQ(host.inputs[i].moved_row, hooked.inputs[i].moved_row);
-    EXPECT_EQ(host.inputs[i].ablation_rate_plain, hooked.inputs[i].ablation_rate_plain);
-  }
+  expect_same_report(host, hooked);
 }
 
 TEST(Sensitivity, EveryShippedSampleTaskPassesTheInputChecks) {
