@@ -7,7 +7,7 @@
 
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
-#include "env/gpu/candidate_error.h"
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_driver.h"
 #include "env/gpu/output_compare.h"
 
@@ -155,18 +155,18 @@ void CallBench::prepare(const CallSpec& in) {
   CUstream st = device_.stream;
   c10::InferenceMode inference;
   draw_into(s.args, spec);
-  for (const auto& [p, n] : s.guards) KFORGE_CU(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
+  for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
   // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.
   const size_t na = s.args.size(), ng = s.guards.size();
   const int64_t before_words = static_cast<int64_t>(na + ng);
-  KFORGE_CU(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
+  KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
   for (size_t i = 0; i < na; ++i)
     if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
   for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
-  KFORGE_CUDART(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
+  KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
   for (size_t o = 0; o < s.outputs.size(); ++o) poison_output(s.outputs[o], task_.outputs[o].meta.dtype, poison_id_);
   for (size_t w = 0; w < s.workspace.size(); ++w)
-    KFORGE_CU(cuda_driver().MemsetD8Async(ptr_of(s.workspace[w]), 0xFF, bytes_of(s.workspace[w]), st));
+    KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(s.workspace[w]), 0xFF, bytes_of(s.workspace[w]), st));
 }
 
 void CallBench::run_candidate() { launch_plan(plan_, funcs_, slots_[current_]->buffers, device_.stream); }
@@ -178,7 +178,7 @@ void CallBench::after_candidate(bool check_reference_inputs) {
   const int64_t before_words = static_cast<int64_t>(na + ng);
   CUdeviceptr after = ptr_of(words_) + 8 * before_words;
   // Zeroed only now: whatever the candidate wrote there is gone.
-  KFORGE_CU(cuda_driver().MemsetD8Async(after, 0, (log_->words_per_call - before_words) * 8, st));
+  KFORGE_CUDA(cuda_driver().MemsetD8Async(after, 0, (log_->words_per_call - before_words) * 8, st));
   for (size_t i = 0; i < na; ++i)
     if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
   for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (2 * na + g), st);
@@ -218,7 +218,7 @@ void CallBench::compare(std::vector<at::Tensor>& ref) {
     compared_.back().push_back(o < ref.size() && ref[o].scalar_type() == to_scalar_type(task_.outputs[o].meta.dtype) &&
                                ref[o].numel() == s.outputs[o].numel());
   uint64_t* host = log_->at(specs_.size() - 1) + before_words;
-  KFORGE_CUDART(cudaMemcpyAsync(host, reinterpret_cast<void*>(ptr_of(words_) + 8 * before_words),
+  KFORGE_CUDA(cudaMemcpyAsync(host, reinterpret_cast<void*>(ptr_of(words_) + 8 * before_words),
                                 (log_->words_per_call - before_words) * 8, cudaMemcpyDeviceToHost, st));
 }
 

@@ -5,6 +5,7 @@
 
 
 #include "configs/error.h"
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_driver.h"
 #include "env/gpu/harness_nvrtc.h"
 
@@ -281,8 +282,8 @@ void DeviceChecker::compare(DType dtype, CUdeviceptr cand, CUdeviceptr ref, int6
   unsigned long long nn = static_cast<unsigned long long>(n);
   unsigned long long poison = poison_bits & size_mask(dtype);
   void* args[] = {&dt, &c, &r, &nn, &atol, &rtol, &poison, &o};
-  module_.check(cuda_driver().LaunchKernel(l.functions[0], grid_for(l, n), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
-                "cuLaunchKernel (compare)");
+  cuda_check(cuda_driver().LaunchKernel(l.functions[0], grid_for(l, n), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+             module_.what() + ": cuLaunchKernel (compare)");
 }
 
 void DeviceChecker::fingerprint(CUdeviceptr data, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream) {
@@ -295,8 +296,8 @@ void DeviceChecker::fingerprint(CUdeviceptr data, int64_t nbytes, uint64_t key, 
   void* o = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
   unsigned long long nb = static_cast<unsigned long long>(nbytes), k = key;
   void* args[] = {&d, &nb, &k, &o};
-  module_.check(cuda_driver().LaunchKernel(l.functions[1], grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
-                "cuLaunchKernel (fingerprint)");
+  cuda_check(cuda_driver().LaunchKernel(l.functions[1], grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+             module_.what() + ": cuLaunchKernel (fingerprint)");
 }
 
 CompareStats compare_like_device(DType dtype, const void* cand, const void* ref, int64_t n, double atol, double rtol,

@@ -48,13 +48,4 @@ const CudaDriver& cuda_driver() {
   return d;
 }
 
-std::string cu_error_text(CUresult r) {
-  const char* name = nullptr;
-  const char* text = nullptr;
-  const CudaDriver& d = cuda_driver();
-  if (d.GetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA error";
-  if (d.GetErrorString(r, &text) != CUDA_SUCCESS || !text) text = "";
-  return std::string(name) + " (" + std::to_string(static_cast<int>(r)) + "): " + text;
-}
-
 }  // namespace kforge

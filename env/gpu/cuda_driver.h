@@ -2,7 +2,6 @@
 // The CUDA driver API, reached through the CUDA runtime's entry-point query instead of by linking
 // libcuda: a binary that links libcuda.so.1 cannot even start on a machine without an NVIDIA
 // driver, and the worker executable (in compile mode) and the CPU tests must run there.
-#include <string>
 
 #include <cuda.h>
 
@@ -29,8 +28,5 @@ struct CudaDriver {
 
 // Resolved once; throws a runtime error when no driver is installed (and retries on the next call).
 const CudaDriver& cuda_driver();
-
-// "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
-std::string cu_error_text(CUresult r);
 
 }  // namespace kforge

@@ -4,14 +4,14 @@
 
 #include <cuda_runtime_api.h>
 
-#include "env/gpu/candidate_error.h"
+#include "env/gpu/cuda_check.h"
 
 namespace kforge {
 
 class CudaEvents {
  public:
   explicit CudaEvents(int n) : e_(static_cast<size_t>(n), nullptr) {
-    for (auto& x : e_) KFORGE_CUDART(cudaEventCreate(&x));
+    for (auto& x : e_) KFORGE_CUDA(cudaEventCreate(&x));
   }
   ~CudaEvents() {
     for (auto& x : e_)
@@ -20,12 +20,12 @@ class CudaEvents {
   CudaEvents(const CudaEvents&) = delete;
   CudaEvents& operator=(const CudaEvents&) = delete;
 
-  void record(int i, cudaStream_t st) { KFORGE_CUDART(cudaEventRecord(e_.at(i), st)); }
-  void synchronize(int i) { KFORGE_CUDART(cudaEventSynchronize(e_.at(i))); }
+  void record(int i, cudaStream_t st) { KFORGE_CUDA(cudaEventRecord(e_.at(i), st)); }
+  void synchronize(int i) { KFORGE_CUDA(cudaEventSynchronize(e_.at(i))); }
   // Milliseconds between two recorded (and completed) events.
   double ms(int a, int b) const {
     float v = 0;
-    KFORGE_CUDART(cudaEventElapsedTime(&v, e_.at(a), e_.at(b)));
+    KFORGE_CUDA(cudaEventElapsedTime(&v, e_.at(a), e_.at(b)));
     return v;
   }
 

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "configs/error.h"
+#include "env/gpu/cuda_check.h"
 
 namespace kforge {
 
@@ -25,8 +25,7 @@ bool cuda_device_present(std::string* why) { return visible_gpu_count(why) > 0; 
 std::string device_arch(int device) {
   int major = 0, minor = 0;
   for (auto [attr, value] : {std::pair{cudaDevAttrComputeCapabilityMajor, &major}, std::pair{cudaDevAttrComputeCapabilityMinor, &minor}}) {
-    cudaError_t e = cudaDeviceGetAttribute(value, attr, device);
-    KFORGE_CHECK(e == cudaSuccess, runtime, "device " << device << ": compute capability: " << cudaGetErrorString(e));
+    cuda_check(cudaDeviceGetAttribute(value, attr, device), "device " + std::to_string(device) + ": compute capability");
   }
   return "sm_" + std::to_string(major) + std::to_string(minor) + ((major == 9 || major == 10) ? "a" : "");
 }

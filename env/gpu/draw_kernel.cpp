@@ -1,5 +1,6 @@
 #include "env/gpu/draw_kernel.h"
 
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_driver.h"
 #include "env/gpu/harness_nvrtc.h"
 
@@ -250,9 +251,8 @@ void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int6
   unsigned long long blocks_needed = (n + kBlock - 1) / kBlock;
   unsigned long long max_blocks = static_cast<unsigned long long>(std::max(1, l.sm_count)) * 16;
   unsigned grid = static_cast<unsigned>(std::min(blocks_needed, max_blocks));
-  module_.check(cuda_driver().LaunchKernel(l.functions[dtype_slot(dtype)], grid, 1, 1, kBlock, 1, 1, 0, cu_stream, args,
-                                           nullptr),
-                "cuLaunchKernel");
+  cuda_check(cuda_driver().LaunchKernel(l.functions[dtype_slot(dtype)], grid, 1, 1, kBlock, 1, 1, 0, cu_stream, args, nullptr),
+             module_.what() + ": cuLaunchKernel");
 }
 
 void fill_draw_like_device(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, void* out) {

@@ -9,8 +9,9 @@
 
 #include "configs/error.h"
 #include "env/gpu/candidate_error.h"
-#include "env/process/clock.h"
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_driver.h"
+#include "env/process/clock.h"
 #include "env/gpu/kernel_counters.h"
 
 namespace kforge {
@@ -20,7 +21,7 @@ namespace {
 
 int func_attr(CUfunction f, CUfunction_attribute a) {
   int v = 0;
-  KFORGE_CU(cuda_driver().FuncGetAttribute(&v, a, f));
+  KFORGE_CUDA(cuda_driver().FuncGetAttribute(&v, a, f));
   return v;
 }
 
@@ -38,7 +39,7 @@ bool Judgement::clean() const {
 
 void Judgement::sync_candidate(const char* when) {
   CUresult r = cuda_driver().StreamSynchronize(s_.stream());
-  if (r != CUDA_SUCCESS) fail_cu(r, std::string("the candidate failed while running (") + when + ")", worker_error::runtime_error);
+  if (r != CUDA_SUCCESS) cuda_check(r, std::string("the candidate failed while running (") + when + ")", CudaBlame::candidate_run);
 }
 
 // The reference's outputs never outlive their comparison: overwritten with poison, then freed.
@@ -69,7 +70,7 @@ void Judgement::load() {
     mod = s_.modules[req_.cubin_hash];
   } else {
     CUresult r = cuda_driver().ModuleLoadData(&mod, req_.cubin.data());
-    if (r != CUDA_SUCCESS) fail_cu(r, "loading the compiled module", worker_error::launch_error);
+    cuda_check(r, "loading the compiled module", CudaBlame::candidate_launch);
     if (s_.modules.size() >= 256) {  // a long-running worker sees many candidates: drop the old modules
       for (auto& [h, m] : s_.modules) cuda_driver().ModuleUnload(m);
       s_.modules.clear();
@@ -111,7 +112,7 @@ void Judgement::load() {
                            false);
     if (l.smem > 48 * 1024) {
       CUresult r = cuda_driver().FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem));
-      if (r != CUDA_SUCCESS) fail_cu(r, l.where + ": raising the shared memory limit of " + l.kernel, worker_error::launch_error);
+      cuda_check(r, l.where + ": raising the shared memory limit of " + l.kernel, CudaBlame::candidate_launch);
     }
   }
   bench_ = std::make_unique<CallBench>(task_, plan_, funcs_, s_.bench_device(), req_.anticheat, req_.verify.salt, s_.ids);
@@ -121,10 +122,10 @@ void Judgement::load() {
 
 Json Judgement::kernel_json(const KernelRecord& k, CUfunction f) {
   int threads = k.block[0] * k.block[1] * k.block[2], blocks_per_sm = 0, max_threads_sm = 0;
-  if (f) KFORGE_CU(cuda_driver().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, f, threads, static_cast<size_t>(k.dynamic_shared_bytes)));
+  if (f) KFORGE_CUDA(cuda_driver().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, f, threads, static_cast<size_t>(k.dynamic_shared_bytes)));
   CUdevice d = 0;
-  KFORGE_CU(cuda_driver().CtxGetDevice(&d));
-  KFORGE_CU(cuda_driver().DeviceGetAttribute(&max_threads_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d));
+  KFORGE_CUDA(cuda_driver().CtxGetDevice(&d));
+  KFORGE_CUDA(cuda_driver().DeviceGetAttribute(&max_threads_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d));
   double occ = max_threads_sm > 0 ? static_cast<double>(blocks_per_sm) * threads / max_threads_sm : 0.0;
   return Json{{"name", k.name}, {"duration_ns", k.duration_ns()}, {"grid", {k.grid[0], k.grid[1], k.grid[2]}},
               {"block", {k.block[0], k.block[1], k.block[2]}}, {"registers", k.registers},

@@ -16,6 +16,7 @@
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
 #include "env/gpu/candidate_error.h"
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_probe.h"
 #include "env/process/clock.h"
 #include "env/gpu/cuda_driver.h"
@@ -112,7 +113,7 @@ const DeviceCeilings& GpuWorker::State::ceilings() {
     const int64_t bytes = int64_t{1} << 30;
     at::Tensor src = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(dev)).fill_(7);
     at::Tensor dst = at::empty_like(src);
-    double ms = best_ms([&] { KFORGE_CUDART(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, st)); }, 5);
+    double ms = best_ms([&] { KFORGE_CUDA(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, st)); }, 5);
     ceilings_.copy_gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
   }
   const int64_t n = 8192;
@@ -156,12 +157,12 @@ GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
   // Create the primary context through the runtime (as libtorch does), then use it from the driver API.
   at::empty({1}, at::TensorOptions().device(s_->dev));
   const double context_ms = ms_since(t0);
-  KFORGE_CU(cuda_driver().CtxGetCurrent(&s_->ctx));
+  KFORGE_CUDA(cuda_driver().CtxGetCurrent(&s_->ctx));
   apply_reference_precision();
   cudaDeviceProp prop{};
-  KFORGE_CUDART(cudaGetDeviceProperties(&prop, device));
+  KFORGE_CUDA(cudaGetDeviceProperties(&prop, device));
   int optin = 0;
-  KFORGE_CUDART(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  KFORGE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   s_->max_optin_smem = optin;
   auto [drawer, checker, kernels_ms] = kernels.get();
   s_->drawer = std::move(drawer);
@@ -214,7 +215,7 @@ Json GpuWorker::evaluate(const Json& request) {
     CUresult r = cuda_driver().CtxSynchronize();
     Json err = error_reply(is_sticky(r) ? worker_error::runtime_error : worker_error::internal,
                            std::string("libtorch failed: ") + e.what_without_backtrace() +
-                               (is_sticky(r) ? " (after " + cu_error_text(r) + ")" : ""),
+                               (is_sticky(r) ? " (after " + cuda_error_text(r) + ")" : ""),
                            is_sticky(r));
     if (is_sticky(r)) throw FatalWorkerError(err);
     return err;

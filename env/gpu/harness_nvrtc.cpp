@@ -3,6 +3,7 @@
 #include <nvrtc.h>
 
 #include "configs/error.h"
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_driver.h"
 
 namespace kforge {
@@ -56,13 +57,12 @@ HarnessModule::~HarnessModule() {
   }
 }
 
-void HarnessModule::check(CUresult r, const std::string& step) const {
-  if (r == CUDA_SUCCESS) return;
-  KFORGE_FAIL(runtime, what_ << ": " << step << " failed: " << cu_error_text(r));
-}
-
 const HarnessModule::Loaded& HarnessModule::in_current_context() {
   const CudaDriver& drv = cuda_driver();
+  // The call's name is built only when it failed: this runs before every launch of the module.
+  auto check = [&](CUresult r, const std::string& step) {
+    if (r != CUDA_SUCCESS) cuda_check(r, what_ + ": " + step);
+  };
   CUcontext ctx = nullptr;
   check(drv.CtxGetCurrent(&ctx), "cuCtxGetCurrent");
   KFORGE_CHECK(ctx != nullptr, runtime, what_ << ": no current CUDA context in this thread");

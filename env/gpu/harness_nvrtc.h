@@ -19,7 +19,7 @@ std::vector<char> compile_harness_cubin(const std::string& source, const std::st
 // functions looked up once per context (through the driver API, cuda_driver.h). Contexts are keyed
 // by cuCtxGetId, unique for the process's lifetime: a context destroyed and re-created at the same
 // address must not reuse a module that died with the old one. Thread-safe. CUDA failures are
-// runtime errors that start with `what` ("draw kernel").
+// runtime errors (cuda_check.h) whose call starts with `what` ("draw kernel: cuModuleLoadData").
 class HarnessModule {
  public:
   struct Loaded {
@@ -34,8 +34,8 @@ class HarnessModule {
 
   // The module in the calling thread's current context (loaded there now if it is not yet).
   const Loaded& in_current_context();
-  // Throws the runtime error "<what>: <step> failed: <driver's text>" unless r is CUDA_SUCCESS.
-  void check(CUresult r, const std::string& step) const;
+  // "draw kernel": what the errors of this module start with.
+  const std::string& what() const { return what_; }
 
   const std::string& arch() const { return arch_; }
   size_t cubin_bytes() const { return cubin_.size(); }

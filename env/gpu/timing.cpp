@@ -11,18 +11,12 @@
 #include <torch/version.h>
 
 #include "configs/error.h"
+#include "env/gpu/cuda_check.h"
 #include "env/process/clock.h"
 
 namespace kforge {
 
 namespace {
-
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // clear a non-sticky error so later calls are not blamed
-    KFORGE_FAIL(runtime, what << ": " << cudaGetErrorString(e));
-  }
-}
 
 // The relative standard error of the mean of `s`, stratified by `strata` when given: sqrt(sum over
 // strata of n_h var_h) / N over the mean (the spread between strata is by design, not noise).

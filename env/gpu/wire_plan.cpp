@@ -2,6 +2,7 @@
 
 #include "configs/error.h"
 #include "env/gpu/candidate_error.h"
+#include "env/gpu/cuda_check.h"
 #include "env/gpu/cuda_driver.h"
 
 namespace kforge {
@@ -26,7 +27,7 @@ void check_plan(const WirePlan& plan, const TaskSpec& task, int64_t max_workspac
 
 void launch_plan(const WirePlan& plan, const std::map<std::string, CUfunction>& funcs, const CallBuffers& b, CUstream st) {
   for (size_t w = 0; w < plan.workspace.size(); ++w)
-    if (plan.workspace[w].zero) KFORGE_CU(cuda_driver().MemsetD8Async(b.workspace[w], 0, b.workspace_bytes[w], st));
+    if (plan.workspace[w].zero) KFORGE_CUDA(cuda_driver().MemsetD8Async(b.workspace[w], 0, b.workspace_bytes[w], st));
   for (const auto& l : plan.launches) {
     std::vector<uint64_t> values(l.args.size(), 0);
     std::vector<void*> params(l.args.size());
@@ -48,7 +49,7 @@ void launch_plan(const WirePlan& plan, const std::map<std::string, CUfunction>& 
     }
     CUresult r = cuda_driver().LaunchKernel(funcs.at(l.kernel), l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                                             l.smem, st, params.data(), nullptr);
-    if (r != CUDA_SUCCESS) fail_cu(r, l.where + ": launching " + l.kernel, worker_error::launch_error);
+    if (r != CUDA_SUCCESS) cuda_check(r, l.where + ": launching " + l.kernel, CudaBlame::candidate_launch);
   }
 }
 
