@@ -150,7 +150,8 @@ namespace {
 
 // max |r - r64| / (atol + rtol |r64|) over the outputs of the reference on `args` (task dtype) and
 // on the same values in float64; a non-empty reason when the comparison itself is not possible.
-double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args, std::string& reason) {
+// `rms`, when given, receives the largest root mean square of a float64 output (the outputs' scale).
+double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args, std::string& reason, double* rms = nullptr) {
   c10::InferenceMode inference;
   std::vector<at::Tensor> args64;
   for (const auto& a : args) args64.push_back(a.is_floating_point() ? a.to(at::kDouble) : a);
@@ -172,19 +173,21 @@ double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args
       return worst;
     }
     worst = std::max(worst, tolerance_ratio(a, b, task.tolerance).max().item<double>());
+    if (rms && b.numel() > 0) *rms = std::max(*rms, b.square().mean().sqrt().item<double>());
   }
   return worst;
 }
 
 // Whether member `v` under seed `vs` keeps the reference within `bound` of the tolerance against
-// float64 on `plain_args`; raises `worst` to the ratio seen; `reason` says why not.
+// float64 on `plain_args`; raises `worst` to the ratio seen; `reason` says why not; `rms`, when
+// given, receives the scale of the member's outputs (reference_ratio).
 bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, DrawVariant v, uint64_t vs, double bound, double& worst,
-              std::string& reason) {
+              std::string& reason, double* rms = nullptr) {
   try {
     std::vector<at::Tensor> args;
     for (const auto& a : plain_args) args.push_back(a.clone());
     apply_variant(task, v, vs, args);
-    double ratio = reference_ratio(task, args, reason);
+    double ratio = reference_ratio(task, args, reason, rms);
     worst = std::max(worst, ratio);
     if (reason.empty() && ratio > bound) {
       std::ostringstream os;
@@ -217,34 +220,43 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
     VariantCondition c;
     c.variant = v;
     std::string last_reason;
-    // Seeds to try: for scaled, per argument it can move, the largest of 2^8, 2^6, 2^4, 2^2, 2^1
-    // under which the reference stays well-conditioned (the strongest move each argument admits:
-    // an attention output averaging 2048 rows is ~0.05, where the absolute tolerance governs,
-    // until its values are scaled up); else seeds_per_variant of them. Scaled is picked at the
-    // edge by construction. In a float32 task an honest kernel's own accumulated rounding adds
-    // about as much again as the reference's, so there its power must keep the reference within
-    // half the bound (at the full bound the largest approved scale of groupnorm_silu refused the
-    // honest Welford control on 10 of 536 870 912 elements). In a 16-bit task the full bound: the
-    // controls, float32 accumulators, pass under it, and at half of it no power of attention_fp16's
-    // V was approved and a 5-bit kernel passed every verification (0 of 20; 20 of 20 at the full
-    // bound). H200, 2026-12-03.
+    // scaled: per argument it can move, the smallest of 2^1, 2^2, 2^4, 2^6, 2^8 that brings the
+    // outputs' scale (RMS) to 16 x atol / rtol, where the relative tolerance governs the output
+    // (atol at most 1/16 of it): that is what exposes a precision below the contract (an attention
+    // output averaging 2048 rows is ~0.05, where atol = 1e-2 admits a 5-bit answer, until V grows
+    // by 2^8). Beyond it a larger power adds no test of precision; it only multiplies an honest
+    // kernel's normwise rounding, a few ulps of the intermediates' scale, past the absolute
+    // tolerance where the outputs cross zero: at 2^8 of groupnorm_silu's gamma, the honest Welford
+    // control (its mean ~5e-7 off, times 256) left atol = 1e-4 on 32 elements of its timed calls
+    // although the reference used 0.007 of the tolerance (H200, 2026-12-03). When no power reaches
+    // that scale (softmax, a normalised output, or an argument the output does not grow with), the
+    // largest approved. Approved: the reference within the bound (half of it in a float32 task,
+    // where an honest kernel's own rounding adds about the reference's again).
     if (v == DrawVariant::scaled) {
+      const double target = task.tolerance.rtol > 0 ? 16 * task.tolerance.atol / task.tolerance.rtol : HUGE_VAL;
       size_t n_eligible = 0;
       for (const auto& a : task.arguments) n_eligible += eligible(a) ? 1 : 0;
-      for (size_t arg = 0; arg < n_eligible; ++arg)
-        for (int k : {8, 6, 4, 2, 1}) {
+      for (size_t arg = 0; arg < n_eligible; ++arg) {
+        uint64_t chosen = 0;
+        bool any = false;
+        for (int k : {1, 2, 4, 6, 8}) {
           uint64_t vs = 0;
           for (uint64_t j = 0; j < 4096; ++j) {
             vs = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + j + 1));
             if (scaled_argument(vs, n_eligible) == arg && scaled_exponent(vs) == k) break;
           }
           std::string reason;
-          if (try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason)) {
-            c.seeds.push_back(vs);
-            break;
+          double rms = 0;
+          if (!try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason, &rms)) {
+            last_reason = reason;
+            continue;
           }
-          last_reason = reason;
+          chosen = vs;
+          any = true;
+          if (rms >= target) break;
         }
+        if (any) c.seeds.push_back(chosen);
+      }
       c.usable = !c.seeds.empty();
       if (!c.usable) c.reason = last_reason;
       out.variants.push_back(c);

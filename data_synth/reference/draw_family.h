@@ -3,11 +3,13 @@
 // member of a family chosen at random for that call. `plain` is the task's declared draw; every
 // other member is the declared draw transformed in place:
 //   scaled          one argument times 2^k, k in [1, 8] (one input up against the others); the
-//                   conditioning approves, per argument, the largest of 2^8, 2^6, 2^4, 2^2, 2^1
-//                   the reference stays well-conditioned under, so outputs the absolute tolerance
+//                   conditioning approves, per argument, the smallest of 2^1, 2^2, 2^4, 2^6, 2^8
+//                   that brings the outputs' RMS to 16 x atol / rtol (else the largest) under
+//                   which the reference stays well-conditioned, so outputs the absolute tolerance
 //                   governs on the declared draw grow into the relative one (an attention output
 //                   averaging 2048 rows of N(0, 1) values is ~0.05, where atol = 1e-2 admits a
-//                   5-bit answer)
+//                   5-bit answer), and no further (beyond, an honest kernel's normwise rounding
+//                   grows past atol where the outputs cross zero)
 //   shifted         normal draws moved by +-3 std, uniform ones by their width
 //   row_scaled      each row (the last dimension) times its own 2^k, k in [-8, 8]: row scales
 //                   spanning orders of magnitude, so that no subset of rows stands for the rest

@@ -183,9 +183,10 @@ TEST(RobustDraws, ConditioningWorksOnImportedTasks) {
   EXPECT_GT(usable, 0);
 }
 
-// scaled's conditioning takes, per argument, the largest power of two the reference is
-// well-conditioned under: softmax of rows is exact under any scale, so its one argument moves by 2^8.
-TEST(RobustDraws, ScaledTakesTheLargestWellConditionedPowerPerArgument) {
+// scaled's conditioning takes, per argument, the smallest power of two under which the outputs'
+// scale reaches 16 x atol / rtol, else the largest the reference is well-conditioned under: softmax
+// of rows is exact under any scale and its outputs never grow, so its one argument moves by 2^8.
+TEST(RobustDraws, ScaledTakesTheLargestWellConditionedPowerWhenOutputsNeverGrow) {
   TaskSpec t = load_task(task_path("softmax_rows")).at_check_dims();
   auto plain = draw(t, 7);
   TaskConditions c = condition_variants(t, plain, 13, 0.5);
@@ -230,4 +231,47 @@ TEST(RobustDraws, ScaledKeepsAFloat32ReferenceWithinHalfTheBound) {
       }
     }
   }
+}
+
+// Where the outputs grow with an argument (groupnorm_silu's gamma and beta, gated_linear's inputs),
+// scaled moves it by the smallest power of two that brings the outputs' scale to 16 x atol / rtol
+// (the relative tolerance governs), not further: one step less stays below that scale.
+TEST(RobustDraws, ScaledStopsAtThePowerWhereTheRelativeToleranceGoverns) {
+  auto rms = [](const TaskSpec& t, const std::vector<at::Tensor>& args) {
+    double r = 0;
+    for (const at::Tensor& o : run_reference(t, args)) r = std::max(r, o.to(at::kDouble).square().mean().sqrt().item<double>());
+    return r;
+  };
+  int stopped_early = 0;
+  for (const char* name : {"groupnorm_silu", "gated_linear"}) {
+    TaskSpec t = load_task(task_path(name)).at_check_dims();
+    const double target = 16 * t.tolerance.atol / t.tolerance.rtol;
+    auto plain = draw(t, 4);
+    TaskConditions c = condition_variants(t, plain, 31, 0.5);
+    for (const auto& v : c.variants) {
+      if (v.variant != DrawVariant::scaled) continue;
+      ASSERT_FALSE(v.seeds.empty()) << name;
+      for (uint64_t s : v.seeds) {
+        auto a = clones(plain);
+        apply_variant(t, DrawVariant::scaled, s, a);
+        size_t moved = a.size();
+        double power = 1;
+        for (size_t i = 0; i < a.size(); ++i) {
+          at::Tensor nz = plain[i].ne(0);
+          double f = (a[i].masked_select(nz) / plain[i].masked_select(nz)).mean().item<double>();
+          if (f != 1) moved = i, power = f;
+        }
+        ASSERT_LT(moved, a.size()) << name << " seed " << s;
+        if (power == 256) continue;  // the largest: nothing to say about the scale it reached
+        EXPECT_GE(rms(t, a), target) << name << " argument " << moved << " x" << power;
+        if (power > 2) {
+          auto less = clones(plain);
+          less[moved].mul_(power == 4 ? 2 : power / 4);
+          EXPECT_LT(rms(t, less), target) << name << " argument " << moved << " x" << power;
+          ++stopped_early;
+        }
+      }
+    }
+  }
+  EXPECT_GT(stopped_early, 0);
 }
