@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
+
+#include "configs/file_reader.h"
 
 namespace kforge {
 
@@ -129,22 +129,7 @@ void check_tree(const YAML::Node& root, const std::string& origin, ErrorKind kin
 }  // namespace
 
 YamlNode YamlNode::load_file(const std::string& path, ErrorKind kind, const YamlLimits& limits) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    const int err = errno;
-    std::error_code ec;
-    const std::filesystem::path full = std::filesystem::absolute(path, ec).lexically_normal();
-    KFORGE_FAIL(io, path << ": cannot open file (" << std::strerror(err) << ")"
-                         << (ec || full.string() == path ? "" : "; the full path tried: " + full.string()));
-  }
-  const std::streamoff size = in.tellg();
-  if (size > 0 && static_cast<uint64_t>(size) > limits.max_bytes)
-    throw_error(kind, path + ": " + std::to_string(size) + " bytes of YAML, over the limit of " +
-                          std::to_string(limits.max_bytes));
-  in.seekg(0);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path, kind, limits);
+  return parse(read_file(path, "file", {static_cast<int64_t>(limits.max_bytes), kind}), path, kind, limits);
 }
 
 YamlNode YamlNode::parse(const std::string& text, const std::string& origin, ErrorKind kind, const YamlLimits& limits) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <cuda_runtime_api.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "env/gpu/cuda_probe.h"
 #include "env/episode/tool_call.h"
 
@@ -135,9 +135,8 @@ std::string why_no_gpu(const std::string& cuda_error) {
   if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"))
     return std::string("no GPU is visible: CUDA_VISIBLE_DEVICES is '") + cvd + "'" + cuda;
   if (cuda_error.find("insufficient") != std::string::npos) {
-    std::string version;
-    std::ifstream in("/proc/driver/nvidia/version");
-    std::getline(in, version);
+    std::string version = try_read_file("/proc/driver/nvidia/version").value_or("");
+    version = version.substr(0, version.find('\n'));
     return "no GPU is usable: the NVIDIA driver is older than this build's CUDA runtime needs (" +
            (version.empty() ? std::string("driver version unknown") : version) + ")";
   }

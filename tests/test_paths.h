@@ -2,8 +2,6 @@
 // Where the tests find the repository's files: $KFORGE_SOURCE_DIR (ctest sets it), else ".".
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -13,14 +11,6 @@ namespace kforge::testing {
 inline std::string source_dir() {
   const char* d = std::getenv("KFORGE_SOURCE_DIR");
   return d ? d : ".";
-}
-
-// A whole file's text ("" when it cannot be read).
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // A path for `name` in a temporary folder of this suite and process (created; the file removed).

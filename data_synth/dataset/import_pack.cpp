@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "data_synth/task/render_python.h"
 
 namespace kforge {
@@ -21,14 +22,6 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 const char kSpecError[] = "spec_error";
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  KFORGE_CHECK(in, io, p.string() << ": cannot read");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<SkippedModule> read_skipped(const fs::path& path) {
   std::vector<SkippedModule> out;
@@ -151,7 +144,7 @@ ImportPack pack_import_dir(const std::string& dir_text, const std::string& comma
   ImportPack p;
   p.skipped = read_skipped(dir / "skipped.jsonl");
   if (fs::exists(dir / "import_summary.json")) {
-    Json s = Json::parse(read_file(dir / "import_summary.json"), nullptr, false);
+    Json s = Json::parse(read_file(dir / "import_summary.json", "the import summary"), nullptr, false);
     if (s.is_object() && s.contains("seconds") && s["seconds"].is_number()) p.importer_seconds = s["seconds"].get<double>();
   }
   std::vector<fs::path> files;
@@ -161,7 +154,7 @@ ImportPack pack_import_dir(const std::string& dir_text, const std::string& comma
   std::set<std::string> ids;
   for (const auto& f : files) {
     try {
-      TaskSpec t = parse_task(read_file(f), f.string());
+      TaskSpec t = parse_task(read_file(f, "the task file"), f.string());
       KFORGE_CHECK(t.imported(), spec, f.string() << ": not an imported task (no `reference: {kind: torchscript}`)");
       KFORGE_CHECK(ids.insert(t.id).second, spec, f.string() << ": id '" << t.id << "' is already taken by another task file");
       if (check) {

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 
 namespace kforge {
 
@@ -94,11 +94,10 @@ std::vector<std::string> op_names(const TaskSpec& t) {
 }
 
 std::vector<KernelBenchSignature> load_kernelbench_signatures(const std::string& path) {
-  std::ifstream in(path);
-  KFORGE_CHECK(in, io, path << ": cannot open the KernelBench signature list (tools/kernelbench_signatures.py writes it)");
+  const std::string text = read_file(path, "the KernelBench signature list (tools/kernelbench_signatures.py writes it)");
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     KFORGE_FAIL(config, path << ": not valid JSON: " << e.what());
   }

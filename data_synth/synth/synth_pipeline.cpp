@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 
 namespace fs = std::filesystem;
 
@@ -145,10 +146,9 @@ class SynthRun {
 
   // A shard a previous run wrote: its counts, hashes and kept tasks, as if drawn again.
   void resume_shard(const std::string& path) {
-    std::ifstream in(path);
     nlohmann::json j;
     try {
-      in >> j;
+      j = nlohmann::json::parse(read_file(path, "the shard"));
       summary_.drawn += j.at("drawn").get<int64_t>();
       for (const auto& [k, v] : j.at("rejected").items()) summary_.rejected[k] += v.get<int64_t>();
       for (const auto& h : j.at("seen")) seen_.insert(h.get<std::string>());

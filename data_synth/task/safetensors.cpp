@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 
 namespace kforge {
 
@@ -63,12 +64,10 @@ void write_safetensors(const std::string& path, const std::vector<NamedBuffer>& 
 }
 
 std::vector<NamedBuffer> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) KFORGE_FAIL(io, path << ": cannot open (" << std::strerror(errno) << ")");
-  std::vector<uint8_t> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string all = read_file(path, "the safetensors file");
   KFORGE_CHECK(all.size() >= 8, spec, path << ": too short for a safetensors file");
   uint64_t len = 0;
-  for (int i = 0; i < 8; ++i) len |= static_cast<uint64_t>(all[i]) << (8 * i);
+  for (int i = 0; i < 8; ++i) len |= static_cast<uint64_t>(static_cast<uint8_t>(all[i])) << (8 * i);
   KFORGE_CHECK(len <= all.size() - 8, spec, path << ": header length " << len << " exceeds the file");
   nlohmann::ordered_json header;
   try {

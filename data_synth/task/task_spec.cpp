@@ -1,13 +1,11 @@
 #include "data_synth/task/task_spec.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
 #include "data_synth/task/task_yaml.h"
 
@@ -354,15 +352,7 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
   return t;
 }
 
-TaskSpec load_task(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) KFORGE_FAIL(io, path << ": is a directory, not a task file");
-  std::ifstream in(path);
-  if (!in) KFORGE_FAIL(io, path << ": cannot open task file (" << std::strerror(errno) << ")");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_task(text.str(), path);
-}
+TaskSpec load_task(const std::string& path) { return parse_task(read_file(path, "the task file"), path); }
 
 namespace task_yaml {
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "configs/file_reader.h"
 #include "env/compile/nvrtc_compiler.h"
 
 namespace fs = std::filesystem;
@@ -136,11 +137,9 @@ struct Reader {
 
 bool NvrtcCompiler::disk_get(const std::string& hash, CompileResult* out) const {
   if (config_.cache_dir.empty()) return false;
-  std::ifstream in(fs::path(config_.cache_dir) / (hash + ".kfnvrtc"), std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string data = ss.str();
+  std::optional<std::string> entry = try_read_file((fs::path(config_.cache_dir) / (hash + ".kfnvrtc")).string());
+  if (!entry) return false;  // not cached (or unreadable): compile
+  const std::string& data = *entry;
   if (data.rfind(kDiskMagic, 0) != 0) return false;
   Reader rd{data, sizeof(kDiskMagic) - 1};
   CompileResult r;

@@ -14,11 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "env/process/clock.h"
 #include "env/compile/include_guard.h"
 #include "configs/sha256.h"
@@ -164,12 +164,8 @@ NvrtcCompiler::NvrtcCompiler(CompilerConfig config) : config_(std::move(config))
   key << "kforge-nvrtc-compile 1\nnvrtc " << nvrtc_version() << "\n";
   for (const std::string& d : include_dirs_) {
     key << "include " << d << "\n";
-    std::ifstream v(fs::path(d) / "cub" / "version.cuh");
-    if (v) {
-      std::stringstream ss;
-      ss << v.rdbuf();
-      key << "cub/version.cuh " << sha256_hex(ss.str()) << "\n";
-    }
+    if (std::optional<std::string> v = try_read_file((fs::path(d) / "cub" / "version.cuh").string()))
+      key << "cub/version.cuh " << sha256_hex(*v) << "\n";
   }
   key_base_ = key.str();
 

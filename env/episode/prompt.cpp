@@ -1,11 +1,11 @@
 #include "env/episode/prompt.h"
 
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 #include <vector>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
 #include "data_synth/task/render_python.h"
 #include "env/episode/tool_call.h"
@@ -18,14 +18,6 @@ int line_of(const std::string& text, size_t pos) {
   int line = 1;
   for (size_t i = 0; i < pos && i < text.size(); ++i) line += text[i] == '\n';
   return line;
-}
-
-std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) KFORGE_FAIL(io, path << ": cannot read the " << what);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::string number(double v) {
@@ -145,8 +137,8 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
 }
 
 std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward) {
-  std::string tmpl = read_text(env.prompt.template_path, "prompt template (prompt.template)");
-  std::string page = read_text(env.prompt.format_page, "candidate format page (prompt.format_page)");
+  std::string tmpl = read_file(env.prompt.template_path, "the prompt template (prompt.template)");
+  std::string page = read_file(env.prompt.format_page, "the candidate format page (prompt.format_page)");
   return fill_template(tmpl, env.prompt.template_path, prompt_fields(task, page, env, reward));
 }
 

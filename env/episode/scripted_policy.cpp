@@ -1,10 +1,9 @@
 #include "env/episode/scripted_policy.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
 
 namespace kforge {
@@ -38,14 +37,6 @@ Json yaml_to_json(const YAML::Node& n) {
   return s;
 }
 
-std::string read_text(const fs::path& p, const YamlNode& where) {
-  std::ifstream in(p);
-  if (!in) where.fail("cannot read " + p.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 ScriptedPolicy ScriptedPolicy::load(const std::string& dir) {
@@ -68,8 +59,14 @@ ScriptedPolicy ScriptedPolicy::load(const std::string& dir) {
       std::string path = t.req<std::string>("write");
       std::string content;
       if (t.has("from") == t.has("content")) t.fail("a write turn has either from: FILE or content: TEXT");
-      if (t.has("from")) content = read_text(fs::path(dir) / t.req<std::string>("from"), t.at("from"));
-      else content = t.req<std::string>("content");
+      if (t.has("from")) {
+        const std::string from = (fs::path(dir) / t.req<std::string>("from")).string();
+        std::optional<std::string> text = try_read_file(from);
+        if (!text) t.at("from").fail("cannot read " + from);  // where the policy names it
+        content = std::move(*text);
+      } else {
+        content = t.req<std::string>("content");
+      }
       p.actions_.push_back({{"name", "write_file"}, {"arguments", {{"path", path}, {"content", content}}}});
     } else if (t.has("call")) {
       Json call = {{"name", t.req<std::string>("call")}, {"arguments", Json::object()}};

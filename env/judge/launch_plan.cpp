@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
 
 namespace kforge {
@@ -267,16 +267,9 @@ LaunchPlan LaunchPlan::parse(const std::string& yaml_text, const std::string& or
 }
 
 LaunchPlan LaunchPlan::load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) KFORGE_FAIL(io, path << ": cannot open file (" << std::strerror(errno) << ")");
-  const std::streamoff size = in.tellg();
-  if (size > static_cast<std::streamoff>(kMaxPlanBytes))
-    KFORGE_FAIL(spec, path << ": " << size << " bytes, over the launch plan's limit of " << kMaxPlanBytes);
-  in.seekg(0);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text = read_file(path, "the launch plan", {static_cast<int64_t>(kMaxPlanBytes), ErrorKind::spec});
   size_t slash = path.find_last_of('/');
-  return parse(text.str(), slash == std::string::npos ? path : path.substr(slash + 1));
+  return parse(text, slash == std::string::npos ? path : path.substr(slash + 1));
 }
 
 namespace {

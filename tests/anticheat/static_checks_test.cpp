@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "configs/file_reader.h"
 #include "tests/anticheat/static_scan.h"
 #include "tests/env/judge/candidates.h"
 
@@ -18,13 +18,6 @@ using kforge::testing::shipped_candidates;
 using kforge::testing::source_dir;
 
 namespace {
-
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -434,7 +427,7 @@ TEST(StaticChecks, EveryShippedCandidatePasses) {
   ASSERT_FALSE(candidates.empty()) << "no candidates under " << source_dir();
   for (const auto& c : candidates) {
     namespace fs = std::filesystem;
-    StaticReport r = run_static_checks(read(fs::path(c.dir) / "kernel.cu"), read(fs::path(c.dir) / "launch.yaml"), {});
+    StaticReport r = run_static_checks(read_file(fs::path(c.dir) / "kernel.cu"), read_file(fs::path(c.dir) / "launch.yaml"), {});
     EXPECT_TRUE(r.passed) << c.task << "/" << c.name << "\n" << dump(r);
   }
 }
@@ -453,7 +446,7 @@ TEST(StaticChecks, RefusesEveryExploitOnItsMarkedLines) {
   ASSERT_GE(files.size(), 5u);
   const std::regex mark(R"(flagged: ([a-z0-9_]+(, [a-z0-9_]+)*)\s*$)");
   for (const fs::path& p : files) {
-    std::string src = read(p);
+    std::string src = read_file(p);
     EXPECT_NE(src.find("Strategy:"), std::string::npos) << p;
     EXPECT_NE(src.find("Attack surface:"), std::string::npos) << p;
     std::set<std::pair<int, std::string>> expected;

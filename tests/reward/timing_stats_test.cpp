@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "tests/test_paths.h"
 
 using namespace kforge;
@@ -51,7 +52,7 @@ TEST(TimingStats, SummaryNamesEveryFigure) {
 // both sides do the same double operations in the same order.
 TEST(TimingStats, GoldenVectorsAreReproducedExactly) {
   const std::string path = kforge::testing::source_dir() + "/tests/golden/timing_stats.json";
-  const nlohmann::json doc = nlohmann::json::parse(kforge::testing::read_text(path));
+  const nlohmann::json doc = nlohmann::json::parse(kforge::read_file(path));
   ASSERT_GE(doc["cases"].size(), 10u) << path;
   for (const auto& c : doc["cases"]) {
     const std::string name = c["name"].get<std::string>();

@@ -19,10 +19,11 @@
 #include "rollout/server.h"
 #include "rollout/trajectory_file.h"
 
+#include "configs/file_reader.h"
 #include "tests/test_paths.h"
 
 using namespace kforge;
-using kforge::testing::read_text;
+using kforge::read_file;
 
 namespace {
 
@@ -92,7 +93,7 @@ class Client {
   std::string reset_with_candidate() {
     std::string dir = resource_path("datasets/samples/candidates/gelu_scale_residual/fused/");
     Reply r = call("reset", {{"task", "gelu_scale_residual"},
-                             {"options", {{"files", {{"kernel.cu", read_text(dir + "kernel.cu")}, {"launch.yaml", read_text(dir + "launch.yaml")}}}}}});
+                             {"options", {{"files", {{"kernel.cu", read_file(dir + "kernel.cu")}, {"launch.yaml", read_file(dir + "launch.yaml")}}}}}});
     EXPECT_EQ(r.status, "ok") << r.payload.dump();
     return r.payload.value("episode", "");
   }

@@ -21,16 +21,17 @@
 #include "env/episode/env_config.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
+#include "configs/file_reader.h"
 #include "tests/test_paths.h"
 
 using namespace kforge;
-using kforge::testing::read_text;
+using kforge::read_file;
 namespace fs = std::filesystem;
 
 namespace {
 
 std::string candidate_file(const std::string& task, const std::string& name, const std::string& file) {
-  return read_text(resource_path("datasets/samples/candidates/" + task + "/" + name + "/" + file));
+  return read_file(resource_path("datasets/samples/candidates/" + task + "/" + name + "/" + file));
 }
 
 std::string temp_path(const std::string& name) { return kforge::testing::temp_path("kforge_server_test", name); }

@@ -20,10 +20,11 @@
 #include "env/episode/prompt.h"
 #include "reward/reward_config.h"
 #include "rollout/server_config.h"
+#include "configs/file_reader.h"
 #include "tests/test_paths.h"
 
 using namespace kforge;
-using kforge::testing::read_text;
+using kforge::read_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,7 +42,7 @@ int64_t total(const TaskCatalog& c, const TasksParams& p) { return c.list(p, 100
 
 // Two measured dataset rows, one per split, written as dataset.h5 under a fresh folder.
 std::string small_dataset() {
-  const std::string spec = read_text(resource_path("datasets/samples/linear_relu.yaml"));
+  const std::string spec = read_file(resource_path("datasets/samples/linear_relu.yaml"));
   Dataset d;
   d.attrs["format"] = "kforge-dataset";
   for (const auto& [id, split] : std::vector<std::pair<std::string, std::string>>{{"syn_a", "train"}, {"syn_b", "heldout"}}) {
@@ -136,7 +137,7 @@ TEST(TaskCatalog, TheShippedConfigsCatalogCountsTheShippedDatasetAlone) {
 }
 
 TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
-  const std::string spec = read_text(resource_path("datasets/samples/linear_relu.yaml"));
+  const std::string spec = read_file(resource_path("datasets/samples/linear_relu.yaml"));
   Dataset d;
   d.attrs["format"] = "kforge-dataset";
   for (const auto& [id, split, status] : std::vector<std::tuple<std::string, std::string, std::string>>{

@@ -28,21 +28,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "configs/file_reader.h"
 #include "env/compile/include_guard.h"
 #include "env/compile/nvrtc_compiler.h"
 
 namespace fs = std::filesystem;
 using kforge::CompileOptions;
 using kforge::CompileResult;
+using kforge::read_file;
+using kforge::try_read_file;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string run_command(const std::string& cmd) {
   std::string out;
@@ -73,7 +69,7 @@ bool includes_cub(const std::string& src) {
 // A shipped candidate meant to compile: its expect.yaml verdict is neither compile_error nor
 // timeout (one of those never finishes compiling).
 bool compiles(const fs::path& dir) {
-  std::istringstream in(slurp(dir / "expect.yaml"));
+  std::istringstream in(try_read_file((dir / "expect.yaml").string()).value_or(""));
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("verdict:", 0) == 0)
@@ -199,7 +195,7 @@ std::vector<Source> load_sources(const std::vector<fs::path>& files, const fs::p
     Source s;
     s.name = fs::relative(f, root).string();
     if (s.name.empty() || s.name.rfind("..", 0) == 0) s.name = f.string();
-    s.text = slurp(f);
+    s.text = read_file(f.string(), "the source");
     s.cub = includes_cub(s.text);
     sources.push_back(s);
   }

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -15,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "env/process/worker_protocol.h"
 #include "tools/kforge/commands.h"
 
@@ -39,8 +39,7 @@ double g_process_to_main_ms = -1;
 // Milliseconds from this process's start (its fork: /proc/self/stat's starttime, in clock ticks
 // since boot) to now on CLOCK_BOOTTIME, the clock starttime counts on; -1 if unreadable.
 double process_age_ms() {
-  std::ifstream in("/proc/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = try_read_file("/proc/self/stat").value_or("");
   size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
   if (close == std::string::npos) return -1;
   std::istringstream fields(stat.substr(close + 2));

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/synth/synth_config.h"
 #include "data_synth/task/task_spec.h"
@@ -276,14 +277,6 @@ int set_baselines(const SetArgs& a) {
   write_dataset(a.dataset, d);
   std::cout << "set-baselines: " << rows << " row(s) and " << attrs << " attribute line(s) into " << a.dataset << "\n";
   return 0;
-}
-
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  KFORGE_CHECK(in && !fs::is_directory(path), io, path << ": cannot read " << what);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // kforge task set-baselines FILE --from JSON: the task file with the baselines block replaced.

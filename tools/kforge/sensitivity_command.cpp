@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/reference/reference.h"
 #include "data_synth/reference/sensitivity.h"
@@ -59,14 +60,11 @@ std::vector<Item> read_items(const SensitivityArgs& a) {
       if (f.is_regular_file() && f.path().extension() == ".yaml") files.push_back(f.path());
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
-      std::ifstream in(f);
-      KFORGE_CHECK(in, io, f.string() << ": cannot read");
-      std::stringstream s;
-      s << in.rdbuf();
-      TaskSpec t = parse_task(s.str(), f.string());
+      std::string text = read_file(f.string(), "the task file");
+      TaskSpec t = parse_task(text, f.string());
       std::string ops;
       for (const auto& n : t.graph.nodes) ops += (ops.empty() ? "" : ",") + n.op;
-      items.push_back({t.id, f.string(), s.str(), ops, dtype_name(t.dtype)});
+      items.push_back({t.id, f.string(), text, ops, dtype_name(t.dtype)});
     }
     return items;
   }
@@ -92,14 +90,7 @@ std::pair<int, int> parse_shard(const std::string& text) {
 std::set<std::string> done_names(const std::string& path) {
   std::set<std::string> names;
   if (!fs::exists(path)) return names;
-  std::string text;
-  {
-    std::ifstream in(path);
-    KFORGE_CHECK(in, io, path << ": cannot read");
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
-  }
+  std::string text = read_file(path, "the results so far (--out)");
   size_t keep = text.rfind('\n');
   keep = keep == std::string::npos ? 0 : keep + 1;
   if (keep != text.size()) fs::resize_file(path, keep);

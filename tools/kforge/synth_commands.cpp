@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "data_synth/synth/cpu_checks.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/task/render_python.h"
@@ -54,14 +55,6 @@ DatasetRow to_row(const KeptTask& k) {
   return r;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  KFORGE_CHECK(in, io, path << ": cannot read");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
   KFORGE_CHECK(out, io, path.string() << ": cannot write");
@@ -96,7 +89,7 @@ int run_synth(const std::string& config_path, const std::string& out_dir, int64_
   Dataset d;
   d.attrs["generator"] = "kforge-synth 1";
   d.attrs["seed"] = std::to_string(cfg.seed);
-  d.attrs["config_yaml"] = config_path.empty() ? "" : read_text(config_path);
+  d.attrs["config_yaml"] = config_path.empty() ? "" : read_file(config_path, "the synthesis config");
   d.attrs["summary_json"] = summary.json();
   d.attrs["gpu_stages"] = "pending: eager_runtime_window, torch_compile_build, baselines";
   for (const auto& k : kept) d.rows.push_back(to_row(k));
@@ -129,7 +122,7 @@ int pack_tasks(const PackArgs& a) {
   Dataset d;
   std::set<std::string> ids;
   for (const auto& path : a.tasks) {
-    std::string text = read_text(path);
+    std::string text = read_file(path, "the task file");
     TaskSpec t = parse_task(text, path);
     KFORGE_CHECK(ids.insert(t.id).second, usage, path << ": task id '" << t.id << "' is already in the pack");
     KeptTask k{t, first_family(t), canonical_graph_hash(t), canonical_op_sequence(t),
@@ -140,7 +133,7 @@ int pack_tasks(const PackArgs& a) {
   }
   d.attrs["generator"] = a.generator;
   d.attrs["seed"] = "0";
-  d.attrs["config_yaml"] = a.config.empty() ? "" : read_text(a.config);
+  d.attrs["config_yaml"] = a.config.empty() ? "" : read_file(a.config, "the synthesis config");
   d.attrs["summary_json"] = nlohmann::ordered_json{{"drawn", d.rows.size()}, {"kept", d.rows.size()}}.dump();
   d.attrs["gpu_stages"] = "pending: eager_runtime_window, torch_compile_build, baselines";
   write_dataset(a.out, d);

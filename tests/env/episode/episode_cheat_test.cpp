@@ -28,7 +28,7 @@ TEST_F(EpisodeTest, ACheatCaughtInVerifyIsPenalisedAtSubmitWhenTheSubmissionFail
     ASSERT_EQ(v.info["verdict"], "cheat");
     EXPECT_EQ(v.reward, 0);
     EXPECT_TRUE(env.running());
-    if (!same_candidate) env.step(write_call("kernel.cu", read(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// v2\n"));
+    if (!same_candidate) env.step(write_call("kernel.cu", read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// v2\n"));
     StepResult s = env.step(call("submit"));
     EXPECT_TRUE(s.terminated);
     EXPECT_EQ(s.reward, -3) << s.info["reward"].dump(2);
@@ -74,7 +74,7 @@ TEST_F(EpisodeTest, AnHonestFixAfterACaughtCheatIsJudgedOnItsMerit) {
   t.baselines = Baselines{};  // tier 2 is the top, whatever the sample file stores
   env.reset(t, 1);
   write_candidate(env, "gelu_scale_residual", "fused");
-  env.step(write_call("kernel.cu", read(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// a cache by pointer\n"));
+  env.step(write_call("kernel.cu", read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// a cache by pointer\n"));
   replay.reports.push_back(cheat_report("state_same_addresses"));
   replay.reports.push_back(pass_report(1.0, 3.2));
   ASSERT_EQ(env.step(call("verify")).info["verdict"], "cheat");

@@ -6,13 +6,12 @@
 // task a synthetic stored baseline (torch.compile exactly as fast as eager), so neither depends on
 // what the sample file stores (tools/sample_baselines.py writes measured ones into it).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
 #include "env/gpu/cuda_probe.h"
 #include "tests/env/episode/episode_fixtures.h"
@@ -188,10 +187,7 @@ TEST_F(EpisodeGpuTest, AMisbehavingPolicyCostsItsTurnsAndTheGpuWorkerSurvivesAFa
   e.reset(task, 3);
   auto write = [&](const std::string& cand) {
     for (const char* f : {"kernel.cu", "launch.yaml"}) {
-      std::ifstream in(candidate_file("gelu_scale_residual", cand, f));
-      std::stringstream ss;
-      ss << in.rdbuf();
-      e.step(Json{{"name", "write_file"}, {"arguments", {{"path", f}, {"content", ss.str()}}}});
+      e.step(Json{{"name", "write_file"}, {"arguments", {{"path", f}, {"content", read_file(candidate_file("gelu_scale_residual", cand, f))}}}});
     }
   };
   write("illegal_address");

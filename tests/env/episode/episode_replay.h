@@ -10,17 +10,11 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/file_reader.h"
 #include "env/episode/episode.h"
 #include "tests/env/episode/episode_fixtures.h"
 
 namespace kforge::testing {
-
-inline std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 inline Json write_call(const std::string& path, const std::string& content) {
   return {{"name", "write_file"}, {"arguments", {{"path", path}, {"content", content}}}};
@@ -135,7 +129,7 @@ class EpisodeTest : public ::testing::Test {
 
 inline void write_candidate(KernelEnv& env, const std::string& task, const std::string& cand) {
   for (const char* f : {"kernel.cu", "launch.yaml"}) {
-    StepResult s = env.step(write_call(f, read(candidate_file(task, cand, f))));
+    StepResult s = env.step(write_call(f, read_file(candidate_file(task, cand, f))));
     ASSERT_TRUE(s.info["tool_ok"].get<bool>()) << s.observation;
   }
 }

@@ -4,11 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "env/episode/tool_call.h"
 #include "tests/env/episode/episode_fixtures.h"
 
@@ -16,13 +16,6 @@ using namespace kforge;
 using namespace kforge::testing;
 
 namespace {
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string load_error(const std::string& yaml) {
   namespace fs = std::filesystem;
@@ -50,7 +43,7 @@ TEST(ScriptedPolicy, ReplaysTheDemoPolicyTurnByTurn) {
   Json first = *p.next();
   EXPECT_EQ(first["name"], "write_file");
   EXPECT_EQ(first["arguments"]["path"], "kernel.cu");
-  EXPECT_EQ(first["arguments"]["content"], read(candidate_file("gelu_scale_residual", "fused", "kernel.cu")));
+  EXPECT_EQ(first["arguments"]["content"], read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")));
   p.next();
   EXPECT_EQ((*p.next())["name"], "list_files");
   Json text = *p.next();

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "configs/file_reader.h"
 #include "data_synth/reference/tolerance.h"
 #include "env/gpu/check_kernel.h"
 #include "tests/env/gpu/tolerance_edge_cases.h"
@@ -23,7 +24,7 @@ namespace {
 
 nlohmann::json golden_cases() {
   const std::string path = source_dir() + "/tests/golden/tolerance.json";
-  return nlohmann::json::parse(read_text(path))["cases"];
+  return nlohmann::json::parse(read_file(path))["cases"];
 }
 
 // A number, or "inf" / "nan" as a string (JSON has neither).

@@ -14,6 +14,7 @@
 #include "tests/test_paths.h"
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 
 using namespace kforge;
 using kforge::testing::source_dir;
@@ -91,13 +92,6 @@ std::string one(const std::string& launch) { return "launches:\n  - " + launch; 
 ::testing::AssertionResult HasSubstr(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\n  message: " << text << "\n  expected to contain: " << part;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -470,7 +464,7 @@ TEST(LaunchPlan, LoadsAPlanFileAndNamesItByItsFileName) {
 
 // The example the policy reads in env/judge/KERNEL_FORMAT.md is a valid plan for softmax_rows.
 TEST(LaunchPlan, KernelFormatExampleResolvesAgainstSoftmaxRows) {
-  std::string doc = read(fs::path(source_dir()) / "env" / "judge" / "KERNEL_FORMAT.md");
+  std::string doc = read_file(fs::path(source_dir()) / "env" / "judge" / "KERNEL_FORMAT.md");
   size_t start = doc.find("```yaml\n");
   ASSERT_NE(start, std::string::npos);
   start += 8;
@@ -501,12 +495,12 @@ TEST(LaunchPlan, ShippedCandidatesResolveAgainstTheirTasks) {
       bool compile_error = false;
       if (fs::exists(cand.path() / "expect.yaml")) {
         // Only the verdict line matters here (the rest of expect.yaml is other suites' business).
-        std::istringstream expect(read(cand.path() / "expect.yaml"));
+        std::istringstream expect(read_file(cand.path() / "expect.yaml"));
         for (std::string line; std::getline(expect, line);)
           if (line.rfind("verdict:", 0) == 0) compile_error = line.find("compile_error") != std::string::npos;
       }
-      std::string plan_text = read(cand.path() / "launch.yaml");
-      std::string source = read(cand.path() / "kernel.cu");
+      std::string plan_text = read_file(cand.path() / "launch.yaml");
+      std::string source = read_file(cand.path() / "kernel.cu");
       if (compile_error) {
         try {
           resolve_plan(LaunchPlan::parse(plan_text, "launch.yaml"), t, parse_kernel_signatures(source));
