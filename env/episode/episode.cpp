@@ -174,20 +174,21 @@ KernelEnv::ToolResult KernelEnv::tool_compile() {
     return r;
   }
   r.report = judge_->check(*task_, *cand);
-  remember_cheat("compile", *r.report, candidate_content_hash(*cand));  // the static scan runs before compiling
+  remember_cheat(tool_spec(Tool::compile).name, *r.report, candidate_content_hash(*cand));  // the static scan runs before compiling
   r.ok = true;
   r.compiled = r.report->compiled();
   r.observation = compile_text(*r.report, static_cast<size_t>(limits_.observation_max_chars) * 3 / 4);
   return r;
 }
 
-KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
+KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool) {
   ToolResult r;
+  const std::string& name = tool_spec(tool).name;
   std::string why;
   auto cand = workspace_.candidate("workspace", why);
   if (!cand) {
-    r.observation = tool + ": " + why + "\n";
-    if (tool == "submit") {
+    r.observation = name + ": " + why + "\n";
+    if (tool == Tool::submit) {
       // A submit with nothing to submit ends the episode as a failed compile: it was asked for.
       SubmissionOutcome o;
       o.verdict = SubmissionOutcome::Verdict::error;
@@ -202,10 +203,10 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   }
   const EvalConfig& ec = judge_->eval_config();
   int verify_trials = env_.tools.verify_trials > 0 ? env_.tools.verify_trials : ec.verify.trials;
-  EvalOptions opt = tool == "submit"    ? next_eval_options(ec.verify.submit_trials, true)
-                    : tool == "profile" ? next_eval_options(verify_trials, env_.tools.profile_times)
-                                        : next_eval_options(verify_trials, false);
-  if (tool == "profile") {
+  EvalOptions opt = tool == Tool::submit    ? next_eval_options(ec.verify.submit_trials, true)
+                    : tool == Tool::profile ? next_eval_options(verify_trials, env_.tools.profile_times)
+                                            : next_eval_options(verify_trials, false);
+  if (tool == Tool::profile) {
     opt.profile = true;
     opt.counters = env_.tools.profile_counters;
     opt.counter_metrics = env_.tools.profile_metrics;
@@ -215,7 +216,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   } catch (const NotJudged& e) {
     // The judge ran nothing (a server without a GPU: kind no_gpu): no verdict, no submission; the episode goes on.
     r.harness_error = {{"kind", e.kind()}, {"message", e.what()}};
-    r.observation = tool + ": not run (" + e.kind() + "): " + e.what() + "\n";
+    r.observation = name + ": not run (" + e.kind() + "): " + e.what() + "\n";
     return r;
   }
   const EvalReport& report = *r.report;
@@ -227,54 +228,68 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(const std::string& tool) {
   size_t log_budget = static_cast<size_t>(limits_.observation_max_chars) * 3 / 4;
   std::ostringstream os;
   os << verify_text(report, log_budget);
-  if (passed && (tool == "profile" || tool == "submit")) os << timing_text(report, task_->baselines);
-  if (passed && tool == "profile") os << profile_text(report);
+  if (passed && (tool == Tool::profile || tool == Tool::submit)) os << timing_text(report, task_->baselines);
+  if (passed && tool == Tool::profile) os << profile_text(report);
   std::string content_hash = candidate_content_hash(*cand);
-  if (tool == "submit") {
+  if (tool == Tool::submit) {
     SubmissionOutcome o = submission_outcome(report);
     o.earlier_cheat = earlier_cheat(content_hash);  // a cheat caught earlier is not scored as an honest mistake now
     r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
     os << reward_text(*r.submission);
   }
-  remember_cheat(tool, report, content_hash);
+  remember_cheat(name, report, content_hash);
+  r.observation = os.str();
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_write_file(const Json& arguments) {
+  ToolResult r;
+  std::string path = arguments["path"].get<std::string>();
+  const std::string& content = arguments["content"].get_ref<const std::string&>();
+  std::string why = workspace_.write(path, content);
+  r.ok = why.empty();
+  r.observation = r.ok ? "wrote " + path + " (" + std::to_string(content.size()) + " bytes); the workspace holds " +
+                             std::to_string(workspace_.files().size()) + " file(s), " + std::to_string(workspace_.total_bytes()) +
+                             " bytes\n"
+                       : "write_file refused: " + why + "\n";
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_read_file(const Json& arguments) {
+  ToolResult r;
+  std::string path = arguments["path"].get<std::string>();
+  auto content = workspace_.read(path);
+  r.ok = content.has_value();
+  if (r.ok) {
+    r.observation = *content;
+  } else {
+    std::string why = workspace_.check_path(path);
+    r.observation = "read_file: " + (why.empty() ? "no file " + path + " in the workspace (list_files shows what there is)" : why) + "\n";
+  }
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_list_files() const {
+  ToolResult r;
+  r.ok = true;
+  std::ostringstream os;
+  if (workspace_.files().empty()) os << "the workspace is empty\n";
+  for (const auto& [p, c] : workspace_.files()) os << p << "  " << c.size() << " bytes\n";
   r.observation = os.str();
   return r;
 }
 
 KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
-  ToolResult r;
-  const Json& a = call.arguments;
-  if (call.name == "write_file") {
-    std::string path = a["path"].get<std::string>();
-    const std::string& content = a["content"].get_ref<const std::string&>();
-    std::string why = workspace_.write(path, content);
-    r.ok = why.empty();
-    r.observation = r.ok ? "wrote " + path + " (" + std::to_string(content.size()) + " bytes); the workspace holds " +
-                               std::to_string(workspace_.files().size()) + " file(s), " + std::to_string(workspace_.total_bytes()) +
-                               " bytes\n"
-                         : "write_file refused: " + why + "\n";
-  } else if (call.name == "read_file") {
-    std::string path = a["path"].get<std::string>();
-    auto content = workspace_.read(path);
-    r.ok = content.has_value();
-    if (r.ok) {
-      r.observation = *content;
-    } else {
-      std::string why = workspace_.check_path(path);
-      r.observation = "read_file: " + (why.empty() ? "no file " + path + " in the workspace (list_files shows what there is)" : why) + "\n";
-    }
-  } else if (call.name == "list_files") {
-    r.ok = true;
-    std::ostringstream os;
-    if (workspace_.files().empty()) os << "the workspace is empty\n";
-    for (const auto& [p, c] : workspace_.files()) os << p << "  " << c.size() << " bytes\n";
-    r.observation = os.str();
-  } else if (call.name == "compile") {
-    r = tool_compile();
-  } else {  // verify, profile, submit (the parser only lets known tools through)
-    r = tool_evaluate(call.name);
+  switch (call.tool) {  // every Tool has a case: the compiler (-Wswitch) names one that is missing
+    case Tool::write_file: return tool_write_file(call.arguments);
+    case Tool::read_file: return tool_read_file(call.arguments);
+    case Tool::list_files: return tool_list_files();
+    case Tool::compile: return tool_compile();
+    case Tool::verify:
+    case Tool::profile:
+    case Tool::submit: return tool_evaluate(call.tool);
   }
-  return r;
+  KFORGE_FAIL(internal, "no handler for the tool " << call.name);
 }
 
 StepResult KernelEnv::step(const Json& action) { return step(parse_action(action)); }
@@ -308,7 +323,7 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
   }
 
   bool first_compile = false, first_verify = false;
-  if (tool_name != "submit") {
+  if (!parsed.call || parsed.call->tool != Tool::submit) {
     first_compile = result.compiled && !compiled_once_;
     first_verify = result.verified && !verified_once_;
   }

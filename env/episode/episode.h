@@ -127,9 +127,13 @@ class KernelEnv {
     EarlierCheat cheat;
     std::string content_hash;
   };
+  // Runs a call by its Tool: one handler each (a GPU tool's handler is tool_evaluate).
   ToolResult run_tool(const ToolCall& call);
+  ToolResult tool_write_file(const Json& arguments);
+  ToolResult tool_read_file(const Json& arguments);
+  ToolResult tool_list_files() const;
   ToolResult tool_compile();
-  ToolResult tool_evaluate(const std::string& tool);
+  ToolResult tool_evaluate(Tool tool);
   // Remembers the report's anti-cheat refusal, if it has one.
   void remember_cheat(const std::string& tool, const EvalReport& report, const std::string& content_hash);
   // The catch that decides the reward: the latest of the content `content_hash` (same_candidate),

@@ -1,6 +1,7 @@
 #include "env/episode/tool_call.h"
 
 #include "configs/bounded_json.h"
+#include "configs/error.h"
 #include "configs/yaml_reader.h"
 
 namespace kforge {
@@ -21,36 +22,37 @@ Json function(const char* name, const char* description, Json properties, Json r
 
 std::vector<ToolSpec> build_table() {
   Json path = {{"type", "string"}, {"description", "a relative path in the workspace, e.g. kernel.cu or launch.yaml"}};
-  auto tool = [](const char* name, Lane lane, const char* description, Json properties, Json required) {
-    return ToolSpec{name, lane, function(name, description, std::move(properties), std::move(required))};
+  auto tool = [](Tool t, const char* name, Lane lane, const char* description, Json properties, Json required) {
+    return ToolSpec{t, name, lane, function(name, description, std::move(properties), std::move(required))};
   };
   return {
-      tool("write_file", Lane::front, "Create or replace a file in the candidate workspace.",
+      tool(Tool::write_file, "write_file", Lane::front, "Create or replace a file in the candidate workspace.",
            {{"path", path}, {"content", {{"type", "string"}, {"description", "the whole file"}}}}, {"path", "content"}),
-      tool("read_file", Lane::front, "Read a file of the candidate workspace.", {{"path", path}}, {"path"}),
-      tool("list_files", Lane::front, "List the files of the candidate workspace with their sizes.", Json::object(), Json::array()),
-      tool("compile", Lane::compile,
+      tool(Tool::read_file, "read_file", Lane::front, "Read a file of the candidate workspace.", {{"path", path}}, {"path"}),
+      tool(Tool::list_files, "list_files", Lane::front, "List the files of the candidate workspace with their sizes.", Json::object(),
+           Json::array()),
+      tool(Tool::compile, "compile", Lane::compile,
            "Compile kernel.cu with NVRTC and check launch.yaml against the task: compiler errors, "
            "and per kernel its registers, shared memory, local memory and spills.",
            Json::object(), Json::array()),
-      tool("verify", Lane::gpu,
+      tool(Tool::verify, "verify", Lane::gpu,
            "Compile and run the candidate on the GPU over several trials with fresh random inputs "
            "and compare its outputs with the PyTorch reference.",
            Json::object(), Json::array()),
-      tool("profile", Lane::gpu,
+      tool(Tool::profile, "profile", Lane::gpu,
            "Verify, then time the candidate against eager PyTorch (and the task's torch.compile "
            "baseline) and report what each kernel did on the GPU.",
            Json::object(), Json::array()),
-      tool("submit", Lane::gpu,
+      tool(Tool::submit, "submit", Lane::gpu,
            "Submit the workspace's candidate for the final evaluation (more trials, full timing). "
            "This ends the episode and gives the reward.",
            Json::object(), Json::array()),
   };
 }
 
-const Json* find_tool(const std::string& name) {
+const ToolSpec* find_tool(const std::string& name) {
   for (const ToolSpec& t : tool_table())
-    if (t.name == name) return &t.schema["function"];
+    if (t.name == name) return &t;
   return nullptr;
 }
 
@@ -97,8 +99,8 @@ ParsedAction checked(const std::string& name, Json arguments) {
     out.error = "the tool call has no \"name\"";
     return out;
   }
-  const Json* tool = find_tool(name);
-  if (!tool) {
+  const ToolSpec* spec = find_tool(name);
+  if (!spec) {
     std::string names, close = closest_match(name, tool_names());
     for (const auto& n : tool_names()) names += (names.empty() ? "" : ", ") + n;
     out.error = "unknown tool '" + name + "'" + (close.empty() ? "" : " (did you mean '" + close + "'?)") + "; the tools are " + names;
@@ -119,7 +121,8 @@ ParsedAction checked(const std::string& name, Json arguments) {
     out.error = name + ": \"arguments\" must be an object, not " + json_type_name(arguments);
     return out;
   }
-  const Json& props = (*tool)["parameters"]["properties"];
+  const Json& parameters = spec->schema["function"]["parameters"];
+  const Json& props = parameters["properties"];
   for (const auto& [key, value] : arguments.items()) {
     if (!props.contains(key)) {
       std::vector<std::string> known;
@@ -134,13 +137,13 @@ ParsedAction checked(const std::string& name, Json arguments) {
       return out;
     }
   }
-  for (const auto& req : (*tool)["parameters"]["required"]) {
+  for (const auto& req : parameters["required"]) {
     if (!arguments.contains(req.get<std::string>())) {
       out.error = name + ": missing argument '" + req.get<std::string>() + "'";
       return out;
     }
   }
-  out.call = ToolCall{name, std::move(arguments)};
+  out.call = ToolCall{spec->tool, name, std::move(arguments)};
   return out;
 }
 
@@ -214,12 +217,13 @@ const Json& tool_schemas() {
   return schemas;
 }
 
-Lane lane_of(const ParsedAction& action) {
-  if (action.call)
-    for (const ToolSpec& t : tool_table())
-      if (t.name == action.call->name) return t.lane;
-  return Lane::front;
+const ToolSpec& tool_spec(Tool tool) {
+  for (const ToolSpec& t : tool_table())
+    if (t.tool == tool) return t;
+  KFORGE_FAIL(internal, "tool " << static_cast<int>(tool) << " has no row in the tool table");
 }
+
+Lane lane_of(const ParsedAction& action) { return action.call ? tool_spec(action.call->tool).lane : Lane::front; }
 
 std::string tool_summary() {
   std::string out;

@@ -22,8 +22,14 @@ namespace kforge {
 constexpr int kMaxToolCallJsonDepth = 16;
 constexpr size_t kMaxToolCallJsonBytes = size_t{16} << 20;
 
+// The tools a policy may call. Each has one row in tool_table() (its name, lane and schema); the
+// parser sets a call's Tool from that row and the episode runs the call by it (KernelEnv::run_tool),
+// so no code compares tool names.
+enum class Tool { write_file, read_file, list_files, compile, verify, profile, submit };
+
 struct ToolCall {
-  std::string name;
+  Tool tool{};
+  std::string name;  // the tool's name in the table
   nlohmann::json arguments = nlohmann::json::object();
 };
 
@@ -36,15 +42,18 @@ struct ParsedAction {
 // Where a tool's call runs in a rollout server: its front thread, a compile worker, or a GPU's worker.
 enum class Lane { front, compile, gpu };
 
-// One tool: its name, where its calls run, and its OpenAI function schema.
+// One tool: which it is, its name, where its calls run, and its OpenAI function schema.
 struct ToolSpec {
+  Tool tool{};
   std::string name;
   Lane lane = Lane::front;
   nlohmann::json schema;
 };
-// The tools, in one table that the action parser, the schemas, the prompt's summary and the
-// server's lanes all read.
+// The tools, in one table that the action parser, the schemas, the prompt's summary, the server's
+// lanes and the episode's dispatch all read.
 const std::vector<ToolSpec>& tool_table();
+// The table's row of `tool`.
+const ToolSpec& tool_spec(Tool tool);
 // Where a parsed action's step runs: its tool's lane (an action that does not parse: the front,
 // where the episode answers with the parse error).
 Lane lane_of(const ParsedAction& action);

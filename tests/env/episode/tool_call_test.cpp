@@ -109,3 +109,18 @@ TEST(ToolCall, TheToolTableGivesSchemasAndLanes) {
   EXPECT_EQ(lane(R"({"name": "no_such_tool", "arguments": {}})"), Lane::front);  // the parse error is answered at the front
   EXPECT_EQ(lane(R"({"name": "verify", "arguments": {"extra": 1}})"), Lane::front);
 }
+
+// Dispatch reads the table: every Tool has exactly one row, and a parsed call carries its row's Tool.
+TEST(ToolCall, EveryToolHasOneRowAndAParsedCallCarriesIt) {
+  std::set<Tool> seen;
+  for (const ToolSpec& t : tool_table()) {
+    EXPECT_TRUE(seen.insert(t.tool).second) << t.name << " has a second row";
+    EXPECT_EQ(&tool_spec(t.tool), &t);
+    ParsedAction p = parse_action(Json{{"name", t.name}, {"arguments", t.name == "write_file" ? Json{{"path", "a"}, {"content", ""}}
+                                                                         : t.name == "read_file" ? Json{{"path", "a"}}
+                                                                                                 : Json::object()}});
+    ASSERT_TRUE(p.call) << t.name << ": " << p.error;
+    EXPECT_EQ(p.call->tool, t.tool);
+    EXPECT_EQ(p.call->name, t.name);
+  }
+}
