@@ -214,7 +214,7 @@ Json RolloutServer::Impl::health() {
               {"unwritten", recorder->unwritten()}, {"behind", recorder->behind()},   {"notes", recorder->notes()}};
   Json left_out = Json::array();
   for (const auto& l : catalog.left_out())
-    left_out.push_back({{"source", l.source}, {"stage", l.stage}, {"reason", l.reason}, {"rows", l.rows}});
+    left_out.push_back({{"source", l.source}, {"stage", left_out_stage_name(l.stage)}, {"reason", l.reason}, {"rows", l.rows}});
   return {{"status", shutting_down ? "shutting_down" : "ok"},
           {"version", kforge_version()},
           {"protocol", kProtocolVersion},

@@ -7,6 +7,7 @@
 #include "configs/error.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/dataset/import_pack.h"
+#include "data_synth/dataset/row_status.h"
 #include "data_synth/task/dtype.h"
 
 namespace kforge {
@@ -77,19 +78,18 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
   Dataset d = read_dataset(file);
   std::string imported_source;  // the source of the dataset's imported rows, for its import's skips
   for (auto& row : d.rows) {
-    const bool imported = row.source == task_source_name(TaskSource::kernelbench) ||
-                          row.source == task_source_name(TaskSource::cuda_agent_ops);
+    const std::optional<TaskSource> source = task_source_from_name(row.source);
+    const bool imported = source == TaskSource::kernelbench || source == TaskSource::cuda_agent_ops;
     if (imported && imported_source.empty()) imported_source = row.source;
-    if (row.rejected()) {
-      const std::string reason = row.status.size() > 9 ? row.status.substr(9) : "rejected";  // rejected:<reason>
-      // The input checks (issue 25, tools/synth_refilter.py) reject after the GPU stage: their own stage.
-      const bool input_check = reason == "input_matters" || reason == "ablation";
-      ++left_out_[{row.source, input_check ? "input_checks" : "gpu_stage", reason}];
+    const RowStatus status = read_status(row.status, file + ": row '" + row.id + "'");
+    if (status.rejected()) {
+      // The input checks reject after the GPU stage: their own stage.
+      ++left_out_[{row.source, status.rejected_by_input_checks() ? LeftOutStage::input_checks : LeftOutStage::gpu_stage, status.reason}];
       continue;
     }
-    const bool measured = row.status == "ok";
+    const bool measured = status.kind == RowStatus::Kind::ok;
     if (!measured && !serve_unmeasured) {
-      ++left_out_[{row.source, "not_measured", ""}];
+      ++left_out_[{row.source, LeftOutStage::not_measured, ""}];
       continue;
     }
     CatalogEntry e;
@@ -123,14 +123,24 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
 void TaskCatalog::count_import_skips(const std::string& dataset_file, const std::string& source) {
   const std::string src = source.empty() ? "imported" : source;
   read_skipped_lines((fs::path(dataset_file).parent_path() / "skipped.jsonl").string(), [&](int, const SkippedLine& l) {
-    ++left_out_[{src, "import", l.module ? l.module->reason : "unreadable"}];
+    ++left_out_[{src, LeftOutStage::import, l.module ? l.module->reason : "unreadable"}];
   });
+}
+
+const char* left_out_stage_name(LeftOutStage stage) {
+  switch (stage) {
+    case LeftOutStage::gpu_stage: return "gpu_stage";
+    case LeftOutStage::import: return "import";
+    case LeftOutStage::input_checks: return "input_checks";
+    case LeftOutStage::not_measured: return "not_measured";
+  }
+  return "";
 }
 
 size_t TaskCatalog::unmeasured_left_out() const {
   size_t n = 0;
   for (const auto& [key, rows] : left_out_)
-    if (std::get<1>(key) == "not_measured") n += rows;
+    if (std::get<1>(key) == LeftOutStage::not_measured) n += rows;
   return n;
 }
 

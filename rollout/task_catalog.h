@@ -26,13 +26,19 @@ struct CatalogEntry {
   std::shared_ptr<const TaskSpec> spec;
 };
 
+// Where a row the catalog does not serve was left out (named as left_out_stage_name gives it):
+// gpu_stage (status rejected:<reason>), import (DIR/skipped.jsonl beside the dataset: the importer's
+// reason), input_checks (status rejected:input_matters or rejected:ablation, tools/synth_refilter.py),
+// not_measured (status cpu_ok with serve_unmeasured false).
+enum class LeftOutStage { gpu_stage, import, input_checks, not_measured };
+const char* left_out_stage_name(LeftOutStage stage);
+
 // Rows a dataset holds, or modules its import saw, that the catalog does not serve: the tasks an
-// evaluation's denominator leaves out. stage: "import" (DIR/skipped.jsonl beside the dataset: the
-// importer's reason), "gpu_stage" (status rejected:<reason>), "input_checks" (status
-// rejected:input_matters or rejected:ablation, tools/synth_refilter.py), "not_measured"
-// (serve_unmeasured false).
+// evaluation's denominator leaves out.
 struct LeftOut {
-  std::string source, stage, reason;
+  std::string source;
+  LeftOutStage stage = LeftOutStage::gpu_stage;
+  std::string reason;
   size_t rows = 0;
 };
 
@@ -65,7 +71,7 @@ class TaskCatalog {
   void insert(CatalogEntry e);
   void count_import_skips(const std::string& dataset_file, const std::string& source);
   std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
-  std::map<std::tuple<std::string, std::string, std::string>, size_t> left_out_;  // (source, stage, reason)
+  std::map<std::tuple<std::string, LeftOutStage, std::string>, size_t> left_out_;  // (source, stage, reason)
   size_t unmeasured_ = 0, samples_ = 0;
 };
 

@@ -241,8 +241,7 @@ Dataset read_dataset(const std::string& path) {
 bool RowFilter::matches(const DatasetRow& r) const {
   if (!split.empty() && r.split != split) return false;
   if (!source.empty() && r.source != source) return false;
-  if (status.empty() ? r.rejected() : status != "all" && r.status != status && !(status == "rejected" && r.rejected()))
-    return false;
+  if (!status.matches(r.parsed_status())) return false;
   if (min_ops > 0 && r.n_ops < min_ops) return false;
   if (max_ops > 0 && r.n_ops > max_ops) return false;
   if (!ops.empty()) {

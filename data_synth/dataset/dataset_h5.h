@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "data_synth/dataset/row_status.h"
+
 namespace kforge {
 
 struct DatasetRow {
@@ -19,10 +21,12 @@ struct DatasetRow {
   double est_runtime_ms = 0, flops = 0, min_bytes = 0;
   double eager_ms = 0, compile_ms = 0;  // NaN until the GPU baseline stage fills them
   std::string baseline_json;            // "" until then: {"gpu", "torch", "cuda", "method", ...}
-  std::string status = "cpu_ok";        // cpu_ok, then ok or rejected:<filter> after the GPU stages
+  std::string status = "cpu_ok";        // the column's text: cpu_ok, then ok or rejected:<filter> after the GPU stages
 
+  // The status parsed (row_status.h); a spec error naming the row when it is none of those.
+  RowStatus parsed_status() const { return read_status(status, "row '" + id + "'"); }
   // A GPU stage filtered it out: neither `kforge tasks` (without --status) nor the server takes it.
-  bool rejected() const { return status.rfind("rejected", 0) == 0; }
+  bool rejected() const { return parsed_status().rejected(); }
 };
 
 struct Dataset {
@@ -40,9 +44,9 @@ Dataset read_dataset(const std::string& path);
 // Row selection as the `kforge tasks` filters give it; an empty or zero field does not filter.
 struct RowFilter {
   std::string split, source;
-  // Empty: every row a GPU stage did not reject (ok, and cpu_ok where none has run), the rows the
-  // server serves; "all": every row; else exact (cpu_ok, ok, rejected:<filter>), or "rejected" for any.
-  std::string status;
+  // By default every row a GPU stage did not reject (ok, and cpu_ok where none has run), the rows
+  // the server serves; StatusFilter::parse reads --status (all, rejected, or one status exactly).
+  StatusFilter status;
   std::vector<std::string> ops;  // every one must be in the task
   int min_ops = 0, max_ops = 0;
   bool matches(const DatasetRow& r) const;

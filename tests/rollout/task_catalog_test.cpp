@@ -125,7 +125,7 @@ TEST(TaskCatalog, TheShippedConfigsCatalogCountsTheShippedDatasetAlone) {
   ASSERT_GT(input_checks, 0u);
   size_t left_by_checks = 0;  // left out, and said to be the input checks', not the GPU stage's
   for (const auto& l : c.left_out())
-    if (l.stage == "input_checks") left_by_checks += l.rows;
+    if (l.stage == LeftOutStage::input_checks) left_by_checks += l.rows;
   EXPECT_EQ(left_by_checks, input_checks);
   EXPECT_EQ(total(c, query("train")), rows["train"]);
   EXPECT_EQ(total(c, query("heldout")), rows["heldout"]);
@@ -200,7 +200,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   TaskCatalog with_skips;
   with_skips.add_dataset(h5, /*serve_unmeasured=*/false);
   std::vector<std::tuple<std::string, std::string, std::string, size_t>> got;
-  for (const auto& l : with_skips.left_out()) got.emplace_back(l.source, l.stage, l.reason, l.rows);
+  for (const auto& l : with_skips.left_out()) got.emplace_back(l.source, left_out_stage_name(l.stage), l.reason, l.rows);
   const std::vector<std::tuple<std::string, std::string, std::string, size_t>> want = {
       {"imported", "import", "load_error", 1}, {"imported", "import", "stochastic", 2}, {"imported", "import", "unreadable", 1},
       {"synth", "gpu_stage", "compile_mismatch", 1}, {"synth", "not_measured", "", 1}};

@@ -215,10 +215,10 @@ double ms_or_nan(const Json& j, const char* key, const std::string& where) {
 void apply_row(DatasetRow& r, const Json& j, const std::string& where) {
   KFORGE_CHECK(j.value("graph_hash", r.graph_hash) == r.graph_hash, usage,
                where << ": graph_hash " << j.value("graph_hash", "") << " is not task " << r.id << "'s (" << r.graph_hash << ")");
-  std::string status = j.value("status", "");
-  KFORGE_CHECK(status == "ok" || status.rfind("rejected:", 0) == 0, usage,
-               where << ": status is ok or rejected:<reason>, not '" << status << "'");
-  r.status = status;
+  const std::string text = j.value("status", "");
+  const std::optional<RowStatus> status = RowStatus::from_text(text);
+  KFORGE_CHECK(status && status->kind != RowStatus::Kind::cpu_ok, usage, where << ": status is ok or rejected:<reason>, not '" << text << "'");
+  r.status = status->text();
   r.eager_ms = ms_or_nan(j, "eager_ms", where);
   r.compile_ms = ms_or_nan(j, "compile_ms", where);
   if (auto b = j.find("baseline"); b != j.end() && !b->is_null()) {
@@ -226,7 +226,7 @@ void apply_row(DatasetRow& r, const Json& j, const std::string& where) {
     r.baseline_json = b->dump();
   }
   if (auto b = j.find("baselines"); b != j.end() && !b->is_null()) {
-    KFORGE_CHECK(status == "ok", usage, where << ": baselines go only into a task whose status is ok");
+    KFORGE_CHECK(status->kind == RowStatus::Kind::ok, usage, where << ": baselines go only into a task whose status is ok");
     r.spec_yaml = spec_with_baselines(r.spec_yaml, baselines_from_json(*b, where), where);
   }
 }

@@ -70,7 +70,7 @@ std::vector<Item> read_items(const SensitivityArgs& a) {
   }
   Dataset d = read_dataset(a.source);
   RowFilter f;
-  f.status = a.status;
+  f.status = StatusFilter::parse(a.status);
   for (const auto& r : d.rows)
     if (f.matches(r)) items.push_back({r.id, a.source + ":" + r.id, r.spec_yaml, r.ops, r.dtype});
   return items;

@@ -151,15 +151,12 @@ std::vector<const DatasetRow*> select(const Dataset& d, const TasksArgs& a) {
   RowFilter f;
   f.split = a.split;
   f.source = a.source;
-  f.status = a.status;
   f.min_ops = a.min_ops;
   f.max_ops = a.max_ops;
   KFORGE_CHECK(a.split.empty() || a.split == "train" || a.split == "heldout", usage, "--split is train or heldout, not '" << a.split << "'");
   KFORGE_CHECK(a.source.empty() || task_source_from_name(a.source), usage,
                "--source is one of " << task_source_names() << ", not '" << a.source << "'");
-  KFORGE_CHECK(a.status.empty() || a.status == "all" || a.status == "cpu_ok" || a.status == "ok" || a.status == "rejected" ||
-                   a.status.rfind("rejected:", 0) == 0,
-               usage, "--status is all, cpu_ok, ok, rejected or rejected:<filter>, not '" << a.status << "'");
+  f.status = StatusFilter::parse(a.status);
   KFORGE_CHECK(a.min_ops >= 0 && a.max_ops >= 0, usage, "--min-ops and --max-ops must be >= 0");
   std::stringstream ss(a.ops);
   std::string item;

@@ -349,22 +349,22 @@ TEST(Dataset, Hdf5RoundTripKeepsEveryColumn) {
   back.rows[1].status = "ok";
   back.rows[2].status = "rejected:eager_runtime_window";
   RowFilter st;
-  st.status = "ok";
+  st.status = StatusFilter::parse("ok");
   EXPECT_FALSE(st.matches(back.rows[0]));
   EXPECT_TRUE(st.matches(back.rows[1]));
-  st.status = "rejected";
+  st.status = StatusFilter::parse("rejected");
   EXPECT_FALSE(st.matches(back.rows[1]));
   EXPECT_TRUE(st.matches(back.rows[2]));
-  st.status = "rejected:torch_compile_build";
+  st.status = StatusFilter::parse("rejected:torch_compile_build");
   EXPECT_FALSE(st.matches(back.rows[2]));
-  st.status = "cpu_ok";
+  st.status = StatusFilter::parse("cpu_ok");
   EXPECT_TRUE(st.matches(back.rows[0]));
   // Without --status a rejected row is left out (what the server serves); "all" takes every row.
   RowFilter none;
   EXPECT_TRUE(none.matches(back.rows[0]));
   EXPECT_TRUE(none.matches(back.rows[1]));
   EXPECT_FALSE(none.matches(back.rows[2]));
-  st.status = "all";
+  st.status = StatusFilter::parse("all");
   for (const auto& r : back.rows) EXPECT_TRUE(st.matches(r));
   // Not a dataset: an io error naming the file.
   std::ofstream(dir / "junk.h5") << "junk";
