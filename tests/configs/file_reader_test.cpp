@@ -6,40 +6,32 @@
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+
+#include "tests/test_paths.h"
 
 using namespace kforge;
 namespace fs = std::filesystem;
 
 namespace {
 
-class FileReader : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kforge_file_reader_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const char* name, const std::string& text) const {
-    std::string p = (dir_ / name).string();
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-  fs::path dir_;
-};
+// A file of this suite's temporary folder holding `text`.
+std::string write(const char* name, const std::string& text) {
+  std::string p = kforge::testing::temp_path("kforge_file_reader", name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
 
 }  // namespace
 
-TEST_F(FileReader, ReadsAFileWholeBytesAsTheyAre) {
+TEST(FileReader, ReadsAFileWholeBytesAsTheyAre) {
   const std::string text("a: 1\r\n\0b\xff", 9);
   EXPECT_EQ(read_file(write("x.yaml", text)), text);
   EXPECT_EQ(read_file(write("empty.yaml", ""), "the config"), "");
 }
 
-TEST_F(FileReader, AMissingFileIsAFileErrorNamingWhatAndThePath) {
-  const std::string p = (dir_ / "task.yaml").string();
+TEST(FileReader, AMissingFileIsAFileErrorNamingWhatAndThePath) {
+  const std::string p = kforge::testing::temp_path("kforge_file_reader", "task.yaml");
   try {
     read_file(p, "the task file");
     FAIL();
@@ -50,7 +42,7 @@ TEST_F(FileReader, AMissingFileIsAFileErrorNamingWhatAndThePath) {
   }
 }
 
-TEST_F(FileReader, ARelativePathThatCannotBeOpenedNamesTheFullPathTried) {
+TEST(FileReader, ARelativePathThatCannotBeOpenedNamesTheFullPathTried) {
   try {
     read_file("no/such/kforge.yaml");
     FAIL();
@@ -60,16 +52,17 @@ TEST_F(FileReader, ARelativePathThatCannotBeOpenedNamesTheFullPathTried) {
   }
 }
 
-TEST_F(FileReader, ADirectoryIsAFileError) {
+TEST(FileReader, ADirectoryIsAFileError) {
+  const std::string dir = fs::path(kforge::testing::temp_path("kforge_file_reader", "x")).parent_path().string();
   try {
-    read_file(dir_.string(), "the task file");
+    read_file(dir, "the task file");
     FAIL();
   } catch (const FileError& e) {
-    EXPECT_EQ(std::string(e.what()), dir_.string() + ": cannot read the task file: it is a directory");
+    EXPECT_EQ(std::string(e.what()), dir + ": cannot read the task file: it is a directory");
   }
 }
 
-TEST_F(FileReader, AFileOverItsLimitIsAnErrorOfTheLimitsKind) {
+TEST(FileReader, AFileOverItsLimitIsAnErrorOfTheLimitsKind) {
   const std::string p = write("launch.yaml", std::string(11, 'x'));
   EXPECT_EQ(read_file(p, "the launch plan", {11, ErrorKind::spec}), std::string(11, 'x'));
   try {
@@ -83,13 +76,14 @@ TEST_F(FileReader, AFileOverItsLimitIsAnErrorOfTheLimitsKind) {
   }
 }
 
-TEST_F(FileReader, AFileWithoutASizeIsReadToItsEnd) {
+TEST(FileReader, AFileWithoutASizeIsReadToItsEnd) {
   // /proc files report size 0; the reader reads until end of file, not fstat's size.
   EXPECT_NE(read_file("/proc/self/stat").find(')'), std::string::npos);
 }
 
-TEST_F(FileReader, TryReadFileGivesNothingWhenTheFileCannotBeRead) {
-  EXPECT_EQ(try_read_file((dir_ / "missing").string()), std::nullopt);
-  EXPECT_EQ(try_read_file(dir_.string()), std::nullopt);
+TEST(FileReader, TryReadFileGivesNothingWhenTheFileCannotBeRead) {
+  const std::string missing = kforge::testing::temp_path("kforge_file_reader", "missing");
+  EXPECT_EQ(try_read_file(missing), std::nullopt);
+  EXPECT_EQ(try_read_file(fs::path(missing).parent_path().string()), std::nullopt);
   EXPECT_EQ(try_read_file(write("cache.bin", "entry")), std::optional<std::string>("entry"));
 }
