@@ -102,6 +102,9 @@ class FusedCounts:
     --no-fused-checks turns it off. TRITON_INTERPRET=1 runs the same kernel on the CPU (the tests)."""
 
     BLOCK = 2048
+    # The self-check's lengths: one element, a few, one block, several blocks with a ragged end, and
+    # many blocks (49).
+    SIZES = (1, 7, BLOCK, 3 * BLOCK + 5, 100003)
 
     def __init__(self):
         self.enabled = True
@@ -177,7 +180,7 @@ class FusedCounts:
                 self._build()
             g = torch.Generator(device="cpu").manual_seed(20261130)
             for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
-                for n in (1, 7, self.BLOCK, 3 * self.BLOCK + 5, 100003):
+                for n in self.SIZES:
                     x = (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dtype)
                     y = (x.double() + torch.randn(n, generator=g, dtype=torch.float64) * 1e-3).to(dtype)
                     if n > 10:
