@@ -1,6 +1,9 @@
 """asyncio client: many concurrent requests (and episodes) over one DEALER socket, matched by request id."""
+from __future__ import annotations
+
 import asyncio
 import itertools
+from typing import Any, Self
 
 import zmq
 import zmq.asyncio
@@ -25,7 +28,7 @@ class AsyncClient:
     """
 
     def __init__(self, endpoint, timeout=300.0, retries=5, backoff=0.2, max_backoff=5.0, busy_timeout=10.0,
-                 busy_retries=None):
+                 busy_retries=None) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
         self.retries = retries
@@ -41,14 +44,14 @@ class AsyncClient:
         self._generation = 0
         self.reconnects = 0
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Self:
         self.connect()
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc) -> None:
         await self.aclose()
 
-    def connect(self):
+    def connect(self) -> None:
         if self._sock is not None:
             self._sock.close(linger=0)
         if self._reader is not None:
@@ -68,7 +71,7 @@ class AsyncClient:
         self._sock = s
         self._reader = asyncio.ensure_future(self._read(s))
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
@@ -92,7 +95,7 @@ class AsyncClient:
         except (asyncio.CancelledError, zmq.ZMQError):
             pass
 
-    async def call(self, method, timeout=None, busy_timeout=None, **params):
+    async def call(self, method, timeout=None, busy_timeout=None, **params) -> dict[str, Any]:
         """One request: the ``ok`` payload, or ``KforgeError``/``ServerUnavailable`` within ``timeout`` s."""
         payload = pack(params)
         budget = CallBudget(self, method, timeout, busy_timeout)
@@ -120,7 +123,7 @@ class AsyncClient:
                 raise err
             await asyncio.sleep(budget.busy(err))  # raises the busy error once busy_timeout is spent
 
-    async def wait_ready(self, timeout=30.0):
+    async def wait_ready(self, timeout=30.0) -> dict[str, Any]:
         """Polls ``health`` until the server answers; its health, or ``ServerUnavailable`` within ``timeout`` s."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -132,16 +135,16 @@ class AsyncClient:
                     raise ServerUnavailable(f"no kforge server answered health at {self.endpoint} within "
                                             f"{timeout:g} s (is `kforge serve` running with this --bind?)") from e
 
-    async def health(self, timeout=None):
+    async def health(self, timeout=None) -> dict[str, Any]:
         return await self.call("health", timeout=timeout)
 
-    async def tools(self, timeout=None):
+    async def tools(self, timeout=None) -> list[dict[str, Any]]:
         return (await self.call("tools", timeout=timeout))["tools"]
 
-    async def tasks(self, timeout=None, **filters):
+    async def tasks(self, timeout=None, **filters) -> dict[str, Any]:
         return await self.call("tasks", timeout=timeout, **filters)
 
-    async def reset(self, task, seed=None, options=None, timeout=None):
+    async def reset(self, task, seed=None, options=None, timeout=None) -> AsyncEpisode:
         r = await self.call("reset", timeout=timeout, task=task, seed=seed, options=options)
         return AsyncEpisode(self, r["episode"], r["observation"], r["info"])
 
@@ -149,22 +152,22 @@ class AsyncClient:
 class AsyncEpisode:
     """One open episode: ``await step(action) -> (observation, reward, terminated, truncated, info)``."""
 
-    def __init__(self, client, episode, observation, info):
+    def __init__(self, client, episode, observation, info) -> None:
         self.client = client
         self.id = episode
         self.observation = observation
         self.info = info
         self.done = False
 
-    async def step(self, action):
+    async def step(self, action) -> tuple[str, float, bool, bool, dict[str, Any]]:
         r = await self.client.call("step", episode=self.id, action=action)
         self.done = r["terminated"] or r["truncated"]
         return r["observation"], r["reward"], r["terminated"], r["truncated"], r["info"]
 
-    async def cancel(self):
+    async def cancel(self) -> dict[str, Any]:
         return await self.client.call("cancel", episode=self.id)
 
-    async def close(self):
+    async def close(self) -> dict[str, Any] | None:
         try:
             return await self.client.call("close", episode=self.id)
         except KforgeError as e:

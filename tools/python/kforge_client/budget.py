@@ -17,7 +17,7 @@ RETRY_MARGIN_S = 0.05
 class CallBudget:
     """Deadlines and counters of one call; ``lost()`` and ``busy()`` return how long to sleep or raise."""
 
-    def __init__(self, client, method, timeout, busy_timeout):
+    def __init__(self, client, method, timeout, busy_timeout) -> None:
         self.client = client
         self.method = method
         self.timeout = client.timeout if timeout is None else float(timeout)
@@ -30,10 +30,10 @@ class CallBudget:
         self.busy_replies = 0
         self.delay = client.backoff
 
-    def left(self):
+    def left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
-    def attempt_timeout(self):
+    def attempt_timeout(self) -> float:
         """How long the next attempt waits for its reply: what is left, shared among the resends an
         idempotent request may still make."""
         self.attempts += 1
@@ -43,7 +43,7 @@ class CallBudget:
         resends_left = max(0, self.client.retries - (self.attempts - 1))
         return min(left, max(MIN_ATTEMPT_S, left / (resends_left + 1)))
 
-    def lost(self):
+    def lost(self) -> float:
         """No reply to the last attempt: the backoff before resending, or ``ServerUnavailable``."""
         left = self.left()
         if not self.idempotent or self.attempts > self.client.retries or left <= 0:
@@ -56,7 +56,7 @@ class CallBudget:
         self.delay = min(self.delay * 2, self.client.max_backoff)
         return sleep
 
-    def busy(self, err):
+    def busy(self, err) -> float:
         """A ``busy`` reply: the sleep before retrying, or the error itself once busy_timeout, busy_retries
         or the call's timeout is spent."""
         self.busy_replies += 1

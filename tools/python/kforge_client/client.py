@@ -1,6 +1,7 @@
 """Synchronous client: one DEALER socket, one request at a time."""
 import itertools
 import time
+from typing import Any, Self
 
 import msgpack
 import zmq
@@ -9,11 +10,11 @@ from .budget import CallBudget
 from .errors import KforgeError, ServerUnavailable
 
 
-def pack(params):
+def pack(params) -> bytes:
     return msgpack.packb({"v": 1, **{k: v for k, v in params.items() if v is not None}}, use_bin_type=True)
 
 
-def unpack(payload):
+def unpack(payload) -> Any:
     return msgpack.unpackb(payload, raw=False, strict_map_key=True)
 
 
@@ -34,7 +35,7 @@ class Client:
     """
 
     def __init__(self, endpoint, timeout=120.0, retries=5, backoff=0.2, max_backoff=5.0, busy_timeout=10.0,
-                 busy_retries=None, context=None):
+                 busy_retries=None, context=None) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
         self.retries = retries
@@ -58,15 +59,15 @@ class Client:
         s.connect(self.endpoint)
         self._sock = s
 
-    def close(self):
+    def close(self) -> None:
         if self._sock is not None:
             self._sock.close(linger=0)
             self._sock = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
 
     def _once(self, method, payload, timeout):
@@ -82,7 +83,7 @@ class Client:
                 return frames[1], unpack(frames[2])
             # A late reply to a request given up on: ignore it.
 
-    def call(self, method, timeout=None, busy_timeout=None, **params):
+    def call(self, method, timeout=None, busy_timeout=None, **params) -> dict[str, Any]:
         """Sends one request; returns the ``ok`` payload or raises ``KforgeError``/``ServerUnavailable``
         within ``timeout`` seconds (the client's when None)."""
         payload = pack(params)
@@ -102,7 +103,7 @@ class Client:
                 raise err
             time.sleep(budget.busy(err))  # raises the busy error once busy_timeout is spent
 
-    def wait_ready(self, timeout=30.0):
+    def wait_ready(self, timeout=30.0) -> dict[str, Any]:
         """Polls ``health`` until the server answers (e.g. right after starting it); returns its
         health, or raises ``ServerUnavailable`` within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -116,23 +117,23 @@ class Client:
                                             f"{timeout:g} s (is `kforge serve` running with this --bind?)") from e
 
     # Convenience wrappers (timeout: this call's bound, the client's when None).
-    def health(self, timeout=None):
+    def health(self, timeout=None) -> dict[str, Any]:
         return self.call("health", timeout=timeout)
 
-    def tools(self, timeout=None):
+    def tools(self, timeout=None) -> list[dict[str, Any]]:
         return self.call("tools", timeout=timeout)["tools"]
 
-    def tasks(self, split=None, source=None, ops=None, limit=None, offset=None, timeout=None):
+    def tasks(self, split=None, source=None, ops=None, limit=None, offset=None, timeout=None) -> dict[str, Any]:
         return self.call("tasks", timeout=timeout, split=split, source=source, ops=ops, limit=limit, offset=offset)
 
-    def reset(self, task, seed=None, options=None, timeout=None):
+    def reset(self, task, seed=None, options=None, timeout=None) -> dict[str, Any]:
         return self.call("reset", timeout=timeout, task=task, seed=seed, options=options)
 
-    def step(self, episode, action, timeout=None):
+    def step(self, episode, action, timeout=None) -> dict[str, Any]:
         return self.call("step", timeout=timeout, episode=episode, action=action)
 
-    def close_episode(self, episode, timeout=None):
+    def close_episode(self, episode, timeout=None) -> dict[str, Any]:
         return self.call("close", timeout=timeout, episode=episode)
 
-    def cancel(self, episode, timeout=None):
+    def cancel(self, episode, timeout=None) -> dict[str, Any]:
         return self.call("cancel", timeout=timeout, episode=episode)

@@ -1,4 +1,6 @@
 """A Gymnasium-style environment over the server (one episode at a time)."""
+from typing import Any, Self
+
 from .client import Client
 from .errors import KforgeError, ServerUnavailable
 
@@ -18,7 +20,7 @@ class KernelEnv:
 
     metadata = {"render_modes": []}
 
-    def __init__(self, endpoint_or_client, task=None, check_timeout=10.0, **client_kwargs):
+    def __init__(self, endpoint_or_client, task=None, check_timeout=10.0, **client_kwargs) -> None:
         self.client = endpoint_or_client if isinstance(endpoint_or_client, Client) else Client(endpoint_or_client,
                                                                                            **client_kwargs)
         self._own_client = not isinstance(endpoint_or_client, Client)
@@ -46,7 +48,7 @@ class KernelEnv:
                                                f"down and takes no new episodes")
         return health
 
-    def reset(self, seed=None, options=None):
+    def reset(self, seed=None, options=None) -> tuple[str, dict[str, Any]]:
         options = dict(options or {})
         self.task = options.pop("task", self.task)
         if self.task is None:
@@ -57,7 +59,7 @@ class KernelEnv:
         self.tools = r["info"].get("tools")
         return r["observation"], r["info"]
 
-    def step(self, action):
+    def step(self, action) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.episode is None:
             raise RuntimeError("call reset() before step()")
         r = self.client.step(self.episode, action)
@@ -72,13 +74,13 @@ class KernelEnv:
                     raise
             self.episode = None
 
-    def close(self):
+    def close(self) -> None:
         self._close_episode()
         if self._own_client:
             self.client.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()

@@ -1,10 +1,11 @@
 """Errors the server sends back as data (rollout/PROTOCOL.md, Errors)."""
+from typing import Self
 
 
 class KforgeError(Exception):
     """An error reply: ``kind`` is what to branch on, ``message`` is for people."""
 
-    def __init__(self, kind, message, field=None, retry_after=None, payload=None):
+    def __init__(self, kind, message, field=None, retry_after=None, payload=None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
@@ -13,7 +14,7 @@ class KforgeError(Exception):
         self.payload = payload or {}
 
     @classmethod
-    def from_payload(cls, payload):
+    def from_payload(cls, payload) -> Self:
         return cls(payload.get("kind", "internal"), payload.get("message", ""), payload.get("field"),
                    payload.get("retry_after"), payload)
 

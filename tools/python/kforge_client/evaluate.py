@@ -36,6 +36,7 @@ import re
 import sys
 import threading
 import time
+from typing import Any
 
 from .adapters.openai_eval import ChatEvaluator, StepError, http_url
 from .client import Client
@@ -43,7 +44,7 @@ from .errors import ServerUnavailable
 from .report.rows import read_jsonl
 
 
-def task_names(client, split=None, tasks=None, limit=None):
+def task_names(client, split=None, tasks=None, limit=None) -> list[str]:
     """The tasks to play: the given names, or every task of the split (in the server's order)."""
     if tasks:
         names = list(tasks)
@@ -52,7 +53,7 @@ def task_names(client, split=None, tasks=None, limit=None):
     return names[:limit] if limit else names
 
 
-def listing(client, **query):
+def listing(client, **query) -> list[dict[str, Any]]:
     """Every task of the server's `tasks` listing that matches the query, page by page."""
     out, offset = [], 0
     while True:
@@ -63,7 +64,7 @@ def listing(client, **query):
         offset = page["next_offset"]
 
 
-def task_facts(client, names):
+def task_facts(client, names) -> dict[str, dict[str, Any]]:
     """{name: what the server's listing says of it} for the report: split, source, dtype, operator
     count, KernelBench level and tolerance profile (imported tasks carry them), the stored baselines.
     The samples are listed only when asked for by source, so both listings are read."""
@@ -84,13 +85,13 @@ STEP_ERROR = "step_error"  # the termination_reason of an episode that a step's 
 TOLERANCE = re.compile(r"Tolerance: atol = ([-+0-9.eE]+), rtol = ([-+0-9.eE]+)")
 
 
-def prompt_tolerance(prompt):
+def prompt_tolerance(prompt) -> dict[str, float] | None:
     """The task's tolerance as its prompt states it (configs/prompt/kernel.md), or None."""
     m = TOLERANCE.search(prompt or "")
     return {"atol": float(m.group(1)), "rtol": float(m.group(2))} if m else None
 
 
-def judge_facts(info):
+def judge_facts(info) -> dict[str, Any]:
     """Where and how the final step was judged: the evaluation report's device and timing method
     (env/judge/EVAL_REPORT.md), and the candidate's times and speedups of the reward's evidence."""
     info = info or {}
@@ -113,13 +114,13 @@ def judge_facts(info):
     return out
 
 
-def read_rows(path):
+def read_rows(path) -> list[dict[str, Any]]:
     """The file's complete episode lines (the report's reader, kforge_client.report.rows); none yet
     when it does not exist."""
     return read_jsonl(path) if os.path.exists(path) else []
 
 
-def summarize(rows):
+def summarize(rows) -> dict[str, Any]:
     """Over the episodes played (one per task and seed, the last line wins); errors: the episodes
     with only error lines. An episode that a step's error reply ended (termination_reason
     step_error, no reward) is played: it counts in every share as a failure, and the mean reward
@@ -157,7 +158,7 @@ def summarize(rows):
     return out
 
 
-def summary_table(s):
+def summary_table(s) -> str:
     lines = [f"episodes {s['episodes']} over {s['tasks']} task(s); {s['errors']} could not be played"]
     if s.get("step_errors"):
         lines.append(f"{s['step_errors']} ended by the server's error reply to a step (counted as failures, "
@@ -181,7 +182,7 @@ def summary_table(s):
     return "\n".join(lines)
 
 
-def parse_args(argv):
+def parse_args(argv) -> argparse.Namespace:
     """The flags, checked: every usage error exits 2 with argparse's message."""
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--server", required=True, help="the kforge server's endpoint (tcp://HOST:PORT or ipc://PATH)")
@@ -245,7 +246,7 @@ def parse_args(argv):
     return a
 
 
-def plan(c, a):
+def plan(c, a) -> tuple[list[str], dict[str, dict[str, Any]], str | None]:
     """(names, facts, problem): the tasks to play and what the listing says of them, or why none."""
     if a.task_list is not None:
         names = list(dict.fromkeys(a.task_list))[:a.limit]
@@ -266,7 +267,7 @@ def plan(c, a):
     return names, facts, None
 
 
-def what_is_played(a, names, facts):
+def what_is_played(a, names, facts) -> str:
     """One line: the split (or the named tasks and their splits) and the count."""
     splits = collections.Counter(str(facts.get(n, {}).get("split")) for n in names)
     per_split = ", ".join(f"{k} {v}" for k, v in sorted(splits.items()))
@@ -275,7 +276,7 @@ def what_is_played(a, names, facts):
     return f"split {a.split}: {len(names)} task(s)" + (f" (--limit {a.limit})" if a.limit else "")
 
 
-def record(a, row, lock, progress):
+def record(a, row, lock, progress) -> None:
     """Appends one episode's line and prints its progress line."""
     with lock:
         with open(a.out, "a") as f:
@@ -293,7 +294,7 @@ def record(a, row, lock, progress):
               f"episodes/min, ~{left / 60:.1f} min left", file=sys.stderr, flush=True)
 
 
-def play_all(a, jobs, facts, server, no_gpu, system):
+def play_all(a, jobs, facts, server, no_gpu, system) -> None:
     """Plays the jobs, `a.concurrency` at once, a line per episode into a.out."""
     options = {"max_turns": a.max_turns} if a.max_turns else None
     local = threading.local()
@@ -338,7 +339,7 @@ def play_all(a, jobs, facts, server, no_gpu, system):
             client.close()
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     a = parse_args(argv)
     system = None
     if a.system_prompt:
