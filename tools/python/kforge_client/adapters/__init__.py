@@ -10,7 +10,7 @@ from .openai_eval import ChatEndpointError, ChatEvaluator, EpisodeResult, StepEr
 _LAZY = {"KforgeTool": "verl_tool", "KforgeEnv": "verifiers_env"}
 
 
-def __getattr__(name):
+def __getattr__(name) -> type:
     if name in _LAZY:
         import importlib
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

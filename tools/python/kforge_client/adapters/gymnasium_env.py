@@ -17,6 +17,7 @@ environment ``nondeterministic``: a step's info carries wall-clock times, the ep
 measurements, which no seed fixes (tools/python/docs/gymnasium.md, check_env).
 """
 import string
+from typing import Any
 
 import gymnasium
 from gymnasium import logger
@@ -50,10 +51,10 @@ class AnyText(Text):
     and it still refuses emoji). Not flattenable to a fixed-size array (``is_np_flattenable`` False).
     """
 
-    def __init__(self, max_length, *, min_length=0, seed=None):
+    def __init__(self, max_length, *, min_length=0, seed=None) -> None:
         super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
 
-    def contains(self, x):
+    def contains(self, x) -> bool:
         if not isinstance(x, str) or not self.min_length <= len(x) <= self.max_length:
             return False
         if x.isascii():
@@ -65,19 +66,19 @@ class AnyText(Text):
         return True
 
     @property
-    def is_np_flattenable(self):
+    def is_np_flattenable(self) -> bool:
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"AnyText({self.min_length}, {self.max_length})"
 
-    def __eq__(self, other):
+    def __eq__(self, other) -> bool:
         return isinstance(other, AnyText) and (self.min_length, self.max_length) == (other.min_length, other.max_length)
 
     __hash__ = None
 
 
-def draw_episode_seed(rng):
+def draw_episode_seed(rng) -> int:
     """An episode seed for the server (``[0, 2^63)``) from a Gymnasium generator."""
     return int(rng.integers(0, 2 ** 63))
 
@@ -101,7 +102,7 @@ class KernelGymEnv(KernelEnv, gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, endpoint=None, task=None, render_mode=None, max_observation_chars=None, max_action_chars=None,
-                 check_timeout=10.0, **client_kwargs):
+                 check_timeout=10.0, **client_kwargs) -> None:
         if endpoint is None:
             raise ValueError(f"{ENV_ID}: pass endpoint= (a kforge serve endpoint such as tcp://127.0.0.1:5555, "
                              f"or a kforge_client.Client)")
@@ -114,19 +115,19 @@ class KernelGymEnv(KernelEnv, gymnasium.Env):
         self._warned_long = False
         KernelEnv.__init__(self, endpoint, task=task, check_timeout=check_timeout, **client_kwargs)
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed=None, options=None) -> tuple[str, dict[str, Any]]:
         gymnasium.Env.reset(self, seed=seed)
         episode_seed = draw_episode_seed(self.np_random) if seed is None else int(seed)
         observation, info = KernelEnv.reset(self, seed=episode_seed, options=options)
         self._check_length(observation)
         return observation, info
 
-    def step(self, action):
+    def step(self, action) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = KernelEnv.step(self, action)
         self._check_length(observation)
         return observation, float(reward), bool(terminated), bool(truncated), info
 
-    def render(self):
+    def render(self) -> None:
         return None
 
     def _check_length(self, observation):
@@ -137,7 +138,7 @@ class KernelGymEnv(KernelEnv, gymnasium.Env):
                         f"observation_max_chars exceed it; pass max_observation_chars=")
 
 
-def register():
+def register() -> None:
     """Registers ``kforge/Kernel-v0`` with its vector entry point (idempotent)."""
     if ENV_ID not in gymnasium.registry:
         gymnasium.register(id=ENV_ID, entry_point="kforge_client.adapters.gymnasium_env:KernelGymEnv",

@@ -28,6 +28,7 @@ then the first error is raised and ``last_errors`` maps each failed index to its
 results of that call are lost, so ``reset()`` (all, or the failed ones by ``reset_mask``).
 """
 import asyncio
+from typing import Any
 
 import numpy as np
 from gymnasium.utils import seeding
@@ -44,7 +45,7 @@ class KernelVectorEnv(VectorEnv):
 
     def __init__(self, num_envs, endpoint=None, task=None, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_observation_chars=None, max_action_chars=None, render_mode=None, check_timeout=10.0,
-                 **client_kwargs):
+                 **client_kwargs) -> None:
         if endpoint is None:
             raise ValueError(f"{ENV_ID} (vector): pass endpoint= (a kforge serve endpoint)")
         if render_mode is not None:
@@ -92,7 +93,7 @@ class KernelVectorEnv(VectorEnv):
         if check_timeout:
             self.server_health = await self.client.wait_ready(timeout=check_timeout)
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed=None, options=None) -> tuple[tuple[str, ...], dict[str, Any]]:
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         mask = np.ones(self.num_envs, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
@@ -134,7 +135,7 @@ class KernelVectorEnv(VectorEnv):
         if episode is not None:
             await episode.close()
 
-    def step(self, actions):
+    def step(self, actions) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         actions = list(actions)
         if len(actions) != self.num_envs:
             raise ValueError(f"{len(actions)} actions for {self.num_envs} sub-environments")
@@ -167,7 +168,7 @@ class KernelVectorEnv(VectorEnv):
             info = {**info, "final_obs": final_obs, "final_info": final_info}
         return obs, float(reward), bool(terminated), bool(truncated), info
 
-    def close_extras(self, **kwargs):
+    def close_extras(self, **kwargs) -> None:
         if self._loop.is_closed():
             return
         try:

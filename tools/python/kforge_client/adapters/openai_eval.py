@@ -24,7 +24,7 @@ EXCERPT = 300  # characters of an endpoint's reply shown in an error
 class ChatEndpointError(ConnectionError):
     """The chat endpoint failed: its URL, the HTTP status (None: no reply) and an excerpt of the body."""
 
-    def __init__(self, url, status, detail):
+    def __init__(self, url, status, detail) -> None:
         super().__init__(f"{url}: " + (f"HTTP {status}: " if status is not None else "") + detail)
         self.url, self.status = url, status
 
@@ -33,18 +33,18 @@ class StepError(Exception):
     """The server answered one of the episode's steps with an error: the episode ended there, after
     `turns` turns. `error` is the KforgeError."""
 
-    def __init__(self, error, turns):
+    def __init__(self, error, turns) -> None:
         super().__init__(f"step {turns + 1} failed: {error}")
         self.error, self.turns = error, turns
 
 
-def excerpt(body):
+def excerpt(body) -> str:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
     text = " ".join(text.split())
     return repr(text[:EXCERPT] + ("..." if len(text) > EXCERPT else ""))
 
 
-def http_url(url):
+def http_url(url) -> str:
     """The URL if it is http(s) with a host; ValueError otherwise (file://, ftp://, a bare path)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -65,7 +65,7 @@ class EpisodeResult:
 
 
 class ChatEvaluator:
-    def __init__(self, chat_url, model, client, api_key=None, temperature=0.0, max_tokens=4096, http_timeout=600.0):
+    def __init__(self, chat_url, model, client, api_key=None, temperature=0.0, max_tokens=4096, http_timeout=600.0) -> None:
         self.chat_url = http_url(chat_url).rstrip("/")
         if not self.chat_url.endswith("/chat/completions"):
             self.chat_url += "/chat/completions"
@@ -99,7 +99,7 @@ class ChatEvaluator:
             raise ChatEndpointError(self.chat_url, status, f"the reply's message is not an object: {excerpt(body)}")
         return message
 
-    def run_episode(self, task, seed=None, options=None, system_prompt=None):
+    def run_episode(self, task, seed=None, options=None, system_prompt=None) -> EpisodeResult:
         env = KernelEnv(self.client, task=task)
         obs, info = env.reset(seed=seed, options=options)
         obs_prompt = obs
@@ -147,6 +147,6 @@ class ChatEvaluator:
                 pass
             env.episode = None
 
-    def evaluate(self, tasks, seeds=(0,), options=None):
+    def evaluate(self, tasks, seeds=(0,), options=None) -> list[EpisodeResult]:
         """Every task with every seed; a list of EpisodeResult."""
         return [self.run_episode(t, s, options) for t in tasks for s in seeds]

@@ -25,6 +25,8 @@ as one message (none once done), the step's reward (0 until the episode ends; th
 tier), ``done`` (terminated or truncated) and ``metadata`` (the server's info: report, reward
 evidence; and the last observation once done).
 """
+from typing import Any
+
 import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
@@ -52,7 +54,7 @@ def _config(env_config):
 class KforgeTextEnv(BaseTextEnv):
     """One kforge episode per environment object (see the module docstring)."""
 
-    def __init__(self, env_config=None, extras=None):
+    def __init__(self, env_config=None, extras=None) -> None:
         super().__init__()
         self.config = _config(env_config)
         extras = dict(extras or {})
@@ -71,7 +73,7 @@ class KforgeTextEnv(BaseTextEnv):
         self.done = False
         self.error = None
 
-    def init(self, prompt=None):
+    def init(self, prompt=None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if self.client is not None:
             raise RuntimeError("kforge: init() once per environment; SkyRL makes a new one per trajectory")
         self.client = Client(self.config["endpoint"], timeout=float(self.config["timeout"]),
@@ -89,7 +91,7 @@ class KforgeTextEnv(BaseTextEnv):
         messages.append({"role": "user", "content": r["observation"]})
         return messages, dict(self.info)
 
-    def step(self, action):
+    def step(self, action) -> BaseTextEnvStepOutput:
         if self.episode is None:
             raise RuntimeError("kforge: call init() before step()")
         if self.done:
@@ -123,7 +125,7 @@ class KforgeTextEnv(BaseTextEnv):
         self.episode_reward += reward
         return BaseTextEnvStepOutput(observations=[], reward=reward, done=True, metadata={"kforge_error": self.error})
 
-    def get_metrics(self):
+    def get_metrics(self) -> dict[str, float]:
         info = self.info or {}
         reward_info = info.get("reward") or {}
         speedup = ((reward_info.get("eager") or {}).get("speedup") or {}).get("point")
@@ -135,7 +137,7 @@ class KforgeTextEnv(BaseTextEnv):
             metrics["speedup_eager"] = float(speedup)
         return metrics
 
-    def close(self):
+    def close(self) -> None:
         episode, self.episode = self.episode, None
         client, self.client = self.client, None
         if client is None:
@@ -149,7 +151,7 @@ class KforgeTextEnv(BaseTextEnv):
             client.close()
 
 
-def register():
+def register() -> None:
     """Registers ``kforge`` with skyrl_gym (idempotent)."""
     if ENV_ID not in skyrl_gym.registry:
         skyrl_gym.register(id=ENV_ID, entry_point="kforge_client.adapters.skyrl_env:KforgeTextEnv")

@@ -45,7 +45,7 @@ class KforgeEnv(vf.MultiTurnEnv):
     timeout=300.0, busy_timeout=10.0, **MultiTurnEnv kwargs)``: a dataset row per (task, seed)."""
 
     def __init__(self, endpoint, tasks, seeds=(None,), options=None, max_turns=None,
-                 unfinished_reward=UNFINISHED_REWARD, timeout=300.0, busy_timeout=10.0, **kwargs):
+                 unfinished_reward=UNFINISHED_REWARD, timeout=300.0, busy_timeout=10.0, **kwargs) -> None:
         self.endpoint = endpoint
         self.options = dict(options or {})
         if max_turns is not None:
@@ -75,7 +75,7 @@ class KforgeEnv(vf.MultiTurnEnv):
                                               busy_timeout=self.client_busy_timeout)
         return self._clients[loop]
 
-    async def setup_state(self, state, **kwargs):
+    async def setup_state(self, state, **kwargs) -> vf.State:
         info = state["info"]
         task, seed = info["kforge_task"], info.get("kforge_seed")  # info["task"] means something else to verifiers
         facts = state["kforge"] = {"episode": None, "task": task, "seed": seed, "turn": 0,
@@ -117,7 +117,7 @@ class KforgeEnv(vf.MultiTurnEnv):
             facts["reward"] = info.get("reward")
         return obs, facts["done"]
 
-    async def env_response(self, messages, state, **kwargs):
+    async def env_response(self, messages, state, **kwargs) -> vf.Messages:
         last = messages[-1]
         calls = getattr(last, "tool_calls", None) or []
         if not calls:
@@ -137,7 +137,7 @@ class KforgeEnv(vf.MultiTurnEnv):
         return out
 
     @vf.cleanup
-    async def close_episode(self, state):
+    async def close_episode(self, state) -> None:
         ep = self._episodes.pop(state.get("trajectory_id"), None)
         if ep is not None:
             try:
@@ -150,7 +150,7 @@ class KforgeRubric(vf.Rubric):
     """Reward: the kforge episode's (``unfinished_reward`` when it did not end in kforge); metrics:
     ``kforge_turns``, ``kforge_finished``, ``kforge_speedup`` (over eager, 0 when not timed)."""
 
-    def __init__(self, unfinished_reward=UNFINISHED_REWARD, **kwargs):
+    def __init__(self, unfinished_reward=UNFINISHED_REWARD, **kwargs) -> None:
         super().__init__(**kwargs)
         self.unfinished_reward = float(unfinished_reward)
         self.add_reward_func(self.kforge_reward)
@@ -177,7 +177,7 @@ class KforgeRubric(vf.Rubric):
 
 
 def load_environment(endpoint="tcp://127.0.0.1:5555", tasks=None, split="train", limit=None, seeds=(None,),
-                     options=None, max_turns=None, **kwargs):
+                     options=None, max_turns=None, **kwargs) -> KforgeEnv:
     """The verifiers entry: ``tasks`` (names), or the server's tasks of ``split`` (at most ``limit``)."""
     if tasks is None:
         with Client(endpoint) as c:

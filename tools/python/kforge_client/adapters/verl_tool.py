@@ -24,6 +24,7 @@ import asyncio
 import collections
 import time
 import uuid
+from typing import Any
 
 try:
     from verl.tools.base_tool import BaseTool
@@ -48,7 +49,7 @@ ATTR = "_kforge_trajectory"  # where an AgentData keeps its episode
 class _Trajectory:
     """One trajectory's kforge episode, shared by every tool object of the process."""
 
-    def __init__(self, endpoint, params):
+    def __init__(self, endpoint, params) -> None:
         self.endpoint = endpoint
         self.params = params
         self.lock = asyncio.Lock()
@@ -82,7 +83,7 @@ class KforgeTool(BaseTool):
     ``timeout`` and ``busy_timeout`` of the client (seconds). Unknown keys are an error.
     """
 
-    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema):
+    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema) -> None:
         config = dict(config or {})
         unknown = sorted(set(config) - CONFIG_KEYS)
         if unknown:
@@ -185,14 +186,14 @@ class KforgeTool(BaseTool):
                     pass  # lost already: nothing left to close
 
 
-def episode_facts(instance_id):
+def episode_facts(instance_id) -> dict[str, Any] | None:
     """The facts of the episode keyed by ``instance_id`` (the direct lifecycle), or None."""
     t = _TRAJECTORIES.get(instance_id)
     return None if t is None else dict(t.facts, prompt=t.prompt)
 
 
 async def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None,
-                        unfinished_reward=UNFINISHED_REWARD, **kwargs):
+                        unfinished_reward=UNFINISHED_REWARD, **kwargs) -> dict[str, Any]:
     """verl's reward function (``reward.custom_reward_function``, async): the episode's reward and evidence.
 
     Reads ``extra_info["kforge"]`` (written by ``KforgeTool``), closes the episode so its trajectory
@@ -220,7 +221,7 @@ async def compute_score(data_source=None, solution_str=None, ground_truth=None, 
             "turns": facts.get("turn") or 0, "speedup": speedup, "lost": facts.get("lost")}
 
 
-def verl_rows(endpoint, tasks, seeds=(None,), options=None, tool_names=None, data_source="kforge"):
+def verl_rows(endpoint, tasks, seeds=(None,), options=None, tool_names=None, data_source="kforge") -> list[dict[str, Any]]:
     """verl dataset rows, one per (task, seed): the task's prompt as the user message and the
     ``create_kwargs`` of every kforge tool in ``extra_info.tools_kwargs``; ``agent_name: tool_agent``.
 
