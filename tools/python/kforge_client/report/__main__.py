@@ -7,7 +7,7 @@ from . import metrics as M
 PROG = "kforge report"
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description="The checkpoint evaluation report of kforge-evaluate's JSONL "
                                  "results (report.md, report.json, PNG plots); with two or more files, each later run "
                                  "is compared with the first, episode by episode (task and seed).")

@@ -3,6 +3,7 @@ report.md and the PNG plots beside them)."""
 import json
 import os
 import re
+from typing import Any
 
 from . import compare as C
 from . import metrics as M
@@ -12,7 +13,7 @@ SCHEMA = "kforge.report/1"
 UNREAD_SHOWN = 5  # unread lines named per file in the report
 
 
-def run_report(run, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None):
+def run_report(run, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None) -> dict[str, Any]:
     kw = {"resamples": resamples, "seed": seed}
     return {
         "name": run.name,
@@ -26,7 +27,7 @@ def run_report(run, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None):
     }
 
 
-def build(runs, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None):
+def build(runs, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None) -> dict[str, Any]:
     """{schema, bootstrap, runs: [...], comparisons: [each later run against the first]}."""
     return {
         "schema": SCHEMA,
@@ -42,7 +43,7 @@ def _slug(name):
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
 
 
-def write_report(paths, out_dir, model=None, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None):
+def write_report(paths, out_dir, model=None, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None) -> dict[str, Any]:
     """Reads the JSONL files, writes out_dir/report.json, report.md and the plots; returns the report."""
     from . import markdown, plots  # matplotlib only when writing
 

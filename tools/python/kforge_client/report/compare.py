@@ -4,12 +4,14 @@ Episodes are matched by (task, seed) and kept where both runs judged them. The p
 draws tasks with replacement once per resample and computes both runs' metrics on the same draw,
 so the interval of B - A reflects the task-to-task spread of the difference, not of each run.
 """
+from typing import Any
+
 import numpy as np
 
 from . import metrics as M
 
 
-def paired(run_a, run_b, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, confidence=M.CONFIDENCE):
+def paired(run_a, run_b, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, confidence=M.CONFIDENCE) -> dict[str, Any]:
     a_by, b_by = run_a.by_key(), run_b.by_key()
     keys = sorted(set(a_by) & set(b_by), key=lambda k: (k[0], str(k[1])))
     ea, eb = [a_by[k] for k in keys], [b_by[k] for k in keys]
@@ -41,7 +43,7 @@ def _fast1(e):
     return bool(e["correct"] and e["speedup_eager"] is not None and e["speedup_eager"] > 1.0)
 
 
-def flips(ea, eb):
+def flips(ea, eb) -> dict[str, list[dict[str, Any]]]:
     """Pairs whose outcome changed from A to B: correct -> not, not -> correct, and the speedup over
     eager crossing 1x (fast_1) either way; each a list of {task, seed, a, b} (speedups over eager)."""
     out = {"pass_to_fail": [], "fail_to_pass": [], "crossed_1x_up": [], "crossed_1x_down": []}

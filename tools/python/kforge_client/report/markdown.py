@@ -10,7 +10,7 @@ from . import metrics as M
 MARKUP = re.compile(r"[\\`*\[\]<>|#!~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
-def esc(x):
+def esc(x) -> str:
     """Text as literal Markdown on one line: whitespace runs (newlines too) become one space, markup
     characters are backslash-escaped."""
     return MARKUP.sub(lambda m: "\\" + m.group(0), " ".join(str(x).split()))
@@ -181,7 +181,7 @@ def _unread(doc):
     return lines
 
 
-def render(doc):
+def render(doc) -> str:
     b = doc["bootstrap"]
     lines = ["# kforge evaluation report", "",
              "Inputs: " + ", ".join(esc(p) for p in doc.get("inputs", [])) + ".", ""] + _unread(doc) + [

@@ -6,6 +6,7 @@ per resample, every metric computed from the same draws. The definitions are in
 tools/python/README.md, Report.
 """
 import math
+from typing import Any
 
 import numpy as np
 
@@ -18,11 +19,11 @@ DEFAULT_SEED = 0
 CONFIDENCE = 0.95
 
 
-def fast_key(p):
+def fast_key(p) -> str:
     return f"fast_{p:g}"
 
 
-def metric_names():
+def metric_names() -> list[str]:
     return list(RATES) + [fast_key(p) for p in FAST_P] + list(GEOMEANS)
 
 
@@ -61,7 +62,7 @@ def _finish(name, num, den):
     return np.exp(v) if name in GEOMEANS else v
 
 
-def task_sums(episodes, tasks):
+def task_sums(episodes, tasks) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{metric: (T-vector of numerator sums, T-vector of denominator sums)} per task, in `tasks` order."""
     index = {t: i for i, t in enumerate(tasks)}
     at = np.array([index[e["task"]] for e in episodes], dtype=int)
@@ -71,13 +72,13 @@ def task_sums(episodes, tasks):
     return out
 
 
-def task_weights(n_tasks, resamples, seed):
+def task_weights(n_tasks, resamples, seed) -> np.ndarray:
     """(resamples, n_tasks) multinomial counts: how often each task is drawn in each resample."""
     rng = np.random.default_rng(seed)
     return rng.multinomial(n_tasks, np.full(n_tasks, 1.0 / n_tasks), size=resamples).astype(float)
 
 
-def interval(samples, confidence=CONFIDENCE):
+def interval(samples, confidence=CONFIDENCE) -> tuple[float, float] | tuple[None, None]:
     """The percentile interval of the finite bootstrap values, or (None, None)."""
     s = samples[np.isfinite(samples)]
     if s.size == 0:
@@ -91,7 +92,7 @@ def _num(x):
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def episode_metrics(episodes, resamples=DEFAULT_B, seed=DEFAULT_SEED, confidence=CONFIDENCE):
+def episode_metrics(episodes, resamples=DEFAULT_B, seed=DEFAULT_SEED, confidence=CONFIDENCE) -> dict[str, Any]:
     """Every metric over the episodes with its bootstrap interval over tasks:
     {episodes, tasks, metrics: {name: {value, lo, hi, n}}}; values None where undefined."""
     tasks = sorted({e["task"] for e in episodes})
@@ -111,7 +112,7 @@ def episode_metrics(episodes, resamples=DEFAULT_B, seed=DEFAULT_SEED, confidence
     return out
 
 
-def verdict_counts(episodes):
+def verdict_counts(episodes) -> dict[str, int]:
     counts = {}
     for e in episodes:
         k = e["verdict"] or "none"
@@ -119,7 +120,7 @@ def verdict_counts(episodes):
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def grouped(episodes, grouping, **kw):
+def grouped(episodes, grouping, **kw) -> dict[str, dict[str, Any]]:
     """metrics() per group of the grouping (rows.GROUPINGS), groups in sorted order."""
     groups = {}
     for e in episodes:
@@ -127,7 +128,7 @@ def grouped(episodes, grouping, **kw):
     return {g: episode_metrics(es, **kw) for g, es in sorted(groups.items())}
 
 
-def fast_p_curve(episodes, ps):
+def fast_p_curve(episodes, ps) -> list[float | None]:
     """fast_p at each p of ps (the plot's curve): correct with speedup over eager > p, over all episodes."""
     if not episodes:
         return [None for _ in ps]

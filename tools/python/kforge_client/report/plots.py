@@ -1,6 +1,8 @@
 """The report's PNG plots (matplotlib, Agg backend: no display needed)."""
 import functools
 import math
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import matplotlib
 
@@ -10,11 +12,15 @@ from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from . import metrics as M  # noqa: E402
 
-def literal_text(plot):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def literal_text(plot: Callable[_P, _R]) -> Callable[_P, _R]:
     """Titles and legends hold run and model names from the rows: a "$" in one stays a dollar sign
     rather than starting mathtext (which raises on "$x^{$"). Set per plot, not for the process."""
     @functools.wraps(plot)
-    def wrapped(*args, **kwargs):
+    def wrapped(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with matplotlib.rc_context({"text.parse_math": False}):
             return plot(*args, **kwargs)
     return wrapped
@@ -37,7 +43,7 @@ def _save(fig, path):
 
 
 @literal_text
-def fast_p_curve(run, path):
+def fast_p_curve(run, path) -> str:
     """fast_p against p (0 to 3) over the run's judged episodes, the reported p marked."""
     fig, ax = plt.subplots(figsize=(6, 4))
     ys = M.fast_p_curve(run.judged, CURVE_PS)
@@ -55,7 +61,7 @@ def fast_p_curve(run, path):
 
 
 @literal_text
-def speedup_histogram(run, path):
+def speedup_histogram(run, path) -> str:
     """Speedups over eager of the correct, timed submissions, on a log axis (1x marked)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     s = [e["speedup_eager"] for e in run.judged if e["speedup_eager"]]
@@ -76,7 +82,7 @@ def speedup_histogram(run, path):
 
 
 @literal_text
-def comparison(run_a, run_b, path):
+def comparison(run_a, run_b, path) -> str:
     """Left: both runs' fast_p curves on the episodes both judged. Right: paired speedups (B vs A)."""
     a_by, b_by = run_a.by_key(), run_b.by_key()
     keys = sorted(set(a_by) & set(b_by), key=lambda k: (k[0], str(k[1])))

@@ -11,6 +11,7 @@ import collections
 import json
 import math
 import os
+from typing import Any
 
 GROUPINGS = ("level_or_ops", "dtype", "split", "source")
 
@@ -67,7 +68,7 @@ def _type_error(value, spec, where):
     return None
 
 
-def row_problem(row):
+def row_problem(row) -> str | None:
     """Why a decoded line is not an episode row the report can count, or None."""
     if not isinstance(row, dict):
         return f"a JSON {type(row).__name__}, not an object"
@@ -77,7 +78,7 @@ def row_problem(row):
     return _type_error(row, ROW_SPEC, "")
 
 
-def read_jsonl_checked(path):
+def read_jsonl_checked(path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(rows, unread): every line of the file that is an episode row, and for every other line
     {line, why} (not UTF-8, not JSON, not an object, a field of the wrong type, cut short by a
     killed run: the last line without its newline)."""
@@ -104,7 +105,7 @@ def read_jsonl_checked(path):
     return rows, unread
 
 
-def read_jsonl(path):
+def read_jsonl(path) -> list[dict[str, Any]]:
     """Every episode row of the file (read_jsonl_checked without the lines it could not read)."""
     return read_jsonl_checked(path)[0]
 
@@ -120,7 +121,7 @@ def _point(evidence):
     return float(p) if isinstance(p, (int, float)) and math.isfinite(p) and p > 0 else None
 
 
-def group_label(meta, grouping):
+def group_label(meta, grouping) -> str:
     """The group an episode falls in: KernelBench level when the task has one, else its operator count."""
     if grouping == "level_or_ops":
         level = meta.get("level")
@@ -132,7 +133,7 @@ def group_label(meta, grouping):
     return str(value) if value is not None else "unknown"
 
 
-def episode(row):
+def episode(row) -> dict[str, Any]:
     """One row as the report counts it. judged: played (no error) on a server that could judge it."""
     reward = _dict(row.get("reward"))
     meta = _dict(row.get("task_meta"))
@@ -162,7 +163,7 @@ class Run:
     """The episodes of one model in one or more files: the last line of each (task, seed) wins,
     an error line only where no played line exists."""
 
-    def __init__(self, name, rows):
+    def __init__(self, name, rows) -> None:
         self.name = name
         self.rows = rows
         played = {}
@@ -175,11 +176,11 @@ class Run:
         self.judged = [e for e in self.episodes if e["judged"]]
         self.unjudged = len(self.episodes) - len(self.judged)
 
-    def by_key(self):
+    def by_key(self) -> dict[tuple[str, int | str], dict[str, Any]]:
         return {(e["task"], e["seed"]): e for e in self.judged}
 
 
-def load_runs(paths, model=None, unread=None):
+def load_runs(paths, model=None, unread=None) -> list[Run]:
     """Runs from JSONL files: one run per (file, model) in the order given; `model` keeps one model.
     `unread` (a dict), when given, gets {path: [{line, why}]} for the files with lines not read."""
     runs = []
@@ -200,7 +201,7 @@ def load_runs(paths, model=None, unread=None):
     return runs
 
 
-def environment(run, eval_yaml=None):
+def environment(run, eval_yaml=None) -> dict[str, Any]:
     """What the rows say about where and how the episodes were judged: GPUs, driver, CUDA, torch,
     the timing method, the tolerances and the precision profile they match, kforge's version, and
     the tasks of the evaluated sources the server left out (the denominator's missing rows)."""
@@ -249,7 +250,7 @@ def environment(run, eval_yaml=None):
     }
 
 
-def shipped_profiles(eval_yaml):
+def shipped_profiles(eval_yaml) -> dict[str, dict[str, tuple[float, float]]]:
     """precision.profiles of configs/eval.yaml: {profile: {dtype: (atol, rtol)}}; {} when unreadable."""
     try:
         import yaml
@@ -261,12 +262,12 @@ def shipped_profiles(eval_yaml):
         return {}
 
 
-def default_eval_yaml():
+def default_eval_yaml() -> str:
     root = os.environ.get("KFORGE_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
     return os.path.join(root, "configs", "eval.yaml")
 
 
-def matching_profile(tolerances, eval_yaml=None):
+def matching_profile(tolerances, eval_yaml=None) -> str | None:
     """The shipped precision profiles every task's (dtype, atol, rtol) agrees with; "task-specific"
     when some task carries a tolerance of its own; None when the rows record no tolerance."""
     if not tolerances:
