@@ -49,6 +49,23 @@ def tool(*args, check=True, timeout=600, env=None):
     return r
 
 
+def tool_start(*args, env=None):
+    """tool() started and not waited for: tool_wait gives its result."""
+    return subprocess.Popen([sys.executable, TOOL, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def tool_wait(p, timeout=600):
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    if p.returncode != 0:
+        raise AssertionError(f"synth_gpu failed ({p.returncode}):\n{out}\n{err}")
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
 def records(out):
     rows = []
     for name in sorted(os.listdir(out)):

@@ -15,7 +15,8 @@ import h5py
 import pytest
 import yaml
 
-from synth_tool import FAST, N_TASKS, SOURCE_DIR, TOOL, fresh_copy, kforge, make_dataset, one_error_line, records, tool
+from synth_tool import (FAST, N_TASKS, SOURCE_DIR, TOOL, fresh_copy, kforge, make_dataset, one_error_line, records, tool,
+                        tool_start, tool_wait)
 
 
 @pytest.fixture(scope="module")
@@ -256,13 +257,6 @@ def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
                program("        if torch.compiler.is_compiling():\n            time.sleep(120)\n        return torch.relu(x) * 2"),
                program("        return x + torch.rand_like(x)"),
                program("        return x * 0 + 1.0")])
-    tool(ds, "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", "--compile-timeout-s", "20", *FAST)
-    by_row = {x["row"]: x for x in records(tmp_path / "ds" / "gpu")}
-    assert by_row[0]["status"] == "rejected:torch_compile_build" and "planted compile failure" in by_row[0]["error"]
-    assert by_row[1]["status"] == "rejected:torch_compile_build" and by_row[1]["error"].startswith("timeout")
-    assert by_row[2]["status"] == "rejected:nondeterministic_gpu"
-    assert by_row[3]["status"] == "rejected:near_constant_gpu"
-    check_phases(by_row.values())
     # A module that does not build, non-finite outputs, outputs that ignore the inputs, and one that
     # passes (compiled in this process: --workers 0).
     ds2 = tmp_path / "ds2"
@@ -271,7 +265,25 @@ def test_planted_faults_are_rejected_and_counted(dataset, tmp_path):
                                program("        return x / 0.0"),
                                program("        return torch.arange(64.0) + 1"),
                                program("        return torch.relu(x) * 2")])
-    tool(ds2 / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "0", *FAST)
+    first = tool_start(ds, "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "1", "--compile-timeout-s", "20",
+                       *FAST)
+    try:
+        # Once row 0 is recorded its worker is on row 1's hang and that run waits for the timeout:
+        # the second run goes meanwhile.
+        out = tmp_path / "ds" / "gpu"
+        deadline = time.monotonic() + 300
+        while first.poll() is None and time.monotonic() < deadline and \
+                not (out.is_dir() and any(x["row"] == 0 for x in records(out))):
+            time.sleep(0.1)
+        tool(ds2 / "dataset.h5", "--device", "cpu", "--config", dataset / "wide.yaml", "--workers", "0", *FAST)
+    finally:
+        tool_wait(first)
+    by_row = {x["row"]: x for x in records(out)}
+    assert by_row[0]["status"] == "rejected:torch_compile_build" and "planted compile failure" in by_row[0]["error"]
+    assert by_row[1]["status"] == "rejected:torch_compile_build" and by_row[1]["error"].startswith("timeout")
+    assert by_row[2]["status"] == "rejected:nondeterministic_gpu"
+    assert by_row[3]["status"] == "rejected:near_constant_gpu"
+    check_phases(by_row.values())
     by_row = {x["row"]: x for x in records(ds2 / "gpu")}
     assert by_row[0]["status"] == "rejected:build_failed" and "planted build failure" in by_row[0]["error"]
     assert by_row[1]["status"] == "rejected:nonfinite_gpu"
