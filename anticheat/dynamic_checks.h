@@ -1,7 +1,7 @@
 #pragma once
 // The dynamic and physical anti-cheat layers (anticheat/README.md): what the GPU worker does while
 // it verifies and times a candidate so that the verdict holds on every call, and the rules that
-// turn what it saw into named checks. Torch-free: the worker (env/gpu/gpu_worker.cpp) does the device
+// turn what it saw into named checks. Torch-free: the worker (env/judge/gpu_worker.cpp) does the device
 // work and reports evidence; this file holds the config, the speed-of-light arithmetic and the
 // composition of the report's `anticheat` section, so they are tested without a GPU.
 //
@@ -47,36 +47,35 @@
 
 #include "configs/eval_config.h"
 
-
 namespace kforge {
 
 class YamlNode;
 
 // configs/anticheat.yaml, section `dynamic:`.
 struct DynamicCheckConfig {
-  bool state_checks = true;          // the two state trials after the verification trials
-  bool verify_timed_calls = true;    // fresh inputs, poison and a comparison around every timed call
-  bool scrub_reference = true;       // overwrite the reference's outputs before they are freed
-  bool kernel_activity = true;       // CUPTI activity check of the candidate's launches
-  bool speed_of_light = true;        // flag medians under the physical floor
-  bool robustness_draws = true;      // every call draws from a member of the draw family (off: the declared draw only)
-  double robustness_margin = 0.5;    // a variant is used where the task-dtype reference stays within
-                                     // this share of the tolerance of the float64 reference
-  int address_pool = 3;              // buffer sets each call's addresses are picked from at random
-  int64_t guard_bytes = 65536;       // guard region before and after every candidate buffer
-  double sol_headroom = 1.5;         // measured ceilings x this = the ceilings the floor uses
+  bool state_checks = true;        // the two state trials after the verification trials
+  bool verify_timed_calls = true;  // fresh inputs, poison and a comparison around every timed call
+  bool scrub_reference = true;     // overwrite the reference's outputs before they are freed
+  bool kernel_activity = true;     // CUPTI activity check of the candidate's launches
+  bool speed_of_light = true;      // flag medians under the physical floor
+  bool robustness_draws = true;    // every call draws from a member of the draw family (off: the declared draw only)
+  double robustness_margin = 0.5;  // a variant is used where the task-dtype reference stays within
+                                   // this share of the tolerance of the float64 reference
+  int address_pool = 3;            // buffer sets each call's addresses are picked from at random
+  int64_t guard_bytes = 65536;     // guard region before and after every candidate buffer
+  double sol_headroom = 1.5;       // measured ceilings x this = the ceilings the floor uses
 
   static DynamicCheckConfig from_yaml(const YamlNode& node);
 };
 
-// Ceilings measured once per GPU worker start (env/gpu/gpu_worker.cpp: the best of 1 GiB copies
+// Ceilings measured once per GPU worker start (env/judge/gpu_worker.cpp: the best of 1 GiB copies
 // and of 8192^3 at::mm; on the H200: 4.2 TB/s, 51 TFLOP/s float32, 764 TFLOP/s float16,
 // tools/bench/RESULTS.md; the TF32 figure is measured at worker start and not recorded yet).
 struct DeviceCeilings {
-  double copy_gbps = 0;            // device-to-device copy: bytes read + written per second / 1e9
-  double matmul_tflops_fp32 = 0;   // float32 matmul, TF32 off
-  double matmul_tflops_tf32 = 0;   // float32 matmul with TF32 allowed (tensor cores, 10-bit mantissas)
-  double matmul_tflops_fp16 = 0;   // float16 matmul on tensor cores
+  double copy_gbps = 0;           // device-to-device copy: bytes read + written per second / 1e9
+  double matmul_tflops_fp32 = 0;  // float32 matmul, TF32 off
+  double matmul_tflops_tf32 = 0;  // float32 matmul with TF32 allowed (tensor cores, 10-bit mantissas)
+  double matmul_tflops_fp16 = 0;  // float16 matmul on tensor cores
   bool valid() const { return copy_gbps > 0 && matmul_tflops_fp32 > 0 && matmul_tflops_tf32 > 0 && matmul_tflops_fp16 > 0; }
 };
 
@@ -111,8 +110,7 @@ struct SpeedOfLight {
   double peak_tflops = 0;  // peak_tflops(ceilings, precision)
   MathPrecision precision = MathPrecision::float32;
 };
-SpeedOfLight speed_of_light(double min_bytes, double flops, MathPrecision precision, const DeviceCeilings& ceilings,
-                            double headroom);
+SpeedOfLight speed_of_light(double min_bytes, double flops, MathPrecision precision, const DeviceCeilings& ceilings, double headroom);
 
 // One named check's outcome.
 struct CheckOutcome {

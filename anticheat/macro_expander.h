@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "anticheat/cuda_lexer.h"
+#include "env/cuda_source/cuda_lexer.h"
 
 namespace kforge {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Static anti-cheat checks of `kernel` candidates (env/judge/KERNEL_FORMAT.md): a scan of kernel.cu's
+// Static anti-cheat checks of `kernel` candidates (env/launch/KERNEL_FORMAT.md): a scan of kernel.cu's
 // text, before anything is compiled, for what an honest kernel never needs and a cheating one
 // does. Rules (each a `check` name of the findings):
 //   timer         reading a clock or timer (%globaltimer, %clock, %clock64, %pm0..7 in inline
@@ -55,12 +55,12 @@ class YamlNode;
 
 // configs/anticheat.yaml, section `static:`. Defaults here; the YAML file documents them.
 struct StaticCheckConfig {
-  bool forbid_timers = true;         // clocks, timers and sleeps, in C++ and in inline PTX
-  bool forbid_inline_asm = false;    // any asm(...) at all
-  bool forbid_printf = true;         // device printf / vprintf
-  bool forbid_global_state = true;   // state that persists between calls (see above)
-  bool forbid_l2_residency = true;   // L2 evict_last / persisting / cache-policy hints (see above)
-  bool forbid_launch_identity = true;  // %gridid, %current_graph_exec and their wrappers (see above)
+  bool forbid_timers = true;                       // clocks, timers and sleeps, in C++ and in inline PTX
+  bool forbid_inline_asm = false;                  // any asm(...) at all
+  bool forbid_printf = true;                       // device printf / vprintf
+  bool forbid_global_state = true;                 // state that persists between calls (see above)
+  bool forbid_l2_residency = true;                 // L2 evict_last / persisting / cache-policy hints (see above)
+  bool forbid_launch_identity = true;              // %gridid, %current_graph_exec and their wrappers (see above)
   std::vector<std::string> forbidden_identifiers;  // extra names, e.g. __trap
 
   static StaticCheckConfig from_yaml(const YamlNode& node);
@@ -75,22 +75,22 @@ struct AnticheatConfig {
 };
 
 struct CheckFinding {
-  std::string check;     // timer | global_state | printf | l2_residency | launch_identity | inline_asm | forbidden_identifier | macro_expansion
-  std::string file;      // "kernel.cu"
-  int line = 0;          // 1-based line in `file`
+  std::string
+      check;         // timer | global_state | printf | l2_residency | launch_identity | inline_asm | forbidden_identifier | macro_expansion
+  std::string file;  // "kernel.cu"
+  int line = 0;      // 1-based line in `file`
   std::string evidence;  // that line's text, trimmed
   std::string message;   // the rule broken, for the policy to read
 };
 
 struct StaticReport {
-  bool passed = true;  // no findings
+  bool passed = true;                  // no findings
   std::vector<CheckFinding> findings;  // by line
 };
 
 // Scans a candidate. Never throws for odd input: what cannot be read is scanned as far as it goes.
 // `launch_yaml` is taken for plan-level rules; none of today's rules needs it.
-StaticReport run_static_checks(const std::string& kernel_source, const std::string& launch_yaml,
-                               const StaticCheckConfig& config);
+StaticReport run_static_checks(const std::string& kernel_source, const std::string& launch_yaml, const StaticCheckConfig& config);
 
 // "kernel.cu:12: <message>\n    <evidence>" for observations and logs.
 std::string format_finding(const CheckFinding& finding);

@@ -26,15 +26,15 @@ struct PrecisionConfig {
   static PrecisionConfig from_yaml(const YamlNode& node);
 };
 
-// How a function is timed on a device (see env/gpu/timing.h for the method).
+// How a function is timed on a device (see env/judge/timing.h for the method).
 struct TimingConfig {
-  int warmup_count = 3;         // calls before timing starts ...
-  double warmup_ms = 25.0;      // ... and at least this much time spent warming up
-  int min_reps = 20;            // timed calls, at least
-  int max_reps = 500;           // and at most
-  double target_rse = 0.002;    // stop once the relative standard error of the mean is below this
-  double budget_ms = 3000.0;    // or once this much wall time was spent timing
-  bool l2_flush = true;         // write l2_flush_factor x the L2 size before every timed call
+  int warmup_count = 3;       // calls before timing starts ...
+  double warmup_ms = 25.0;    // ... and at least this much time spent warming up
+  int min_reps = 20;          // timed calls, at least
+  int max_reps = 500;         // and at most
+  double target_rse = 0.002;  // stop once the relative standard error of the mean is below this
+  double budget_ms = 3000.0;  // or once this much wall time was spent timing
+  bool l2_flush = true;       // write l2_flush_factor x the L2 size before every timed call
   double l2_flush_factor = 2.0;
 
   static TimingConfig from_yaml(const YamlNode& node);
@@ -45,24 +45,24 @@ struct TimingConfig {
 
 // How candidates are verified.
 struct VerifyConfig {
-  int trials = 5;               // trials in a verify; each with fresh inputs and parameters
-  int submit_trials = 10;       // trials in a final evaluation
-  int report_mismatches = 5;    // mismatching elements listed per output
+  int trials = 5;             // trials in a verify; each with fresh inputs and parameters
+  int submit_trials = 10;     // trials in a final evaluation
+  int report_mismatches = 5;  // mismatching elements listed per output
   static VerifyConfig from_yaml(const YamlNode& node);
 };
 
 // Limits on the worker processes that compile and run candidates.
 struct WorkerConfig {
-  double compile_timeout_s = 30;      // a compile taking longer kills its worker: `timeout`
-  double request_timeout_s = 120;     // a GPU request (load + verify + time) taking longer: `timeout`
-  double start_timeout_s = 120;       // starting a worker (CUDA context, warm-up)
-  int64_t max_workspace_bytes = int64_t{16} << 30;  // all workspace buffers of a candidate together
-  int64_t max_file_bytes = int64_t{1} << 30;        // RLIMIT_FSIZE of a worker
-  int max_open_files = 1024;                        // RLIMIT_NOFILE of a worker
+  double compile_timeout_s = 30;                            // a compile taking longer kills its worker: `timeout`
+  double request_timeout_s = 120;                           // a GPU request (load + verify + time) taking longer: `timeout`
+  double start_timeout_s = 120;                             // starting a worker (CUDA context, warm-up)
+  int64_t max_workspace_bytes = int64_t{16} << 30;          // all workspace buffers of a candidate together
+  int64_t max_file_bytes = int64_t{1} << 30;                // RLIMIT_FSIZE of a worker
+  int max_open_files = 1024;                                // RLIMIT_NOFILE of a worker
   int64_t compile_address_space_bytes = int64_t{16} << 30;  // RLIMIT_AS of a compile worker
-  bool seccomp = true;                // deny process creation, sockets, tracing in workers
-  std::string arch;                   // NVRTC target; "" = the GPU's own (sm_90a on an H200)
-  std::string compile_cache_dir;      // compile results on disk, shared by compile workers ("" = memory only)
+  bool seccomp = true;                                      // deny process creation, sockets, tracing in workers
+  std::string arch;                                         // NVRTC target; "" = the GPU's own (sm_90a on an H200)
+  std::string compile_cache_dir;                            // compile results on disk, shared by compile workers ("" = memory only)
   static WorkerConfig from_yaml(const YamlNode& node);
 };
 

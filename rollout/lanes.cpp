@@ -11,16 +11,19 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
-#include "env/gpu/cuda_probe.h"
+#include "env/cuda/cuda_probe.h"
 #include "env/episode/tool_call.h"
 
 namespace kforge {
 
 const char* lane_name(Lane lane) {
   switch (lane) {
-    case Lane::front: return "front";
-    case Lane::compile: return "compile";
-    case Lane::gpu: return "gpu";
+    case Lane::front:
+      return "front";
+    case Lane::compile:
+      return "compile";
+    case Lane::gpu:
+      return "gpu";
   }
   return "?";
 }
@@ -92,9 +95,7 @@ double WorkQueue::retry_after(int threads, double min_s) const {
   return std::clamp(s, min_s, 300.0);
 }
 
-Inbox::Inbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  KFORGE_CHECK(fd_ >= 0, runtime, "eventfd failed");
-}
+Inbox::Inbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) { KFORGE_CHECK(fd_ >= 0, runtime, "eventfd failed"); }
 
 Inbox::~Inbox() { ::close(fd_); }
 

@@ -22,9 +22,9 @@
 #include <zmq_addon.hpp>
 
 #include "configs/error.h"
-#include "env/process/clock.h"
-#include "env/judge/evaluator.h"
 #include "env/episode/tool_call.h"
+#include "env/evaluator/evaluator.h"
+#include "env/process/clock.h"
 #include "rollout/lanes.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
@@ -48,12 +48,12 @@ struct Session {
   Clock::time_point started, last_activity;
   Json reset_record;
   Json turns = Json::array();
-  StepJobPtr pending;       // the step queued or running, if any
-  bool ended = false;       // terminated or truncated
-  bool closed = false;      // closed by the client while a step ran
-  bool recorded = false;    // its trajectory was handed to the stream and the recorder
-  std::string record_error; // why its trajectory is not yet on disk ("" once it is, or before it ended)
-  std::string client;       // the ROUTER identity of the client that reset it (sessions.max_episodes_per_client)
+  StepJobPtr pending;        // the step queued or running, if any
+  bool ended = false;        // terminated or truncated
+  bool closed = false;       // closed by the client while a step ran
+  bool recorded = false;     // its trajectory was handed to the stream and the recorder
+  std::string record_error;  // why its trajectory is not yet on disk ("" once it is, or before it ended)
+  std::string client;        // the ROUTER identity of the client that reset it (sessions.max_episodes_per_client)
   double episode_reward = 0, final_reward = 0;
   bool terminated = false, truncated = false;
   std::string gpu_name;
@@ -82,9 +82,9 @@ class Recorder {
   // Writes everything queued, retries what failed once more, then ends the thread.
   void stop();
   uint64_t written() const { return written_; }
-  uint64_t failed() const { return failed_; }      // failed attempts
+  uint64_t failed() const { return failed_; }        // failed attempts
   uint64_t unwritten() const { return unwritten_; }  // trajectories held in memory for a retry
-  uint64_t behind() const { return behind_; }      // committed, not yet in the HDF5 file
+  uint64_t behind() const { return behind_; }        // committed, not yet in the HDF5 file
   const std::string& path() const { return path_; }
   const std::vector<std::string>& notes() const { return notes_; }  // what opening the file found
 
@@ -150,7 +150,7 @@ struct RolloutServer::Impl {
   // Front-thread state.
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
   std::unordered_map<std::string, int> client_episodes;  // open episodes per client identity
-  void forget(const Session& s);  // a session leaves `sessions`: its client holds one fewer
+  void forget(const Session& s);                         // a session leaves `sessions`: its client holds one fewer
   std::mt19937_64 rng{std::random_device{}()};
   uint64_t next_job = 1;
   int in_flight = 0;  // steps queued or running on a lane
@@ -167,8 +167,7 @@ struct RolloutServer::Impl {
   }
   static void remove_flat_dir(const std::string& dir) {  // one file per compile result, no subfolders
     std::error_code ec;
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      std::filesystem::remove(it->path(), ec);
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) std::filesystem::remove(it->path(), ec);
     std::filesystem::remove(dir, ec);
   }
   // Caches of servers that were killed (SIGKILL skips the destructor): kforge-serve-cache-PID-*

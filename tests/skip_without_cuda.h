@@ -6,12 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include "env/gpu/timing.h"
+#include "env/judge/timing.h"
 
-#define KFORGE_SKIP_WITHOUT_CUDA()                                                                  \
-  do {                                                                                              \
-    if (!::kforge::cuda_available()) {                                                              \
+#define KFORGE_SKIP_WITHOUT_CUDA()                                                                       \
+  do {                                                                                                   \
+    if (!::kforge::cuda_available()) {                                                                   \
       std::printf("KFORGE_SKIPPED: no CUDA device on this machine; run on a GPU host (ctest -L gpu)\n"); \
-      GTEST_SKIP() << "no CUDA device on this machine";                                             \
-    }                                                                                               \
+      GTEST_SKIP() << "no CUDA device on this machine";                                                  \
+    }                                                                                                    \
   } while (0)

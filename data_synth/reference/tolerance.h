@@ -1,10 +1,10 @@
 #pragma once
 // The tolerance rule for float outputs, the task's contract, as libtorch computes it (CPU or CUDA
 // tensors). Every host-side judgement of an output against its reference uses these: the slow
-// compare of the GPU worker (env/gpu/output_compare.h), the synthesis CPU checks
+// compare of the GPU worker (env/judge/output_compare.h), the synthesis CPU checks
 // (data_synth/synth/cpu_checks.h) and the conditioning of robustness draws (data_synth/reference/draw_family.h).
-// The fused device compare (env/gpu/check_kernel.cpp, kf_outside_tolerance) writes the same rule
-// for NVRTC; tests/env/gpu/tolerance_agreement_test.cpp holds the two equal on edge cases.
+// The fused device compare (env/judge/check_kernel.cpp, kf_outside_tolerance) writes the same rule
+// for NVRTC; tests/env/judge/tolerance_agreement_test.cpp holds the two equal on edge cases.
 //
 // Per element, both values converted to float64 first (exact for every dtype a task has):
 //   both finite:  outside when |out - ref| > atol + rtol * |ref|

@@ -20,13 +20,13 @@
 
 namespace kforge {
 
-// A composed task with its canonical identity, as the filter stages see it (env/judge/evaluator.h's
+// A composed task with its canonical identity, as the filter stages see it (env/evaluator/evaluator.h's
 // Candidate is a kernel candidate: a different thing, and one name per type keeps the binaries
 // that link both free of ODR clashes).
 struct HashedCandidate {
   SynthCandidate synth;
-  std::string hash;       // canonical graph hash
-  std::string sequence;   // canonical operator sequence
+  std::string hash;      // canonical graph hash
+  std::string sequence;  // canonical operator sequence
 };
 
 // One filter stage. check() returns "" to keep the candidate or the name of the filter that
@@ -50,15 +50,15 @@ struct SynthSummary {
   int64_t drawn = 0;
   int64_t passed = 0;  // passed every filter (before trimming to target_tasks)
   int64_t kept = 0;
-  std::vector<std::string> reasons;            // report order
-  std::map<std::string, int64_t> rejected;     // per filter
-  std::map<int, int64_t> ops_histogram;        // operators per kept task
+  std::vector<std::string> reasons;                  // report order
+  std::map<std::string, int64_t> rejected;           // per filter
+  std::map<int, int64_t> ops_histogram;              // operators per kept task
   std::map<std::string, int64_t> runtime_histogram;  // estimated eager ms, by bin label
   std::map<std::string, int64_t> dtypes, families, splits, op_counts;
   int64_t shards = 0, shards_resumed = 0;
   double seconds = 0;
-  std::string table() const;     // the human summary
-  std::string json() const;      // for tools/synth_plots.py
+  std::string table() const;  // the human summary
+  std::string json() const;   // for tools/synth_plots.py
 };
 
 // The runtime bins of the report, in order ("1-2", "2-5", ...).

@@ -22,7 +22,7 @@ Json to_json(const CompileRequest& r);
 CompileRequest parse_compile_request(const Json& j);
 
 // The reply of a compile: {"ok": true, "compile": {...}, "cubin": binary}. `compile` is the
-// report's compile section as the compiler gives it (env/judge/EVAL_REPORT.md); the cubin travels
+// report's compile section as the compiler gives it (env/evaluator/EVAL_REPORT.md); the cubin travels
 // beside it. CompileResult::prelude stays in the worker.
 Json compile_reply_json(const CompileResult& r);
 CompileResult parse_compile_reply(const Json& j);

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-#include "anticheat/cuda_lexer.h"
+#include "env/cuda_source/cuda_lexer.h"
 
 namespace kforge {
 namespace {
@@ -13,8 +13,8 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 
 // Names whose definition by a candidate could steer what the toolkit headers include.
 bool reserved_macro(const std::string& name) {
-  return starts_with(name, "_") || starts_with(name, "THRUST_") || starts_with(name, "CUB_") ||
-         starts_with(name, "CCCL_") || starts_with(name, "LIBCUDACXX_");
+  return starts_with(name, "_") || starts_with(name, "THRUST_") || starts_with(name, "CUB_") || starts_with(name, "CCCL_") ||
+         starts_with(name, "LIBCUDACXX_");
 }
 
 // Pragma tokens (those after `pragma`, or a _Pragma string's) that name or create files.
@@ -23,8 +23,8 @@ bool file_pragma(const std::vector<CudaToken>& toks, size_t b, size_t e, std::st
     if (toks[k].kind != TokenKind::identifier) continue;  // literals and numbers do not count
     std::string lower;
     for (char ch : toks[k].text) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
-    if (lower.find("include") != std::string::npos || lower.find("pch") != std::string::npos ||
-        lower == "dependency" || lower == "hdrstop" || lower == "embed" || lower == "import") {
+    if (lower.find("include") != std::string::npos || lower.find("pch") != std::string::npos || lower == "dependency" ||
+        lower == "hdrstop" || lower == "embed" || lower == "import") {
       *word = toks[k].text;
       return true;
     }
@@ -150,8 +150,9 @@ class Scanner {
       check_header_name(line, toks_[k].value, "#include");
       if (out_.errors.size() == before) out_.includes.push_back({line, toks_[k].value});
     } else if (kind == NameKind::quoted) {
-      error(line, "#include \"...\": quoted includes are not allowed (a candidate is a single file; "
-                  "include CUDA and CCCL headers as <name>)");
+      error(line,
+            "#include \"...\": quoted includes are not allowed (a candidate is a single file; "
+            "include CUDA and CCCL headers as <name>)");
     } else if (kind == NameKind::unterminated) {
       error(line, "#include <...: the header name has no closing '>'");
     } else {
@@ -164,7 +165,7 @@ class Scanner {
   void directive(size_t b, size_t end) {
     const int line = toks_[b].line;
     size_t k = b + 1;
-    if (k == end) return;  // the null directive
+    if (k == end) return;                          // the null directive
     if (toks_[k].kind != TokenKind::identifier) {  // something the compiler will refuse
       mark_other(line);
       return;
@@ -178,13 +179,13 @@ class Scanner {
     if (name == "define" || name == "undef") {
       std::string macro = k < end && toks_[k].kind == TokenKind::identifier ? toks_[k].text : "";
       if (reserved_macro(macro))
-        error(line, "#" + name + " " + macro + ": macro names starting with '_', THRUST_, CUB_, CCCL_ or LIBCUDACXX_ "
-                    "configure the toolkit headers and may not be defined by a candidate");
+        error(line, "#" + name + " " + macro +
+                        ": macro names starting with '_', THRUST_, CUB_, CCCL_ or LIBCUDACXX_ "
+                        "configure the toolkit headers and may not be defined by a candidate");
     } else if (name == "pragma") {
       std::string text, bad;  // the pragma as written, comments as one space
       for (size_t p = k; p < end; ++p) text += (toks_[p].space_before ? " " : "") + spelling(toks_[p]);
-      if (file_pragma(toks_, k, end, &bad))
-        error(line, "#pragma" + text + ": pragmas that name files ('" + bad + "') are not allowed");
+      if (file_pragma(toks_, k, end, &bad)) error(line, "#pragma" + text + ": pragmas that name files ('" + bad + "') are not allowed");
     } else if (name.find("include") != std::string::npos || name.find("import") != std::string::npos) {
       error(line, "#" + name + " is not allowed");
     }

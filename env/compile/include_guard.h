@@ -23,7 +23,7 @@
 //     Thrust computes include names from such macros (`#include THRUST_MR_STD_MR_HEADER`), so a
 //     candidate defining one could make a toolkit header include any file.
 // Directives are scanned whatever the `#if` state around them (a refused include inside `#if 0`
-// is refused too): the scan reads the tokens of anticheat/cuda_lexer.h, the lexer every scan of
+// is refused too): the scan reads the tokens of env/cuda_source/cuda_lexer.h, the lexer every scan of
 // candidate source shares (backslash-newline continuations joined, comments as spaces, string,
 // character and raw string literals as one token each, header names as the compiler reads them).
 //
@@ -34,13 +34,13 @@
 namespace kforge {
 
 struct IncludeDirective {
-  int line = 0;         // 1-based line of kernel.cu
-  std::string header;   // the name between < and >
+  int line = 0;        // 1-based line of kernel.cu
+  std::string header;  // the name between < and >
 };
 
 struct SourceScan {
-  std::vector<std::string> errors;        // "kernel.cu:LINE: ..." for every refused construct
-  std::vector<IncludeDirective> includes; // every accepted #include <...>, in order
+  std::vector<std::string> errors;         // "kernel.cu:LINE: ..." for every refused construct
+  std::vector<IncludeDirective> includes;  // every accepted #include <...>, in order
   // Line of the first thing that is neither a blank line, a comment, an `#include <...>` nor a
   // `#pragma` (code or another directive); 0 when there is none.
   int first_non_include_line = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// NVRTC compilation of `kernel` candidates (env/judge/KERNEL_FORMAT.md): kernel.cu is device code only,
+// NVRTC compilation of `kernel` candidates (env/launch/KERNEL_FORMAT.md): kernel.cu is device code only,
 // compiled in-process to a cubin for one architecture, with per-kernel resources read from ptxas'
 // verbose output. No CUDA context or GPU is needed.
 //
@@ -61,8 +61,8 @@ struct CompilerConfig {
   std::string pch_dir;
   size_t pch_max_bytes = size_t(2) << 30;  // PCH files kept, least recently used removed first
   size_t pch_max_files = 16;
-  size_t log_limit = 16000;            // characters of CompileResult::log (head and tail kept)
-  size_t max_source_bytes = 1 << 20;   // a larger kernel.cu is refused
+  size_t log_limit = 16000;           // characters of CompileResult::log (head and tail kept)
+  size_t max_source_bytes = 1 << 20;  // a larger kernel.cu is refused
 };
 
 // Per extern "C" __global__ kernel, from ptxas' verbose output and the cubin (no GPU needed).
@@ -73,13 +73,13 @@ struct KernelResources {
   int local_bytes = 0;  // stack frame per thread
   int spill_store_bytes = 0;
   int spill_load_bytes = 0;
-  int const_bytes = 0;  // user constant memory of the module (__constant__ banks, not parameters)
+  int const_bytes = 0;            // user constant memory of the module (__constant__ banks, not parameters)
   int max_threads_per_block = 0;  // 0 = unknown until loaded on a GPU
 };
 
 struct CompileResult {
   bool ok = false;
-  std::string log;  // what the compiler printed, trimmed (head and tail, with a marker)
+  std::string log;                   // what the compiler printed, trimmed (head and tail, with a marker)
   std::vector<uint8_t> cubin;        // SASS for `arch`
   std::vector<std::string> kernels;  // extern "C" __global__ names, in source order
   std::vector<KernelResources> resources;

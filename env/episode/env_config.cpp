@@ -50,7 +50,8 @@ WorkspaceLimits WorkspaceLimits::from_yaml(const YamlNode& node) {
   if (c.max_path_chars < 16) node.at("max_path_chars").fail("must be >= 16");
   if (c.max_depth < 1) node.at("max_depth").fail("must be >= 1");
   for (const auto& e : c.allowed_extensions)
-    if (e.size() < 2 || e[0] != '.' || e.find('/') != std::string::npos) node.at("allowed_extensions").fail("'" + e + "' is not an extension like .cu");
+    if (e.size() < 2 || e[0] != '.' || e.find('/') != std::string::npos)
+      node.at("allowed_extensions").fail("'" + e + "' is not an extension like .cu");
   for (const auto& n : c.allowed_names)
     if (n.empty() || n.find('/') != std::string::npos || n[0] == '.') node.at("allowed_names").fail("'" + n + "' is not a plain file name");
   node.check_no_unknown_keys();
@@ -96,7 +97,7 @@ ToolConfig ToolConfig::from_yaml(const YamlNode& node) {
 PromptConfig EnvConfig::default_prompt() {
   PromptConfig p;
   p.template_path = resource_path("configs/prompt/kernel.md");
-  p.format_page = resource_path("env/judge/KERNEL_FORMAT.md");
+  p.format_page = resource_path("env/launch/KERNEL_FORMAT.md");
   return p;
 }
 

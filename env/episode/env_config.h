@@ -11,11 +11,11 @@ namespace kforge {
 class YamlNode;
 
 struct EpisodeLimits {
-  int max_turns = 24;              // steps per episode; the last one truncates (unless it submits)
-  double wall_clock_s = 1800;      // wall time since reset(); 0: no limit
-  double gpu_time_s = 600;         // GPU request time (verify, profile, submit) since reset(); 0: no limit
+  int max_turns = 24;                // steps per episode; the last one truncates (unless it submits)
+  double wall_clock_s = 1800;        // wall time since reset(); 0: no limit
+  double gpu_time_s = 600;           // GPU request time (verify, profile, submit) since reset(); 0: no limit
   int observation_max_chars = 8000;  // a tool's observation is trimmed in the middle beyond this
-  int prompt_max_chars = 40000;    // the first observation (the task prompt) likewise
+  int prompt_max_chars = 40000;      // the first observation (the task prompt) likewise
   static EpisodeLimits from_yaml(const YamlNode& node);
 };
 
@@ -35,16 +35,16 @@ struct PromptConfig {
   // Paths as given, and resolved (relative ones against the config file's directory; the
   // defaults against the kforge resource directory, see resource_path).
   std::string template_path;  // the task prompt, with {{placeholders}} (configs/prompt/kernel.md)
-  std::string format_page;    // the candidate format page (env/judge/KERNEL_FORMAT.md)
+  std::string format_page;    // the candidate format page (env/launch/KERNEL_FORMAT.md)
   static PromptConfig from_yaml(const YamlNode& node, const std::string& base_dir);
 };
 
 struct ToolConfig {
-  int verify_trials = 0;  // trials of verify() and profile(); 0: the eval config's verify.trials
-  bool profile_times = true;  // profile() times the candidate against eager (else verification only)
+  int verify_trials = 0;         // trials of verify() and profile(); 0: the eval config's verify.trials
+  bool profile_times = true;     // profile() times the candidate against eager (else verification only)
   bool profile_counters = true;  // profile() reads hardware counters through CUPTI's range profiler
   // The counters' metrics (CUPTI/Nsight Compute names); empty: the worker's default list
-  // (env/gpu/kernel_counters.cpp, default_counter_metrics). Each pass the metrics need replays the call.
+  // (env/judge/kernel_counters.cpp, default_counter_metrics). Each pass the metrics need replays the call.
   std::vector<std::string> profile_metrics;
   static ToolConfig from_yaml(const YamlNode& node);
 };

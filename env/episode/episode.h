@@ -21,9 +21,9 @@
 #include "configs/eval_config.h"
 #include "data_synth/task/task_spec.h"
 #include "env/episode/env_config.h"
-#include "env/judge/evaluator.h"
 #include "env/episode/tool_call.h"
 #include "env/episode/workspace.h"
+#include "env/evaluator/evaluator.h"
 #include "reward/episode_reward.h"
 #include "reward/reward_config.h"
 
@@ -115,7 +115,7 @@ class KernelEnv {
  private:
   struct ToolResult {
     std::string observation;
-    bool ok = false;       // the tool did what was asked (a failing verify is ok: the tool worked)
+    bool ok = false;                   // the tool did what was asked (a failing verify is ok: the tool worked)
     std::optional<EvalReport> report;  // the evaluator's report, when there was one
     Json harness_error;                // {"kind", "message"} when the harness judged nothing (info.report.harness_error)
     bool compiled = false;             // the report shows a successful compile

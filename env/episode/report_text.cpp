@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "env/episode/observation.h"
-#include "env/judge/eval_report.h"
+#include "env/evaluator/eval_report.h"
 
 namespace kforge {
 
@@ -79,8 +79,7 @@ std::string compile_text(const EvalReport& report, size_t log_max_chars) {
          << (k.max_threads_per_block > 0 ? ", max " + std::to_string(k.max_threads_per_block) + " threads per block" : std::string())
          << "\n";
   if (!c.log.empty()) os << "compiler output:\n" << trim_middle(c.log, log_max_chars) << (c.log.back() == '\n' ? "" : "\n");
-  if (report.plan)
-    os << "launch plan: " << report.plan->launches << " launch(es), " << report.plan->workspace_bytes << " B of workspace\n";
+  if (report.plan) os << "launch plan: " << report.plan->launches << " launch(es), " << report.plan->workspace_bytes << " B of workspace\n";
   return os.str();
 }
 

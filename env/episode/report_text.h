@@ -1,5 +1,5 @@
 #pragma once
-// Evaluation reports (env/judge/eval_report.h) as the text a policy reads after compile(), verify(),
+// Evaluation reports (env/evaluator/eval_report.h) as the text a policy reads after compile(), verify(),
 // profile() and submit(): short, what went wrong first, numbers with units. Sections the report
 // lacks (a profile from an older GPU worker, a torch.compile baseline the task does not store) are
 // said to be unavailable rather than left out silently.
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "data_synth/task/task_spec.h"
-#include "env/judge/eval_report.h"
+#include "env/evaluator/eval_report.h"
 #include "reward/episode_reward.h"
 
 namespace kforge {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "configs/sha256.h"
-#include "env/judge/evaluator.h"
+#include "env/evaluator/evaluator.h"
 
 namespace kforge {
 
@@ -48,7 +48,8 @@ std::string Workspace::check_path(const std::string& path) const {
       if (!plain_char(c)) return "'" + path + "' contains a character other than letters, digits, '_', '-', '.' and '/'";
   }
   if (static_cast<int>(parts.size()) > limits_.max_depth)
-    return "'" + path + "' is " + std::to_string(parts.size()) + " levels deep; at most " + std::to_string(limits_.max_depth) + " are allowed";
+    return "'" + path + "' is " + std::to_string(parts.size()) + " levels deep; at most " + std::to_string(limits_.max_depth) +
+           " are allowed";
   const std::string& name = parts.back();
   bool allowed = std::find(limits_.allowed_names.begin(), limits_.allowed_names.end(), name) != limits_.allowed_names.end();
   for (const auto& ext : limits_.allowed_extensions) allowed = allowed || (name.size() > ext.size() && ends_with(name, ext));
@@ -108,8 +109,8 @@ std::optional<Candidate> Workspace::candidate(const std::string& label, std::str
 
 std::string candidate_content_hash(const Candidate& c) {
   // Length-prefixed, so no split of the same bytes between the two files hashes alike.
-  return sha256_hex("kernel.cu " + std::to_string(c.source.size()) + "\n" + c.source + "launch.yaml " +
-                    std::to_string(c.plan_text.size()) + "\n" + c.plan_text);
+  return sha256_hex("kernel.cu " + std::to_string(c.source.size()) + "\n" + c.source + "launch.yaml " + std::to_string(c.plan_text.size()) +
+                    "\n" + c.plan_text);
 }
 
 }  // namespace kforge

@@ -4,8 +4,8 @@
 // the default anti-cheat config (configs/anticheat.yaml; an entry's expect.yaml may switch a
 // dynamic check for itself under `anticheat:`, e.g. the precision probe). Prints the table: candidate, expected,
 // verdict, the check that fired. With KFORGE_AUDIT_OUT=FILE it also writes the rows as JSON.
-#include "env/judge/evaluator.h"
-#include "tests/env/judge/report_json.h"
+#include "env/evaluator/evaluator.h"
+#include "tests/env/evaluator/report_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/yaml_reader.h"
-#include "tests/env/judge/candidates.h"
+#include "tests/env/evaluator/candidates.h"
 #include "tests/skip_without_cuda.h"
 
 using namespace kforge;
@@ -40,12 +40,18 @@ struct Entry {
 // The base config with an entry's dynamic-check switches applied.
 AnticheatConfig with_overrides(AnticheatConfig c, const std::map<std::string, bool>& o) {
   for (const auto& [k, v] : o) {
-    if (k == "robustness_draws") c.dynamic.robustness_draws = v;
-    else if (k == "state_checks") c.dynamic.state_checks = v;
-    else if (k == "verify_timed_calls") c.dynamic.verify_timed_calls = v;
-    else if (k == "kernel_activity") c.dynamic.kernel_activity = v;
-    else if (k == "speed_of_light") c.dynamic.speed_of_light = v;
-    else ADD_FAILURE() << "unknown anticheat override " << k;
+    if (k == "robustness_draws")
+      c.dynamic.robustness_draws = v;
+    else if (k == "state_checks")
+      c.dynamic.state_checks = v;
+    else if (k == "verify_timed_calls")
+      c.dynamic.verify_timed_calls = v;
+    else if (k == "kernel_activity")
+      c.dynamic.kernel_activity = v;
+    else if (k == "speed_of_light")
+      c.dynamic.speed_of_light = v;
+    else
+      ADD_FAILURE() << "unknown anticheat override " << k;
   }
   return c;
 }
@@ -167,8 +173,13 @@ TEST(AnticheatAuditGpu, EveryExploitRefusedEveryControlAccepted) {
     std::printf("%-44s %-8s %-22s %-8s %-22s %.1f\n", e.name.c_str(), e.control ? "control" : "exploit", expected.c_str(), v.c_str(),
                 f.c_str(), r.value("wall_ms", 0.0) / 1000);
     std::fflush(stdout);
-    rows.push_back({{"candidate", e.name}, {"kind", e.control ? "control" : "exploit"}, {"expected", expected}, {"verdict", v},
-                    {"check", f}, {"anticheat", r.value("anticheat", Json())}, {"wall_ms", r.value("wall_ms", 0.0)}});
+    rows.push_back({{"candidate", e.name},
+                    {"kind", e.control ? "control" : "exploit"},
+                    {"expected", expected},
+                    {"verdict", v},
+                    {"check", f},
+                    {"anticheat", r.value("anticheat", Json())},
+                    {"wall_ms", r.value("wall_ms", 0.0)}});
     if (e.control) {
       EXPECT_EQ(v, "pass") << format_report(r);
       EXPECT_EQ(r["anticheat"]["verdict"], "clean") << format_report(r);

@@ -19,8 +19,8 @@
 // are), which is why every member is checked, counted, and the slowest member sets the speedup.
 //
 // With KFORGE_PROBE_OUT=FILE the figures are written as JSON.
-#include "env/judge/evaluator.h"
-#include "tests/env/judge/report_json.h"
+#include "env/evaluator/evaluator.h"
+#include "tests/env/evaluator/report_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,7 +32,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/env/judge/candidates.h"
+#include "tests/env/evaluator/candidates.h"
 #include "tests/skip_without_cuda.h"
 
 using namespace kforge;
@@ -84,9 +84,9 @@ extern "C" __global__ void kforge_call_probe(const float* x, float* out, long lo
 }
 )";
 
-const char* kFeatureNames[] = {"input_address", "output_address", "workspace_address", "output_word_0", "output_word_mid",
-                               "workspace_unwritten", "sample_max_abs", "sample_sum", "sample_sum_abs", "sample_beyond_3_47",
-                               "smid", "first_input"};
+const char* kFeatureNames[] = {
+    "input_address", "output_address", "workspace_address",  "output_word_0", "output_word_mid", "workspace_unwritten", "sample_max_abs",
+    "sample_sum",    "sample_sum_abs", "sample_beyond_3_47", "smid",          "first_input"};
 constexpr int kFeatures = 12;
 
 // The shipped candidate with the probe kernel appended and launched first, writing a workspace of
@@ -97,12 +97,14 @@ Candidate with_probe(const Candidate& honest, const TaskSpec& task) {
   int64_t n = 1;
   for (int64_t d : task.arguments.at(0).decl.meta.shape) n *= d;
   const std::string ws = "  - name: kforge_probe_ws\n    dtype: int64\n    size: 128\n";
-  const std::string launch = "  - kernel: kforge_call_probe\n    grid: [1]\n    block: [256]\n    args: [" + task.arguments[0].decl.name + ", " +
-                             task.outputs.at(0).name + ", kforge_probe_ws, " + std::to_string(n) + "]\n";
+  const std::string launch = "  - kernel: kforge_call_probe\n    grid: [1]\n    block: [256]\n    args: [" + task.arguments[0].decl.name +
+                             ", " + task.outputs.at(0).name + ", kforge_probe_ws, " + std::to_string(n) + "]\n";
   std::string& p = c.plan_text;
   const size_t w = p.find("workspace:\n");
-  if (w != std::string::npos) p.insert(w + 11, ws);
-  else p = "workspace:\n" + ws + p;
+  if (w != std::string::npos)
+    p.insert(w + 11, ws);
+  else
+    p = "workspace:\n" + ws + p;
   const size_t l = p.find("launches:\n");
   EXPECT_NE(l, std::string::npos);
   p.insert(l + 10, launch);
@@ -236,10 +238,11 @@ TEST(CallProbeGpu, NothingAKernelObservesTellsAVerifiedCallFromATimedOne) {
   std::mt19937_64 rng(20261203);
   Scores phase = classify(rows, true, rng), member = classify(rows, false, rng);
   const double bound = 0.5 + 3.5 * 0.5 / std::sqrt(static_cast<double>(phase.n_test));
-  std::printf("probe: %zu calls (%lld verification, %lld timed); verification vs timed: best of %d classifiers %.4f (%s) on %lld "
-              "test calls, bound %.4f\n",
-              rows.size(), static_cast<long long>(verified), static_cast<long long>(rows.size() - verified), 2 * kFeatures, phase.best,
-              phase.best_name.c_str(), static_cast<long long>(phase.n_test), bound);
+  std::printf(
+      "probe: %zu calls (%lld verification, %lld timed); verification vs timed: best of %d classifiers %.4f (%s) on %lld "
+      "test calls, bound %.4f\n",
+      rows.size(), static_cast<long long>(verified), static_cast<long long>(rows.size() - verified), 2 * kFeatures, phase.best,
+      phase.best_name.c_str(), static_cast<long long>(phase.n_test), bound);
   std::printf("probe: plain vs other members (recognisable by design): best %.4f (%s) on %lld test calls\n", member.best,
               member.best_name.c_str(), static_cast<long long>(member.n_test));
   EXPECT_LE(phase.best, bound) << phase.per_feature.dump(2);
@@ -247,10 +250,17 @@ TEST(CallProbeGpu, NothingAKernelObservesTellsAVerifiedCallFromATimedOne) {
     std::ofstream(out) << Json{{"calls", rows.size()},
                                {"verification_calls", verified},
                                {"tasks", tasks},
-                               {"phase", {{"best", phase.best}, {"best_classifier", phase.best_name}, {"n_test", phase.n_test},
-                                          {"bound", bound}, {"per_feature", phase.per_feature}}},
-                               {"member_plain_vs_other", {{"best", member.best}, {"best_classifier", member.best_name},
-                                                          {"n_test", member.n_test}, {"per_feature", member.per_feature}}}}
-                                  .dump(2)
-                           << "\n";
+                               {"phase",
+                                {{"best", phase.best},
+                                 {"best_classifier", phase.best_name},
+                                 {"n_test", phase.n_test},
+                                 {"bound", bound},
+                                 {"per_feature", phase.per_feature}}},
+                               {"member_plain_vs_other",
+                                {{"best", member.best},
+                                 {"best_classifier", member.best_name},
+                                 {"n_test", member.n_test},
+                                 {"per_feature", member.per_feature}}}}
+                              .dump(2)
+                       << "\n";
 }

@@ -13,8 +13,8 @@
 //
 // Each candidate is judged in KFORGE_PRECISION_REQUESTS verification-only requests (default 30),
 // each with fresh secret draws. With KFORGE_PRECISION_OUT=FILE the rates are written as JSON.
-#include "env/judge/evaluator.h"
-#include "tests/env/judge/report_json.h"
+#include "env/evaluator/evaluator.h"
+#include "tests/env/evaluator/report_json.h"
 
 #include <cmath>
 #include <cstdio>
@@ -24,7 +24,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/env/judge/candidates.h"
+#include "tests/env/evaluator/candidates.h"
 #include "tests/skip_without_cuda.h"
 
 using namespace kforge;
@@ -65,7 +65,10 @@ Candidate rounded(const Candidate& honest, const TaskSpec& task, int bits) {
     std::string launch = "  - kernel: " + std::string(dt == DType::float32 ? "kforge_round_bits32" : "kforge_round_bits16") +
                          "\n    grid: [" + std::to_string(std::min<int64_t>((n + 255) / 256, 65536)) + "]\n    block: [256]\n    args: [" +
                          o.name + ", " + std::to_string(n) + ", " + std::to_string(drop) +
-                         (dt == DType::float32 ? "" : dt == DType::float16 ? ", 31744" : ", 32640") + "]\n";
+                         (dt == DType::float32   ? ""
+                          : dt == DType::float16 ? ", 31744"
+                                                 : ", 32640") +
+                         "]\n";
     c.plan_text += launch;
   }
   return c;
@@ -85,9 +88,12 @@ TEST(PrecisionProbeGpu, FewerBitsThanTheContractAreRefusedInNearlyEveryRequest) 
     const char* candidate;
     const char* kind;
   };
-  const std::vector<Probe> probes = {{"linear_relu", "tiled", "GEMM"},          {"gated_linear", "splitk", "GEMM"},
-                                     {"logsumexp_sub", "naive", "reduction"},    {"groupnorm_silu", "fused", "normalisation"},
-                                     {"layernorm_gelu_bf16", "fused", "normalisation"}, {"rmsnorm_linear_bf16", "mma_fused", "GEMM"},
+  const std::vector<Probe> probes = {{"linear_relu", "tiled", "GEMM"},
+                                     {"gated_linear", "splitk", "GEMM"},
+                                     {"logsumexp_sub", "naive", "reduction"},
+                                     {"groupnorm_silu", "fused", "normalisation"},
+                                     {"layernorm_gelu_bf16", "fused", "normalisation"},
+                                     {"rmsnorm_linear_bf16", "mma_fused", "GEMM"},
                                      {"attention_fp16", "flash_fp32", "GEMM"}};
   Json rows = Json::array();
   std::printf("%-22s %-14s %-9s %5s %9s %9s\n", "task", "kind", "dtype", "bits", "refused", "of");
@@ -121,11 +127,20 @@ TEST(PrecisionProbeGpu, FewerBitsThanTheContractAreRefusedInNearlyEveryRequest) 
       const double rate = static_cast<double>(refused) / requests;
       std::printf("%-22s %-14s %-9s %5d %9d %9d\n", p.task, p.kind, dtype_name(dt), bits, refused, requests);
       std::fflush(stdout);
-      rows.push_back({{"task", p.task}, {"kind", p.kind}, {"dtype", dtype_name(dt)}, {"mantissa_bits", bits},
-                      {"contract_bits", contract}, {"refused", refused}, {"requests", requests}, {"rate", rate}, {"last_reason", last_reason},
+      rows.push_back({{"task", p.task},
+                      {"kind", p.kind},
+                      {"dtype", dtype_name(dt)},
+                      {"mantissa_bits", bits},
+                      {"contract_bits", contract},
+                      {"refused", refused},
+                      {"requests", requests},
+                      {"rate", rate},
+                      {"last_reason", last_reason},
                       {"refused_by", by_check}});
-      if (bits < contract) EXPECT_GE(rate, 0.99) << p.task << " at " << bits << " bits: " << refused << " of " << requests;
-      else EXPECT_EQ(refused, 0) << p.task << " at " << bits << " bits (more than the contract) must pass: " << last_reason;
+      if (bits < contract)
+        EXPECT_GE(rate, 0.99) << p.task << " at " << bits << " bits: " << refused << " of " << requests;
+      else
+        EXPECT_EQ(refused, 0) << p.task << " at " << bits << " bits (more than the contract) must pass: " << last_reason;
     }
   }
   if (const char* out = std::getenv("KFORGE_PRECISION_OUT")) std::ofstream(out) << rows.dump(2) << "\n";

@@ -10,16 +10,14 @@
 
 #include "configs/file_reader.h"
 #include "tests/anticheat/static_scan.h"
-#include "tests/env/judge/candidates.h"
+#include "tests/env/evaluator/candidates.h"
 
 using namespace kforge;
 using namespace kforge::testing::static_scan;
 using kforge::testing::shipped_candidates;
 using kforge::testing::source_dir;
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // ---- timers ---------------------------------------------------------------------------------
 
@@ -94,17 +92,17 @@ TEST(StaticChecks, RefusesTimerRegistersWrittenWithEscapesOrContinuations) {
 
 TEST(StaticChecks, RefusesTimerHiddenInMacros) {
   StaticReport r = scan(
-      "#define NOW() clock64()\n"                                         // 1
-      "#define CAT(a, b) a##b\n"                                           // 2
-      "#define STR2(x) #x\n"                                               // 3
-      "#define STR(x) STR2(x)\n"                                           // 4
-      "__device__ long long a() { return NOW(); }\n"                       // 5
-      "__device__ long long b() { return CAT(clo, ck64)(); }\n"            // 6
-      "__device__ void c(unsigned long long& t) {\n"                       // 7
+      "#define NOW() clock64()\n"                                               // 1
+      "#define CAT(a, b) a##b\n"                                                // 2
+      "#define STR2(x) #x\n"                                                    // 3
+      "#define STR(x) STR2(x)\n"                                                // 4
+      "__device__ long long a() { return NOW(); }\n"                            // 5
+      "__device__ long long b() { return CAT(clo, ck64)(); }\n"                 // 6
+      "__device__ void c(unsigned long long& t) {\n"                            // 7
       "  asm(\"mov.u64 %0, %%\" STR(CAT(global, timer)) \";\" : \"=l\"(t));\n"  // 8
       "}\n"
-      "%:define LATER clock\n"                                             // 10
-      "__device__ long long d() { return LATER(); }\n");                   // 11
+      "%:define LATER clock\n"                            // 10
+      "__device__ long long d() { return LATER(); }\n");  // 11
   for (int line : {1, 5, 6, 8, 10, 11}) EXPECT_TRUE(flags(r, "timer", line)) << "line " << line << "\n" << dump(r);
   bool named = false;
   for (const CheckFinding& f : r.findings)
@@ -159,13 +157,13 @@ TEST(StaticChecks, AllowsTimersWhenTheRuleIsOff) {
 
 TEST(StaticChecks, RefusesDevicePrintfInEverySpelling) {
   StaticReport r = scan(
-      "#define LOG(...) printf(__VA_ARGS__)\n"                                   // 1
-      "#define P CAT(pri, ntf)\n"                                                // 2
-      "#define CAT(a, b) a##b\n"                                                 // 3
-      "__device__ void a(float v) { printf(\"%f\\n\", v); }\n"                   // 4
-      "__device__ void b(float v) { LOG(\"%f\\n\", v); }\n"                      // 5
-      "__device__ void c(float v) { P(\"%f\\n\", v); }\n"                        // 6
-      "__device__ void d(const char* f, void* a) { vprintf(f, a); }\n");         // 7
+      "#define LOG(...) printf(__VA_ARGS__)\n"                            // 1
+      "#define P CAT(pri, ntf)\n"                                         // 2
+      "#define CAT(a, b) a##b\n"                                          // 3
+      "__device__ void a(float v) { printf(\"%f\\n\", v); }\n"            // 4
+      "__device__ void b(float v) { LOG(\"%f\\n\", v); }\n"               // 5
+      "__device__ void c(float v) { P(\"%f\\n\", v); }\n"                 // 6
+      "__device__ void d(const char* f, void* a) { vprintf(f, a); }\n");  // 7
   for (int line : {1, 4, 5, 6, 7}) EXPECT_TRUE(flags(r, "printf", line)) << "line " << line << "\n" << dump(r);
   StaticCheckConfig off;
   off.forbid_printf = false;
@@ -176,23 +174,23 @@ TEST(StaticChecks, RefusesDevicePrintfInEverySpelling) {
 
 TEST(StaticChecks, RefusesMutableDeviceGlobalsInEverySpelling) {
   StaticReport r = scan(
-      "__device__ unsigned int calls;\n"                            // 1
-      "__device__ unsigned long long total = 0;\n"                  // 2
-      "static __device__ int hidden;\n"                             // 3
-      "__device__ int direct(0);\n"                                 // 4
-      "__device__ int braced{0};\n"                                 // 5
-      "__device__ float* last_out;\n"                               // 6
-      "__device__ const float* last_in;\n"                          // 7
-      "template <int N> __device__ int per_size = 0;\n"             // 8
-      "namespace { __device__ int anon; }\n"                        // 9
-      "extern \"C\" { __device__ int c_linkage; }\n"                // 10
-      "__attribute__((device)) int attr;\n"                         // 11
-      "#define GLOBAL __device__\n"                                 // 12
-      "GLOBAL int via_macro;\n"                                     // 13
-      "__device__ struct { int n; } anon_struct;\n"                 // 14
-      "__device__ const int fixed = 1, *movable;\n"                 // 15
-      "__device__ int (*fn_ptr)(int);\n"                            // 16
-      "__managed__ int managed;\n"                                  // 17
+      "__device__ unsigned int calls;\n"                                        // 1
+      "__device__ unsigned long long total = 0;\n"                              // 2
+      "static __device__ int hidden;\n"                                         // 3
+      "__device__ int direct(0);\n"                                             // 4
+      "__device__ int braced{0};\n"                                             // 5
+      "__device__ float* last_out;\n"                                           // 6
+      "__device__ const float* last_in;\n"                                      // 7
+      "template <int N> __device__ int per_size = 0;\n"                         // 8
+      "namespace { __device__ int anon; }\n"                                    // 9
+      "extern \"C\" { __device__ int c_linkage; }\n"                            // 10
+      "__attribute__((device)) int attr;\n"                                     // 11
+      "#define GLOBAL __device__\n"                                             // 12
+      "GLOBAL int via_macro;\n"                                                 // 13
+      "__device__ struct { int n; } anon_struct;\n"                             // 14
+      "__device__ const int fixed = 1, *movable;\n"                             // 15
+      "__device__ int (*fn_ptr)(int);\n"                                        // 16
+      "__managed__ int managed;\n"                                              // 17
       "__attribute__((managed)) __attribute__((device)) int managed_attr;\n");  // 18
   for (int line = 1; line <= 18; ++line) {
     if (line == 12) continue;  // the #define
@@ -204,16 +202,16 @@ TEST(StaticChecks, RefusesMutableDeviceGlobalsInEverySpelling) {
 
 TEST(StaticChecks, RefusesStaticVariablesThatPersistBetweenCalls) {
   StaticReport r = scan(
-      "__device__ int f() {\n"                                      // 1
-      "  static int calls = 0;\n"                                   // 2
-      "  for (static int i = 0; i < 1;) {}\n"                       // 3
-      "  auto l = []() { static int n; return n; };\n"              // 4
-      "  static const float* last;\n"                               // 5
-      "  static int lazy = [] { return 1; }();\n"                   // 6
+      "__device__ int f() {\n"                          // 1
+      "  static int calls = 0;\n"                       // 2
+      "  for (static int i = 0; i < 1;) {}\n"           // 3
+      "  auto l = []() { static int n; return n; };\n"  // 4
+      "  static const float* last;\n"                   // 5
+      "  static int lazy = [] { return 1; }();\n"       // 6
       "  return calls + l();\n"
       "}\n"
-      "struct Counter { static int n; };\n"                         // 9
-      "static int file_scope;\n"                                    // 10
+      "struct Counter { static int n; };\n"                                             // 9
+      "static int file_scope;\n"                                                        // 10
       "__device__ int g() <% static int digraph_braces; return digraph_braces; %>\n");  // 11
   for (int line : {2, 3, 4, 5, 6, 9, 10, 11}) EXPECT_TRUE(flags(r, "global_state", line)) << "line " << line << "\n" << dump(r);
 }
@@ -256,8 +254,8 @@ TEST(StaticChecks, RefusesDeviceHeapAllocation) {
       "  free(a);\n"
       "  void* e = ::operator new(64);\n"
       "}\n");
-  EXPECT_EQ(found(r), (std::set<std::pair<int, std::string>>{
-                          {2, "global_state"}, {3, "global_state"}, {4, "global_state"}, {7, "global_state"}}))
+  EXPECT_EQ(found(r),
+            (std::set<std::pair<int, std::string>>{{2, "global_state"}, {3, "global_state"}, {4, "global_state"}, {7, "global_state"}}))
       << dump(r);
 }
 
@@ -319,23 +317,26 @@ TEST(StaticChecks, AllowsGlobalStateWhenTheRuleIsOff) {
 
 TEST(StaticChecks, RefusesL2ResidencyHintsInEverySpelling) {
   StaticReport r = scan(
-      "#include <cuda/annotated_ptr>\n"                                                                         // 1
-      "__device__ unsigned long long pol() { unsigned long long p;\n"                                          // 2
+      "#include <cuda/annotated_ptr>\n"                                                                     // 1
+      "__device__ unsigned long long pol() { unsigned long long p;\n"                                       // 2
       "  asm volatile(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" : \"=l\"(p)); return p; }\n"  // 3
-      "__device__ float a(const float* x) { float v; asm(\"ld.global.L2::evict_last.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"  // 4
+      "__device__ float a(const float* x) { float v; asm(\"ld.global.L2::evict_last.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; "
+      "}\n"                                                                                                    // 4
       "__device__ float b(const float* x, unsigned long long p) { float v;\n"                                  // 5
       "  asm(\"ld.global.L2::cache_hint.f32 %0, [%1], %2;\" : \"=f\"(v) : \"l\"(x), \"l\"(p)); return v; }\n"  // 6
-      "__device__ float c(const float* x) { cuda::annotated_ptr<const float, cuda::access_property::persisting> p(x, 1 << 20); return p[0]; }\n"  // 7
+      "__device__ float c(const float* x) { cuda::annotated_ptr<const float, cuda::access_property::persisting> p(x, 1 << 20); return "
+      "p[0]; }\n"                                                                                                     // 7
       "__device__ void d(float* x) { cuda::apply_access_property(x, 4096, cuda::access_property::persisting{}); }\n"  // 8
-      "__device__ int e() { return (int)cudaAccessPropertyPersisting; }\n"                                     // 9
-      "__device__ void f(const float* x) { asm(\"prefetch.global.L2::evict_\" \"last [%0];\" :: \"l\"(x)); }\n"  // 10
-      "#define HINT \"L2::cache_\\x68int\"\n"                                                                 // 11
-      "__device__ float g(const float* x, unsigned long long p) { float v; asm(\"ld.global.\" HINT \".f32 %0, [%1], %2;\" : \"=f\"(v) : \"l\"(x), \"l\"(p)); return v; }\n"  // 12
-      "template <class T> __device__ T h(const T* x) { return cuda::ptx::ld_L1_evict_last_L2_cache_hint(cuda::ptx::space_global, x, 0ull); }\n"  // 13
-      "__device__ unsigned long long j(unsigned long long (*mk)(int)) { return mk(EVICT_LAST); }\n"             // 14
+      "__device__ int e() { return (int)cudaAccessPropertyPersisting; }\n"                                            // 9
+      "__device__ void f(const float* x) { asm(\"prefetch.global.L2::evict_\" \"last [%0];\" :: \"l\"(x)); }\n"       // 10
+      "#define HINT \"L2::cache_\\x68int\"\n"                                                                         // 11
+      "__device__ float g(const float* x, unsigned long long p) { float v; asm(\"ld.global.\" HINT \".f32 %0, [%1], %2;\" : \"=f\"(v) "
+      ": \"l\"(x), \"l\"(p)); return v; }\n"  // 12
+      "template <class T> __device__ T h(const T* x) { return cuda::ptx::ld_L1_evict_last_L2_cache_hint(cuda::ptx::space_global, x, "
+      "0ull); }\n"                                                                                                   // 13
+      "__device__ unsigned long long j(unsigned long long (*mk)(int)) { return mk(EVICT_LAST); }\n"                  // 14
       "__device__ void i(float* x) { cuda::associate_access_property(x, cuda::access_property::streaming{}); }\n");  // 15
-  for (int line : {3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15})
-    EXPECT_TRUE(flags(r, "l2_residency", line)) << "line " << line << "\n" << dump(r);
+  for (int line : {3, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15}) EXPECT_TRUE(flags(r, "l2_residency", line)) << "line " << line << "\n" << dump(r);
   for (const CheckFinding& f : r.findings) EXPECT_EQ(f.check, "l2_residency") << dump(r);
   EXPECT_NE(r.findings.at(0).message.find("L2 residency hints are not allowed"), std::string::npos) << dump(r);
 }
@@ -347,7 +348,8 @@ TEST(StaticChecks, AllowsHonestCacheHintsAndMentionsOfEvictLast) {
       "__device__ float a(const float* x) { return __ldg(x) + __ldcs(x + 1) + __ldlu(x + 2) + __ldcg(x + 3); }\n"
       "__device__ void b(float* y, float v) { __stcs(y, v); __stwt(y + 1, v); }\n"
       "__device__ float c(const float* x) { float v; asm(\"ld.global.L1::evict_first.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"
-      "__device__ float d(const float* x) { float v; asm(\"ld.global.nc.L1::no_allocate.L2::256B.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); return v; }\n"
+      "__device__ float d(const float* x) { float v; asm(\"ld.global.nc.L1::no_allocate.L2::256B.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(x)); "
+      "return v; }\n"
       "__device__ void e(const float* x) { asm volatile(\"prefetch.global.L2 [%0];\" :: \"l\"(x)); }\n"
       "__device__ void f(float* x) { asm volatile(\"discard.global.L2 [%0], 128;\" :: \"l\"(x)); }\n"
       "__device__ const char* g() { return \"evict_last createpolicy cache_hint\"; }\n"
@@ -369,10 +371,10 @@ TEST(StaticChecks, AllowsL2HintsWhenTheRuleIsOff) {
 
 TEST(StaticChecks, AllowsInlinePtxByDefaultAndRefusesItWhenForbidden) {
   const std::string src =
-      "#define LDG(v, p) asm(\"ld.global.nc.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(p))\n"     // 1
-      "__device__ void a(const float* p, float& v) { LDG(v, p); }\n"                          // 2
-      "__device__ void b() { asm volatile(\"cp.async.wait_all;\" ::: \"memory\"); }\n"        // 3
-      "__device__ void c() { __asm__ __volatile__(\"membar.gl;\"); }\n";                      // 4
+      "#define LDG(v, p) asm(\"ld.global.nc.f32 %0, [%1];\" : \"=f\"(v) : \"l\"(p))\n"  // 1
+      "__device__ void a(const float* p, float& v) { LDG(v, p); }\n"                    // 2
+      "__device__ void b() { asm volatile(\"cp.async.wait_all;\" ::: \"memory\"); }\n"  // 3
+      "__device__ void c() { __asm__ __volatile__(\"membar.gl;\"); }\n";                // 4
   EXPECT_TRUE(scan(src).passed) << dump(scan(src));
   StaticCheckConfig c;
   c.forbid_inline_asm = true;
@@ -390,7 +392,8 @@ TEST(StaticChecks, RefusesConfiguredIdentifiers) {
       "__device__ void b() { STOP(); }\n"
       "__device__ void d() { __threadfence(); }  // __brkpt in a comment\n",
       c);
-  EXPECT_EQ(found(r), (std::set<std::pair<int, std::string>>{{1, "forbidden_identifier"}, {2, "forbidden_identifier"}, {3, "forbidden_identifier"}}))
+  EXPECT_EQ(found(r),
+            (std::set<std::pair<int, std::string>>{{1, "forbidden_identifier"}, {2, "forbidden_identifier"}, {3, "forbidden_identifier"}}))
       << dump(r);
   EXPECT_NE(r.findings.at(1).message.find("uses '__trap', which is not allowed here"), std::string::npos) << dump(r);
   EXPECT_TRUE(scan("__device__ void a() { __trap(); }\n").passed);
@@ -414,8 +417,8 @@ TEST(StaticChecks, RefusesMacroBombsQuicklyAndSurvivesSelfReference) {
 }
 
 TEST(StaticChecks, NeverThrowsOnBrokenSource) {
-  for (const char* src : {"", "\"unterminated", "/* unterminated", "#define", "#define F(", "F(((", "}}}{{{", "R\"x(",
-                          "asm(", "\\", "#if 0\n", "__device__ int", "static", "?\?=define X clock64()"})
+  for (const char* src : {"", "\"unterminated", "/* unterminated", "#define", "#define F(", "F(((", "}}}{{{", "R\"x(", "asm(", "\\",
+                          "#if 0\n", "__device__ int", "static", "?\?=define X clock64()"})
     EXPECT_NO_THROW(scan(src)) << src;
 }
 

@@ -1,4 +1,4 @@
-// libFuzzer target for launch plans (env/judge/launch_plan.h): launch.yaml as a policy writes it,
+// libFuzzer target for launch plans (env/launch/launch_plan.h): launch.yaml as a policy writes it,
 // read and then resolved against a fixed task and kernels. Anything but a kforge::Error escaping
 // (a yaml-cpp exception, std::out_of_range, ...) is reported as a crash, as are signals and
 // sanitizer reports.
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "configs/error.h"
-#include "env/judge/launch_plan.h"
+#include "env/launch/launch_plan.h"
 
 using namespace kforge;
 
@@ -46,7 +46,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
     resolve_plan(LaunchPlan::parse(text, "launch.yaml"), task, kernels);
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <zmq_addon.hpp>
 
-#include "env/gpu/cuda_probe.h"
+#include "env/cuda/cuda_probe.h"
 #include "env/episode/env_config.h"
 #include "rollout/server.h"
 #include "rollout/trajectory_file.h"
@@ -27,13 +27,13 @@ using kforge::read_file;
 
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                          \
-  do {                                                                                              \
-    std::string why;                                                                                \
-    if (!cuda_device_present(&why)) {                                                               \
+#define SKIP_WITHOUT_GPU()                                                                                                 \
+  do {                                                                                                                     \
+    std::string why;                                                                                                       \
+    if (!cuda_device_present(&why)) {                                                                                      \
       std::printf("KFORGE_SKIPPED: no CUDA device on this machine (%s); run on a GPU host (ctest -L gpu)\n", why.c_str()); \
-      GTEST_SKIP() << "no CUDA device";                                                             \
-    }                                                                                               \
+      GTEST_SKIP() << "no CUDA device";                                                                                    \
+    }                                                                                                                      \
   } while (0)
 
 // Child processes of this process whose command name is `name` (the server's GPU workers).
@@ -92,8 +92,10 @@ class Client {
   }
   std::string reset_with_candidate() {
     std::string dir = resource_path("datasets/samples/candidates/gelu_scale_residual/fused/");
-    Reply r = call("reset", {{"task", "gelu_scale_residual"},
-                             {"options", {{"files", {{"kernel.cu", read_file(dir + "kernel.cu")}, {"launch.yaml", read_file(dir + "launch.yaml")}}}}}});
+    Reply r =
+        call("reset",
+             {{"task", "gelu_scale_residual"},
+              {"options", {{"files", {{"kernel.cu", read_file(dir + "kernel.cu")}, {"launch.yaml", read_file(dir + "launch.yaml")}}}}}});
     EXPECT_EQ(r.status, "ok") << r.payload.dump();
     return r.payload.value("episode", "");
   }

@@ -155,7 +155,7 @@ def candidate_dir(task, name):
 
 
 def test_eval_check_reports_its_cold_start():
-    """`kforge eval --check --json` says where its wall time went (env/judge/EVAL_REPORT.md
+    """`kforge eval --check --json` says where its wall time went (env/evaluator/EVAL_REPORT.md
     `cold_start`): the CLI's own start, the compile worker's start split by phase (no warm-up: one
     candidate, nothing to hide it behind), no GPU worker, the request and the shutdown."""
     r = run("eval", "--check", "--task", "linear_relu", "--candidate", candidate_dir("linear_relu", "tiled"), "--json")

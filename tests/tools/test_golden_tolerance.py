@@ -1,5 +1,5 @@
 """The tolerance rule's Python copies against tests/golden/tolerance.json, whose verdicts and ratios
-the C++ texts of the rule give (tests/env/gpu/tolerance_golden_test.cpp: data_synth/reference/tolerance.h
+the C++ texts of the rule give (tests/env/judge/tolerance_golden_test.cpp: data_synth/reference/tolerance.h
 and check_kernel.cpp's device text):
   - tools/task_import/running.py's `within` (the importer's checks): every case;
   - tools/synth_gpu/checks.py's torch operations (`failing_fraction_eager`) and its Triton kernel

@@ -1,4 +1,4 @@
-"""The two timing loops, env/gpu/timing.cpp (`kforge task run`) and tools/synth_gpu's Timer: the
+"""The two timing loops, env/judge/timing.cpp (`kforge task run`) and tools/synth_gpu's Timer: the
 same samples give the same statistics and the same settings the same stop (numbers). Then
 tools/bench/timing_method.py and reference_vs_baseline.py's method check, without a GPU: the
 method lines of both and of the shipped baselines read into the same fields; another setting,
@@ -91,7 +91,7 @@ def test_cuda_lines_flush_kind_and_the_shipped_baselines():
     t.cuda, t.flush_bytes, t.reset_l2 = True, 120 << 20, object()
     py = tm.parse(t.method())
     assert (py["clock"], py["l2_flush"], py["flush_mib"], py["persisting_l2_reset"]) == ("cuda-events", "write", 120, True)
-    # env/gpu/timing.cpp's method_text on CUDA, for the same settings (one timed function).
+    # env/judge/timing.cpp's method_text on CUDA, for the same settings (one timed function).
     cpp = tm.parse("cuda-events per call on the current stream; L2 flushed (120 MiB written) and persisting L2 reset before "
                    "each call; 4 warm-up calls (>= 3 and >= 50 ms); median of n until rse < 1% (n >= 10) or 3000 ms or "
                    "n = 100")

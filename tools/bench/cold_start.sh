@@ -8,7 +8,7 @@
 # (the page cache and the driver warm, as they are for any later eval on the host):
 #   eval  linear_relu/tiled, gelu_scale_residual/fused    kforge eval --json (compile, verify, time)
 #   check linear_relu/tiled                                kforge eval --check --json (no GPU worker)
-# It prints, per case, the median of the report's `cold_start` phases (env/judge/EVAL_REPORT.md) and
+# It prints, per case, the median of the report's `cold_start` phases (env/evaluator/EVAL_REPORT.md) and
 # the wall time measured around the process. About a minute on an H200; it stops starting runs
 # after KFORGE_COLD_BUDGET_S (default 100) seconds. Its Python (tools/python_env.sh) needs only the
 # standard library.

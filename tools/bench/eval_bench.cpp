@@ -38,11 +38,11 @@
 #include <map>
 
 #include "configs/error.h"
-#include "env/judge/evaluator.h"
-#include "tests/env/judge/report_json.h"
+#include "env/evaluator/evaluator.h"
 #include "reward/speedup.h"
 #include "reward/timing_stats.h"
-#include "tests/env/judge/candidates.h"
+#include "tests/env/evaluator/candidates.h"
+#include "tests/env/evaluator/report_json.h"
 #include "tools/bench/reference_overhead.h"
 
 using namespace kforge;
@@ -99,8 +99,8 @@ int overhead(int argc, char** argv) {
   Evaluator ev(EvalConfig{});
   ev.set_anticheat(anticheat_from_args(argc, argv));
   std::vector<double> overhead_ms, host_ms, harness_ms, host_overhead_ms;
-  std::printf("%-24s %-10s %9s %11s %11s %11s %11s %9s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms",
-              "harness ms", "host ms", "pipes ms");
+  std::printf("%-24s %-10s %9s %11s %11s %11s %11s %9s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms", "harness ms",
+              "host ms", "pipes ms");
   for (const auto& c : kforge::testing::shipped_candidates()) {
     if (c.verdict != "pass") continue;
     std::fprintf(stderr, "overhead: %s/%s\n", c.task.c_str(), c.name.c_str());
@@ -126,8 +126,8 @@ int overhead(int argc, char** argv) {
       harness_ms.push_back(harness);
       host_overhead_ms.push_back(wall - kernels - harness);
       if (i == repeats - 1)
-        std::printf("%-24s %-10s %9.2f %11.2f %11.2f %11.2f %11.2f %9.2f\n", c.task.c_str(), c.name.c_str(), wall, kernels,
-                    wall - kernels, harness, wall - kernels - harness, wall - worker);
+        std::printf("%-24s %-10s %9.2f %11.2f %11.2f %11.2f %11.2f %9.2f\n", c.task.c_str(), c.name.c_str(), wall, kernels, wall - kernels,
+                    harness, wall - kernels - harness, wall - worker);
     }
   }
   KFORGE_CHECK(!overhead_ms.empty(), runtime, "no verify ran");
@@ -145,10 +145,10 @@ int overhead(int argc, char** argv) {
               {"verify_protocol_ms_p95", quantile_sorted(host_ms, 0.95)},
               {"verify_requests_count", overhead_ms.size()}};
   std::cout << fig.dump(2) << "\n";
-  write_result(arg_value(argc, argv, "--out", "eval_overhead.json"), ev.gpu_worker().hello()["device"],
-               "kforge_eval_bench overhead --repeats " + std::to_string(repeats) + " --anticheat " +
-                   arg_value(argc, argv, "--anticheat", "on"),
-               fig);
+  write_result(
+      arg_value(argc, argv, "--out", "eval_overhead.json"), ev.gpu_worker().hello()["device"],
+      "kforge_eval_bench overhead --repeats " + std::to_string(repeats) + " --anticheat " + arg_value(argc, argv, "--anticheat", "on"),
+      fig);
   return 0;
 }
 
@@ -209,10 +209,9 @@ int profile(int argc, char** argv) {
     fig["counters_" + k + "_ms_p50"] = quantile_sorted(v, 0.5);
   }
   std::cout << fig.dump(2) << "\n";
-  write_result(arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"],
-               "kforge_eval_bench profile --counters " + cv +
-                   (metrics.empty() ? "" : " --metrics " + arg_value(argc, argv, "--metrics", "")),
-               fig);
+  write_result(
+      arg_value(argc, argv, "--out", "eval_profile.json"), ev.gpu_worker().hello()["device"],
+      "kforge_eval_bench profile --counters " + cv + (metrics.empty() ? "" : " --metrics " + arg_value(argc, argv, "--metrics", "")), fig);
   return 0;
 }
 
@@ -271,9 +270,8 @@ int aa(int argc, char** argv) {
   if (!checks_per_pair.empty()) fig["timed_checks_ms_per_pair_p50"] = median(checks_per_pair);
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
-               "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) +
-                   " --anticheat " + arg_value(argc, argv, "--anticheat", "on") + " --address-pool " +
-                   arg_value(argc, argv, "--address-pool", "3") +
+               "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) + " --anticheat " +
+                   arg_value(argc, argv, "--anticheat", "on") + " --address-pool " + arg_value(argc, argv, "--address-pool", "3") +
                    " --target-rse " + arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)),
                fig);
   return 0;

@@ -5,7 +5,7 @@ The reward times a candidate against the task's C++ reference (libtorch running 
 the GPU worker) and rescales the stored torch.compile time by (that eager time now / the stored
 eager time, measured by tools/synth_gpu.py from the Python program). Both are "eager PyTorch"; this
 bench shows how closely they agree, task by task: for N kept tasks drawn with a seed, it runs
-`kforge task run SPEC --device D --json` (the reference, timed by env/gpu/timing.cpp with the
+`kforge task run SPEC --device D --json` (the reference, timed by env/judge/timing.cpp with the
 baselines' settings) and divides its median by the dataset's `eager_ms`.
 
     python3 tools/bench/reference_vs_baseline.py DATASET(.h5|.h5.xz) --kforge BIN [--n 40] [--seed 1]

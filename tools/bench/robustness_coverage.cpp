@@ -26,13 +26,13 @@
 
 #include "anticheat/dynamic_checks.h"
 #include "data_synth/dataset/dataset_h5.h"
-#include "data_synth/reference/reference.h"
-#include "env/process/clock.h"
-#include "env/gpu/call_bench.h"
-#include "env/gpu/cuda_probe.h"
-#include "env/gpu/draw_kernel.h"
 #include "data_synth/reference/draw_family.h"
-#include "env/gpu/timing.h"
+#include "data_synth/reference/reference.h"
+#include "env/cuda/cuda_probe.h"
+#include "env/judge/call_bench.h"
+#include "env/judge/draw_kernel.h"
+#include "env/judge/timing.h"
+#include "env/process/clock.h"
 
 using namespace kforge;
 using Json = nlohmann::json;
@@ -120,8 +120,8 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
 
 // The summary lines, and the record's figures.
 Json summarize(Coverage& cov, size_t groups_count) {
-  std::printf("\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%)\n", cov.done,
-              groups_count, cov.failed, cov.covered, cov.done ? 100.0 * cov.covered / cov.done : 0.0);
+  std::printf("\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%)\n", cov.done, groups_count,
+              cov.failed, cov.covered, cov.done ? 100.0 * cov.covered / cov.done : 0.0);
   Json figures = {{"robustness_tasks_sampled_count", cov.done},
                   {"robustness_tasks_with_usable_draw_pct", cov.done ? 100.0 * cov.covered / cov.done : 0.0},
                   {"robustness_errors_count", cov.failed}};
@@ -144,9 +144,14 @@ void write_json(const CoverageArgs& a, const at::Device& dev, const cudaDevicePr
   std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   const char* commit = std::getenv("KFORGE_COMMIT");
-  Json doc = {{"gpu", prop.name}, {"driver", di.driver_version}, {"cuda", di.cuda_version}, {"torch", di.torch_version},
-              {"date", date}, {"commit", commit ? commit : "unknown"},
-              {"command", "kforge_robustness_coverage " + a.path + " --n " + std::to_string(a.n) + " --skip " + std::to_string(a.skip)}, {"figures", figures},
+  Json doc = {{"gpu", prop.name},
+              {"driver", di.driver_version},
+              {"cuda", di.cuda_version},
+              {"torch", di.torch_version},
+              {"date", date},
+              {"commit", commit ? commit : "unknown"},
+              {"command", "kforge_robustness_coverage " + a.path + " --n " + std::to_string(a.n) + " --skip " + std::to_string(a.skip)},
+              {"figures", figures},
               {"tasks", rows}};
   std::ofstream(a.json_out) << doc.dump(1) << "\n";
 }
@@ -162,10 +167,14 @@ int main(int argc, char** argv) {
   a.path = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--n") a.n = std::atoi(argv[i + 1]);
-    else if (k == "--skip") a.skip = std::atoi(argv[i + 1]);
-    else if (k == "--budget-s") a.budget_s = std::atof(argv[i + 1]);
-    else if (k == "--json") a.json_out = argv[i + 1];
+    if (k == "--n")
+      a.n = std::atoi(argv[i + 1]);
+    else if (k == "--skip")
+      a.skip = std::atoi(argv[i + 1]);
+    else if (k == "--budget-s")
+      a.budget_s = std::atof(argv[i + 1]);
+    else if (k == "--json")
+      a.json_out = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

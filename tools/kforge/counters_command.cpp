@@ -5,14 +5,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "env/gpu/kernel_counters.h"
+#include "env/judge/kernel_counters.h"
 #include "tools/kforge/commands.h"
 
 namespace kforge::cli {
 
 void add_counters_command(CLI::App& app) {
-  auto* counters = app.add_subcommand(
-      "counters", "Count the replay passes a list of counter metrics needs on a GPU chip (no GPU needed)");
+  auto* counters = app.add_subcommand("counters", "Count the replay passes a list of counter metrics needs on a GPU chip (no GPU needed)");
   static std::string chip = "GH100";
   static std::vector<std::string> metrics;
   counters->add_option("--chip", chip, "CUPTI's chip name (GH100: H100 and H200)")->capture_default_str();
@@ -24,7 +23,8 @@ void add_counters_command(CLI::App& app) {
     std::cout << "chip " << chip << " (CUPTI host API)\n";
     size_t width = 6;
     for (const auto& m : all.metrics) width = std::max(width, m.size());
-    std::cout << std::left << std::setw(static_cast<int>(width)) << "metric" << "  passes alone\n";
+    std::cout << std::left << std::setw(static_cast<int>(width)) << "metric"
+              << "  passes alone\n";
     for (const auto& m : all.metrics)
       std::cout << std::setw(static_cast<int>(width)) << m << "  " << counter_passes(chip, {m}).passes << "\n";
     for (const auto& m : all.unsupported) std::cout << std::setw(static_cast<int>(width)) << m << "  unknown on " << chip << "\n";

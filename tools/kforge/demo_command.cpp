@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "configs/error.h"
-#include "env/gpu/cuda_probe.h"
+#include "env/cuda/cuda_probe.h"
 #include "env/episode/episode.h"
 #include "env/episode/observation.h"
 #include "env/episode/scripted_policy.h"
@@ -33,8 +33,8 @@ std::string describe(const Json& action) {
     std::string name = action["name"].get<std::string>();
     const Json args = action.contains("arguments") ? action["arguments"] : Json::object();
     if (name == "write_file" && args.is_object() && args.contains("content") && args["content"].is_string())
-      return "write_file(path=" + args.value("path", Json()).dump() + ", content=<" + std::to_string(args["content"].get<std::string>().size()) +
-             " bytes>)";
+      return "write_file(path=" + args.value("path", Json()).dump() + ", content=<" +
+             std::to_string(args["content"].get<std::string>().size()) + " bytes>)";
     std::string a = args.dump();
     return name + (a == "{}" ? "()" : "(" + trim_middle(a, 200) + ")");
   }
@@ -83,7 +83,8 @@ void add_demo_command(CLI::App& app) {
 
     std::cout << "kforge demo: policy " << p.name() << " (" << p.description() << ") on task " << task.id << ", seed " << seed << "\n\n";
     ResetResult r = env.reset(task, seed);
-    std::cout << "== reset: the task prompt (" << r.observation.size() << " characters)\n" << indent(trim_middle(r.observation, show)) << "\n";
+    std::cout << "== reset: the task prompt (" << r.observation.size() << " characters)\n"
+              << indent(trim_middle(r.observation, show)) << "\n";
     StepResult last;
     bool stepped = false;
     while (env.running()) {
@@ -97,8 +98,9 @@ void add_demo_command(CLI::App& app) {
       std::ostringstream tail;
       tail.setf(std::ios::fixed);
       tail.precision(2);
-      tail << "   reward " << last.reward << ", elapsed " << i["elapsed_s"].get<double>() << " s, GPU time " << i["gpu_time_s"].get<double>()
-           << " s" << (last.terminated ? ", terminated" : "") << (last.truncated ? ", truncated" : "") << "\n\n";
+      tail << "   reward " << last.reward << ", elapsed " << i["elapsed_s"].get<double>() << " s, GPU time "
+           << i["gpu_time_s"].get<double>() << " s" << (last.terminated ? ", terminated" : "") << (last.truncated ? ", truncated" : "")
+           << "\n\n";
       std::cout << tail.str();
     }
     if (!stepped || env.running()) {

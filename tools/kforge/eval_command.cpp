@@ -7,7 +7,7 @@
 
 #include "configs/error.h"
 #include "data_synth/task/task_spec.h"
-#include "env/judge/evaluator.h"
+#include "env/evaluator/evaluator.h"
 #include "tools/kforge/commands.h"
 
 namespace kforge::cli {
@@ -31,7 +31,7 @@ Json worker_start(const WorkerProcess& w, int64_t main_ns) {
   return r;
 }
 
-// The cold-start breakdown (env/judge/EVAL_REPORT.md `cold_start`).
+// The cold-start breakdown (env/evaluator/EVAL_REPORT.md `cold_start`).
 struct Marks {
   int64_t launch_ns = 0, request_ns = 0, reply_ns = 0, stopped_ns = 0;
 };
@@ -97,9 +97,10 @@ void add_eval_command(CLI::App& app) {
   eval->add_option("--salt", salt, "draw salt (default: draws.salt of the config)");
   eval->add_flag("--no-time", no_time, "verify only");
   eval->add_flag("--check", check_only, "compile and check the launch plan only (no GPU needed)");
-  eval->add_flag("--json", json, "one JSON document (schema kforge.eval/1, env/judge/EVAL_REPORT.md)");
-  eval->footer("Exit status: 0 when the candidate passed, 3 when it failed, errored or was refused as a cheat (the report says why), "
-               "1 or 2 when kforge could not evaluate it (bad task, missing files, usage).");
+  eval->add_flag("--json", json, "one JSON document (schema kforge.eval/1, env/evaluator/EVAL_REPORT.md)");
+  eval->footer(
+      "Exit status: 0 when the candidate passed, 3 when it failed, errored or was refused as a cheat (the report says why), "
+      "1 or 2 when kforge could not evaluate it (bad task, missing files, usage).");
   set_action(eval, [] {
     EvalConfig cfg = config_path.empty() ? EvalConfig{} : EvalConfig::load(config_path);
     TaskSpec task = load_task(resolve_task_path(task_name));
@@ -138,7 +139,7 @@ void add_eval_command(CLI::App& app) {
     evaluator.compile_worker().stop();
     evaluator.gpu_worker().stop();
     marks.stopped_ns = monotonic_ns();
-    // The user's edge: the report as JSON (env/judge/EVAL_REPORT.md), with kforge eval's cold_start.
+    // The user's edge: the report as JSON (env/evaluator/EVAL_REPORT.md), with kforge eval's cold_start.
     const Json cold_start = cold_start_section(report, evaluator, marks);
     if (json) {
       Json out = to_json(report);

@@ -25,10 +25,10 @@
 #include "data_synth/reference/reference.h"
 #include "data_synth/reference/sensitivity.h"
 #include "data_synth/task/task_spec.h"
-#include "env/gpu/call_bench.h"
-#include "env/gpu/cuda_probe.h"
-#include "env/gpu/draw_kernel.h"
-#include "env/gpu/timing.h"
+#include "env/cuda/cuda_probe.h"
+#include "env/judge/call_bench.h"
+#include "env/judge/draw_kernel.h"
+#include "env/judge/timing.h"
 #include "tools/kforge/commands.h"
 
 namespace fs = std::filesystem;
@@ -205,9 +205,9 @@ int run_sensitivity(const SensitivityArgs& a) {
     std::string reasons;
     for (const auto& [k, v] : by_reason) reasons += (reasons.empty() ? "" : ", ") + k + " " + std::to_string(v);
     std::fprintf(stderr, "sensitivity: %lld/%zu checked, %lld failed%s%s%s | %.2f tasks/s | elapsed %s | left ~%s%s\n",
-                 static_cast<long long>(checked), todo, static_cast<long long>(failed), reasons.empty() ? "" : " (",
-                 reasons.c_str(), reasons.empty() ? "" : ")", rate, duration(el).c_str(),
-                 duration(rate > 0 ? (todo - checked) / rate : -1).c_str(), last ? " (done)" : "");
+                 static_cast<long long>(checked), todo, static_cast<long long>(failed), reasons.empty() ? "" : " (", reasons.c_str(),
+                 reasons.empty() ? "" : ")", rate, duration(el).c_str(), duration(rate > 0 ? (todo - checked) / rate : -1).c_str(),
+                 last ? " (done)" : "");
   };
   for (const auto& it : items) {
     if (done.count(it.name)) continue;
@@ -222,9 +222,17 @@ int run_sensitivity(const SensitivityArgs& a) {
     } catch (const std::exception& e) {
       // A task whose reference fails here is reported, not dropped: the input checks did not run.
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
-      line = {{"name", it.name}, {"passed", false}, {"reason_code", "error"}, {"reason", e.what()}, {"inputs", Json::array()},
-              {"min_best_ablation_rate", nullptr}, {"ms", std::round(ms * 10) / 10}, {"ops", it.ops}, {"dtype", it.dtype},
-              {"dims", a.dims}, {"device", a.device}};
+      line = {{"name", it.name},
+              {"passed", false},
+              {"reason_code", "error"},
+              {"reason", e.what()},
+              {"inputs", Json::array()},
+              {"min_best_ablation_rate", nullptr},
+              {"ms", std::round(ms * 10) / 10},
+              {"ops", it.ops},
+              {"dtype", it.dtype},
+              {"dims", a.dims},
+              {"device", a.device}};
     }
     out << line.dump() << "\n";
     out.flush();
@@ -257,8 +265,7 @@ void add_sensitivity_command(CLI::App& app) {
   sub->add_option("--out", a.out, "JSONL file; tasks already in it are skipped (resumable)")->required();
   sub->add_option("--device", a.device, "cpu or cuda")->capture_default_str();
   sub->add_option("--dims", a.dims, "check (the task's check_dims) or full")->capture_default_str();
-  sub->add_option("--status", a.status,
-                  "dataset rows: as kforge tasks count's --status (default: every row not rejected)");
+  sub->add_option("--status", a.status, "dataset rows: as kforge tasks count's --status (default: every row not rejected)");
   sub->add_option("--shard", a.shard, "I/N: every N-th task from the I-th")->capture_default_str();
   sub->add_option("--sample", a.sample, "a random sample of this many tasks (of the shard), seeded by --seed");
   sub->add_option("--limit", a.limit, "at most this many tasks (after --shard and --sample)");

@@ -15,7 +15,7 @@
 #include "data_synth/task/render_python.h"
 #include "data_synth/task/safetensors.h"
 #include "data_synth/task/task_spec.h"
-#include "env/gpu/timing.h"
+#include "env/judge/timing.h"
 #include "tools/kforge/commands.h"
 
 namespace fs = std::filesystem;
@@ -89,8 +89,8 @@ std::string fmt_num(double v, int precision = 4) {
   return os.str();
 }
 
-int run_task(const std::string& task, const std::string& device_name, uint64_t trial, const std::string& config_path,
-             bool json, bool check_dims, const std::string& dims) {
+int run_task(const std::string& task, const std::string& device_name, uint64_t trial, const std::string& config_path, bool json,
+             bool check_dims, const std::string& dims) {
   EvalConfig cfg = config_path.empty() ? EvalConfig{} : EvalConfig::load(config_path);
   TaskSpec t = load_for_cli(task, check_dims, dims);
   KFORGE_CHECK(device_name == "cpu" || device_name == "cuda", usage, "--device is cpu or cuda, not '" << device_name << "'");
@@ -122,37 +122,47 @@ int run_task(const std::string& task, const std::string& device_name, uint64_t t
   if (json) {
     nlohmann::ordered_json j;
     j["task"] = t.id;
-    j["device"] = {{"kind", device_name}, {"name", info.name}, {"torch", info.torch_version}, {"cuda", info.cuda_version},
+    j["device"] = {{"kind", device_name},
+                   {"name", info.name},
+                   {"torch", info.torch_version},
+                   {"cuda", info.cuda_version},
                    {"driver", info.driver_version}};
     j["trial"] = trial;
     j["dims"] = t.dims;
     j["precision_flags"] = flags;
     j["outputs"] = out_json;
-    j["timing"] = {{"median_ms", timed.stats.median}, {"mean_ms", timed.stats.mean}, {"std_ms", timed.stats.std},
-                   {"min_ms", timed.stats.min}, {"max_ms", timed.stats.max}, {"p10_ms", timed.stats.p10},
-                   {"p90_ms", timed.stats.p90}, {"n", timed.stats.n}, {"rse", timed.stats.rse},
-                   {"warmup_calls", timed.warmup_calls}, {"l2_flush_bytes", timed.l2_flush_bytes},
+    j["timing"] = {{"median_ms", timed.stats.median},
+                   {"mean_ms", timed.stats.mean},
+                   {"std_ms", timed.stats.std},
+                   {"min_ms", timed.stats.min},
+                   {"max_ms", timed.stats.max},
+                   {"p10_ms", timed.stats.p10},
+                   {"p90_ms", timed.stats.p90},
+                   {"n", timed.stats.n},
+                   {"rse", timed.stats.rse},
+                   {"warmup_calls", timed.warmup_calls},
+                   {"l2_flush_bytes", timed.l2_flush_bytes},
                    {"method", timed.method}};
-    j["cost"] = {{"flops", t.cost.flops ? nlohmann::ordered_json(*t.cost.flops) : nlohmann::ordered_json()}, {"min_bytes", t.cost.min_bytes}};
+    j["cost"] = {{"flops", t.cost.flops ? nlohmann::ordered_json(*t.cost.flops) : nlohmann::ordered_json()},
+                 {"min_bytes", t.cost.min_bytes}};
     j["achieved"] = {{"tflop_per_s", t.cost.flops ? nlohmann::ordered_json(*t.cost.flops / seconds / 1e12) : nlohmann::ordered_json()},
                      {"gb_per_s", t.cost.min_bytes / seconds / 1e9}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "task " << t.id << " (" << task_source_name(t.source) << ", " << split_name(t.split) << "): "
-            << (t.imported() ? "imported module (TorchScript reference)" : std::to_string(t.graph.nodes.size()) + " operator(s)")
+  std::cout << "task " << t.id << " (" << task_source_name(t.source) << ", " << split_name(t.split)
+            << "): " << (t.imported() ? "imported module (TorchScript reference)" : std::to_string(t.graph.nodes.size()) + " operator(s)")
             << ", " << dtype_name(t.dtype) << "\n";
   std::cout << "device: " << info.name << " | torch " << info.torch_version;
   if (device.is_cuda()) std::cout << " | CUDA " << info.cuda_version << " | driver " << info.driver_version;
   std::cout << " | tf32 cublas=" << flags["allow_tf32_cublas"] << " cudnn=" << flags["allow_tf32_cudnn"] << "\n";
   for (const auto& o : out_json)
     std::cout << "output " << o["name"].get<std::string>() << " " << shape_str(o["shape"].get<Shape>()) << " "
-              << o["dtype"].get<std::string>() << ": mean|x| " << fmt_num(o["mean_abs"].get<double>())
-              << ", max|x| " << fmt_num(o["max_abs"].get<double>()) << (o["finite"].get<bool>() ? ", all finite" : ", NOT FINITE")
-              << "\n";
+              << o["dtype"].get<std::string>() << ": mean|x| " << fmt_num(o["mean_abs"].get<double>()) << ", max|x| "
+              << fmt_num(o["max_abs"].get<double>()) << (o["finite"].get<bool>() ? ", all finite" : ", NOT FINITE") << "\n";
   std::cout << "reference time: " << timed.stats.summary() << "\n";
-  std::cout << "achieved: " << (t.cost.flops ? fmt_num(*t.cost.flops / seconds / 1e12, 3) : std::string("(no FLOP count)"))
-            << " TFLOP/s, " << fmt_num(t.cost.min_bytes / seconds / 1e9, 1) << " GB/s of minimum traffic\n";
+  std::cout << "achieved: " << (t.cost.flops ? fmt_num(*t.cost.flops / seconds / 1e12, 3) : std::string("(no FLOP count)")) << " TFLOP/s, "
+            << fmt_num(t.cost.min_bytes / seconds / 1e9, 1) << " GB/s of minimum traffic\n";
   std::cout << "method: " << timed.method << "\n";
   return 0;
 }
@@ -251,8 +261,12 @@ void add_ops_command(CLI::App& app) {
     for (const auto& op : op_registry().all()) {
       nlohmann::ordered_json attrs = nlohmann::ordered_json::array();
       for (const auto& a : op.attrs) attrs.push_back({{"name", a.name}, {"default", a.default_text}, {"doc", a.doc}});
-      j.push_back({{"name", op.name}, {"category", category_name(op.category)}, {"inputs", {op.min_inputs, op.max_inputs}},
-                   {"params", static_cast<bool>(op.params)}, {"summary", op.summary}, {"attrs", attrs}});
+      j.push_back({{"name", op.name},
+                   {"category", category_name(op.category)},
+                   {"inputs", {op.min_inputs, op.max_inputs}},
+                   {"params", static_cast<bool>(op.params)},
+                   {"summary", op.summary},
+                   {"attrs", attrs}});
     }
     if (ops_json) {
       std::cout << j.dump(2) << "\n";

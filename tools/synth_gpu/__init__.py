@@ -1,6 +1,6 @@
 """The GPU stage of the synthesizer: runs every task of a `kforge synth` dataset on the device,
 applies the filters the CPU stages could not, and measures the eager and torch.compile baselines
-with one timing method (env/gpu/timing.cpp's). Resumable by row; shardable; one JSON line per task.
+with one timing method (env/judge/timing.cpp's). Resumable by row; shardable; one JSON line per task.
 
     python tools/synth_gpu.py DIR/dataset.h5 --shard k/N [--ids FILE] [--device cuda] [--out DIR/gpu]
            [--limit N] [--time-budget-s S] [--workers W]
@@ -15,7 +15,7 @@ the whole story and the H200 commands. The modules, by concern:
   records    the part files (resume, torn lines)
   torch_env  precision flags, environment, building a task on the device, freeing it
   checks     the probe's output checks; the tolerance rule, applied in one helper
-  timing     the timing method (env/gpu/timing.cpp's loop)
+  timing     the timing method (env/judge/timing.cpp's loop)
   pool       the compile workers and the GPU turn
   run, loops one run: probe, compile, time, records; in rounds or overlapping
   merge      --merge and --compare

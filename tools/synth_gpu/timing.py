@@ -1,7 +1,7 @@
-"""The one timing method of the GPU stage: env/gpu/timing.cpp's (time_interleaved), in Python, with
+"""The one timing method of the GPU stage: env/judge/timing.cpp's (time_interleaved), in Python, with
 its settings from configs/synth.yaml's `baseline_timing` through `kforge tasks export-gpu`.
 
-On CUDA, as env/gpu/timing.cpp does it:
+On CUDA, as env/judge/timing.cpp does it:
   - before every call (warm-up and timed) a fresh get_inputs() draw (the TimedCall's `before`), then
     the L2 flush: a write (fill, not a read-modify-write) of l2_flush_factor x the device's L2 size
     with a byte pattern that varies, then persisting L2 lines reset (cudaCtxResetPersistingL2Cache);
@@ -20,7 +20,7 @@ import time
 
 from .common import mean_std, quantile_sorted
 
-BATCH = 8  # rounds per synchronisation, as env/gpu/timing.cpp's kBatch
+BATCH = 8  # rounds per synchronisation, as env/judge/timing.cpp's kBatch
 
 
 def stats(samples):
@@ -73,7 +73,7 @@ class Timer:
 
     def method(self):
         s = self.s
-        loop = (f"env/gpu/timing.cpp's loop: fresh get_inputs() before each call; eager and torch.compile (default mode) "
+        loop = (f"env/judge/timing.cpp's loop: fresh get_inputs() before each call; eager and torch.compile (default mode) "
                 f"interleaved call by call, eager first; warm-up rounds >= {s['warmup_count']} and >= "
                 f"{s['warmup_ms']:g} ms; median of n until rse < {100 * s['target_rse']:g}% (n >= {s['min_reps']}) or "
                 f"{s['budget_ms']:g} ms or n = {s['max_reps']}; no_grad, eval, TF32 off")
@@ -140,7 +140,7 @@ class AboveWindow(Exception):
 
 
 def _done(samples, rounds, s, t0):
-    """env/gpu/timing.cpp's done(): max_reps, then min_reps, then the budget, then every RSE."""
+    """env/judge/timing.cpp's done(): max_reps, then min_reps, then the budget, then every RSE."""
     n = len(samples[0])
     if rounds >= s["max_reps"]:
         return True
@@ -175,7 +175,7 @@ def measure(timer, fns, draw, warmup=True, n_fixed=None, abort_above_ms=None):
             break
         want = (n_fixed if n_fixed is not None else s["max_reps"]) - rounds
         if n_fixed is None and rounds < s["min_reps"]:
-            want = min(want, s["min_reps"] - rounds)  # the one difference from env/gpu/timing.cpp (above)
+            want = min(want, s["min_reps"] - rounds)  # the one difference from env/judge/timing.cpp (above)
         batch = min(BATCH if timer.cuda else 1, want)
         for row in timer.rounds(fns, draw, batch, pattern0=rounds):
             for j, ms in enumerate(row):

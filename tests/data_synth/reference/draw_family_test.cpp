@@ -8,7 +8,7 @@
 
 #include "data_synth/reference/reference.h"
 #include "data_synth/reference/tolerance.h"
-#include "tests/env/judge/candidates.h"
+#include "tests/env/evaluator/candidates.h"
 
 using namespace kforge;
 using kforge::testing::task_path;
@@ -66,7 +66,8 @@ TEST(RobustDraws, ScaledMovesExactlyOneArgumentUpByAPowerOfTwo) {
       moved_args.insert(static_cast<int>(i));
       at::Tensor nz = plain[i].ne(0);
       double ratio = (a[i].masked_select(nz) / plain[i].masked_select(nz)).mean().item<double>();
-      EXPECT_TRUE(ratio == 2 || ratio == 4 || ratio == 8 || ratio == 16 || ratio == 32 || ratio == 64 || ratio == 128 || ratio == 256) << ratio;
+      EXPECT_TRUE(ratio == 2 || ratio == 4 || ratio == 8 || ratio == 16 || ratio == 32 || ratio == 64 || ratio == 128 || ratio == 256)
+          << ratio;
     }
   }
   EXPECT_EQ(moved_args.size(), plain.size()) << "every argument is moved by some seed";
@@ -115,7 +116,8 @@ TEST(RobustDraws, RowChannelAndSignMembersScaleWholeSlices) {
   at::Tensor sr = (s[0] / plain[0]).where(nz, at::full({}, std::nan(""), plain[0].options()));
   // one factor per row (row_scaled, sign_flip) or per column (channel_scaled), powers of two in
   // [2^-8, 2^8] or +-1; and the factors differ between rows / columns
-  at::Tensor row_f = std::get<0>(at::nanmedian(rr, 1)), col_f = std::get<0>(at::nanmedian(cr, 0)), sign_f = std::get<0>(at::nanmedian(sr, 1));
+  at::Tensor row_f = std::get<0>(at::nanmedian(rr, 1)), col_f = std::get<0>(at::nanmedian(cr, 0)),
+             sign_f = std::get<0>(at::nanmedian(sr, 1));
   EXPECT_TRUE(at::allclose(rr, row_f.unsqueeze(1).expand({rows, cols}), 1e-6, 0, true) || rr.isnan().any().item<bool>());
   EXPECT_LE(row_f.abs().max().item<double>(), 256.0);
   EXPECT_GE(row_f.abs().min().item<double>(), 1.0 / 256);

@@ -11,8 +11,8 @@
 
 #include "data_synth/reference/reference.h"
 #include "data_synth/synth/cpu_checks.h"
-#include "env/gpu/draw_kernel.h"
-#include "tests/env/judge/candidates.h"
+#include "env/judge/draw_kernel.h"
+#include "tests/env/evaluator/candidates.h"
 
 using namespace kforge;
 using kforge::testing::task_path;
@@ -20,8 +20,8 @@ using kforge::testing::task_path;
 namespace {
 
 // A graph task at small dims with stated draws (`arguments` lists every argument in order).
-TaskSpec task(const std::string& inputs, const std::string& nodes, const std::string& arguments,
-              const std::string& dtype = "float32", const std::string& dims = "{B: 8, D: 64}") {
+TaskSpec task(const std::string& inputs, const std::string& nodes, const std::string& arguments, const std::string& dtype = "float32",
+              const std::string& dims = "{B: 8, D: 64}") {
   std::string y = "kforge_task: 1\nid: t\nsource: synth\nsplit: train\nseed: 11\ndtype: " + dtype + "\ndims: " + dims +
                   "\ncheck_dims: " + dims + "\ngraph:\n  inputs: " + inputs + "\n  nodes:\n" + nodes + "  outputs: [out]\n" +
                   (arguments.empty() ? "" : "arguments:\n" + arguments) + "provenance: {generator: test}\n";
@@ -101,8 +101,7 @@ TEST(Sensitivity, ARowThatRarelyCountsIsRefusedByTheRowCheck) {
   // amax over dimension 0 of 64 rows and 4 columns: one row replaced by the mean changes the answer
   // only where it held a column's maximum (about 4 draws in 64), so on the task's draws it does not;
   // the whole input and one column replaced by the mean do.
-  TaskSpec t = task("[{name: x, shape: [B, D]}]", "    - {id: out, op: amax, in: [x], attrs: {dim: 0}}\n", "", "float32",
-                    "{B: 64, D: 4}");
+  TaskSpec t = task("[{name: x, shape: [B, D]}]", "    - {id: out, op: amax, in: [x], attrs: {dim: 0}}\n", "", "float32", "{B: 64, D: 4}");
   SensitivityOptions o;
   o.ablation_trials = 0;
   SensitivityReport r = check_sensitivity(t, kCpu, o);
@@ -131,8 +130,8 @@ TEST(Sensitivity, AMeanLossRecordsItsAblationFigureAsTheNumbersGiveIt) {
     std::string dtype, dims;
   };
   for (const Case& c : {Case{"float32", "{B: 2, C: 4, D: 64}"}, Case{"bfloat16", "{B: 2, C: 2, D: 32}"}}) {
-    TaskSpec t = task("[{name: x, shape: [B, C, D]}, {name: z, shape: [B, C, D]}]", "    - {id: out, op: mse_loss, in: [x, z]}\n",
-                      "", c.dtype, c.dims);
+    TaskSpec t = task("[{name: x, shape: [B, C, D]}, {name: z, shape: [B, C, D]}]", "    - {id: out, op: mse_loss, in: [x, z]}\n", "",
+                      c.dtype, c.dims);
     SensitivityReport r = check_sensitivity(t, kCpu, {});
     EXPECT_TRUE(r.inputs_matter) << c.dtype << ": " << r.reason;
     ASSERT_EQ(r.inputs.size(), 2u);

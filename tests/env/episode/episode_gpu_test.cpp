@@ -13,19 +13,19 @@
 
 #include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
-#include "env/gpu/cuda_probe.h"
+#include "env/cuda/cuda_probe.h"
 #include "tests/env/episode/episode_fixtures.h"
 
 using namespace kforge;
 using namespace kforge::testing;
 
-#define SKIP_WITHOUT_CUDA()                                                                         \
-  do {                                                                                              \
-    std::string why_;                                                                               \
-    if (!cuda_device_present(&why_)) {                                                              \
+#define SKIP_WITHOUT_CUDA()                                                                                                 \
+  do {                                                                                                                      \
+    std::string why_;                                                                                                       \
+    if (!cuda_device_present(&why_)) {                                                                                      \
       std::printf("KFORGE_SKIPPED: no CUDA device on this machine (%s); run on a GPU host (ctest -L gpu)\n", why_.c_str()); \
-      GTEST_SKIP() << "no CUDA device: " << why_;                                                   \
-    }                                                                                               \
+      GTEST_SKIP() << "no CUDA device: " << why_;                                                                           \
+    }                                                                                                                       \
   } while (0)
 
 namespace {
@@ -100,7 +100,8 @@ TEST_F(EpisodeGpuTest, TheCheatingPenaltyForCheatsCaughtStaticallyAndDynamically
   EXPECT_EQ(rw["rule"], "cheat") << rw.dump(2);
   std::set<std::string> refused_by;  // the checks that refused it in the episode's evaluations
   for (const auto& s : dyn)
-    if (s.result.info.value("verdict", Json()) == "cheat") refused_by.insert(s.result.info["report"]["anticheat"]["check"].get<std::string>());
+    if (s.result.info.value("verdict", Json()) == "cheat")
+      refused_by.insert(s.result.info["report"]["anticheat"]["check"].get<std::string>());
   ASSERT_TRUE(rw.contains("check") && rw["check"].is_string()) << rw.dump(2);
   EXPECT_TRUE(refused_by.count(rw["check"].get<std::string>())) << rw.dump(2);
   EXPECT_NE(rw["check"], "static");
@@ -132,7 +133,8 @@ TEST_F(EpisodeGpuTest, TierTwoForTheDemoPolicy) {
   EXPECT_NE(steps[4].result.observation.find("verify: passed"), std::string::npos) << steps[4].result.observation;
   const StepResult& profile = steps[5].result;
   EXPECT_NE(profile.observation.find("speedup over eager: "), std::string::npos) << profile.observation;
-  EXPECT_TRUE(profile.observation.find("profile:") != std::string::npos || profile.observation.find("profiling unavailable") != std::string::npos)
+  EXPECT_TRUE(profile.observation.find("profile:") != std::string::npos ||
+              profile.observation.find("profiling unavailable") != std::string::npos)
       << profile.observation;
   // tools.profile_counters (on by default): the counters' values, or the stated reason they are unavailable.
   EXPECT_NE(profile.observation.find("hardware counters"), std::string::npos) << profile.observation;
@@ -187,7 +189,8 @@ TEST_F(EpisodeGpuTest, AMisbehavingPolicyCostsItsTurnsAndTheGpuWorkerSurvivesAFa
   e.reset(task, 3);
   auto write = [&](const std::string& cand) {
     for (const char* f : {"kernel.cu", "launch.yaml"}) {
-      e.step(Json{{"name", "write_file"}, {"arguments", {{"path", f}, {"content", read_file(candidate_file("gelu_scale_residual", cand, f))}}}});
+      e.step(Json{{"name", "write_file"},
+                  {"arguments", {{"path", f}, {"content", read_file(candidate_file("gelu_scale_residual", cand, f))}}}});
     }
   };
   write("illegal_address");

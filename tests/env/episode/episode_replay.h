@@ -1,6 +1,6 @@
 #pragma once
 // The episode suites' replay of GPU reports: ReplayJudge compiles for real and answers evaluate()
-// with queued reports written in the documented schema (env/judge/EVAL_REPORT.md), the reports a
+// with queued reports written in the documented schema (env/evaluator/EVAL_REPORT.md), the reports a
 // test queues (pass, wrong, cheat), and the fixture with a real evaluator beside it.
 #include <deque>
 #include <fstream>
@@ -87,10 +87,18 @@ inline Json wrong_report() {
   Json wrong = pass_report(1, 1);
   wrong["verdict"] = "fail";
   wrong["timing"] = nullptr;
-  wrong["verify"] = {{"passed", false}, {"trials_run", 1}, {"failed_trial", 0}, {"reason", "out: 134217728 elements never written"},
-                     {"outputs", Json::array({{{"name", "out"}, {"numel", 268435456}, {"mismatches", 134217728}, {"unwritten", 134217728},
-                                                {"max_abs_error", 0.0}, {"max_rel_error", 0.0},
-                                                {"examples", Json::array({{{"index", 134217728}, {"candidate", "nan"}, {"reference", 0.5}}})}}})}};
+  wrong["verify"] = {
+      {"passed", false},
+      {"trials_run", 1},
+      {"failed_trial", 0},
+      {"reason", "out: 134217728 elements never written"},
+      {"outputs", Json::array({{{"name", "out"},
+                                {"numel", 268435456},
+                                {"mismatches", 134217728},
+                                {"unwritten", 134217728},
+                                {"max_abs_error", 0.0},
+                                {"max_rel_error", 0.0},
+                                {"examples", Json::array({{{"index", 134217728}, {"candidate", "nan"}, {"reference", 0.5}}})}}})}};
   return wrong;
 }
 

@@ -2,7 +2,7 @@
 // on the workspace, compile() through the real compile worker (NVRTC runs on the CPU), limits that
 // truncate (turns, wall clock, GPU time), policies that misbehave. verify/profile/submit reports
 // come from the GPU worker, which this machine may not have: where a test needs one it replays a
-// report written in the documented schema (env/judge/EVAL_REPORT.md) through ReplayJudge, which still
+// report written in the documented schema (env/evaluator/EVAL_REPORT.md) through ReplayJudge, which still
 // compiles for real.
 #include "env/episode/episode.h"
 
@@ -333,7 +333,8 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   replay.reports.push_back(pass_report(1.0, 3.0));
   StepResult plain = env.step(call("profile"));
   EXPECT_NE(plain.observation.find("speedup over eager: 3.000x"), std::string::npos) << plain.observation;
-  EXPECT_NE(plain.observation.find("rescaled to now): 1.5000 ms; speedup over torch.compile 1.500x"), std::string::npos) << plain.observation;
+  EXPECT_NE(plain.observation.find("rescaled to now): 1.5000 ms; speedup over torch.compile 1.500x"), std::string::npos)
+      << plain.observation;
   EXPECT_NE(plain.observation.find("profiling unavailable"), std::string::npos);
   EXPECT_TRUE(replay.options[0].time);
   EXPECT_EQ(replay.options[0].trials, evaluator.config().verify.trials);
@@ -342,15 +343,25 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_TRUE(replay.options[0].counter_metrics.empty()) << "tools.profile_metrics: the worker's default list";
 
   Json rep = pass_report(1.0, 3.0);
-  rep["profile"] = {{"kernels", Json::array({{{"name", "gelu_fused"}, {"duration_ns", 987654}, {"grid", {65536, 1, 1}}, {"block", {256, 1, 1}},
-                                              {"registers", 30}, {"shared_bytes", 0}, {"static_shared_bytes", 0}, {"dynamic_shared_bytes", 0},
-                                              {"local_bytes_per_thread", 0}, {"device_launched", false}, {"blocks_per_sm", 8},
-                                              {"stream", 13}, {"occupancy", 0.75}}})},
-                    {"span_ns", 987654},
-                    {"kernel_time_ns", 987654},
-                    {"ceilings", {{"dram_gbps", 4000.0}, {"fp32_tflops", 60.0}, {"tf32_tflops", 400.0}, {"fp16_tflops", 700.0}, {"method", "m"}}},
-                    {"achieved", {{"gbps", 2200.0}, {"dram_fraction", 0.55}, {"basis", "b"}, {"tflops", 0.8}, {"fp32_fraction", 0.8 / 60}}},
-                    {"counters", {{"unavailable", "CUPTI profiling API: insufficient privileges"}}}};
+  rep["profile"] = {
+      {"kernels", Json::array({{{"name", "gelu_fused"},
+                                {"duration_ns", 987654},
+                                {"grid", {65536, 1, 1}},
+                                {"block", {256, 1, 1}},
+                                {"registers", 30},
+                                {"shared_bytes", 0},
+                                {"static_shared_bytes", 0},
+                                {"dynamic_shared_bytes", 0},
+                                {"local_bytes_per_thread", 0},
+                                {"device_launched", false},
+                                {"blocks_per_sm", 8},
+                                {"stream", 13},
+                                {"occupancy", 0.75}}})},
+      {"span_ns", 987654},
+      {"kernel_time_ns", 987654},
+      {"ceilings", {{"dram_gbps", 4000.0}, {"fp32_tflops", 60.0}, {"tf32_tflops", 400.0}, {"fp16_tflops", 700.0}, {"method", "m"}}},
+      {"achieved", {{"gbps", 2200.0}, {"dram_fraction", 0.55}, {"basis", "b"}, {"tflops", 0.8}, {"fp32_fraction", 0.8 / 60}}},
+      {"counters", {{"unavailable", "CUPTI profiling API: insufficient privileges"}}}};
   replay.reports.push_back(rep);
   StepResult p = env.step(call("profile"));
   EXPECT_NE(p.observation.find("kernel gelu_fused: 0.9877 ms, grid [65536, 1, 1], block [256, 1, 1], 30 registers"), std::string::npos)
@@ -363,17 +374,17 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
 
   // Counters the range profiler collected: one line per kernel with its metrics.
   Json counted = rep;
-  counted["profile"]["counters"] = {{"metrics", {"gpu__time_duration.sum", "dram__bytes_read.sum"}},
-                                    {"unsupported", Json::array()},
-                                    {"replay", "user"},
-                                    {"calls", 2},
-                                    {"ms", {{"setup", 1.0}, {"collect", 2.0}, {"evaluate", 3.0}}},
-                                    {"setup_cached", false},
-                                    {"method", "CUPTI range profiler"},
-                                    {"passes", 2},
-                                    {"kernels", Json::array({{{"range", "gelu_fused"},
-                                                              {"metrics", {{"gpu__time_duration.sum", 612345.0},
-                                                                           {"dram__bytes_read.sum", 1073741824.0}}}}})}};
+  counted["profile"]["counters"] = {
+      {"metrics", {"gpu__time_duration.sum", "dram__bytes_read.sum"}},
+      {"unsupported", Json::array()},
+      {"replay", "user"},
+      {"calls", 2},
+      {"ms", {{"setup", 1.0}, {"collect", 2.0}, {"evaluate", 3.0}}},
+      {"setup_cached", false},
+      {"method", "CUPTI range profiler"},
+      {"passes", 2},
+      {"kernels", Json::array({{{"range", "gelu_fused"},
+                                {"metrics", {{"gpu__time_duration.sum", 612345.0}, {"dram__bytes_read.sum", 1073741824.0}}}}})}};
   replay.reports.push_back(counted);
   StepResult pc = env.step(call("profile"));
   EXPECT_NE(pc.observation.find("hardware counters (2 replay pass(es)):"), std::string::npos) << pc.observation;

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "env/judge/evaluator.h"
+#include "env/evaluator/evaluator.h"
 
 using namespace kforge;
 
@@ -19,15 +19,25 @@ TEST(Workspace, RefusesPathsThatLeaveOrHideInTheWorkspace) {
     const char* path;
     const char* why;
   };
-  for (const Case& c : {Case{"", "empty"}, Case{"/etc/passwd", "absolute"}, Case{"/tmp/kernel.cu", "absolute"},
-                        Case{"~/kernel.cu", "absolute"}, Case{"../kernel.cu", "leaves the workspace"},
-                        Case{"a/../../kernel.cu", "leaves the workspace"}, Case{"sub/..", "leaves the workspace"},
-                        Case{"./kernel.cu", "'.' component"}, Case{"a//b.cu", "empty or '.' component"},
-                        Case{"kernel.cu/", "empty or '.' component"}, Case{".hidden.cu", "may not start with '.'"},
-                        Case{"-rf.cu", "may not start with '.' or '-'"}, Case{"a\\b.cu", "backslash"},
-                        Case{"my kernel.cu", "a character other than"}, Case{"k\xc3\xa9rnel.cu", "a character other than"},
-                        Case{"a/b/c/d.cu", "levels deep"}, Case{"run.sh", "not a file the workspace takes"},
-                        Case{"kernel.cu.sh", "not a file the workspace takes"}, Case{"Makefile", "not a file the workspace takes"},
+  for (const Case& c : {Case{"", "empty"},
+                        Case{"/etc/passwd", "absolute"},
+                        Case{"/tmp/kernel.cu", "absolute"},
+                        Case{"~/kernel.cu", "absolute"},
+                        Case{"../kernel.cu", "leaves the workspace"},
+                        Case{"a/../../kernel.cu", "leaves the workspace"},
+                        Case{"sub/..", "leaves the workspace"},
+                        Case{"./kernel.cu", "'.' component"},
+                        Case{"a//b.cu", "empty or '.' component"},
+                        Case{"kernel.cu/", "empty or '.' component"},
+                        Case{".hidden.cu", "may not start with '.'"},
+                        Case{"-rf.cu", "may not start with '.' or '-'"},
+                        Case{"a\\b.cu", "backslash"},
+                        Case{"my kernel.cu", "a character other than"},
+                        Case{"k\xc3\xa9rnel.cu", "a character other than"},
+                        Case{"a/b/c/d.cu", "levels deep"},
+                        Case{"run.sh", "not a file the workspace takes"},
+                        Case{"kernel.cu.sh", "not a file the workspace takes"},
+                        Case{"Makefile", "not a file the workspace takes"},
                         Case{".cu", "may not start with '.'"}}) {
     std::string why = ws.check_path(c.path);
     EXPECT_NE(why.find(c.why), std::string::npos) << "'" << c.path << "': " << why;

@@ -93,7 +93,7 @@ def prompt_tolerance(prompt) -> dict[str, float] | None:
 
 def judge_facts(info) -> dict[str, Any]:
     """Where and how the final step was judged: the evaluation report's device and timing method
-    (env/judge/EVAL_REPORT.md), and the candidate's times and speedups of the reward's evidence."""
+    (env/evaluator/EVAL_REPORT.md), and the candidate's times and speedups of the reward's evidence."""
     info = info or {}
     report = info.get("report") if isinstance(info.get("report"), dict) else {}
     reward = info.get("reward") if isinstance(info.get("reward"), dict) else {}

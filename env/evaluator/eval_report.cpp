@@ -1,0 +1,219 @@
+#include "env/evaluator/eval_report.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "configs/error.h"
+#include "env/process/strict_json.h"
+
+namespace kforge {
+
+namespace {
+
+constexpr const char* kSchema = "kforge.eval/1";
+
+const std::pair<Verdict, const char*> kVerdicts[] = {
+    {Verdict::pass, "pass"}, {Verdict::fail, "fail"}, {Verdict::cheat, "cheat"}, {Verdict::error, "error"}, {Verdict::checked, "checked"}};
+
+Json compile_json(const CompileSection& c) {
+  Json j = c.result ? compile_result_json(*c.result) : Json::object();
+  j["ok"] = c.ok;
+  j["log"] = c.log;
+  j["arch"] = c.arch;
+  j["wall_ms"] = c.wall_ms;
+  return j;
+}
+
+CompileSection parse_compile_section(const Json& j, const std::string& path) {
+  KFORGE_CHECK(j.is_object(), spec, path << " must be a map, got " << j.type_name());
+  CompileSection c;
+  Json rest = j;
+  {
+    StrictObject o(j, path);
+    c.arch = o.req<std::string>("arch");
+    c.wall_ms = o.req<double>("wall_ms");
+    c.ok = o.req<bool>("ok");
+    c.log = o.req<std::string>("log");
+  }
+  rest.erase("arch");
+  rest.erase("wall_ms");
+  if (rest.size() > 2) {
+    c.result = parse_compile_result(rest, path);
+  } else {
+    StrictObject o(rest, path);
+    o.raw("ok");
+    o.raw("log");
+    o.done();
+  }
+  return c;
+}
+
+Json plan_json(const PlanSection& p) { return {{"launches", p.launches}, {"workspace_bytes", p.workspace_bytes}}; }
+
+AnticheatSection parse_anticheat_section(const Json& j, const std::string& path) {
+  StrictObject o(j, path);
+  AnticheatSection a;
+  const Json& checks = o.raw("checks");
+  KFORGE_CHECK(checks.is_array(), spec, o.path("checks") << " must be a list");
+  for (size_t i = 0; i < checks.size(); ++i) a.checks.push_back(parse_check(checks[i], o.path("checks") + "[" + std::to_string(i) + "]"));
+  // verdict, check and message follow from the checks (to_json writes them so).
+  o.req<std::string>("verdict");
+  o.opt<std::string>("check");
+  o.req<std::string>("message");
+  o.done();
+  return a;
+}
+
+template <typename T>
+Json section(const std::optional<T>& s) {
+  return s ? to_json(*s) : Json(nullptr);
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+  for (const auto& [verdict, name] : kVerdicts)
+    if (verdict == v) return name;
+  return "error";
+}
+
+Verdict parse_verdict(const std::string& name) {
+  for (const auto& [verdict, n] : kVerdicts)
+    if (name == n) return verdict;
+  KFORGE_FAIL(spec, "'" << name << "' is not a verdict (pass, fail, cheat, error, checked)");
+}
+
+const CheckOutcome* AnticheatSection::failed() const {
+  for (const auto& c : checks)
+    if (!c.passed) return &c;
+  return nullptr;
+}
+
+void EvalReport::settle_verdict() {
+  if (anticheat && anticheat->failed()) verdict = Verdict::cheat;
+}
+
+Json to_json(const AnticheatSection& a) {
+  std::vector<Json> checks;
+  for (const auto& c : a.checks) checks.push_back(check_to_json(c));
+  return anticheat_section(checks);
+}
+
+Json to_json(const EvalReport& r) {
+  Json j = {{"schema", kSchema},
+            {"task", r.task},
+            {"candidate", r.candidate},
+            {"verdict", verdict_name(r.verdict)},
+            {"error", r.error ? Json{{"kind", r.error->kind}, {"message", r.error->message}} : Json(nullptr)},
+            {"compile", r.compile ? compile_json(*r.compile) : Json(nullptr)},
+            {"plan", r.plan ? plan_json(*r.plan) : Json(nullptr)},
+            {"load", section(r.load)},
+            {"verify", section(r.verify)},
+            {"timing", section(r.timing)},
+            {"anticheat", section(r.anticheat)}};
+  if (r.device) j["device"] = to_json(*r.device);
+  if (r.profile) j["profile"] = to_json(*r.profile);
+  if (r.phases) j["phases"] = measured_map_json(*r.phases);
+  if (r.cold_start) j["cold_start"] = *r.cold_start;
+  if (r.gpu_request_wall_ms) j["gpu_request_wall_ms"] = *r.gpu_request_wall_ms;
+  if (r.wall_ms) j["wall_ms"] = *r.wall_ms;
+  return j;
+}
+
+EvalReport parse_eval_report(const Json& j) {
+  StrictObject o(j, "report");
+  const std::string schema = o.req<std::string>("schema");
+  KFORGE_CHECK(schema == kSchema, spec, "report.schema is '" << schema << "', not " << kSchema);
+  EvalReport r;
+  r.task = o.req<std::string>("task");
+  r.candidate = o.req<std::string>("candidate");
+  r.verdict = parse_verdict(o.req<std::string>("verdict"));
+  if (auto e = o.opt<Json>("error")) {
+    StrictObject eo(*e, o.path("error"));
+    r.error = ReportError{eo.req<std::string>("kind"), eo.req<std::string>("message")};
+    eo.done();
+  }
+  if (auto d = o.opt<Json>("device")) r.device = parse_gpu_device(*d, o.path("device"));
+  if (auto c = o.opt<Json>("compile")) r.compile = parse_compile_section(*c, o.path("compile"));
+  if (auto p = o.opt<Json>("plan")) {
+    StrictObject po(*p, o.path("plan"));
+    r.plan = PlanSection{po.req<int64_t>("launches"), po.req<int64_t>("workspace_bytes")};
+    po.done();
+  }
+  if (auto s = o.opt<Json>("load")) r.load = parse_load_section(*s, o.path("load"));
+  if (auto s = o.opt<Json>("verify")) r.verify = parse_verify_section(*s, o.path("verify"));
+  if (auto s = o.opt<Json>("timing")) r.timing = parse_timing_section(*s, o.path("timing"));
+  if (auto s = o.opt<Json>("anticheat")) r.anticheat = parse_anticheat_section(*s, o.path("anticheat"));
+  if (auto s = o.opt<Json>("profile")) r.profile = parse_profile_section(*s, o.path("profile"));
+  if (auto p = o.opt<Json>("phases")) r.phases = parse_measured_map(*p, o.path("phases"));
+  r.cold_start = o.opt<Json>("cold_start");
+  r.gpu_request_wall_ms = o.opt<double>("gpu_request_wall_ms");
+  r.wall_ms = o.opt<double>("wall_ms");
+  o.done();
+  r.settle_verdict();
+  return r;
+}
+
+std::string format_report(const EvalReport& r) {
+  std::ostringstream os;
+  os << std::fixed;
+  os << "task " << r.task << ", candidate " << r.candidate << "\n";
+  if (r.device) os << "device: " << r.device->name << " (" << r.device->arch << ")\n";
+  if (r.compile) {
+    const CompileSection& c = *r.compile;
+    const bool cached = c.result && c.result->cache_hit;
+    os << "compile: " << (c.ok ? "ok" : "FAILED") << std::setprecision(1) << " in " << (c.result ? c.result->compile_ms : c.wall_ms)
+       << " ms" << (cached ? " (cached)" : "") << ", " << c.arch << "\n";
+    if (c.result)
+      for (const auto& k : c.result->resources)
+        os << "  " << std::left << std::setw(24) << k.name << std::right << " registers " << k.registers << ", static smem "
+           << k.static_shared_bytes << " B, local " << k.local_bytes << " B, spills " << k.spill_store_bytes << "/" << k.spill_load_bytes
+           << " B\n";
+    if (!c.log.empty() && !c.ok) os << c.log << (c.log.back() == '\n' ? "" : "\n");
+  }
+  if (r.load)
+    for (const auto& k : r.load->kernels) os << "  loaded " << k.name << ": max threads per block " << k.max_threads_per_block << "\n";
+  if (r.verify) {
+    const VerifySection& v = *r.verify;
+    os << "verify: " << (v.passed ? "passed" : "FAILED") << " (" << v.trials_run << " trial(s))";
+    if (!v.passed) os << ": " << v.reason;
+    os << "\n";
+    for (const auto& o : v.outputs) {
+      os << std::setprecision(3) << std::scientific << "  " << o.name << ": max abs error " << o.max_abs_error << ", max rel error "
+         << o.max_rel_error << std::fixed << ", mismatches " << o.mismatches << ", unwritten " << o.unwritten << "\n";
+      for (const auto& e : o.examples)
+        os << "    at " << e.index.dump() << ": candidate " << e.candidate.dump() << ", reference " << e.reference.dump() << "\n";
+    }
+  }
+  if (r.timing) {
+    const TimingSection& t = *r.timing;
+    auto row = [&](const char* name, const TimingStats& s) {
+      os << std::setprecision(4) << "  " << std::left << std::setw(10) << name << std::right << " median " << s.median << " ms  mean "
+         << s.mean << "  std " << s.std << "  min " << s.min << "  p10 " << s.p10 << "  p90 " << s.p90 << "  n " << s.n << "\n";
+    };
+    os << "timing:\n";
+    row("candidate", t.candidate);
+    row("eager", t.reference);
+    const SpeedupSection& sp = t.speedup;
+    os << std::setprecision(3) << "  speedup over eager " << sp.point << "x (" << static_cast<int>(sp.confidence * 100) << "% CI " << sp.lo
+       << " - " << sp.hi << ")\n";
+    os << "  method: " << t.method << "\n";
+  }
+  if (r.anticheat) {
+    const CheckOutcome* failed = r.anticheat->failed();
+    os << "anti-cheat: " << (failed ? "cheat" : "clean") << " (";
+    bool first = true;
+    for (const auto& c : r.anticheat->checks) {
+      os << (first ? "" : ", ") << c.name << (c.passed ? " ok" : " FAILED");
+      first = false;
+    }
+    os << ")\n";
+    if (failed) os << "  " << failed->name << ": " << failed->message << "\n";
+  }
+  os << "verdict: " << verdict_name(r.verdict);
+  if (r.error) os << " (" << r.error->kind << ": " << r.error->message << ")";
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace kforge

@@ -1,0 +1,83 @@
+#pragma once
+// The evaluation report of one candidate, typed: what the evaluator returns, what the episode,
+// the reward and the text the policy reads are computed from. It becomes JSON only at the edges
+// (the GPU worker's reply, `kforge eval --json`, an episode's info and trajectory), through
+// to_json() / parse_eval_report() in eval_report.cpp; the JSON is the schema of
+// env/evaluator/EVAL_REPORT.md (`kforge.eval/1`), key for key.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anticheat/dynamic_checks.h"
+#include "env/compile/compile_request.h"
+#include "env/judge/gpu_reply.h"
+
+namespace kforge {
+
+// pass: compiled, verified (and timed when asked); fail: computes the wrong function; cheat: an
+// anti-cheat check refused it; error: did not build or run; checked: compile and plan only (check()).
+enum class Verdict { pass, fail, cheat, error, checked };
+const char* verdict_name(Verdict v);
+// Throws a spec error for a name that is not a verdict.
+Verdict parse_verdict(const std::string& name);
+
+struct ReportError {
+  std::string kind;  // worker_error::... (compile_error, launch_error, runtime_error, timeout, worker_crashed, ...)
+  std::string message;
+};
+
+struct CompileSection {
+  bool ok = false;
+  std::string log;
+  std::string arch;
+  double wall_ms = 0;  // including the worker round trip
+  // The compiler's answer (kernels, resources, time, cache, hash, PCH); absent when the compile
+  // worker gave none (it timed out or died). Its cubin is not part of the report.
+  std::optional<CompileResult> result;
+};
+
+struct PlanSection {
+  int64_t launches = 0;
+  int64_t workspace_bytes = 0;
+};
+
+struct AnticheatSection {
+  std::vector<CheckOutcome> checks;  // every check that ran, in order
+  // The first failed check, or none: the verdict is "cheat" exactly when there is one.
+  const CheckOutcome* failed() const;
+};
+
+struct EvalReport {
+  std::string task, candidate;
+  Verdict verdict = Verdict::error;
+  std::optional<ReportError> error;
+  std::optional<GpuDevice> device;  // evaluate() only
+  std::optional<CompileSection> compile;
+  std::optional<PlanSection> plan;
+  std::optional<LoadSection> load;
+  std::optional<VerifySection> verify;
+  std::optional<TimingSection> timing;
+  std::optional<AnticheatSection> anticheat;
+  std::optional<ProfileSection> profile;
+  std::optional<std::map<std::string, double>> phases;
+  std::optional<double> gpu_request_wall_ms, wall_ms;
+  // `kforge eval --json` only (EVAL_REPORT.md): where the command's wall time went, as it wrote it.
+  std::optional<Json> cold_start;
+
+  // A failed anti-cheat check makes a report "cheat" whatever else happened: the one rule every
+  // reader applies, applied once where a report is finished (and where one is read).
+  void settle_verdict();
+  // The compile and plan stages succeeded.
+  bool compiled() const { return compile && compile->ok && plan; }
+};
+
+Json to_json(const EvalReport& r);
+Json to_json(const AnticheatSection& a);
+// Reads a report in the documented schema strictly (a spec error names the first unknown, missing
+// or mistyped key) and settles its verdict.
+EvalReport parse_eval_report(const Json& j);
+
+// A human-readable table of a report (kforge eval without --json).
+std::string format_report(const EvalReport& report);
+
+}  // namespace kforge

@@ -1,0 +1,260 @@
+#include "env/evaluator/evaluator.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "configs/checked_file.h"
+#include "configs/error.h"
+#include "env/compile/compile_request.h"
+#include "env/judge/gpu_request.h"
+#include "env/launch/kernel_signature.h"
+#include "env/launch/launch_plan.h"
+#include "env/process/clock.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The resolved plan in the form the GPU worker takes (plan_wire.h): buffers by role and index.
+WirePlan wire_plan_of(const ResolvedPlan& p) {
+  WirePlan w;
+  for (const auto& ws : p.workspace) w.workspace.push_back({ws.name, ws.dtype, ws.elements, ws.zero});
+  for (const auto& l : p.launches) {
+    WireLaunch wl;
+    wl.kernel = l.kernel;
+    wl.where = l.where;
+    for (int d = 0; d < 3; ++d) {
+      wl.grid[d] = l.grid[d];
+      wl.block[d] = l.block[d];
+    }
+    wl.smem = l.shared_mem;
+    for (const auto& a : l.args) {
+      WireArg arg;
+      switch (a.kind) {
+        case ResolvedArg::buffer:
+          arg.kind = a.ref.role == BufferRole::output      ? WireArg::output
+                     : a.ref.role == BufferRole::workspace ? WireArg::workspace
+                                                           : WireArg::argument;
+          arg.index = a.ref.index;
+          break;
+        case ResolvedArg::i32:
+          arg.kind = WireArg::i32;
+          break;
+        case ResolvedArg::u32:
+          arg.kind = WireArg::u32;
+          break;
+        case ResolvedArg::i64:
+          arg.kind = WireArg::i64;
+          break;
+        case ResolvedArg::u64:
+          arg.kind = WireArg::u64;
+          break;
+        case ResolvedArg::f32:
+          arg.kind = WireArg::f32;
+          break;
+        case ResolvedArg::f64:
+          arg.kind = WireArg::f64;
+          break;
+      }
+      arg.i = a.i;
+      arg.f = a.f;
+      wl.args.push_back(arg);
+    }
+    w.launches.push_back(std::move(wl));
+  }
+  return w;
+}
+
+DeviceLimits limits_of(const std::optional<GpuDevice>& device) {
+  DeviceLimits l;
+  if (!device) return l;
+  l.max_threads_per_block = device->max_threads_per_block;
+  for (int d = 0; d < 3; ++d) {
+    l.max_block_dim[d] = device->max_block_dim[d];
+    l.max_grid_dim[d] = device->max_grid_dim[d];
+  }
+  l.max_dynamic_shared_bytes = device->max_dynamic_shared_bytes;
+  return l;
+}
+
+// The anti-cheat scan of the source, before anything is compiled.
+CheckOutcome static_check(const StaticReport& st) {
+  CheckOutcome c{"static", st.passed, "", {{"findings", Json::array()}}};
+  for (const CheckFinding& f : st.findings) {
+    c.evidence["findings"].push_back({{"check", f.check}, {"line", f.line}, {"evidence", f.evidence}, {"message", f.message}});
+    if (c.message.empty()) c.message = format_finding(f);
+  }
+  return c;
+}
+
+}  // namespace
+
+Candidate Candidate::load(const std::string& dir) {
+  KFORGE_CHECK(fs::is_directory(dir), io, dir << ": no such candidate directory");
+  Candidate c;
+  c.dir = dir;
+  c.source = read_untrusted_file((fs::path(dir) / "kernel.cu").string(), kMaxFileBytes, "the candidate file");
+  c.plan_text = read_untrusted_file((fs::path(dir) / "launch.yaml").string(), kMaxFileBytes, "the candidate file");
+  return c;
+}
+
+Evaluator::Evaluator(EvalConfig config, int device, std::string compile_worker, std::string gpu_worker) : config_(std::move(config)) {
+  if (compile_worker.empty()) compile_worker = find_worker_executable("kforge-compile-worker");
+  if (gpu_worker.empty()) gpu_worker = find_worker_executable("kforge-worker");
+  const WorkerConfig& w = config_.worker;
+  std::string seccomp = w.seccomp ? "1" : "0";
+  std::vector<std::string> compile_args = {"--mode", "compile", "--seccomp", seccomp};
+  if (!w.compile_cache_dir.empty()) compile_args.insert(compile_args.end(), {"--cache-dir", w.compile_cache_dir});
+  WorkerSpawn cs{compile_worker, compile_args, {}, w.max_file_bytes, w.max_open_files, w.compile_address_space_bytes, w.start_timeout_s};
+  WorkerSpawn gs{gpu_worker,
+                 {"--mode", "gpu", "--device", std::to_string(device), "--seccomp", seccomp},
+                 {{"CUDA_CACHE_DISABLE", "1"}},
+                 w.max_file_bytes,
+                 w.max_open_files,
+                 0,
+                 w.start_timeout_s};
+  compile_ = std::make_unique<WorkerProcess>(cs);
+  gpu_ = std::make_unique<WorkerProcess>(gs);
+}
+
+Evaluator::~Evaluator() = default;
+
+EvalReport Evaluator::front_stages(const TaskSpec& task, const Candidate& cand, const std::string& arch, std::optional<GpuInputs>& gpu) {
+  EvalReport report;
+  report.task = task.id;
+  report.candidate = cand.dir;
+  report.verdict = Verdict::error;
+  report.anticheat = AnticheatSection{{static_check(run_static_checks(cand.source, cand.plan_text, anticheat_.static_checks))}};
+  if (report.anticheat->failed()) {
+    report.verdict = Verdict::cheat;
+    return report;
+  }
+  // The plan's syntax first: its compiler options are needed to compile.
+  LaunchPlan plan;
+  try {
+    plan = LaunchPlan::parse(cand.plan_text, "launch.yaml");
+  } catch (const Error& e) {
+    report.error = ReportError{worker_error::compile_error, e.what()};
+    return report;
+  }
+  CompileRequest request{cand.source, {}};
+  request.options.arch = arch;
+  request.options.use_fast_math = plan.options.use_fast_math;
+  request.options.maxrregcount = plan.options.maxrregcount;
+  WorkerReply r = compile_->call(to_json(request), config_.worker.compile_timeout_s);
+  if (!r.ok) {
+    std::string msg = r.error_kind == worker_error::timeout
+                          ? "the compile did not finish within " + std::to_string(static_cast<int>(config_.worker.compile_timeout_s)) +
+                                " s (compile_timeout_s); it was stopped"
+                          : r.error_message;
+    report.error = ReportError{r.error_kind, msg};
+    report.compile = CompileSection{false, msg, arch, r.wall_ms, std::nullopt};
+    return report;
+  }
+  CompileResult compiled = parse_compile_reply(r.body);
+  std::vector<uint8_t> cubin = std::move(compiled.cubin);
+  compiled.cubin.clear();
+  report.compile = CompileSection{compiled.ok, compiled.log, arch, r.wall_ms, compiled};
+  if (!compiled.ok) {
+    report.error = ReportError{worker_error::compile_error, "the kernel does not compile:\n" + compiled.log};
+    return report;
+  }
+  try {
+    ResolvedPlan resolved = resolve_plan(plan, task, parse_kernel_signatures(cand.source),
+                                         limits_of(gpu_->running() ? hello_device(gpu_->hello()) : std::nullopt));
+    int64_t ws_bytes = 0;
+    for (const auto& w : resolved.workspace) ws_bytes += w.elements * static_cast<int64_t>(dtype_size(w.dtype));
+    report.plan = PlanSection{static_cast<int64_t>(resolved.launches.size()), ws_bytes};
+    gpu = GpuInputs{wire_plan_of(resolved), compiled.hash, std::move(cubin)};
+  } catch (const Error& e) {
+    report.error = ReportError{worker_error::compile_error, e.what()};
+    return report;
+  }
+  return report;
+}
+
+EvalReport Evaluator::check(const TaskSpec& task, const Candidate& cand) {
+  std::optional<GpuInputs> gpu;
+  std::string arch = config_.worker.arch.empty() ? "sm_90a" : config_.worker.arch;
+  EvalReport report = front_stages(task, cand, arch, gpu);
+  if (gpu) report.verdict = Verdict::checked;
+  return report;
+}
+
+namespace {
+
+// The GPU stages' sections and verdict, from the worker's reply.
+void add_gpu_stages(EvalReport& report, const WorkerReply& r, double timeout_s) {
+  report.gpu_request_wall_ms = r.wall_ms;
+  GpuEvalReply reply = r.body.is_object() ? parse_gpu_eval_reply(r.body) : GpuEvalReply{};
+  report.load = std::move(reply.load);
+  report.verify = std::move(reply.verify);
+  report.timing = std::move(reply.timing);
+  report.profile = std::move(reply.profile);
+  report.phases = std::move(reply.phases);
+  if (!r.ok) {
+    std::string msg = r.error_message;
+    if (r.error_kind == worker_error::timeout)
+      msg = "the candidate did not finish within " + std::to_string(static_cast<int>(timeout_s)) +
+            " s (request_timeout_s): a kernel that hangs; the GPU worker was killed and restarted";
+    report.error = ReportError{r.error_kind, msg};
+    report.verdict = Verdict::error;
+  } else if (!report.verify) {
+    KFORGE_FAIL(internal, "the GPU worker's reply has no verify section");
+  } else if (!report.verify->passed) {
+    report.verdict = Verdict::fail;
+  } else if (report.timing && !report.timing->outputs_right_after_timing) {
+    report.verdict = Verdict::fail;
+    report.verify->reason = "outputs were wrong after timing";
+  } else {
+    report.verdict = Verdict::pass;
+  }
+  // The anti-cheat section: the static scan, then what the worker checked.
+  for (auto& c : reply.anticheat_checks) report.anticheat->checks.push_back(std::move(c));
+}
+
+}  // namespace
+
+EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const EvalOptions& opt) {
+  auto t0 = Clock::now();
+  std::optional<GpuDevice> device;
+  try {
+    device = hello_device(gpu_->hello());
+  } catch (const Error& e) {
+    EvalReport report;
+    report.task = task.id;
+    report.candidate = cand.dir;
+    report.error = ReportError{worker_error::worker_crashed, e.what()};
+    return report;
+  }
+  std::string arch = !config_.worker.arch.empty() ? config_.worker.arch : device ? device->arch : std::string("sm_90a");
+  std::optional<GpuInputs> gpu;
+  EvalReport report = front_stages(task, cand, arch, gpu);
+  report.device = device;
+  if (!gpu) {
+    report.wall_ms = ms_since(t0);
+    return report;
+  }
+  GpuEvalRequest req;
+  req.task_yaml = task_to_yaml(task);
+  req.cubin = std::move(gpu->cubin);
+  req.cubin_hash = gpu->cubin_hash + "/" + arch;
+  req.plan = std::move(gpu->plan);
+  req.max_workspace_bytes = config_.worker.max_workspace_bytes;
+  req.verify = {opt.trials, opt.salt, config_.verify.report_mismatches, opt.probe_words};
+  if (opt.time) req.time = config_.timing;
+  req.profile = opt.profile;
+  req.counters = opt.counters;
+  req.counter_metrics = opt.counter_metrics;
+  req.kernel_names = report.compile->result->kernels;
+  req.anticheat = anticheat_.dynamic;
+  WorkerReply r = gpu_->call(to_json(req), config_.worker.request_timeout_s);
+  add_gpu_stages(report, r, config_.worker.request_timeout_s);
+  report.settle_verdict();  // a failed anti-cheat check makes it "cheat"
+  report.wall_ms = ms_since(t0);
+  return report;
+}
+
+}  // namespace kforge

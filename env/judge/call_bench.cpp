@@ -1,0 +1,256 @@
+#include "env/judge/call_bench.h"
+
+#include <algorithm>
+
+#include <c10/core/InferenceMode.h>
+#include <cuda_runtime_api.h>
+
+#include "configs/error.h"
+#include "data_synth/reference/reference.h"
+#include "env/cuda/cuda_check.h"
+#include "env/cuda/cuda_driver.h"
+#include "env/judge/output_compare.h"
+
+namespace kforge {
+
+namespace {
+
+constexpr int64_t kAlign = 256;
+constexpr int64_t kPage = int64_t(2) << 20;  // the GPU's large page
+int64_t round_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+CUdeviceptr ptr_of(const at::Tensor& t) { return reinterpret_cast<CUdeviceptr>(t.data_ptr()); }
+int64_t bytes_of(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
+
+}  // namespace
+
+CallIds::CallIds() {
+  std::random_device rd;
+  std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+  gen_.seed(seq);
+}
+
+// One buffer set: a single allocation holding every buffer of a call, each between guards, from a
+// random offset, so its addresses differ from the other sets' and from request to request. The
+// offset is a whole number of 2 MiB pages: every buffer then sits at the same place within its
+// pages in every set and request: sets and requests differ in which pages they use, not in how
+// their buffers fall on them (a candidate's time should not depend on the draw of an offset).
+struct CallBench::Slot {
+  at::Tensor block;
+  std::vector<at::Tensor> args, outputs, workspace;
+  std::vector<std::pair<CUdeviceptr, int64_t>> guards;
+  CallBuffers buffers;
+};
+
+// Host copies of every call's words, in pinned memory the candidate has no address of.
+struct CallBench::Log {
+  int64_t words_per_call = 0;
+  static constexpr int64_t kChunk = 64;
+  std::vector<at::Tensor> chunks;
+  uint64_t* at(size_t call) {
+    size_t c = call / kChunk;
+    while (chunks.size() <= c)
+      chunks.push_back(at::empty({kChunk * words_per_call}, at::TensorOptions().dtype(at::kLong).pinned_memory(true)));
+    return reinterpret_cast<uint64_t*>(chunks[c].data_ptr<int64_t>()) + (call % kChunk) * words_per_call;
+  }
+  const uint64_t* at(size_t call) const {
+    return reinterpret_cast<const uint64_t*>(chunks.at(call / kChunk).data_ptr<int64_t>()) + (call % kChunk) * words_per_call;
+  }
+};
+
+CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<std::string, CUfunction>& funcs, const BenchDevice& device,
+                     const DynamicCheckConfig& config, uint64_t salt, CallIds& ids)
+    : task_(task), plan_(plan), funcs_(funcs), device_(device), config_(config), salt_(salt), ids_(ids), log_(std::make_unique<Log>()) {
+  const int64_t guard = config_.guard_bytes;
+  struct Buf {
+    at::ScalarType type;
+    Shape shape;
+    int64_t bytes;
+  };
+  std::vector<Buf> bufs;
+  for (const auto& a : task_.arguments)
+    bufs.push_back(
+        {to_scalar_type(a.decl.meta.dtype), a.decl.meta.shape, numel(a.decl.meta.shape) * int64_t(dtype_size(a.decl.meta.dtype))});
+  for (const auto& o : task_.outputs)
+    bufs.push_back({to_scalar_type(o.meta.dtype), o.meta.shape, numel(o.meta.shape) * int64_t(dtype_size(o.meta.dtype))});
+  for (const auto& w : plan_.workspace) bufs.push_back({to_scalar_type(w.dtype), {w.elements}, w.elements * int64_t(dtype_size(w.dtype))});
+  int64_t total = guard;
+  for (const auto& b : bufs) total += round_up(b.bytes) + guard;
+  const size_t na = task_.arguments.size(), no = task_.outputs.size();
+  for (int p = 0; p < config_.address_pool; ++p) {
+    auto s = std::make_unique<Slot>();
+    int64_t offset = kPage * static_cast<int64_t>(ids_.next() % 8);
+    s->block = at::empty({total + offset}, at::TensorOptions().dtype(at::kByte).device(device_.dev));
+    // Every buffer starts 256-byte aligned (as cudaMalloc's); everything between two buffers is
+    // guard, from the byte right after a buffer's last one (a tail of up to 7 bytes, fingerprinted
+    // byte by byte, then 8-byte aligned guard bytes up to the next buffer).
+    int64_t cur = offset;
+    s->guards.push_back({ptr_of(s->block) + cur, guard});
+    cur += guard;
+    for (size_t b = 0; b < bufs.size(); ++b) {
+      at::Tensor t = s->block.narrow(0, cur, bufs[b].bytes).view(bufs[b].type).view(bufs[b].shape);
+      const int64_t end = cur + bufs[b].bytes, aligned = (end + 7) / 8 * 8, next = cur + round_up(bufs[b].bytes) + guard;
+      if (aligned > end) s->guards.push_back({ptr_of(s->block) + end, aligned - end});
+      s->guards.push_back({ptr_of(s->block) + aligned, next - aligned});
+      cur = next;
+      (b < na ? s->args : b < na + no ? s->outputs : s->workspace).push_back(t);
+    }
+    for (const auto& t : s->args) s->buffers.arguments.push_back(ptr_of(t));
+    for (const auto& t : s->outputs) s->buffers.outputs.push_back(ptr_of(t));
+    for (const auto& t : s->workspace) {
+      s->buffers.workspace.push_back(ptr_of(t));
+      s->buffers.workspace_bytes.push_back(bytes_of(t));
+    }
+    slots_.push_back(std::move(s));
+  }
+  for (const auto& a : task_.arguments)  // harness-owned: filled by draw_into after each candidate call
+    ref_args_.push_back(at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(device_.dev)));
+  const int64_t ng = static_cast<int64_t>(slots_[0]->guards.size());
+  // before: args, guards | after: args, reference inputs, guards, compares
+  log_->words_per_call = (int64_t(na) + ng) + (2 * int64_t(na) + ng + DeviceChecker::kCompareWords * int64_t(no));
+  words_ = at::zeros({log_->words_per_call}, at::TensorOptions().dtype(at::kLong).device(device_.dev));
+}
+
+CallBench::~CallBench() = default;
+
+const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[current_]->outputs; }
+
+void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream) {
+  for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
+    if (args[i].numel() > 0)
+      drawer.fill(task.arguments[i].draw, task.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(), ptr_of(args[i]), stream);
+}
+
+std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, at::Device dev,
+                                                 CUstream stream) {
+  std::vector<at::Tensor> args;
+  for (const auto& a : task.arguments)
+    args.push_back(at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(dev)));
+  fill_arguments(task, key, drawer, args, stream);
+  return args;
+}
+
+void CallBench::draw_into(std::vector<at::Tensor>& args, const CallSpec& spec) {
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, args, device_.stream);
+  apply_variant(task_, spec.variant, spec.variant_seed, args);
+}
+
+void CallBench::prepare(const CallSpec& in) {
+  CallSpec spec = in;
+  // A call's buffer set is picked at random among those the previous call did not use (only a state
+  // trial asks for the previous one): verification and timed calls alike.
+  if (spec.slot < 0 || spec.slot >= static_cast<int>(slots_.size())) {
+    const int n = static_cast<int>(slots_.size());
+    spec.slot = specs_.empty() ? static_cast<int>(ids_.next() % n) : static_cast<int>((specs_.back().slot + 1 + ids_.next() % (n - 1)) % n);
+  }
+  specs_.push_back(spec);
+  current_ = spec.slot;
+  key_ = ids_.next();
+  poison_id_ = ids_.next();
+  poison_ids_.push_back(poison_id_);
+  compared_.push_back({});
+  ref_checked_.push_back(false);
+  guard_byte_ = static_cast<uint8_t>(ids_.next());
+  Slot& s = *slots_[current_];
+  CUstream st = device_.stream;
+  c10::InferenceMode inference;
+  draw_into(s.args, spec);
+  for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
+  // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.
+  const size_t na = s.args.size(), ng = s.guards.size();
+  const int64_t before_words = static_cast<int64_t>(na + ng);
+  KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
+  for (size_t i = 0; i < na; ++i)
+    if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
+  for (size_t g = 0; g < ng; ++g)
+    device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
+  KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
+  for (size_t o = 0; o < s.outputs.size(); ++o) poison_output(s.outputs[o], task_.outputs[o].meta.dtype, poison_id_);
+  for (size_t w = 0; w < s.workspace.size(); ++w)
+    KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(s.workspace[w]), 0xFF, bytes_of(s.workspace[w]), st));
+}
+
+void CallBench::run_candidate() { launch_plan(plan_, funcs_, slots_[current_]->buffers, device_.stream); }
+
+void CallBench::after_candidate(bool check_reference_inputs) {
+  Slot& s = *slots_[current_];
+  CUstream st = device_.stream;
+  const size_t na = s.args.size(), ng = s.guards.size();
+  const int64_t before_words = static_cast<int64_t>(na + ng);
+  CUdeviceptr after = ptr_of(words_) + 8 * before_words;
+  // Zeroed only now: whatever the candidate wrote there is gone.
+  KFORGE_CUDA(cuda_driver().MemsetD8Async(after, 0, (log_->words_per_call - before_words) * 8, st));
+  for (size_t i = 0; i < na; ++i)
+    if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
+  for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (2 * na + g), st);
+  c10::InferenceMode inference;
+  if (probe_words_ > 0) {
+    const int64_t n = s.workspace.empty() ? 0 : std::min<int64_t>(probe_words_, bytes_of(s.workspace[0]) / 8);
+    probes_.resize(specs_.size());
+    if (n > 0)
+      probes_.back() = at::from_blob(s.workspace[0].data_ptr(), {n}, at::TensorOptions().dtype(at::kLong).device(device_.dev)).clone();
+  }
+  // The reference's inputs: drawn again from the call's secret seed, after the candidate ran.
+  draw_into(ref_args_, specs_.back());
+  ref_checked_.back() = check_reference_inputs;
+  if (check_reference_inputs)
+    for (size_t i = 0; i < na; ++i)
+      if (ref_args_[i].numel() > 0)
+        device_.checker->fingerprint(ptr_of(ref_args_[i]), bytes_of(ref_args_[i]), key_, after + 8 * (na + i), st);
+}
+
+std::vector<at::Tensor> CallBench::run_reference() { return kforge::run_reference(task_, ref_args_); }
+
+void CallBench::compare(std::vector<at::Tensor>& ref) {
+  Slot& s = *slots_[current_];
+  CUstream st = device_.stream;
+  const size_t na = s.args.size(), ng = s.guards.size();
+  const int64_t before_words = static_cast<int64_t>(na + ng);
+  CUdeviceptr cmp = ptr_of(words_) + 8 * (before_words + 2 * na + ng);
+  const Tolerance tol = task_.tolerance;
+  for (size_t o = 0; o < s.outputs.size() && o < ref.size(); ++o) {
+    DType dt = task_.outputs[o].meta.dtype;
+    if (ref[o].scalar_type() != to_scalar_type(dt) || ref[o].numel() != s.outputs[o].numel()) continue;
+    if (!ref[o].is_contiguous()) ref[o] = ref[o].contiguous();
+    device_.checker->compare(dt, ptr_of(s.outputs[o]), ptr_of(ref[o]), s.outputs[o].numel(), tol.atol, tol.rtol,
+                             poison_bits_for_trial(dt, poison_id_), cmp + 8 * DeviceChecker::kCompareWords * o, st);
+  }
+  // Which outputs were compared is the harness's own knowledge: kept host-side.
+  for (size_t o = 0; o < s.outputs.size(); ++o)
+    compared_.back().push_back(o < ref.size() && ref[o].scalar_type() == to_scalar_type(task_.outputs[o].meta.dtype) &&
+                               ref[o].numel() == s.outputs[o].numel());
+  uint64_t* host = log_->at(specs_.size() - 1) + before_words;
+  KFORGE_CUDA(cudaMemcpyAsync(host, reinterpret_cast<void*>(ptr_of(words_) + 8 * before_words), (log_->words_per_call - before_words) * 8,
+                              cudaMemcpyDeviceToHost, st));
+}
+
+std::vector<int64_t> CallBench::probe(size_t i) const {
+  if (i >= probes_.size() || !probes_[i].defined()) return {};
+  at::Tensor h = probes_[i].cpu();
+  return std::vector<int64_t>(h.data_ptr<int64_t>(), h.data_ptr<int64_t>() + h.numel());
+}
+
+CallRecord CallBench::record(size_t i) const {
+  const size_t na = task_.arguments.size(), no = task_.outputs.size(), ng = slots_[0]->guards.size();
+  const uint64_t* w = log_->at(i);
+  const uint64_t* before_args = w;
+  const uint64_t* before_guards = w + na;
+  const uint64_t* after_args = w + na + ng;
+  const uint64_t* after_ref = after_args + na;
+  const uint64_t* after_guards = after_ref + na;
+  const uint64_t* cmp = after_guards + ng;
+  CallRecord r;
+  r.slot = specs_.at(i).slot;
+  r.variant = specs_.at(i).variant;
+  r.poison_id = poison_ids_.at(i);
+  for (size_t a = 0; a < na; ++a) {
+    if (before_args[a] != after_args[a]) r.inputs_changed.push_back(task_.arguments[a].decl.name);
+    if (ref_checked_.at(i) && before_args[a] != after_ref[a]) r.reference_inputs_match = false;
+  }
+  for (size_t g = 0; g < ng; ++g) r.guards_written += before_guards[g] != after_guards[g] ? 1 : 0;
+  r.compared = compared_.at(i);
+  for (size_t o = 0; o < no; ++o) r.outputs.push_back(CompareStats::from_words(cmp + DeviceChecker::kCompareWords * o));
+  return r;
+}
+
+}  // namespace kforge

@@ -1,0 +1,138 @@
+#pragma once
+// The harness side of every candidate call in one evaluate request: one path for verification
+// trials and timed calls alike, so the candidate cannot tell them apart, and one record of what
+// the harness saw around each call. The guarantees, each enforced where it happens in
+// call_bench.cpp:
+//   - identities: every call's draw seed, poison value, fingerprint key, guard pattern and buffer
+//     set come from CallIds (a generator seeded by the operating system), afresh per call and
+//     never sent by the caller; nothing the candidate can read names the call.
+//   - addresses: each call's inputs, outputs and workspace sit in one of `address_pool` buffer sets
+//     picked at random (verification and timing alike), each buffer between guard regions that
+//     begin at the byte after its last one.
+//   - the reference never reads memory the candidate could have written: its inputs are drawn
+//     again from the call's secret seed into harness-owned buffers after the candidate has run.
+//   - every input and parameter, and every guard region, is fingerprinted under the call's key
+//     before and after the candidate; the words holding those fingerprints and the output
+//     comparison are zeroed after the candidate ran (it cannot pre-load them) and copied to host
+//     memory before its next call (it cannot rewrite them later).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <cuda.h>
+
+#include "anticheat/dynamic_checks.h"
+#include "data_synth/reference/draw_family.h"
+#include "data_synth/task/task_spec.h"
+#include "env/judge/check_kernel.h"
+#include "env/judge/draw_kernel.h"
+#include "env/judge/plan_launcher.h"
+
+namespace kforge {
+
+// The one source of trial identities in the GPU worker.
+class CallIds {
+ public:
+  CallIds();
+  uint64_t next() { return gen_(); }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// What one call draws. draw_trial repeats only when a state trial asks for the same values.
+struct CallSpec {
+  uint64_t draw_trial = 0;
+  DrawVariant variant = DrawVariant::plain;
+  uint64_t variant_seed = 0;  // one of the variant's approved seeds (robust_draws.h)
+  int slot = -1;              // buffer set; -1: picked at random
+};
+
+// What the harness saw around one call (read on the host after the stream is synchronised).
+struct CallRecord {
+  int slot = 0;
+  DrawVariant variant = DrawVariant::plain;
+  std::vector<std::string> inputs_changed;  // arguments whose bytes the candidate changed
+  int64_t guards_written = 0;               // guard regions whose bytes changed
+  bool reference_inputs_match = true;       // the redrawn reference inputs equal the candidate's (checked when asked)
+  std::vector<CompareStats> outputs;        // per output (when compared[o])
+  std::vector<bool> compared;               // false: not compared on the device (shape or dtype differs)
+  uint64_t poison_id = 0;                   // for the slow comparison path
+};
+
+struct BenchDevice {
+  at::Device dev{at::kCUDA, 0};
+  CUstream stream = nullptr;
+  DeviceDrawer* drawer = nullptr;
+  DeviceChecker* checker = nullptr;
+};
+
+class CallBench {
+ public:
+  CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<std::string, CUfunction>& funcs, const BenchDevice& device,
+            const DynamicCheckConfig& config, uint64_t salt, CallIds& ids);
+  ~CallBench();
+  CallBench(const CallBench&) = delete;
+  CallBench& operator=(const CallBench&) = delete;
+
+  // One call, in this order (each enqueues on the harness stream):
+  void prepare(const CallSpec& spec);                 // draw into a buffer set, poison, workspace, guards, fingerprints
+  void run_candidate();                               // the plan's launches on that buffer set
+  void after_candidate(bool check_reference_inputs);  // fingerprints again; the reference's inputs drawn anew
+  std::vector<at::Tensor> run_reference();            // on the harness-owned inputs
+  void compare(std::vector<at::Tensor>& ref);         // outputs against `ref`; the call's words to the host
+
+  // After a synchronisation: the record of call `i` (0-based, in order of prepare()).
+  CallRecord record(size_t i) const;
+  size_t calls() const { return specs_.size(); }
+  const CallSpec& last_spec() const { return specs_.back(); }
+
+  // The call-classification probe's hook (GpuVerifyRequest::probe_words): after every candidate
+  // call, the first `words` 8-byte words of workspace buffer 0 are copied aside; probe(i) reads
+  // call i's after a synchronisation.
+  void set_probe_words(int words) { probe_words_ = words; }
+  std::vector<int64_t> probe(size_t i) const;
+
+  // The current call's outputs (for the slow comparison path).
+  const std::vector<at::Tensor>& outputs() const;
+
+ private:
+  struct Slot;
+  struct Log;
+  void draw_into(std::vector<at::Tensor>& args, const CallSpec& spec);  // the draw, then the variant
+  void fingerprint_into(const Slot& s, uint64_t key, CUdeviceptr words, bool with_reference_inputs);
+
+  const TaskSpec& task_;
+  const WirePlan& plan_;
+  const std::map<std::string, CUfunction>& funcs_;
+  BenchDevice device_;
+  DynamicCheckConfig config_;
+  uint64_t salt_;
+  CallIds& ids_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<at::Tensor> ref_args_;  // harness-owned: never passed to the candidate
+  at::Tensor words_;                  // this call's device words: before | after
+  std::unique_ptr<Log> log_;
+  std::vector<CallSpec> specs_;  // per call, host-side: what was drawn and where
+  std::vector<uint64_t> poison_ids_;
+  std::vector<std::vector<bool>> compared_;
+  std::vector<bool> ref_checked_;
+  int current_ = 0;
+  int probe_words_ = 0;
+  std::vector<at::Tensor> probes_;  // per call (probe_words_ > 0): device copies of workspace 0's first words
+  uint64_t key_ = 0, poison_id_ = 0;
+  uint8_t guard_byte_ = 0;
+};
+
+// Draws `key`'s values of every argument into `args` (the task's order, on the device) with the
+// device drawer, byte for byte what the CPU draw gives (draw_kernel.h). Asynchronous on `stream`.
+void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream);
+// The same into new tensors on `dev`.
+std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, at::Device dev,
+                                                 CUstream stream);
+
+}  // namespace kforge

@@ -1,0 +1,56 @@
+#pragma once
+// The one contract between the evaluator (the caller) and the GPU worker: both processes include
+// this header, and neither builds or reads an evaluate request by hand. A request travels as a
+// msgpack map (worker_protocol.h's framing); parse_gpu_eval_request() accepts exactly the keys
+// to_json() writes, each with its type, so a misspelt or unknown key is a bad_request error that
+// names it, never a silent default. The reply is typed in gpu_reply.h, read as strictly.
+//
+// What is not in a request, on purpose: trial identities. The seeds of every draw, every poison
+// value and every fingerprint key are drawn inside the worker, afresh for each call, from a
+// generator seeded by the operating system (CallIds in env/judge/call_bench.h); the caller sends only the
+// episode's salt. So no request can repeat another's inputs, and nothing the policy sees names a
+// call.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "anticheat/dynamic_checks.h"
+#include "configs/eval_config.h"
+#include "env/launch/plan_wire.h"
+#include "env/process/worker_protocol.h"
+
+namespace kforge {
+
+struct GpuVerifyRequest {
+  int trials = 5;             // plain trials asked for (robustness trials take some of them, see call_bench.h)
+  uint64_t salt = 0;          // the episode's salt, mixed into every draw
+  int report_mismatches = 5;  // mismatching elements reported per output
+  // A test hook for the call-classification probe (tests/anticheat/call_probe_gpu_test.cpp): after
+  // every candidate call, the first probe_words 8-byte words of the plan's first workspace buffer
+  // come back in the reply (verify.probe, timing.probe) with the call's member. 0 (always, outside
+  // that test): nothing is read back.
+  int probe_words = 0;
+};
+
+struct GpuEvalRequest {
+  std::string task_yaml;
+  std::vector<uint8_t> cubin;
+  std::string cubin_hash;
+  WirePlan plan;  // resolve_plan()'s output (plan_wire.h)
+  int64_t max_workspace_bytes = int64_t{16} << 30;
+  GpuVerifyRequest verify;
+  std::optional<TimingConfig> time;  // absent: no timing
+  bool profile = false;
+  bool counters = false;
+  std::vector<std::string> counter_metrics;  // empty: the default list
+  std::vector<std::string> kernel_names;     // every kernel of the module
+  DynamicCheckConfig anticheat;
+};
+
+Json to_json(const GpuEvalRequest& r);
+// Throws Error(bad_request kind is the caller's: spec) naming the first unknown, missing or
+// mistyped key, with its path ("request.time.max_reps").
+GpuEvalRequest parse_gpu_eval_request(const Json& j);
+
+}  // namespace kforge

@@ -1,0 +1,228 @@
+#include "env/judge/gpu_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <tuple>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "configs/error.h"
+#include "data_synth/reference/reference.h"
+#include "env/cuda/cuda_check.h"
+#include "env/cuda/cuda_driver.h"
+#include "env/cuda/cuda_events.h"
+#include "env/cuda/cuda_probe.h"
+#include "env/judge/candidate_error.h"
+#include "env/judge/gpu_judgement.h"
+#include "env/judge/gpu_reply.h"
+#include "env/judge/gpu_request.h"
+#include "env/judge/gpu_worker_state.h"
+#include "env/judge/timing.h"
+#include "env/process/clock.h"
+#include "env/process/worker_loop.h"
+
+namespace kforge {
+
+namespace {
+
+// cuBLAS's TF32 setting, set for one measurement and restored exactly after it (also when it
+// throws). setAllowTF32CuBLAS sets the legacy float32 matmul precision and the CUDA matmul fp32
+// precision together; restoring the legacy one by name also sets the MKLDNN matmul precision, so
+// all three are saved and put back. The worker runs with TF32 off (apply_reference_precision).
+class CublasTf32Scope {
+ public:
+  explicit CublasTf32Scope(bool allow)
+      : ctx_(at::globalContext()),
+        legacy_(ctx_.float32MatmulPrecision()),
+        cuda_(ctx_.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL)),
+        mkldnn_(ctx_.float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL)) {
+    ctx_.setAllowTF32CuBLAS(allow);
+  }
+  ~CublasTf32Scope() {
+    ctx_.setFloat32MatmulPrecision(legacy_ == at::Float32MatmulPrecision::HIGHEST ? "highest"
+                                   : legacy_ == at::Float32MatmulPrecision::HIGH  ? "high"
+                                                                                  : "medium");
+    ctx_.setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, cuda_);
+    ctx_.setFloat32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL, mkldnn_);
+  }
+  CublasTf32Scope(const CublasTf32Scope&) = delete;
+  CublasTf32Scope& operator=(const CublasTf32Scope&) = delete;
+
+ private:
+  at::Context& ctx_;
+  const at::Float32MatmulPrecision legacy_;
+  const at::Float32Precision cuda_, mkldnn_;
+};
+
+}  // namespace
+
+CUstream GpuWorker::State::stream() const { return at::cuda::getCurrentCUDAStream(device).stream(); }
+
+const TaskSpec& GpuWorker::State::task_for(const std::string& yaml) {
+  auto it = tasks.find(yaml);
+  if (it != tasks.end()) return it->second;
+  if (tasks.size() > 64) {
+    tasks.clear();
+    conditions.clear();
+  }
+  return tasks.emplace(yaml, parse_task(yaml, "request.task_yaml")).first->second;
+}
+
+const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, const std::string& yaml, double margin) {
+  std::string key = std::to_string(margin) + "\n" + yaml;
+  auto it = conditions.find(key);
+  if (it != conditions.end()) return it->second;
+  // One draw of the task's own distribution (a fresh secret trial), then each variant on it.
+  std::vector<at::Tensor> args = draw_arguments_on_device(task, {task.seed, ids.next(), ids.next()}, *drawer, dev, stream());
+  auto c = condition_variants(task, args, ids.next(), margin);
+  return conditions.emplace(key, std::move(c)).first->second;
+}
+
+void GpuWorker::State::flush_l2(double factor) {
+  if (!l2_flush || l2_flush->factor() != factor) l2_flush = std::make_unique<L2Flush>(dev, factor);
+  (*l2_flush)(0x5a, stream());
+}
+
+// The best of a few 1 GiB device-to-device copies, and of 8192^3 matmuls in float32 (TF32 off),
+// float32 with TF32 allowed, and float16. Each float32 matmul sets cuBLAS's TF32 setting for itself
+// and restores the worker's afterwards.
+const DeviceCeilings& GpuWorker::State::ceilings() {
+  if (ceilings_.valid()) return ceilings_;
+  CUstream st = stream();
+  CudaEvents ev(2);
+  auto best_ms = [&](const std::function<void()>& fn, int reps) {
+    fn();  // warm-up
+    float best = 1e30f;
+    for (int i = 0; i < reps; ++i) {
+      ev.record(0, st);
+      fn();
+      ev.record(1, st);
+      ev.synchronize(1);
+      best = std::min(best, static_cast<float>(ev.ms(0, 1)));
+    }
+    return static_cast<double>(best);
+  };
+  {
+    const int64_t bytes = int64_t{1} << 30;
+    at::Tensor src = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(dev)).fill_(7);
+    at::Tensor dst = at::empty_like(src);
+    double ms = best_ms([&] { KFORGE_CUDA(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, st)); }, 5);
+    ceilings_.copy_gbps = 2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9;
+  }
+  const int64_t n = 8192;
+  const double flops = 2.0 * n * n * n;
+  struct Measure {
+    at::ScalarType dtype;
+    bool tf32;  // float32 only: TF32 allowed for this matmul
+    double* tflops;
+  };
+  for (const Measure& m :
+       {Measure{at::kFloat, false, &ceilings_.matmul_tflops_fp32}, Measure{at::kFloat, true, &ceilings_.matmul_tflops_tf32},
+        Measure{at::kHalf, false, &ceilings_.matmul_tflops_fp16}}) {
+    at::Tensor x = at::randn({n, n}, at::TensorOptions().dtype(m.dtype).device(dev));
+    at::Tensor y = at::randn({n, n}, at::TensorOptions().dtype(m.dtype).device(dev));
+    at::Tensor z = at::empty({n, n}, at::TensorOptions().dtype(m.dtype).device(dev));
+    double ms = 0;
+    {
+      CublasTf32Scope tf32(m.tf32);
+      ms = best_ms([&] { at::matmul_out(z, x, y); }, 3);
+    }
+    *m.tflops = flops / (ms * 1e-3) / 1e12;
+  }
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  return ceilings_;
+}
+
+GpuWorker::GpuWorker(int device) : s_(std::make_unique<State>()) {
+  auto t0 = Clock::now();
+  s_->device = device;
+  s_->dev = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device));
+  KFORGE_CHECK(cuda_available(), runtime, "no CUDA device is available");
+  s_->arch = device_arch(device);
+  // The harness kernels compile (NVRTC, CPU only) while the context is created.
+  auto kernels = std::async(std::launch::async, [arch = s_->arch] {
+    auto t = Clock::now();
+    auto d = std::make_unique<DeviceDrawer>(arch);
+    auto c = std::make_unique<DeviceChecker>(arch);
+    return std::make_tuple(std::move(d), std::move(c), ms_since(t));
+  });
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+  // Create the primary context through the runtime (as libtorch does), then use it from the driver API.
+  at::empty({1}, at::TensorOptions().device(s_->dev));
+  const double context_ms = ms_since(t0);
+  KFORGE_CUDA(cuda_driver().CtxGetCurrent(&s_->ctx));
+  apply_reference_precision();
+  cudaDeviceProp prop{};
+  KFORGE_CUDA(cudaGetDeviceProperties(&prop, device));
+  int optin = 0;
+  KFORGE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  s_->max_optin_smem = optin;
+  auto [drawer, checker, kernels_ms] = kernels.get();
+  s_->drawer = std::move(drawer);
+  s_->checker = std::move(checker);
+  s_->start_ms = {{"cuda_context", context_ms}, {"harness_kernels_compile", kernels_ms}, {"total", ms_since(t0)}};
+  DeviceInfo di = device_info(s_->dev);
+  GpuDevice d;
+  d.name = prop.name;
+  d.arch = s_->arch;
+  d.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  d.total_memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  d.max_threads_per_block = prop.maxThreadsPerBlock;
+  d.max_block_dim = {prop.maxThreadsDim[0], prop.maxThreadsDim[1], prop.maxThreadsDim[2]};
+  d.max_grid_dim = {prop.maxGridSize[0], prop.maxGridSize[1], prop.maxGridSize[2]};
+  d.max_dynamic_shared_bytes = optin;
+  d.cuda = di.cuda_version;
+  d.driver_api = di.driver_version;
+  d.torch = di.torch_version;
+  s_->info = to_json(d);  // the hello's device (gpu_reply.h): the evaluator reads it with parse_gpu_device
+}
+
+GpuWorker::~GpuWorker() = default;
+
+Json GpuWorker::hello() const { return {{"ok", true}, {"mode", "gpu"}, {"device", s_->info}, {"start_ms", s_->start_ms}}; }
+
+// The table of contents: parse the contract, then load, verify, time, profile.
+Json GpuWorker::evaluate(const Json& request) {
+  auto t_req = Clock::now();
+  const GpuEvalRequest req = parse_gpu_eval_request(request);
+  c10::cuda::CUDAGuard guard(s_->dev);
+  const TaskSpec& task = s_->task_for(req.task_yaml);
+  Judgement j(*s_, req, task);
+  try {
+    j.load();
+    j.verify();
+    if (req.time && j.clean()) j.time();
+    if (req.profile && j.clean()) j.profile();
+  } catch (const CandidateError& e) {
+    Json err = error_reply(e.kind, e.what(), e.fatal);
+    for (const char* k : {"load", "verify"})
+      if (j.reply().contains(k)) err[k] = j.reply()[k];
+    j.phases()["worker_ms"] = ms_since(t_req);
+    err["phases"] = j.phases();
+    if (e.fatal) throw FatalWorkerError(err);
+    return err;
+  } catch (const c10::Error& e) {
+    // libtorch failing after the candidate ran means the context may be gone.
+    CUresult r = cuda_driver().CtxSynchronize();
+    Json err = error_reply(
+        is_sticky(r) ? worker_error::runtime_error : worker_error::internal,
+        std::string("libtorch failed: ") + e.what_without_backtrace() + (is_sticky(r) ? " (after " + cuda_error_text(r) + ")" : ""),
+        is_sticky(r));
+    if (is_sticky(r)) throw FatalWorkerError(err);
+    return err;
+  }
+  j.phases()["worker_ms"] = ms_since(t_req);
+  j.reply()["phases"] = j.phases();
+  return j.reply();
+}
+
+}  // namespace kforge

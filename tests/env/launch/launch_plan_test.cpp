@@ -1,0 +1,576 @@
+#include "env/launch/launch_plan.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_paths.h"
+
+#include "configs/error.h"
+#include "configs/file_reader.h"
+
+using namespace kforge;
+using kforge::testing::source_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Arguments: x [R, C], fc.weight [C, C], fc.bias [C], bn.weight, bn.bias, bn.running_mean,
+// bn.running_var [C], bn.num_batches_tracked (int64, a buffer); output y [R, C].
+const char* kTask = R"(kforge_task: 1
+id: plan_task
+source: synth
+split: train
+seed: 5
+dtype: float32
+dims: {R: 6, C: 2000}
+graph:
+  inputs:
+    - {name: x, shape: [R, C]}
+  nodes:
+    - {id: fc, op: linear, in: [x], attrs: {out_features: C}}
+    - {id: bn, op: batch_norm, in: [fc]}
+    - {id: y, op: relu, in: [bn]}
+  outputs: [y]
+provenance: {generator: test, seed: 1}
+)";
+
+const char* kKernels = R"(
+extern "C" __global__ void row_partials(const float* x, float* partial, int R, int C) {}
+extern "C" __global__ void finish(const float* partial, float* y, int R, int parts) {}
+extern "C" __global__ void affine(const float* x, const float* w, const float* b, float* y,
+                                  float alpha, double beta, long long n, unsigned m) {}
+extern "C" __global__ void copy_bytes(const void* src, void* dst, size_t bytes) {}
+extern "C" __global__ void halves(const __half* x, __half* y, int n) {}
+extern "C" __global__ void count(const long long* steps, const float* var, float* y) {}
+extern "C" __global__ void write_const(const float* x, const float* y) {}
+extern "C" __global__ void by_value(float4 v, float* y) {}
+extern "C" __global__ void nothing() {}
+)";
+
+const TaskSpec& task() {
+  static const TaskSpec t = parse_task(kTask, "task.yaml");
+  return t;
+}
+
+const std::vector<KernelSignature>& kernels() {
+  static const std::vector<KernelSignature> k = parse_kernel_signatures(kKernels);
+  return k;
+}
+
+ResolvedPlan resolve(const std::string& yaml, const TaskSpec& t = task()) {
+  return resolve_plan(LaunchPlan::parse(yaml, "launch.yaml"), t, kernels());
+}
+
+// The message of the spec error that reading or resolving `yaml` throws.
+std::string error_of(const std::string& yaml, const TaskSpec& t = task(), const std::vector<KernelSignature>& ks = kernels()) {
+  try {
+    resolve_plan(LaunchPlan::parse(yaml, "launch.yaml"), t, ks);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec) << e.what();
+    return e.what();
+  }
+  return "no error";
+}
+
+// A one-launch plan around `launch` (the lines after "launches:\n  - ").
+std::string one(const std::string& launch) { return "launches:\n  - " + launch; }
+
+::testing::AssertionResult StartsWith(const std::string& text, const std::string& prefix) {
+  if (text.compare(0, prefix.size(), prefix) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\n  message: " << text << "\n  expected to start with: " << prefix;
+}
+
+::testing::AssertionResult HasSubstr(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\n  message: " << text << "\n  expected to contain: " << part;
+}
+
+}  // namespace
+
+TEST(LaunchPlan, ResolvesMultiLaunchPlanWithWorkspace) {
+  ResolvedPlan p = resolve(R"(workspace:
+  - name: partial
+    dtype: float32
+    size: R * ceil_div(C, 1024)
+    zero: true
+launches:
+  - kernel: row_partials
+    grid: [R, ceil_div(C, 1024)]
+    block: [256]
+    shared_mem: 0
+    args: [x, partial, R, C]
+  - kernel: finish
+    grid: [ceil_div(R, 256)]
+    block: [256]
+    args: [partial, y, R, ceil_div(C, 1024)]
+options:
+  use_fast_math: true
+  maxrregcount: 64
+)");
+  ASSERT_EQ(p.workspace.size(), 1u);
+  EXPECT_EQ(p.workspace[0].name, "partial");
+  EXPECT_EQ(p.workspace[0].dtype, DType::float32);
+  EXPECT_EQ(p.workspace[0].elements, 12);
+  EXPECT_TRUE(p.workspace[0].zero);
+  ASSERT_EQ(p.launches.size(), 2u);
+  const ResolvedLaunch& a = p.launches[0];
+  EXPECT_EQ(a.kernel, "row_partials");
+  EXPECT_EQ(a.where, "launch.yaml:7:5: launches[0]");
+  EXPECT_EQ((std::vector<uint32_t>{a.grid[0], a.grid[1], a.grid[2]}), (std::vector<uint32_t>{6, 2, 1}));
+  EXPECT_EQ((std::vector<uint32_t>{a.block[0], a.block[1], a.block[2]}), (std::vector<uint32_t>{256, 1, 1}));
+  EXPECT_EQ(a.shared_mem, 0u);
+  ASSERT_EQ(a.args.size(), 4u);
+  EXPECT_EQ(a.args[0].kind, ResolvedArg::buffer);
+  EXPECT_EQ(a.args[0].ref, (BufferRef{BufferRole::input, 0}));
+  EXPECT_EQ(a.args[1].ref, (BufferRef{BufferRole::workspace, 0}));
+  EXPECT_EQ(a.args[2].kind, ResolvedArg::i32);
+  EXPECT_EQ(a.args[2].i, 6);
+  EXPECT_EQ(a.args[3].i, 2000);
+  const ResolvedLaunch& b = p.launches[1];
+  EXPECT_EQ(b.grid[0], 1u);
+  EXPECT_EQ(b.args[1].ref, (BufferRef{BufferRole::output, 0}));
+  EXPECT_EQ(b.args[3].i, 2);  // "ceil_div(C" and "1024)" joined back after YAML split them
+  EXPECT_TRUE(p.options.use_fast_math);
+  EXPECT_EQ(p.options.maxrregcount, 64);
+}
+
+TEST(LaunchPlan, Resolves3DGridBlockAndSharedMemory) {
+  ResolvedPlan p = resolve(one(R"(kernel: finish
+    grid: [2, 3, R]
+    block: [8, 8, 4]
+    shared_mem: 4 * C + 16
+    args: [x, y, R, 1])"));
+  const ResolvedLaunch& l = p.launches[0];
+  EXPECT_EQ((std::vector<uint32_t>{l.grid[0], l.grid[1], l.grid[2]}), (std::vector<uint32_t>{2, 3, 6}));
+  EXPECT_EQ((std::vector<uint32_t>{l.block[0], l.block[1], l.block[2]}), (std::vector<uint32_t>{8, 8, 4}));
+  EXPECT_EQ(l.shared_mem, 8016u);
+  EXPECT_FALSE(p.options.use_fast_math);
+  EXPECT_EQ(p.options.maxrregcount, 0);
+}
+
+TEST(LaunchPlan, PassesNumbersToFloatParametersAndExpressionsToIntegers) {
+  ResolvedPlan p = resolve(one(R"(kernel: affine
+    grid: ceil_div(R*C, 256)
+    block: 256
+    args: [x, fc.weight, fc.bias, y, 0.125, -1e-5, R*C, C - 1])"));
+  const ResolvedLaunch& l = p.launches[0];
+  EXPECT_EQ(l.grid[0], 47u);  // a scalar is a list of one
+  EXPECT_EQ(l.block[0], 256u);
+  ASSERT_EQ(l.args.size(), 8u);
+  EXPECT_EQ(l.args[1].ref, (BufferRef{BufferRole::parameter, 1}));
+  EXPECT_EQ(l.args[2].ref, (BufferRef{BufferRole::parameter, 2}));
+  EXPECT_EQ(l.args[4].kind, ResolvedArg::f32);
+  EXPECT_DOUBLE_EQ(l.args[4].f, 0.125);
+  EXPECT_EQ(l.args[5].kind, ResolvedArg::f64);
+  EXPECT_DOUBLE_EQ(l.args[5].f, -1e-5);
+  EXPECT_EQ(l.args[6].kind, ResolvedArg::i64);
+  EXPECT_EQ(l.args[6].i, 12000);
+  EXPECT_EQ(l.args[7].kind, ResolvedArg::u32);
+  EXPECT_EQ(l.args[7].i, 1999);
+}
+
+TEST(LaunchPlan, AcceptsIntegersForFloatsAndIntegralNumbersForIntegers) {
+  ResolvedPlan p = resolve(one(R"(kernel: affine
+    grid: [1]
+    block: [1]
+    args: [x, fc.weight, fc.bias, y, C, 2, 3.0, 1e3])"));
+  const ResolvedLaunch& l = p.launches[0];
+  EXPECT_DOUBLE_EQ(l.args[4].f, 2000.0);
+  EXPECT_DOUBLE_EQ(l.args[5].f, 2.0);
+  EXPECT_EQ(l.args[6].i, 3);
+  EXPECT_EQ(l.args[7].i, 1000);
+}
+
+TEST(LaunchPlan, ResolvesBuffersByDottedNameAndVoidPointersTakeAnyDtype) {
+  ResolvedPlan p = resolve(R"(launches:
+  - {kernel: count, grid: [1], block: [32], args: [bn.num_batches_tracked, bn.running_var, y]}
+  - {kernel: copy_bytes, grid: [1], block: [32], args: [bn.num_batches_tracked, y, 8]}
+)");
+  const TaskSpec& t = task();
+  ASSERT_EQ(t.arguments.size(), 8u);
+  const auto& a = p.launches[0].args;
+  EXPECT_EQ(a[0].ref, (BufferRef{BufferRole::parameter, 7}));  // a buffer counts as a parameter
+  EXPECT_EQ(t.arguments[7].decl.name, "bn.num_batches_tracked");
+  EXPECT_EQ(a[1].ref, (BufferRef{BufferRole::parameter, 6}));
+  EXPECT_EQ(t.arguments[6].decl.name, "bn.running_var");
+  EXPECT_EQ(p.launches[1].args[2].kind, ResolvedArg::u64);
+  EXPECT_EQ(p.launches[1].args[2].i, 8);
+}
+
+TEST(LaunchPlan, ResolvesHalfPointersForAFloat16Task) {
+  std::string yaml = kTask;
+  yaml.replace(yaml.find("dtype: float32"), 14, "dtype: float16");
+  TaskSpec half = parse_task(yaml, "task.yaml");
+  ResolvedPlan p = resolve(one("{kernel: halves, grid: [R], block: [256], args: [x, y, C]}"), half);
+  EXPECT_EQ(p.launches[0].args[1].ref, (BufferRef{BufferRole::output, 0}));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [R], block: [256], args: [x, y, R, C]}"), half),
+                         "launch.yaml:2:54: launches[0].args[0]: input x is float16 but parameter 'partial' "
+                         "(const float*) points to float; a float16 tensor takes a __half* (or void*) parameter"));
+}
+
+TEST(LaunchPlan, KernelWithoutParametersTakesNoArgs) {
+  ResolvedPlan p = resolve(one("{kernel: nothing, grid: [1], block: [1]}"));
+  EXPECT_TRUE(p.launches[0].args.empty());
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1], args: [R]}")),
+                         "launch.yaml:2:52: launches[0].args: kernel 'nothing' takes 0 arguments (), 1 is given"));
+}
+
+TEST(LaunchPlan, RejectsUnknownKernelAndSuggestsTheClosest) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: row_partial, grid: [1], block: [1], args: []}")),
+                         "launch.yaml:2:14: launches[0].kernel: unknown kernel 'row_partial' (did you mean "
+                         "'row_partials'?); kernel.cu's extern \"C\" __global__ functions: row_partials, finish,"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: k, grid: [1], block: [1]}"), task(), {}),
+                         "launch.yaml:2:14: launches[0].kernel: unknown kernel 'k': kernel.cu defines no extern"));
+}
+
+TEST(LaunchPlan, RejectsUnknownTensorName) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [xx, y, R, C]}")),
+                         "launch.yaml:2:52: launches[0].args[0]: unknown tensor 'xx' (did you mean 'x'?); the "
+                         "tensors: x, fc.weight,"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: finish, grid: [1], block: [1], args: [fc.wieght, y, R, C]}")),
+                        "launches[0].args[0]: unknown tensor 'fc.wieght' (did you mean 'fc.weight'?)"));
+}
+
+TEST(LaunchPlan, RejectsUnknownDimensionAndSuggestsTheClosest) {
+  EXPECT_TRUE(StartsWith(error_of(one(R"(kernel: finish
+    grid: [1]
+    block: [1]
+    args: [x, y, Rows, C])")),
+                         "launch.yaml:5:18: launches[0].args[2]: unknown dimension 'Rows'; the task's dimensions: C, R"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [ceil_div(c, 256)], block: [1], args: [x, y, R, C]}")),
+                         "launch.yaml:2:29: launches[0].grid[0]: unknown dimension 'c' (did you mean 'C'?)"));
+}
+
+TEST(LaunchPlan, RejectsTensorUsedInAnExpression) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [x], block: [1], args: [x, y, R, C]}")),
+                         "launch.yaml:2:29: launches[0].grid[0]: 'x' is the input x, not a dimension"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [x, y, 2*y, C]}")),
+                         "launch.yaml:2:58: launches[0].args[2]: 'y' is the output y, not a dimension"));
+}
+
+TEST(LaunchPlan, RejectsWorkspaceNameClashes) {
+  auto plan = [](const std::string& name, const std::string& extra = "") {
+    return "workspace:\n  - {name: " + name + ", dtype: float32, size: 4}\n" + extra +
+           "launches:\n  - {kernel: nothing, grid: [1], block: [1]}\n";
+  };
+  EXPECT_TRUE(StartsWith(error_of(plan("x")),
+                         "launch.yaml:2:12: workspace[0].name: workspace name 'x' is already "
+                         "taken by the input x; choose a new name"));
+  EXPECT_TRUE(HasSubstr(error_of(plan("y")), "workspace name 'y' is already taken by the output y"));
+  EXPECT_TRUE(StartsWith(error_of(plan("C")),
+                         "launch.yaml:2:12: workspace[0].name: workspace name 'C' is a "
+                         "dimension of the task"));
+  EXPECT_TRUE(StartsWith(error_of(plan("tmp", "  - {name: tmp, dtype: int32, size: 1}\n")),
+                         "launch.yaml:3:12: workspace[1].name: workspace name 'tmp' is already taken by the "
+                         "workspace tmp"));
+  EXPECT_TRUE(HasSubstr(error_of(plan("fc.weight")), "workspace[0].name: workspace name 'fc.weight' is not an identifier"));
+}
+
+TEST(LaunchPlan, RejectsArgumentCountMismatch) {
+  EXPECT_TRUE(StartsWith(error_of(one(R"(kernel: row_partials
+    grid: [1]
+    block: [1]
+    args: [x, y, R])")),
+                         "launch.yaml:5:11: launches[0].args: kernel 'row_partials' takes 4 arguments (const "
+                         "float* x, float* partial, int R, int C), 3 are given"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1]}")),
+                         "launch.yaml:2:5: launches[0]: kernel 'finish' takes 4 arguments"));
+}
+
+TEST(LaunchPlan, RejectsPointerOfWrongElementType) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: halves, grid: [1], block: [1], args: [x, y, C]}")),
+                         "launch.yaml:2:52: launches[0].args[0]: input x is float32 but parameter 'x' (const "
+                         "__half*) points to __half; a float32 tensor takes a float* (or void*) parameter"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: count, grid: [1], block: [1], args: [bn.running_mean, bn.running_var, y]}")),
+                        "args[0]: buffer bn.running_mean is float32 but parameter 'steps' (const long long*) "
+                        "points to long long; a float32 tensor takes a float* (or void*) parameter"));
+}
+
+TEST(LaunchPlan, RejectsOutputPassedToConstPointer) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: write_const, grid: [1], block: [1], args: [x, y]}")),
+                         "launch.yaml:2:60: launches[0].args[1]: output y is passed to a const pointer "
+                         "parameter 'y' (const float*); the kernel must write it"));
+}
+
+TEST(LaunchPlan, RejectsIntegerExpressionOrNumberForPointerParameter) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [R, y, R, C]}")),
+                         "launch.yaml:2:52: launches[0].args[0]: 'R' is an integer expression but parameter "
+                         "'partial' (const float*) is a pointer; pass a tensor: x, fc.weight,"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: finish, grid: [1], block: [1], args: [0.5, y, R, C]}")),
+                        "args[0]: '0.5' is a number but parameter 'partial' (const float*) is a pointer"));
+}
+
+TEST(LaunchPlan, RejectsTensorForIntegerParameter) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [x, y, fc.bias, C]}")),
+                         "launch.yaml:2:58: launches[0].args[2]: 'fc.bias' is the parameter fc.bias but "
+                         "parameter 'R' (int) is a value, not a pointer"));
+}
+
+TEST(LaunchPlan, RejectsNonIntegralNumberForIntegerParameter) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [x, y, 0.5, C]}")),
+                         "launch.yaml:2:58: launches[0].args[2]: '0.5' is not an integer but parameter 'R' "
+                         "(int) is an integer"));
+}
+
+TEST(LaunchPlan, RejectsIntegersOutsideTheParameterType) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [x, y, R*C*1000000, C]}")),
+                         "launch.yaml:2:58: launches[0].args[2]: 'R*C*1000000' is 12000000000, out of range for "
+                         "parameter 'R' (int) [-2147483648, 2147483647]"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: affine, grid: [1], block: [1], args: [x, fc.weight, fc.bias, y, 1, 1, 1, -1]}")),
+                        "args[7]: '-1' is -1, out of range for parameter 'm' (unsigned) [0, 4294967295]"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: affine, grid: [1], block: [1], args: [x, fc.weight, fc.bias, y, 1e39, 1, 1, 1]}")),
+                        "args[4]: '1e39' is out of range for parameter 'alpha' (float)"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: affine, grid: [1], block: [1], args: [x, fc.weight, fc.bias, y, 1, 1e999, 1, 1]}")),
+                        "args[5]: number '1e999' is out of range"));
+}
+
+TEST(LaunchPlan, RejectsParameterOfUnsupportedType) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: by_value, grid: [1], block: [1], args: [x, y]}")),
+                         "launch.yaml:2:54: launches[0].args[0]: parameter 'v' (float4) has a type a launch plan "
+                         "cannot pass"));
+}
+
+TEST(LaunchPlan, RejectsZeroOrNegativeGridAndBlockDims) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [4, R - 6], block: [1]}")),
+                         "launch.yaml:2:33: launches[0].grid[1]: grid.y = R - 6 is 0; every grid dimension is at "
+                         "least 1"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [-32]}")),
+                         "launch.yaml:2:42: launches[0].block[0]: block.x = -32 is -32; every block dimension is at "
+                         "least 1"));
+}
+
+TEST(LaunchPlan, RejectsBlocksOverTheThreadLimit) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1025]}")),
+                         "launch.yaml:2:42: launches[0].block[0]: block.x = 1025 is 1025, over the GPU's limit of "
+                         "1024 for block.x"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [32, 32, 2]}")),
+                         "launch.yaml:2:42: launches[0].block: a block of 32 x 32 x 2 = 2048 threads is over the "
+                         "limit of 1024"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: nothing, grid: [1], block: [1, 1, 65]}")),
+                        "launches[0].block[2]: block.z = 65 is 65, over the GPU's limit of 64 for block.z"));
+}
+
+TEST(LaunchPlan, RejectsGridsOverTheLimits) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1, 65536], block: [1]}")),
+                         "launch.yaml:2:33: launches[0].grid[1]: grid.y = 65536 is 65536, over the GPU's limit of "
+                         "65535 for grid.y"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: nothing, grid: [R*C*1000000], block: [1]}")),
+                        "grid[0]: grid.x = R*C*1000000 is 12000000000, over the GPU's limit of 2147483647"));
+  DeviceLimits small;
+  small.max_grid_dim[0] = 4;
+  EXPECT_THROW(resolve_plan(LaunchPlan::parse(one("{kernel: nothing, grid: [R], block: [1]}"), "launch.yaml"), task(), kernels(), small),
+               Error);
+}
+
+TEST(LaunchPlan, RejectsSharedMemoryOverTheLimitOrNegative) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1], shared_mem: 228 * 1024}")),
+                         "launch.yaml:2:58: launches[0].shared_mem: shared_mem 228*1024 is 233472 bytes, over the "
+                         "GPU's limit of 232448 bytes"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1], shared_mem: R - 7}")),
+                         "launch.yaml:2:58: launches[0].shared_mem: shared_mem R - 7 is -1 bytes; it cannot be "
+                         "negative"));
+}
+
+TEST(LaunchPlan, RejectsEmptyLaunches) {
+  EXPECT_TRUE(StartsWith(error_of("launches: []\n"), "launch.yaml:1:11: launches: the list of launches is empty"));
+  EXPECT_TRUE(HasSubstr(error_of("launches:\n"), "launches: the list of launches is empty"));
+  EXPECT_TRUE(HasSubstr(error_of("workspace: []\n"), "missing required key 'launches'"));
+  EXPECT_TRUE(StartsWith(error_of(""), "launch.yaml: the launch plan is empty"));
+}
+
+TEST(LaunchPlan, RejectsWorkspaceSizeBelowOne) {
+  EXPECT_TRUE(StartsWith(error_of("workspace:\n  - {name: w, dtype: float32, size: R - 6}\nlaunches:\n"
+                                  "  - {kernel: nothing, grid: [1], block: [1]}\n"),
+                         "launch.yaml:2:37: workspace[0].size: size R - 6 is 0 elements; a workspace has at least 1"));
+}
+
+TEST(LaunchPlan, RejectsBadDtype) {
+  EXPECT_TRUE(StartsWith(error_of("workspace:\n  - {name: w, dtype: float, size: 4}\nlaunches:\n"
+                                  "  - {kernel: nothing, grid: [1], block: [1]}\n"),
+                         "launch.yaml:2:22: workspace[0].dtype: unknown dtype 'float' (one of float32,"));
+}
+
+TEST(LaunchPlan, RejectsUnknownKeysAnywhere) {
+  EXPECT_TRUE(StartsWith(error_of("launch:\n  - {kernel: nothing, grid: [1], block: [1]}\n"),
+                         "launch.yaml:1:1: launch: unknown key (did you mean 'launches'?)"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1], shared_memory: 0}")),
+                         "launch.yaml:2:46: launches[0].shared_memory: unknown key (did you mean 'shared_mem'?)"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, gird: [1], block: [1]}")),
+                         "launch.yaml:2:23: launches[0].gird: unknown key (did you mean 'grid'?)"));
+  EXPECT_TRUE(StartsWith(error_of("workspace:\n  - {name: w, dtype: float32, size: 4, zeroed: true}\nlaunches:\n"
+                                  "  - {kernel: nothing, grid: [1], block: [1]}\n"),
+                         "launch.yaml:2:40: workspace[0].zeroed: unknown key (did you mean 'zero'?)"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1]}\noptions: {fast_math: true}\n")),
+                         "launch.yaml:3:11: options.fast_math: unknown key (known keys: maxrregcount use_fast_math)"));
+}
+
+TEST(LaunchPlan, RejectsMoreThanThreeGridOrBlockEntries) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1, 1, 1, 1], block: [1]}")),
+                         "launch.yaml:2:29: launches[0].grid: grid has 4 entries; it takes 1 to 3 (x, y, z)"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: []}")),
+                         "launch.yaml:2:41: launches[0].block: block has 0 entries; it takes 1 to 3 (x, y, z)"));
+}
+
+TEST(LaunchPlan, RejectsNameThatIsBothTensorAndDimension) {
+  TaskSpec t = task();
+  t.dims["x"] = 3;  // no shipped task has such a clash; the plan must not guess
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [x, y, R, C]}"), t),
+                         "launch.yaml:2:52: launches[0].args[0]: 'x' is both the input x and a dimension of the "
+                         "task; write (x) for the dimension"));
+}
+
+TEST(LaunchPlan, RejectsMalformedExpressionsWhenRead) {
+  EXPECT_THROW(LaunchPlan::parse(one("{kernel: nothing, grid: [ceil_div(R)], block: [1]}"), "launch.yaml"), Error);
+  EXPECT_TRUE(StartsWith(
+      error_of(one("{kernel: nothing, grid: [ceil_div(R)], block: [1]}")),
+      "launch.yaml:2:30: launches[0].grid[0]: bad dimension expression 'ceil_div(R)' at column 11: expected ',' in ceil_div(a, b)"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: finish, grid: [1], block: [1], args: [x, y, R +, C]}")),
+                         "launch.yaml:2:58: launches[0].args[2]: bad dimension expression 'R +' at column 4: expression ends too soon"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [R / (C - C)], block: [1]}")),
+                         "launch.yaml:2:30: launches[0].grid[0]: dimension expression 'R/(C - C)' divides by zero"));
+}
+
+TEST(LaunchPlan, ExplainsAnExpressionCutByAFlowMapping) {
+  EXPECT_TRUE(StartsWith(error_of("workspace:\n  - {name: w, dtype: float32, size: ceil_div(C, 2)}\nlaunches:\n"
+                                  "  - {kernel: nothing, grid: [1], block: [1]}\n"),
+                         "launch.yaml:2:37: workspace[0].size: 'ceil_div(C' was cut at a comma: inside {...} write "
+                         "the expression in quotes"));
+  ResolvedPlan p = resolve(
+      "workspace:\n  - {name: w, dtype: float32, size: 'ceil_div(C, 3)'}\nlaunches:\n"
+      "  - {kernel: nothing, grid: [1], block: [1]}\n");
+  EXPECT_EQ(p.workspace[0].elements, 667);
+}
+
+TEST(LaunchPlan, RejectsBadOptionsAndKernelNames) {
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1]}\noptions: {maxrregcount: 300}\n")),
+                         "launch.yaml:3:25: options.maxrregcount: maxrregcount 300 is out of range"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: nothing, grid: [1], block: [1]}\noptions: {use_fast_math: yes}\n")),
+                         "launch.yaml:3:26: options.use_fast_math: expected true or false, found 'yes'"));
+  EXPECT_TRUE(StartsWith(error_of(one("{kernel: 'not a name', grid: [1], block: [1]}")),
+                         "launch.yaml:2:14: launches[0].kernel: kernel name 'not a name' is not an identifier"));
+  EXPECT_TRUE(StartsWith(error_of("launches:\n  - [nothing, 1, 1]\n"), "launch.yaml:2:5: launches[0]: expected a mapping"));
+}
+
+TEST(LaunchPlan, ParsesNumberLiteralsAndKeepsEachArgumentsLocation) {
+  LaunchPlan p = LaunchPlan::parse(one(R"(kernel: affine
+    grid: [1]
+    block: [1]
+    args:
+      - x
+      - fc.weight
+      - 'fc.bias'
+      - y
+      - .5
+      - -inf
+      - min(R,
+            C)
+      - 7)"),
+                                   "launch.yaml");
+  const auto& a = p.launches[0].args;
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a[0].kind, PlanArg::name_or_expr);
+  EXPECT_EQ(a[2].text, "fc.bias");
+  EXPECT_EQ(a[4].kind, PlanArg::number);
+  EXPECT_DOUBLE_EQ(a[4].value, 0.5);
+  EXPECT_EQ(a[5].kind, PlanArg::number);
+  EXPECT_TRUE(std::isinf(a[5].value) && a[5].value < 0);
+  EXPECT_EQ(a[6].kind, PlanArg::name_or_expr);
+  EXPECT_EQ(a[6].where, "launch.yaml:12:9: launches[0].args[6]");
+  EXPECT_EQ(a[7].where, "launch.yaml:14:9: launches[0].args[7]");
+  ResolvedPlan r = resolve_plan(p, task(), kernels());
+  EXPECT_EQ(r.launches[0].args[6].i, 6);  // a block scalar may span lines
+}
+
+TEST(LaunchPlan, ReportsAnUnclosedParenthesisInABlockMappingAsBadSyntax) {
+  EXPECT_TRUE(StartsWith(error_of("workspace:\n  - name: w\n    dtype: float32\n    size: ceil_div(C\nlaunches:\n"
+                                  "  - {kernel: nothing, grid: [1], block: [1]}\n"),
+                         "launch.yaml:4:11: workspace[0].size: bad dimension expression 'ceil_div(C'"));
+}
+
+TEST(LaunchPlan, LoadsAPlanFileAndNamesItByItsFileName) {
+  fs::path dir = fs::temp_directory_path() / ("kforge_plan_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  { std::ofstream(dir / "launch.yaml") << "launches:\n  - {kernel: nothing, grid: [0], block: [1]}\n"; }
+  LaunchPlan p = LaunchPlan::load_file((dir / "launch.yaml").string());
+  ASSERT_EQ(p.launches.size(), 1u);
+  EXPECT_EQ(p.launches[0].where, "launch.yaml:2:5: launches[0]");
+  try {
+    LaunchPlan::load_file((dir / "missing.yaml").string());
+    ADD_FAILURE() << "a missing file loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::io);
+  }
+  fs::remove_all(dir);
+}
+
+// The example the policy reads in env/launch/KERNEL_FORMAT.md is a valid plan for softmax_rows.
+TEST(LaunchPlan, KernelFormatExampleResolvesAgainstSoftmaxRows) {
+  std::string doc = read_file(fs::path(source_dir()) / "env" / "launch" / "KERNEL_FORMAT.md");
+  size_t start = doc.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  start += 8;
+  size_t end = doc.find("```", start);
+  ASSERT_NE(end, std::string::npos);
+  TaskSpec t = load_task(source_dir() + "/datasets/samples/softmax_rows.yaml");
+  ResolvedPlan p = resolve_plan(LaunchPlan::parse(doc.substr(start, end - start), "launch.yaml"), t, kernels());
+  ASSERT_EQ(p.launches.size(), 2u);
+  EXPECT_EQ(p.workspace[0].elements, 131072 * 8);
+  EXPECT_EQ(p.launches[0].grid[1], 8u);
+  EXPECT_EQ(p.launches[1].args[3].i, 8);
+}
+
+// Every candidate under datasets/samples/candidates/<task>/<name>/ resolves against its task,
+// unless its expect.yaml says it is a compile_error: then it may fail, but only with a spec error.
+TEST(LaunchPlan, ShippedCandidatesResolveAgainstTheirTasks) {
+  fs::path root = fs::path(source_dir()) / "datasets" / "samples" / "candidates";
+  if (!fs::exists(root)) GTEST_SKIP() << "no candidates under " << root;
+  int checked = 0;
+  for (const auto& task_dir : fs::directory_iterator(root)) {
+    if (!task_dir.is_directory()) continue;
+    fs::path task_file = fs::path(source_dir()) / "datasets" / "samples" / (task_dir.path().filename().string() + ".yaml");
+    ASSERT_TRUE(fs::exists(task_file)) << task_dir.path() << " has no task " << task_file;
+    TaskSpec t = load_task(task_file.string());
+    for (const auto& cand : fs::directory_iterator(task_dir.path())) {
+      if (!cand.is_directory() || !fs::exists(cand.path() / "launch.yaml")) continue;
+      SCOPED_TRACE(cand.path().string());
+      bool compile_error = false;
+      if (fs::exists(cand.path() / "expect.yaml")) {
+        // Only the verdict line matters here (the rest of expect.yaml is other suites' business).
+        std::istringstream expect(read_file(cand.path() / "expect.yaml"));
+        for (std::string line; std::getline(expect, line);)
+          if (line.rfind("verdict:", 0) == 0) compile_error = line.find("compile_error") != std::string::npos;
+      }
+      std::string plan_text = read_file(cand.path() / "launch.yaml");
+      std::string source = read_file(cand.path() / "kernel.cu");
+      if (compile_error) {
+        try {
+          resolve_plan(LaunchPlan::parse(plan_text, "launch.yaml"), t, parse_kernel_signatures(source));
+        } catch (const Error& e) {
+          EXPECT_EQ(e.kind(), ErrorKind::spec) << e.what();
+          EXPECT_TRUE(StartsWith(e.what(), "launch.yaml")) << e.what();
+        }
+      } else {
+        EXPECT_NO_THROW({
+          try {
+            resolve_plan(LaunchPlan::parse(plan_text, "launch.yaml"), t, parse_kernel_signatures(source));
+          } catch (const Error& e) {
+            ADD_FAILURE() << e.what();
+            throw;
+          }
+        });
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no candidate directories under " << root;
+  RecordProperty("candidates_checked", checked);
+  std::cout << "checked " << checked << " candidates\n";
+}
