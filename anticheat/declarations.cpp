@@ -10,24 +10,76 @@ namespace kforge {
 namespace {
 
 bool is_keyword(const std::string& w) {
-  static const std::set<std::string> k = {
-      "void", "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "auto",
-      "wchar_t", "char8_t", "char16_t", "char32_t", "const", "volatile", "constexpr", "consteval",
-      "constinit", "static", "extern", "inline", "register", "mutable", "thread_local", "struct", "class",
-      "union", "enum", "typename", "template", "typedef", "using", "friend", "virtual", "explicit",
-      "__device__", "__host__", "__global__", "__forceinline__", "__noinline__", "__inline__",
-      "__managed__", "__constant__", "__shared__", "__restrict__", "__restrict", "restrict",
-      "__grid_constant__", "operator", "decltype", "sizeof", "alignof", "noexcept", "return", "new",
-      "delete", "this", "true", "false", "nullptr"};
+  static const std::set<std::string> k = {"void",
+                                          "bool",
+                                          "char",
+                                          "short",
+                                          "int",
+                                          "long",
+                                          "float",
+                                          "double",
+                                          "signed",
+                                          "unsigned",
+                                          "auto",
+                                          "wchar_t",
+                                          "char8_t",
+                                          "char16_t",
+                                          "char32_t",
+                                          "const",
+                                          "volatile",
+                                          "constexpr",
+                                          "consteval",
+                                          "constinit",
+                                          "static",
+                                          "extern",
+                                          "inline",
+                                          "register",
+                                          "mutable",
+                                          "thread_local",
+                                          "struct",
+                                          "class",
+                                          "union",
+                                          "enum",
+                                          "typename",
+                                          "template",
+                                          "typedef",
+                                          "using",
+                                          "friend",
+                                          "virtual",
+                                          "explicit",
+                                          "__device__",
+                                          "__host__",
+                                          "__global__",
+                                          "__forceinline__",
+                                          "__noinline__",
+                                          "__inline__",
+                                          "__managed__",
+                                          "__constant__",
+                                          "__shared__",
+                                          "__restrict__",
+                                          "__restrict",
+                                          "restrict",
+                                          "__grid_constant__",
+                                          "operator",
+                                          "decltype",
+                                          "sizeof",
+                                          "alignof",
+                                          "noexcept",
+                                          "return",
+                                          "new",
+                                          "delete",
+                                          "this",
+                                          "true",
+                                          "false",
+                                          "nullptr"};
   return k.count(w) > 0;
 }
 
 // Attribute-like words followed by a parenthesised argument that is not a declarator.
 bool is_attribute(const std::string& w) {
   static const std::set<std::string> a = {
-      "__align__", "__launch_bounds__", "__attribute__", "__attribute", "alignas", "__declspec",
-      "decltype", "__cluster_dims__", "__maxnreg__", "__location__", "noexcept", "throw", "__typeof__",
-      "typeof", "_Alignas"};
+      "__align__",   "__launch_bounds__", "__attribute__", "__attribute", "alignas",    "__declspec", "decltype", "__cluster_dims__",
+      "__maxnreg__", "__location__",      "noexcept",      "throw",       "__typeof__", "typeof",     "_Alignas"};
   return a.count(w) > 0;
 }
 
@@ -66,11 +118,11 @@ class DeclarationReader {
  private:
   // Type names the source declares (for telling `T f(U);` from `T v(x);`).
   void collect_type_names() {
-    static const char* builtin[] = {
-        "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
-        "uint64_t", "intptr_t", "uintptr_t", "half", "__half", "__half2", "__nv_bfloat16", "__nv_bfloat162",
-        "nv_bfloat16", "float2", "float3", "float4", "double2", "int2", "int3", "int4", "uint2", "uint3", "uint4",
-        "char2", "char4", "uchar4", "short2", "longlong2", "ulonglong2", "dim3"};
+    static const char* builtin[] = {"size_t",   "ptrdiff_t",     "int8_t",         "int16_t",     "int32_t",   "int64_t",    "uint8_t",
+                                    "uint16_t", "uint32_t",      "uint64_t",       "intptr_t",    "uintptr_t", "half",       "__half",
+                                    "__half2",  "__nv_bfloat16", "__nv_bfloat162", "nv_bfloat16", "float2",    "float3",     "float4",
+                                    "double2",  "int2",          "int3",           "int4",        "uint2",     "uint3",      "uint4",
+                                    "char2",    "char4",         "uchar4",         "short2",      "longlong2", "ulonglong2", "dim3"};
     for (const char* b : builtin) types_.insert(b);
     for (size_t i = 0; i + 1 < toks_.size(); ++i) {
       const MacroToken& t = toks_[i];
@@ -190,8 +242,8 @@ class DeclarationReader {
     Declared v;
     // Up to the initialiser: `= ...`, `{...}`, or `(args)` after the declarator's name. The first
     // name with no type before it is the type (`MyT (v)` declares v); a class body is skipped.
-    static const std::set<std::string> type_keywords = {"void", "bool", "char", "short", "int", "long", "float",
-                                                        "double", "signed", "unsigned", "auto", "wchar_t"};
+    static const std::set<std::string> type_keywords = {"void",  "bool",   "char",   "short",    "int",  "long",
+                                                        "float", "double", "signed", "unsigned", "auto", "wchar_t"};
     size_t stop = e;
     bool class_head = false, typed = false, name_is_declarator = false;
     for (size_t k = b; k < e; ++k) {
@@ -281,9 +333,7 @@ class DeclarationReader {
       if (!v.is_mutable) continue;
       PersistentVariable p;
       p.name = v.name;
-      p.storage = managed  ? PersistentVariable::managed
-                  : device ? PersistentVariable::device
-                           : PersistentVariable::static_local_or_global;
+      p.storage = managed ? PersistentVariable::managed : device ? PersistentVariable::device : PersistentVariable::static_local_or_global;
       p.at = s.front();
       for (const MacroToken* t : s)
         if (t->kind == TokenKind::identifier && t->text == v.name) {
@@ -308,8 +358,8 @@ class DeclarationReader {
         break;
       }
     }
-    static const std::set<std::string> trailing = {"const", "volatile", "override", "final", "mutable", "&", "&&",
-                                                   "__device__", "__host__", "constexpr", "noexcept"};
+    static const std::set<std::string> trailing = {"const", "volatile",   "override", "final",     "mutable", "&",
+                                                   "&&",    "__device__", "__host__", "constexpr", "noexcept"};
     while (e > 0) {
       const MacroToken& t = *s[e - 1];
       if (trailing.count(t.text)) {
@@ -392,8 +442,6 @@ class DeclarationReader {
 
 }  // namespace
 
-std::vector<PersistentVariable> persistent_variables(const std::vector<MacroToken>& toks) {
-  return DeclarationReader(toks).run();
-}
+std::vector<PersistentVariable> persistent_variables(const std::vector<MacroToken>& toks) { return DeclarationReader(toks).run(); }
 
 }  // namespace kforge

@@ -20,8 +20,9 @@ DynamicCheckConfig DynamicCheckConfig::from_yaml(const YamlNode& node) {
   c.robustness_draws = node.get<bool>("robustness_draws", c.robustness_draws);
   if (node.has("robustness_timed_share"))
     node.at("robustness_timed_share")
-        .fail("is gone: every timed call now draws from a member of the draw family, in blocks of every usable member, and every "
-              "timed call is counted (the slowest member sets the speedup)");
+        .fail(
+            "is gone: every timed call now draws from a member of the draw family, in blocks of every usable member, and every "
+            "timed call is counted (the slowest member sets the speedup)");
   c.robustness_margin = node.get<double>("robustness_margin", c.robustness_margin);
   if (!(c.robustness_margin > 0.0 && c.robustness_margin <= 1.0))
     node.at("robustness_margin").fail("must be in (0, 1] (the share of the tolerance the reference itself may use)");
@@ -39,9 +40,12 @@ DynamicCheckConfig DynamicCheckConfig::from_yaml(const YamlNode& node) {
 
 const char* math_precision_name(MathPrecision p) {
   switch (p) {
-    case MathPrecision::float32: return "float32";
-    case MathPrecision::float16: return "float16";
-    case MathPrecision::integer: return "integer";
+    case MathPrecision::float32:
+      return "float32";
+    case MathPrecision::float16:
+      return "float16";
+    case MathPrecision::integer:
+      return "integer";
   }
   return "?";
 }
@@ -57,16 +61,17 @@ MathPrecision math_precision(bool any_float32, bool any_16bit_float, const Toler
 
 double peak_tflops(const DeviceCeilings& c, MathPrecision precision) {
   switch (precision) {
-    case MathPrecision::float16: return c.matmul_tflops_fp16;
+    case MathPrecision::float16:
+      return c.matmul_tflops_fp16;
     case MathPrecision::float32:  // 3xTF32 or the 16-bit split, whichever is faster; plain float32 if neither
       return std::max({c.matmul_tflops_fp32, c.matmul_tflops_tf32 / 3.0, c.matmul_tflops_fp16 / 3.0});
-    case MathPrecision::integer: return c.matmul_tflops_fp32;
+    case MathPrecision::integer:
+      return c.matmul_tflops_fp32;
   }
   return c.matmul_tflops_fp16;
 }
 
-SpeedOfLight speed_of_light(double min_bytes, double flops, MathPrecision precision, const DeviceCeilings& c,
-                            double headroom) {
+SpeedOfLight speed_of_light(double min_bytes, double flops, MathPrecision precision, const DeviceCeilings& c, double headroom) {
   KFORGE_CHECK(c.valid(), internal, "speed of light: the device's ceilings were not measured");
   KFORGE_CHECK(headroom >= 1.0, internal, "speed of light: headroom below 1");
   SpeedOfLight s;

@@ -27,8 +27,7 @@ void directive(const std::vector<MacroToken>& toks, int line, std::vector<Cond>&
     if (!cond.empty()) cond.back().skipping = cond.back().inherited;
   } else if (name == "endif") {
     if (!cond.empty()) cond.pop_back();
-  } else if ((name == "define" || name == "undef") && !skipping && toks.size() >= 2 &&
-             toks[1].kind == TokenKind::identifier) {
+  } else if ((name == "define" || name == "undef") && !skipping && toks.size() >= 2 && toks[1].kind == TokenKind::identifier) {
     MacroDefinition d;
     d.undef = name == "undef";
     d.name = toks[1].text;
@@ -236,7 +235,7 @@ class Expander {
   }
 
   std::vector<MacroToken> substitute(const MacroDefinition& mac, const std::vector<std::vector<MacroToken>>& args,
-                                const std::vector<int>& hs, const MacroToken& at, int depth) {
+                                     const std::vector<int>& hs, const MacroToken& at, int depth) {
     std::vector<MacroToken> r;
     std::map<int, std::vector<MacroToken>> expanded_args;
     const std::vector<MacroToken>& body = mac.body;
@@ -356,6 +355,5 @@ std::vector<MacroToken> concatenate_strings(std::vector<MacroToken> toks) {
   }
   return out;
 }
-
 
 }  // namespace kforge

@@ -43,9 +43,7 @@ AnticheatConfig AnticheatConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
-AnticheatConfig AnticheatConfig::load(const std::string& path) {
-  return from_yaml(YamlNode::load_file(path, ErrorKind::config));
-}
+AnticheatConfig AnticheatConfig::load(const std::string& path) { return from_yaml(YamlNode::load_file(path, ErrorKind::config)); }
 
 std::string format_finding(const CheckFinding& f) {
   std::ostringstream os;
@@ -65,9 +63,8 @@ bool ident_char(char c) {  // in PTX text
 // those spellings become the keyword they stand for.
 std::vector<MacroToken> normalise_memory_spaces(const std::vector<MacroToken>& toks) {
   static const std::map<std::string, std::string> spaces = {
-      {"device", "__device__"},     {"__device__", "__device__"},     {"managed", "__managed__"},
-      {"__managed__", "__managed__"}, {"constant", "__constant__"},   {"__constant__", "__constant__"},
-      {"shared", "__shared__"},     {"__shared__", "__shared__"}};
+      {"device", "__device__"},     {"__device__", "__device__"},     {"managed", "__managed__"}, {"__managed__", "__managed__"},
+      {"constant", "__constant__"}, {"__constant__", "__constant__"}, {"shared", "__shared__"},   {"__shared__", "__shared__"}};
   std::vector<MacroToken> out;
   for (size_t i = 0; i < toks.size(); ++i) {
     const MacroToken& t = toks[i];
@@ -126,13 +123,11 @@ enum class TimerKind { none, clock, sleep };
 TimerKind timer_name(const std::string& id) {
   if (lower(id).find("globaltimer") != std::string::npos) return TimerKind::clock;
   for (const std::string& p : name_parts(id)) {
-    if (p == "clock" || p == "clock64" || p == "chrono" || p == "readcyclecounter" || p == "readsteadycounter")
-      return TimerKind::clock;
+    if (p == "clock" || p == "clock64" || p == "chrono" || p == "readcyclecounter" || p == "readsteadycounter") return TimerKind::clock;
     if (p.size() == 3 && p[0] == 'p' && p[1] == 'm' && p[2] >= '0' && p[2] <= '7') return TimerKind::clock;
     if (p == "nanosleep") return TimerKind::sleep;
   }
-  static const std::set<std::string> timed_waits = {"sleep_for", "sleep_until", "try_wait_for", "try_wait_until",
-                                                    "wait_for", "wait_until"};
+  static const std::set<std::string> timed_waits = {"sleep_for", "sleep_until", "try_wait_for", "try_wait_until", "wait_for", "wait_until"};
   if (timed_waits.count(id)) return TimerKind::sleep;
   return TimerKind::none;
 }
@@ -223,9 +218,8 @@ class StaticScan {
     Expansion expanded = expand_macros(pre);
     if (expanded.overflowed) {
       std::ostringstream os;
-      os << "macros expand beyond what can be checked (more than " << kMaxExpandedTokens
-         << " tokens, nesting deeper than " << kMaxExpansionDepth
-         << ", or unterminated macro calls): simplify the macros";
+      os << "macros expand beyond what can be checked (more than " << kMaxExpandedTokens << " tokens, nesting deeper than "
+         << kMaxExpansionDepth << ", or unterminated macro calls): simplify the macros";
       add("macro_expansion", expanded.overflow_line, os.str());
     }
     toks_ = normalise_memory_spaces(concatenate_strings(std::move(expanded.tokens)));
@@ -239,8 +233,8 @@ class StaticScan {
       return std::tie(a.line, a.check, a.message) < std::tie(b.line, b.check, b.message);
     });
     for (CheckFinding& f : findings_) {
-      if (!report.findings.empty() && report.findings.back().line == f.line &&
-          report.findings.back().check == f.check && report.findings.back().message == f.message)
+      if (!report.findings.empty() && report.findings.back().line == f.line && report.findings.back().check == f.check &&
+          report.findings.back().message == f.message)
         continue;
       report.findings.push_back(std::move(f));
     }
@@ -299,8 +293,8 @@ class StaticScan {
       if (config_.forbid_printf && (t.text == "printf" || t.text == "vprintf" || t.text == "__builtin_printf"))
         add("printf", t.line, "prints from the device ('" + t.text + "')" + w + ": " + kPrintfRule);
       if (config_.forbid_global_state) {
-        bool heap = t.text == "malloc" || t.text == "calloc" || t.text == "realloc" ||
-                    t.text == "__nv_aligned_device_malloc" || t.text == "cudaMalloc" || t.text == "cudaMallocAsync";
+        bool heap = t.text == "malloc" || t.text == "calloc" || t.text == "realloc" || t.text == "__nv_aligned_device_malloc" ||
+                    t.text == "cudaMalloc" || t.text == "cudaMallocAsync";
         if (t.text == "new") heap = !placement_new(toks, i);
         if (heap) add("global_state", t.line, "allocates device heap memory ('" + t.text + "')" + w + ": " + kHeapRule);
       }
@@ -374,11 +368,9 @@ class StaticScan {
         if (lw == "gridid")
           add("launch_identity", line_at(b), "reads the launch's grid id (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
         else if (lw == "current_graph_exec")
-          add("launch_identity", line_at(b),
-              "reads the running graph's handle (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
+          add("launch_identity", line_at(b), "reads the running graph's handle (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
         else if (is_envreg(lw))
-          add("launch_identity", line_at(b),
-              "reads a driver-defined register (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
+          add("launch_identity", line_at(b), "reads a driver-defined register (%" + word + ") in inline PTX" + w + ": " + kLaunchRule);
       }
       if (config_.forbid_l2_residency && !registers_need_percent) {
         // createpolicy.fractional.L2::evict_last.b64, ld.global.L2::evict_last, prefetch.global.L2::evict_last,
@@ -427,10 +419,9 @@ class StaticScan {
     if (!config_.forbid_global_state) return;
     for (const PersistentVariable& v : persistent_variables(toks_)) {
       state_names_.insert(v.name);
-      std::string what = v.storage == PersistentVariable::managed ? "declares the __managed__ variable '" + v.name + "'"
-                         : v.storage == PersistentVariable::device
-                             ? "declares the mutable __device__ variable '" + v.name + "'"
-                             : "declares the static variable '" + v.name + "'";
+      std::string what = v.storage == PersistentVariable::managed  ? "declares the __managed__ variable '" + v.name + "'"
+                         : v.storage == PersistentVariable::device ? "declares the mutable __device__ variable '" + v.name + "'"
+                                                                   : "declares the static variable '" + v.name + "'";
       add("global_state", v.at->line, what + where(*v.at, "") + ": " + kStateRule);
     }
   }
@@ -465,8 +456,7 @@ class StaticScan {
 
 }  // namespace
 
-StaticReport run_static_checks(const std::string& kernel_source, const std::string& launch_yaml,
-                               const StaticCheckConfig& config) {
+StaticReport run_static_checks(const std::string& kernel_source, const std::string& launch_yaml, const StaticCheckConfig& config) {
   (void)launch_yaml;
   return StaticScan(config).run(kernel_source);
 }

@@ -17,9 +17,9 @@
 namespace kforge {
 
 struct JsonLimits {
-  int max_depth = 32;                        // arrays and maps; a top-level map is depth 1
-  size_t max_bytes = size_t{16} << 20;       // the encoded input; larger is refused before parsing
-  bool allow_binary = false;                 // msgpack bin/ext kept as binary values (a worker's cubin)
+  int max_depth = 32;                   // arrays and maps; a top-level map is depth 1
+  size_t max_bytes = size_t{16} << 20;  // the encoded input; larger is refused before parsing
+  bool allow_binary = false;            // msgpack bin/ext kept as binary values (a worker's cubin)
 };
 
 struct BoundedJson {

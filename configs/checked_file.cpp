@@ -53,7 +53,8 @@ std::string read_untrusted_file(const std::string& path, int64_t max_bytes, cons
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
     // The file may have grown since fstat: never more than max_bytes + one buffer in memory.
-    if (static_cast<int64_t>(out.size()) > max_bytes) throw Error(ErrorKind::io, too_large(what, path, static_cast<int64_t>(out.size()), max_bytes));
+    if (static_cast<int64_t>(out.size()) > max_bytes)
+      throw Error(ErrorKind::io, too_large(what, path, static_cast<int64_t>(out.size()), max_bytes));
   }
   return out;
 }

@@ -32,15 +32,15 @@ class Error : public std::runtime_error {
 [[noreturn]] void throw_error(ErrorKind kind, const std::string& message);
 
 // Builds a message from stream pieces: KFORGE_FAIL(spec, "node '" << id << "' is unknown").
-#define KFORGE_FAIL(KIND, PIECES)                                   \
-  do {                                                              \
-    std::ostringstream kforge_fail_os_;                             \
-    kforge_fail_os_ << PIECES;                                      \
+#define KFORGE_FAIL(KIND, PIECES)                                            \
+  do {                                                                       \
+    std::ostringstream kforge_fail_os_;                                      \
+    kforge_fail_os_ << PIECES;                                               \
     ::kforge::throw_error(::kforge::ErrorKind::KIND, kforge_fail_os_.str()); \
   } while (0)
 
-#define KFORGE_CHECK(COND, KIND, PIECES) \
-  do {                                   \
+#define KFORGE_CHECK(COND, KIND, PIECES)    \
+  do {                                      \
     if (!(COND)) KFORGE_FAIL(KIND, PIECES); \
   } while (0)
 

@@ -16,8 +16,7 @@ Tolerance PrecisionConfig::for_dtype(const std::string& dtype) const {
   auto p = profiles.find(profile);
   KFORGE_CHECK(p != profiles.end(), config, "precision profile '" << profile << "' is not defined");
   auto t = p->second.find(dtype);
-  KFORGE_CHECK(t != p->second.end(), config,
-               "precision profile '" << profile << "' has no tolerance for dtype " << dtype);
+  KFORGE_CHECK(t != p->second.end(), config, "precision profile '" << profile << "' has no tolerance for dtype " << dtype);
   return t->second;
 }
 
@@ -130,8 +129,6 @@ EvalConfig EvalConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
-EvalConfig EvalConfig::load(const std::string& path) {
-  return from_yaml(YamlNode::load_file(path, ErrorKind::config));
-}
+EvalConfig EvalConfig::load(const std::string& path) { return from_yaml(YamlNode::load_file(path, ErrorKind::config)); }
 
 }  // namespace kforge

@@ -59,11 +59,14 @@ std::string read_or_throw(const std::string& path, std::string_view what, int64_
   const Failure f = read_whole(path, max_bytes, out);
   const std::string head = path + ": ";
   switch (f.what) {
-    case Failure::none: return out;
+    case Failure::none:
+      return out;
     case Failure::cannot_open:
       throw FileError(path, head + "cannot open " + std::string(what) + " (" + std::strerror(f.error_number) + ")" + full_path_note(path));
-    case Failure::is_directory: throw FileError(path, head + "cannot read " + std::string(what) + ": it is a directory");
-    case Failure::cannot_read: throw FileError(path, head + "cannot read " + std::string(what) + " (" + std::strerror(f.error_number) + ")");
+    case Failure::is_directory:
+      throw FileError(path, head + "cannot read " + std::string(what) + ": it is a directory");
+    case Failure::cannot_read:
+      throw FileError(path, head + "cannot read " + std::string(what) + " (" + std::strerror(f.error_number) + ")");
     case Failure::too_large:
       throw_error(too_large_kind, head + std::to_string(f.size) + " bytes, over the limit of " + std::to_string(max_bytes));
   }

@@ -16,8 +16,7 @@ namespace kforge {
 
 namespace {
 
-[[noreturn]] void fail_line(ErrorKind kind, const std::string& origin, size_t line, size_t column,
-                            const std::string& message) {
+[[noreturn]] void fail_line(ErrorKind kind, const std::string& origin, size_t line, size_t column, const std::string& message) {
   throw_error(kind, origin + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + message);
 }
 
@@ -39,8 +38,7 @@ bool opens_block_scalar(const std::string& content) {
 // scalars are skipped, so brackets in text do not count.
 void check_text(const std::string& text, const std::string& origin, ErrorKind kind, const YamlLimits& lim) {
   if (text.size() > lim.max_bytes)
-    throw_error(kind, origin + ": " + std::to_string(text.size()) + " bytes of YAML, over the limit of " +
-                          std::to_string(lim.max_bytes));
+    throw_error(kind, origin + ": " + std::to_string(text.size()) + " bytes of YAML, over the limit of " + std::to_string(lim.max_bytes));
   const size_t max_indent = 4 * static_cast<size_t>(lim.max_depth);
   int flow = 0;
   char quote = 0;
@@ -63,8 +61,8 @@ void check_text(const std::string& text, const std::string& origin, ErrorKind ki
       while (i < line.size() && (line[i] == '-' || line[i] == '?') && (i + 1 == line.size() || line[i + 1] == ' '))
         i = std::min(line.size(), line.find_first_not_of(' ', i + 1));
       if (i > max_indent)
-        fail_line(kind, origin, line_no, i + 1, "a node indented " + std::to_string(i) + " columns, over the limit of " +
-                                                    std::to_string(max_indent));
+        fail_line(kind, origin, line_no, i + 1,
+                  "a node indented " + std::to_string(i) + " columns, over the limit of " + std::to_string(max_indent));
       i = indent;
     }
     size_t content_end = line.size();
@@ -72,11 +70,15 @@ void check_text(const std::string& text, const std::string& origin, ErrorKind ki
       const char c = line[i], prev = i == 0 ? ' ' : line[i - 1];
       const bool node_start = prev == ' ' || prev == '\t' || i == indent || (flow > 0 && (prev == '[' || prev == '{' || prev == ','));
       if (quote == '"') {
-        if (c == '\\') ++i;
-        else if (c == '"') quote = 0;
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          quote = 0;
       } else if (quote == '\'') {
-        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'') ++i;
-        else if (c == '\'') quote = 0;
+        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'')
+          ++i;
+        else if (c == '\'')
+          quote = 0;
       } else if (c == '#' && (prev == ' ' || prev == '\t' || i == 0)) {
         content_end = i;
         break;
@@ -118,8 +120,8 @@ void check_tree(const YAML::Node& root, const std::string& origin, ErrorKind kin
         const size_t line = kv.first.Mark().is_null() ? 0 : kv.first.Mark().line + 1;
         auto [it, fresh] = first_line.emplace(key, line);
         if (!fresh)
-          fail_at(kv.first, "duplicate key '" + key + "' (first at line " + std::to_string(it->second) +
-                                "); a key may appear once in a mapping");
+          fail_at(kv.first,
+                  "duplicate key '" + key + "' (first at line " + std::to_string(it->second) + "); a key may appear once in a mapping");
         stack.push_back({kv.second, depth + 1});
       }
     }
@@ -161,17 +163,13 @@ std::string YamlNode::location() const {
 
 std::string YamlNode::where() const { return path_.empty() ? location() : location() + ": " + path_; }
 
-void YamlNode::fail(const std::string& message) const {
-  throw_error(state_->kind, where() + ": " + message);
-}
+void YamlNode::fail(const std::string& message) const { throw_error(state_->kind, where() + ": " + message); }
 
 void YamlNode::expect_map() const {
   if (!node_.IsMap()) fail(node_.IsDefined() && !node_.IsNull() ? "expected a mapping" : "expected a mapping, found nothing");
 }
 
-static std::string join_path(const std::string& base, const std::string& key) {
-  return base.empty() ? key : base + "." + key;
-}
+static std::string join_path(const std::string& base, const std::string& key) { return base.empty() ? key : base + "." + key; }
 
 bool YamlNode::has(const std::string& key) const {
   use_->asked.insert(key);
@@ -216,7 +214,8 @@ void YamlNode::check_no_unknown_keys() const {
     YAML::Mark m = kv.first.Mark();
     if (!m.is_null()) os << ":" << m.line + 1 << ":" << m.column + 1;
     os << ": " << join_path(path_, k) << ": unknown key";
-    if (!hint.empty()) os << " (did you mean '" << hint << "'?)";
+    if (!hint.empty())
+      os << " (did you mean '" << hint << "'?)";
     else if (!known.empty()) {
       std::sort(known.begin(), known.end());
       os << " (known keys:";
@@ -275,8 +274,7 @@ uint64_t YamlNode::as<uint64_t>() const {
 template <>
 int YamlNode::as<int>() const {
   int64_t v = as<int64_t>();
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    fail("integer " + std::to_string(v) + " out of range");
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) fail("integer " + std::to_string(v) + " out of range");
   return static_cast<int>(v);
 }
 
@@ -323,8 +321,7 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    for (size_t j = 1; j <= b.size(); ++j) cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     std::swap(prev, cur);
   }
   return prev[b.size()];

@@ -33,10 +33,9 @@ class YamlNode {
  public:
   // Reads and parses a file; a missing file is an io error, bad YAML (or YAML past `limits`,
   // the file's size checked before it is read) an error of `kind`.
-  static YamlNode load_file(const std::string& path, ErrorKind kind = ErrorKind::config,
-                            const YamlLimits& limits = {});
-  static YamlNode parse(const std::string& text, const std::string& origin,
-                        ErrorKind kind = ErrorKind::config, const YamlLimits& limits = {});
+  static YamlNode load_file(const std::string& path, ErrorKind kind = ErrorKind::config, const YamlLimits& limits = {});
+  static YamlNode parse(const std::string& text, const std::string& origin, ErrorKind kind = ErrorKind::config,
+                        const YamlLimits& limits = {});
 
   bool is_map() const { return node_.IsMap(); }
   bool is_sequence() const { return node_.IsSequence(); }
@@ -89,11 +88,8 @@ class YamlNode {
     std::set<std::string> asked;
   };
   YamlNode(YAML::Node node, std::shared_ptr<State> state, std::string path)
-      : node_(std::move(node)), state_(std::move(state)), path_(std::move(path)),
-        use_(std::make_shared<MapUse>()) {}
-  YamlNode child(const YAML::Node& node, const std::string& path) const {
-    return YamlNode(node, state_, path);
-  }
+      : node_(std::move(node)), state_(std::move(state)), path_(std::move(path)), use_(std::make_shared<MapUse>()) {}
+  YamlNode child(const YAML::Node& node, const std::string& path) const { return YamlNode(node, state_, path); }
   void expect_map() const;
   std::string scalar_text(const char* what) const;
 
@@ -103,14 +99,22 @@ class YamlNode {
   std::shared_ptr<MapUse> use_;
 };
 
-template <> int64_t YamlNode::as<int64_t>() const;
-template <> uint64_t YamlNode::as<uint64_t>() const;
-template <> int YamlNode::as<int>() const;
-template <> double YamlNode::as<double>() const;
-template <> bool YamlNode::as<bool>() const;
-template <> std::string YamlNode::as<std::string>() const;
-template <> std::vector<int64_t> YamlNode::as<std::vector<int64_t>>() const;
-template <> std::vector<std::string> YamlNode::as<std::vector<std::string>>() const;
+template <>
+int64_t YamlNode::as<int64_t>() const;
+template <>
+uint64_t YamlNode::as<uint64_t>() const;
+template <>
+int YamlNode::as<int>() const;
+template <>
+double YamlNode::as<double>() const;
+template <>
+bool YamlNode::as<bool>() const;
+template <>
+std::string YamlNode::as<std::string>() const;
+template <>
+std::vector<int64_t> YamlNode::as<std::vector<int64_t>>() const;
+template <>
+std::vector<std::string> YamlNode::as<std::vector<std::string>>() const;
 
 // The closest of `candidates` to `word` by edit distance, or "" when none is close.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);

@@ -46,15 +46,15 @@ struct EarlierCheat {
 struct SubmissionOutcome {
   enum class Verdict { pass, fail, error, cheat };
   Verdict verdict = Verdict::error;
-  std::string error_kind;   // error: compile_error | launch_error | runtime_error | timeout | worker_crashed | ...
-  bool compile_stage = false;  // error: it happened while compiling or resolving the launch plan
-  std::string cheat_check;  // cheat: the anti-cheat check that caught it
-  std::string reason;       // fail / error / cheat: the report's message
+  std::string error_kind;            // error: compile_error | launch_error | runtime_error | timeout | worker_crashed | ...
+  bool compile_stage = false;        // error: it happened while compiling or resolving the launch plan
+  std::string cheat_check;           // cheat: the anti-cheat check that caught it
+  std::string reason;                // fail / error / cheat: the report's message
   std::vector<double> candidate_ms;  // per-call timing samples of the candidate ...
   std::vector<double> eager_ms;      // ... and of eager PyTorch, interleaved with it (empty: untimed)
   // The evaluator's own interval, used when the samples are too few to recompute one.
   std::optional<SpeedupEstimate> reported_speedup;
-  std::string device;       // the GPU it ran on (evidence only)
+  std::string device;  // the GPU it ran on (evidence only)
   // A cheat caught earlier in the episode (see submission_reward for what it changes).
   std::optional<EarlierCheat> earlier_cheat;
 };
@@ -76,8 +76,7 @@ struct RewardResult {
 // cheat that slips through once is still the cheat), or when it does not pass (fail, or an error
 // at any stage: a broken variant does not launder the caught cheat). A different candidate that
 // passes is judged on its own merit.
-RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& outcome,
-                               const StoredBaseline& baseline);
+RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& outcome, const StoredBaseline& baseline);
 
 // The episode ended without a submit (truncated by a limit named by `reason`): the no-submission
 // reward, or the cheating penalty when a cheat was caught earlier in it (ending the episode

@@ -7,9 +7,7 @@
 
 namespace kforge {
 
-const char* decision_mode_name(DecisionMode m) {
-  return m == DecisionMode::ci_lower_bound ? "ci_lower_bound" : "point_estimate";
-}
+const char* decision_mode_name(DecisionMode m) { return m == DecisionMode::ci_lower_bound ? "ci_lower_bound" : "point_estimate"; }
 
 const char* missing_compile_baseline_name(MissingCompileBaseline m) {
   return m == MissingCompileBaseline::eager_only ? "eager_only" : "as_eager";
@@ -29,9 +27,12 @@ double finite(const YamlNode& node, const std::string& key, double fallback) {
 DecisionConfig DecisionConfig::from_yaml(const YamlNode& node) {
   DecisionConfig c;
   std::string mode = node.get<std::string>("mode", decision_mode_name(c.mode));
-  if (mode == "ci_lower_bound") c.mode = DecisionMode::ci_lower_bound;
-  else if (mode == "point_estimate") c.mode = DecisionMode::point_estimate;
-  else node.at("mode").fail("must be ci_lower_bound or point_estimate, not '" + mode + "'");
+  if (mode == "ci_lower_bound")
+    c.mode = DecisionMode::ci_lower_bound;
+  else if (mode == "point_estimate")
+    c.mode = DecisionMode::point_estimate;
+  else
+    node.at("mode").fail("must be ci_lower_bound or point_estimate, not '" + mode + "'");
   c.eager_threshold = finite(node, "eager_threshold", c.eager_threshold);
   c.compile_threshold = finite(node, "compile_threshold", c.compile_threshold);
   for (const char* k : {"eager_threshold", "compile_threshold"})
@@ -43,9 +44,12 @@ DecisionConfig DecisionConfig::from_yaml(const YamlNode& node) {
   c.interval.min_samples = node.get<int>("min_samples", c.interval.min_samples);
   if (c.interval.min_samples < 5) node.at("min_samples").fail("must be >= 5 (a median's interval from fewer under-covers)");
   std::string method = node.get<std::string>("interval", "bca");
-  if (method == "bca") c.interval.method = IntervalMethod::bca;
-  else if (method == "percentile") c.interval.method = IntervalMethod::percentile;
-  else node.at("interval").fail("must be bca or percentile, not '" + method + "'");
+  if (method == "bca")
+    c.interval.method = IntervalMethod::bca;
+  else if (method == "percentile")
+    c.interval.method = IntervalMethod::percentile;
+  else
+    node.at("interval").fail("must be bca or percentile, not '" + method + "'");
   node.check_no_unknown_keys();
   return c;
 }
@@ -75,8 +79,8 @@ FailureConfig FailureConfig::from_yaml(const YamlNode& node) {
   double worst_honest = std::min({c.compile_error, c.run_error, c.verify_fail});
   if (c.cheat > worst_honest) {
     (node.has("cheat") ? node.at("cheat") : node.at("compile_error"))
-        .fail("cheat (" + std::to_string(c.cheat) + ") must be <= every other failure reward (lowest: " +
-              std::to_string(worst_honest) + "): cheating must never pay more than failing honestly");
+        .fail("cheat (" + std::to_string(c.cheat) + ") must be <= every other failure reward (lowest: " + std::to_string(worst_honest) +
+              "): cheating must never pay more than failing honestly");
   }
   node.check_no_unknown_keys();
   return c;
@@ -86,9 +90,12 @@ CompileBaselineConfig CompileBaselineConfig::from_yaml(const YamlNode& node) {
   CompileBaselineConfig c;
   c.allow_unscaled = node.get<bool>("allow_unscaled", c.allow_unscaled);
   std::string m = node.get<std::string>("when_missing", missing_compile_baseline_name(c.when_missing));
-  if (m == "eager_only") c.when_missing = MissingCompileBaseline::eager_only;
-  else if (m == "as_eager") c.when_missing = MissingCompileBaseline::as_eager;
-  else node.at("when_missing").fail("must be eager_only or as_eager, not '" + m + "'");
+  if (m == "eager_only")
+    c.when_missing = MissingCompileBaseline::eager_only;
+  else if (m == "as_eager")
+    c.when_missing = MissingCompileBaseline::as_eager;
+  else
+    node.at("when_missing").fail("must be eager_only or as_eager, not '" + m + "'");
   node.check_no_unknown_keys();
   return c;
 }
@@ -114,18 +121,16 @@ RewardConfig RewardConfig::from_yaml(const YamlNode& node) {
   if (auto n = node.find("compile_baseline")) c.compile_baseline = CompileBaselineConfig::from_yaml(*n);
   if (auto n = node.find("shaping")) c.shaping = ShapingConfig::from_yaml(*n);
   // Failures must pay less than the least a correct candidate earns.
-  double best_failure = std::max({c.failures.compile_error, c.failures.run_error, c.failures.verify_fail,
-                                  c.failures.cheat, c.failures.no_submission});
+  double best_failure =
+      std::max({c.failures.compile_error, c.failures.run_error, c.failures.verify_fail, c.failures.cheat, c.failures.no_submission});
   if (best_failure >= c.tiers.correct) {
-    node.fail("every failure reward must be below tiers.correct (" + std::to_string(c.tiers.correct) +
-              "); the highest is " + std::to_string(best_failure));
+    node.fail("every failure reward must be below tiers.correct (" + std::to_string(c.tiers.correct) + "); the highest is " +
+              std::to_string(best_failure));
   }
   node.check_no_unknown_keys();
   return c;
 }
 
-RewardConfig RewardConfig::load(const std::string& path) {
-  return from_yaml(YamlNode::load_file(path, ErrorKind::config));
-}
+RewardConfig RewardConfig::load(const std::string& path) { return from_yaml(YamlNode::load_file(path, ErrorKind::config)); }
 
 }  // namespace kforge

@@ -28,19 +28,19 @@ struct DecisionConfig {
 
 // Rewards of a correct candidate.
 struct TierConfig {
-  double correct = 1;              // correct, not faster than eager by the threshold
-  double faster_than_eager = 2;    // faster than eager only
-  double faster_than_both = 3;     // faster than eager and torch.compile
+  double correct = 1;            // correct, not faster than eager by the threshold
+  double faster_than_eager = 2;  // faster than eager only
+  double faster_than_both = 3;   // faster than eager and torch.compile
   static TierConfig from_yaml(const YamlNode& node);
 };
 
 // Rewards of an episode that earns no tier.
 struct FailureConfig {
-  double compile_error = -1;   // does not compile (or the launch plan is wrong, or the compile timed out)
-  double run_error = -1;       // compiled but faulted, hung, or was refused at launch
-  double verify_fail = -1;     // ran but computed the wrong function
-  double cheat = -1;           // caught by an anti-cheat check; may be set below -1, never above a failure
-  double no_submission = -1;   // the episode ended (truncated) without a submit()
+  double compile_error = -1;  // does not compile (or the launch plan is wrong, or the compile timed out)
+  double run_error = -1;      // compiled but faulted, hung, or was refused at launch
+  double verify_fail = -1;    // ran but computed the wrong function
+  double cheat = -1;          // caught by an anti-cheat check; may be set below -1, never above a failure
+  double no_submission = -1;  // the episode ended (truncated) without a submit()
   static FailureConfig from_yaml(const YamlNode& node);
 };
 
@@ -61,9 +61,9 @@ struct CompileBaselineConfig {
 
 // Optional shaping on top of the tiers; all off by default (the published scheme).
 struct ShapingConfig {
-  double per_turn = 0;         // added to every step's reward (e.g. -0.01 for a turn cost)
-  double first_compile = 0;    // the first turn whose compile() succeeds
-  double first_verify = 0;     // the first turn whose verify() (or profile()) passes
+  double per_turn = 0;            // added to every step's reward (e.g. -0.01 for a turn cost)
+  double first_compile = 0;       // the first turn whose compile() succeeds
+  double first_verify = 0;        // the first turn whose verify() (or profile()) passes
   double log_speedup_weight = 0;  // a correct submission adds weight * ln(speedup over eager) ...
   double log_speedup_clip = 2;    // ... with ln(speedup) clipped to [-clip, clip]
   static ShapingConfig from_yaml(const YamlNode& node);

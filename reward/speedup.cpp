@@ -77,28 +77,25 @@ double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 // Acklam's rational approximation of the normal quantile, refined by one Halley step (relative
 // error ~1e-15).
 double normal_quantile(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                              1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01,  -1.328068155288572e+01};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+                             -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                              -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                             3.754408661907416e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00};
   const double p_low = 0.02425;
   double x;
   if (p < p_low) {
     double q = std::sqrt(-2 * std::log(p));
-    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
   } else if (p <= 1 - p_low) {
     double q = p - 0.5, r = q * q;
     x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
   } else {
     double q = std::sqrt(-2 * std::log(1 - p));
-    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
   }
   double e = normal_cdf(x) - p;
   double u = e * 2.5066282746310002 * std::exp(x * x / 2);  // sqrt(2 pi)
@@ -107,9 +104,9 @@ double normal_quantile(double p) {
 
 void check_samples(const std::vector<double>& v, const char* which, int min_samples) {
   KFORGE_CHECK(!v.empty(), internal, "speedup: no " << which << " timing samples");
-  KFORGE_CHECK(static_cast<int64_t>(v.size()) >= min_samples, internal,
-               "speedup: " << v.size() << " " << which << " timing samples, fewer than the " << min_samples
-                           << " a confidence interval needs");
+  KFORGE_CHECK(
+      static_cast<int64_t>(v.size()) >= min_samples, internal,
+      "speedup: " << v.size() << " " << which << " timing samples, fewer than the " << min_samples << " a confidence interval needs");
   KFORGE_CHECK(v.size() < (size_t{1} << 31), internal, "speedup: too many " << which << " samples (" << v.size() << ")");
   for (size_t i = 0; i < v.size(); ++i)
     KFORGE_CHECK(std::isfinite(v[i]) && v[i] > 0, runtime,
@@ -145,9 +142,7 @@ double acceleration(const std::vector<double>& cand, const std::vector<double>& 
 
 }  // namespace
 
-const char* interval_method_name(IntervalMethod m) {
-  return m == IntervalMethod::bca ? "bootstrap-bca" : "bootstrap-percentile";
-}
+const char* interval_method_name(IntervalMethod m) { return m == IntervalMethod::bca ? "bootstrap-bca" : "bootstrap-percentile"; }
 
 std::string SpeedupEstimate::summary() const {
   std::ostringstream os;

@@ -59,8 +59,8 @@ struct MemberSamples {
 // With one member this is estimate_speedup() (BCa where asked). Every member needs
 // options.min_samples samples in each set (internal error otherwise: the caller's timing plan).
 struct MemberSpeedup {
-  SpeedupEstimate overall;                 // the minimum over members, with its interval
-  std::string member;                      // the member that sets it
+  SpeedupEstimate overall;                                         // the minimum over members, with its interval
+  std::string member;                                              // the member that sets it
   std::vector<std::pair<std::string, SpeedupEstimate>> by_member;  // each member's own estimate
 };
 MemberSpeedup estimate_slowest_member_speedup(const std::vector<MemberSamples>& members, const SpeedupOptions& options = {});

@@ -51,8 +51,8 @@ std::string TimingStats::summary() const {
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(4);
-  os << "median " << median << " ms (mean " << mean << ", std " << std << ", min " << min << ", p10 " << p10
-     << ", p90 " << p90 << ", n " << n;
+  os << "median " << median << " ms (mean " << mean << ", std " << std << ", min " << min << ", p10 " << p10 << ", p90 " << p90 << ", n "
+     << n;
   os.precision(2);
   os << ", rse " << rse * 100 << "%)";
   return os.str();

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "env/episode/episode.h"
-#include "rollout/protocol.h"
 #include "env/process/clock.h"
+#include "rollout/protocol.h"
 
 namespace kforge {
 

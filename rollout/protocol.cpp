@@ -27,16 +27,25 @@ std::string utf8_prefix(std::string_view s, size_t max_bytes) {
 
 const char* type_name(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null: return "nil";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "nil";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a float";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "a map";
-    case Json::value_t::binary: return "binary";
-    case Json::value_t::discarded: break;
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a float";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "a map";
+    case Json::value_t::binary:
+      return "binary";
+    case Json::value_t::discarded:
+      break;
   }
   return "an unknown value";
 }
@@ -85,8 +94,7 @@ class Fields {
     const auto& s = v.get_ref<const std::string&>();
     if (s.empty()) refuse(key, "'" + key + "' must not be empty");
     if (s.size() > kMaxNameBytes) {
-      refuse(key, "'" + key + "' is " + std::to_string(s.size()) + " bytes; at most " +
-                      std::to_string(kMaxNameBytes) + " are accepted");
+      refuse(key, "'" + key + "' is " + std::to_string(s.size()) + " bytes; at most " + std::to_string(kMaxNameBytes) + " are accepted");
     }
     return s;
   }
@@ -183,8 +191,9 @@ int64_t read_version(const Json& payload) {
   if (it == payload.end() || it->is_null()) return kProtocolVersion;
   if (!it->is_number_integer()) refuse("v", "'v' must be an integer protocol version, got " + std::string(type_name(*it)));
   if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
-    refuse("v", "protocol version " + std::to_string(it->get<uint64_t>()) + " is not supported; this server speaks " +
-                    std::to_string(kProtocolVersion),
+    refuse("v",
+           "protocol version " + std::to_string(it->get<uint64_t>()) + " is not supported; this server speaks " +
+               std::to_string(kProtocolVersion),
            Kind::unsupported_version);
   }
   int64_t v = it->get<int64_t>();
@@ -212,35 +221,58 @@ std::vector<zmq::message_t> reply_frames(const Envelope& to, const char* status,
 
 const char* protocol_error_kind_name(ProtocolErrorKind kind) {
   switch (kind) {
-    case Kind::malformed_frames: return "malformed_frames";
-    case Kind::payload_too_large: return "payload_too_large";
-    case Kind::bad_msgpack: return "bad_msgpack";
-    case Kind::payload_not_map: return "payload_not_map";
-    case Kind::unsupported_version: return "unsupported_version";
-    case Kind::unknown_method: return "unknown_method";
-    case Kind::bad_params: return "bad_params";
-    case Kind::internal: return "internal";
-    case Kind::unknown_task: return "unknown_task";
-    case Kind::unknown_episode: return "unknown_episode";
-    case Kind::episode_over: return "episode_over";
-    case Kind::episode_busy: return "episode_busy";
-    case Kind::busy: return "busy";
-    case Kind::cancelled: return "cancelled";
-    case Kind::shutting_down: return "shutting_down";
-    case Kind::record_failed: return "record_failed";
+    case Kind::malformed_frames:
+      return "malformed_frames";
+    case Kind::payload_too_large:
+      return "payload_too_large";
+    case Kind::bad_msgpack:
+      return "bad_msgpack";
+    case Kind::payload_not_map:
+      return "payload_not_map";
+    case Kind::unsupported_version:
+      return "unsupported_version";
+    case Kind::unknown_method:
+      return "unknown_method";
+    case Kind::bad_params:
+      return "bad_params";
+    case Kind::internal:
+      return "internal";
+    case Kind::unknown_task:
+      return "unknown_task";
+    case Kind::unknown_episode:
+      return "unknown_episode";
+    case Kind::episode_over:
+      return "episode_over";
+    case Kind::episode_busy:
+      return "episode_busy";
+    case Kind::busy:
+      return "busy";
+    case Kind::cancelled:
+      return "cancelled";
+    case Kind::shutting_down:
+      return "shutting_down";
+    case Kind::record_failed:
+      return "record_failed";
   }
   return "internal";
 }
 
 const char* method_name(Method method) {
   switch (method) {
-    case Method::health: return "health";
-    case Method::tools: return "tools";
-    case Method::tasks: return "tasks";
-    case Method::reset: return "reset";
-    case Method::step: return "step";
-    case Method::close: return "close";
-    case Method::cancel: return "cancel";
+    case Method::health:
+      return "health";
+    case Method::tools:
+      return "tools";
+    case Method::tasks:
+      return "tasks";
+    case Method::reset:
+      return "reset";
+    case Method::step:
+      return "step";
+    case Method::close:
+      return "close";
+    case Method::cancel:
+      return "cancel";
   }
   return "?";
 }
@@ -251,8 +283,7 @@ const std::vector<std::string>& method_names() {
 }
 
 std::optional<Method> method_from_name(std::string_view name) {
-  for (Method m : {Method::health, Method::tools, Method::tasks, Method::reset, Method::step, Method::close,
-                   Method::cancel}) {
+  for (Method m : {Method::health, Method::tools, Method::tasks, Method::reset, Method::step, Method::close, Method::cancel}) {
     if (name == method_name(m)) return m;
   }
   return std::nullopt;
@@ -300,20 +331,21 @@ DecodeResult decode_request(const std::vector<std::string_view>& frames, const P
   if (n >= 1 && !frames[body].empty() && frames[body].size() <= max_id) r.envelope.request_id = std::string(frames[body]);
 
   if (n != 3) {
-    std::string hint = r.envelope.delimiter && n < 3 ? " (request ids must not be empty: an empty frame after the identity is a delimiter)" : "";
-    return fail(Kind::malformed_frames, "expected 3 frames after the envelope (request id, method, payload), got " +
-                                            std::to_string(n) + hint);
+    std::string hint =
+        r.envelope.delimiter && n < 3 ? " (request ids must not be empty: an empty frame after the identity is a delimiter)" : "";
+    return fail(Kind::malformed_frames,
+                "expected 3 frames after the envelope (request id, method, payload), got " + std::to_string(n) + hint);
   }
   const std::string_view request_id = frames[body], method = frames[body + 1], payload = frames[body + 2];
   if (request_id.empty()) return fail(Kind::malformed_frames, "the request id frame is empty");
   if (request_id.size() > max_id) {
-    return fail(Kind::malformed_frames, "request id of " + std::to_string(request_id.size()) + " bytes exceeds the limit of " +
-                                            std::to_string(max_id));
+    return fail(Kind::malformed_frames,
+                "request id of " + std::to_string(request_id.size()) + " bytes exceeds the limit of " + std::to_string(max_id));
   }
   if (method.empty()) return fail(Kind::malformed_frames, "the method frame is empty");
   if (static_cast<int64_t>(payload.size()) > limits.max_payload_bytes) {
-    return fail(Kind::payload_too_large, "payload of " + std::to_string(payload.size()) + " bytes exceeds the limit of " +
-                                             std::to_string(limits.max_payload_bytes));
+    return fail(Kind::payload_too_large,
+                "payload of " + std::to_string(payload.size()) + " bytes exceeds the limit of " + std::to_string(limits.max_payload_bytes));
   }
 
   try {

@@ -54,14 +54,14 @@ enum class ProtocolErrorKind {
   bad_params,           // unknown, missing or mistyped field, or a value out of range
   internal,             // a server bug; the request was not acted on
   // The server's own kinds (rollout/server.h):
-  unknown_task,         // reset names no task the server serves
-  unknown_episode,      // no open episode has this id (never opened, closed, or reaped when idle)
-  episode_over,         // step on an episode that already ended (close it, reset another)
-  episode_busy,         // step while the episode's previous step is still queued or running
-  busy,                 // the server is at capacity (episodes or a queue); retry after `retry_after` s
-  cancelled,            // a queued step abandoned by cancel, close or shutdown
-  shutting_down,        // the server stopped accepting work (SIGTERM)
-  record_failed,        // the episode ended but its trajectory is not on disk yet (kept in memory, retried)
+  unknown_task,     // reset names no task the server serves
+  unknown_episode,  // no open episode has this id (never opened, closed, or reaped when idle)
+  episode_over,     // step on an episode that already ended (close it, reset another)
+  episode_busy,     // step while the episode's previous step is still queued or running
+  busy,             // the server is at capacity (episodes or a queue); retry after `retry_after` s
+  cancelled,        // a queued step abandoned by cancel, close or shutdown
+  shutting_down,    // the server stopped accepting work (SIGTERM)
+  record_failed,    // the episode ended but its trajectory is not on disk yet (kept in memory, retried)
 };
 
 const char* protocol_error_kind_name(ProtocolErrorKind kind);
@@ -69,7 +69,7 @@ const char* protocol_error_kind_name(ProtocolErrorKind kind);
 struct ProtocolError {
   ProtocolErrorKind kind = ProtocolErrorKind::internal;
   std::string message;
-  std::string field;  // the offending parameter for bad_params/unsupported_version; "" otherwise
+  std::string field;                  // the offending parameter for bad_params/unsupported_version; "" otherwise
   std::optional<double> retry_after;  // seconds, for busy (backpressure): when a retry is likely to succeed
 };
 
@@ -96,18 +96,18 @@ struct ToolsParams {};
 struct TasksParams {
   std::optional<std::string> split;
   std::optional<std::string> source;
-  std::vector<std::string> ops;    // tasks using every one of these operators; empty: any
-  std::optional<int64_t> limit;    // >= 1
-  int64_t offset = 0;              // >= 0
+  std::vector<std::string> ops;  // tasks using every one of these operators; empty: any
+  std::optional<int64_t> limit;  // >= 1
+  int64_t offset = 0;            // >= 0
 };
 struct ResetParams {
   std::string task;
   std::optional<uint64_t> seed;
-  Json options = Json::object();   // a map; its keys are the environment's to judge
+  Json options = Json::object();  // a map; its keys are the environment's to judge
 };
 struct StepParams {
   std::string episode;
-  Json action;                     // a tool-call map, or Hermes <tool_call> text
+  Json action;  // a tool-call map, or Hermes <tool_call> text
 };
 struct CloseParams {
   std::string episode;
@@ -116,8 +116,7 @@ struct CancelParams {
   std::string episode;
 };
 
-using Params = std::variant<HealthParams, ToolsParams, TasksParams, ResetParams, StepParams, CloseParams,
-                            CancelParams>;
+using Params = std::variant<HealthParams, ToolsParams, TasksParams, ResetParams, StepParams, CloseParams, CancelParams>;
 
 struct Request {
   Method method = Method::health;

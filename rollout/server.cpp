@@ -16,8 +16,8 @@ void bind_or_fail(zmq::socket_t& socket, const std::string& endpoint, const char
     socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
     const int n = e.num();
-    std::string hint = n == EADDRINUSE ? "another process (another kforge serve?) holds it; --bind picks another port"
-                       : n == ENOENT   ? "the folder of the ipc path does not exist"
+    std::string hint = n == EADDRINUSE                     ? "another process (another kforge serve?) holds it; --bind picks another port"
+                       : n == ENOENT                       ? "the folder of the ipc path does not exist"
                        : n == ENODEV || n == EADDRNOTAVAIL ? "this machine has no such interface or address"
                                                            : "endpoints look like tcp://HOST:PORT (HOST an address or *, PORT "
                                                              "a number or *) or ipc://PATH";
@@ -134,8 +134,8 @@ void RolloutServer::Impl::start() {
         Json device = ev->gpu_worker().hello().value("device", Json());
         gpu_state[g]->set_name(device.is_object() ? device.value("name", std::string()) : "");
       } catch (const std::exception& e) {
-        std::cerr << "kforge serve: GPU " << g << ": the worker did not start (" << e.what()
-                  << "); its steps will report the error" << std::endl;
+        std::cerr << "kforge serve: GPU " << g << ": the worker did not start (" << e.what() << "); its steps will report the error"
+                  << std::endl;
       }
       gpu_state[g]->worker_starts = ev->gpu_worker().starts();
       lane_loop(*gpu_queues[g], ev, ev, g);
@@ -189,22 +189,33 @@ ProtocolError RolloutServer::Impl::busy(std::string message, double retry_after)
 
 void RolloutServer::Impl::handle(const Envelope& to, const Request& req) {
   switch (req.method) {
-    case Method::health: return reply(to, health());
-    case Method::tools: return reply(to, {{"tools", tool_schemas()}});
-    case Method::tasks: return reply(to, catalog.list(std::get<TasksParams>(req.params)));
-    case Method::reset: return reset(to, std::get<ResetParams>(req.params));
-    case Method::step: return step(to, std::get<StepParams>(req.params));
-    case Method::close: return close(to, std::get<CloseParams>(req.params).episode);
-    case Method::cancel: return cancel(to, std::get<CancelParams>(req.params).episode);
+    case Method::health:
+      return reply(to, health());
+    case Method::tools:
+      return reply(to, {{"tools", tool_schemas()}});
+    case Method::tasks:
+      return reply(to, catalog.list(std::get<TasksParams>(req.params)));
+    case Method::reset:
+      return reset(to, std::get<ResetParams>(req.params));
+    case Method::step:
+      return step(to, std::get<StepParams>(req.params));
+    case Method::close:
+      return close(to, std::get<CloseParams>(req.params).episode);
+    case Method::cancel:
+      return cancel(to, std::get<CancelParams>(req.params).episode);
   }
 }
 
 Json RolloutServer::Impl::health() {
   Json gpus = Json::array();
   for (int g = 0; g < setup.gpus; ++g) {
-    gpus.push_back({{"index", g}, {"name", gpu_state[g]->name()}, {"queued", gpu_queues[g]->queued()},
-                    {"running", gpu_queues[g]->running()}, {"done", gpu_queues[g]->done()},
-                    {"episodes", gpu_state[g]->sessions}, {"worker_starts", gpu_state[g]->worker_starts.load()}});
+    gpus.push_back({{"index", g},
+                    {"name", gpu_state[g]->name()},
+                    {"queued", gpu_queues[g]->queued()},
+                    {"running", gpu_queues[g]->running()},
+                    {"done", gpu_queues[g]->done()},
+                    {"episodes", gpu_state[g]->sessions},
+                    {"worker_starts", gpu_state[g]->worker_starts.load()}});
   }
   Json stream = Json();
   if (push) stream = {{"endpoint", stream_endpoint}, {"sent", streamed}, {"backlog", backlog.size()}, {"dropped", stream_dropped}};
@@ -219,10 +230,16 @@ Json RolloutServer::Impl::health() {
           {"version", kforge_version()},
           {"protocol", kProtocolVersion},
           {"uptime_s", std::chrono::duration<double>(Clock::now() - started).count()},
-          {"episodes", {{"open", sessions.size()}, {"max", config.sessions.max_episodes}, {"steps_in_flight", in_flight},
-                        {"idle_timeout_s", config.sessions.idle_timeout_s}}},
-          {"compile", {{"workers", config.scheduler.compile_workers}, {"queued", compile_queue->queued()},
-                       {"running", compile_queue->running()}, {"done", compile_queue->done()}}},
+          {"episodes",
+           {{"open", sessions.size()},
+            {"max", config.sessions.max_episodes},
+            {"steps_in_flight", in_flight},
+            {"idle_timeout_s", config.sessions.idle_timeout_s}}},
+          {"compile",
+           {{"workers", config.scheduler.compile_workers},
+            {"queued", compile_queue->queued()},
+            {"running", compile_queue->running()},
+            {"done", compile_queue->done()}}},
           {"gpus", gpus},
           {"tasks", catalog.size()},
           {"left_out", left_out},
@@ -335,9 +352,7 @@ void RolloutServer::Impl::finish_shutdown() {
   flush_stream();
 }
 
-
-RolloutServer::RolloutServer(ServerConfig config, ServerSetup setup)
-    : impl_(std::make_unique<Impl>(std::move(config), std::move(setup))) {
+RolloutServer::RolloutServer(ServerConfig config, ServerSetup setup) : impl_(std::make_unique<Impl>(std::move(config), std::move(setup))) {
   impl_->start();
 }
 
@@ -365,8 +380,10 @@ std::string RolloutServer::describe() const {
   os << "; " << (setup.gpu_summary.empty() ? std::to_string(setup.gpus) + " GPU lane(s)" : setup.gpu_summary);
   os << "; " << impl_->config.scheduler.compile_workers << " compile worker(s)";
   if (!impl_->stream_endpoint.empty()) os << ", trajectories pushed on " << impl_->stream_endpoint;
-  if (impl_->recorder) os << ", recorded to " << impl_->config.record.path;
-  else os << ", trajectories not recorded (record.path, or kforge serve --record FILE.h5)";
+  if (impl_->recorder)
+    os << ", recorded to " << impl_->config.record.path;
+  else
+    os << ", trajectories not recorded (record.path, or kforge serve --record FILE.h5)";
   os << ")";
   return os.str();
 }

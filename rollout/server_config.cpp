@@ -99,8 +99,8 @@ void ServerConfig::check_paths() const {
     fs::path full = fs::absolute(path, ec).lexically_normal();
     std::string base = fs::absolute(base_dir.empty() ? "." : base_dir, ec).lexically_normal().string();
     if (base.size() > 1 && base.back() == '/') base.pop_back();
-    std::string rule = source.empty() ? "relative paths resolve against " + base
-                                      : "relative paths in " + source + " resolve against its folder, " + base;
+    std::string rule =
+        source.empty() ? "relative paths resolve against " + base : "relative paths in " + source + " resolve against its folder, " + base;
     KFORGE_FAIL(io, key << ": " << what << " " << full.string() << " does not exist (" << rule << ")");
   };
   auto must_exist = [&](const std::string& key, const std::string& path, const char* what) {

@@ -25,31 +25,31 @@ struct ServerConfig {
   } tasks;
 
   struct Sessions {
-    int max_episodes = 4096;      // open episodes at most; reset beyond it is `busy`
+    int max_episodes = 4096;             // open episodes at most; reset beyond it is `busy`
     int max_episodes_per_client = 2048;  // open episodes one client identity (ROUTER socket) may hold; beyond it `busy`
-    double idle_timeout_s = 900;  // an episode with no request for this long is reaped (recorded)
+    double idle_timeout_s = 900;         // an episode with no request for this long is reaped (recorded)
   } sessions;
 
   struct Scheduler {
-    int compile_workers = 2;      // CPU threads for compile(), each with its own compile worker process
-    int max_compile_queue = 1024; // steps waiting for a compile thread; beyond it `busy`
-    int gpus = -1;                // GPU lanes: -1 = every visible device (cudaGetDeviceCount), 0 = none
-    int max_gpu_queue = 256;      // steps waiting per GPU; beyond it `busy`
+    int compile_workers = 2;         // CPU threads for compile(), each with its own compile worker process
+    int max_compile_queue = 1024;    // steps waiting for a compile thread; beyond it `busy`
+    int gpus = -1;                   // GPU lanes: -1 = every visible device (cudaGetDeviceCount), 0 = none
+    int max_gpu_queue = 256;         // steps waiting per GPU; beyond it `busy`
     double min_retry_after_s = 0.2;  // the smallest retry_after a busy reply advises
   } scheduler;
 
   struct Stream {
-    std::string bind;       // PUSH endpoint for finished trajectories ("" = no stream)
-    int max_backlog = 4096; // trajectories held while no puller keeps up; the oldest is dropped beyond
+    std::string bind;        // PUSH endpoint for finished trajectories ("" = no stream)
+    int max_backlog = 4096;  // trajectories held while no puller keeps up; the oldest is dropped beyond
   } stream;
 
   struct Record {
-    std::string path;       // HDF5 file the server appends trajectories to ("" = none)
-    bool fsync = true;      // fsync after every trajectory (survives a machine crash, not only a process crash)
+    std::string path;   // HDF5 file the server appends trajectories to ("" = none)
+    bool fsync = true;  // fsync after every trajectory (survives a machine crash, not only a process crash)
   } record;
 
   struct Shutdown {
-    double grace_s = 30;    // on SIGTERM, how long running steps may take to finish
+    double grace_s = 30;  // on SIGTERM, how long running steps may take to finish
   } shutdown;
 
   // The file this config was read from (absolute; "" when built in code) and the folder its

@@ -46,8 +46,8 @@ ProtocolError RolloutServer::Impl::unknown_episode(const std::string& id) {
 void RolloutServer::Impl::reset(const Envelope& to, const ResetParams& p) {
   if (shutting_down) return reply_error(to, error(Kind::shutting_down, "the server is shutting down; it takes no new episodes"));
   if (static_cast<int>(sessions.size()) >= config.sessions.max_episodes)
-    return reply_error(to, busy(std::to_string(sessions.size()) + " episodes are open (sessions.max_episodes); close one or retry later",
-                                1.0));
+    return reply_error(to,
+                       busy(std::to_string(sessions.size()) + " episodes are open (sessions.max_episodes); close one or retry later", 1.0));
   auto held = client_episodes.find(to.identity);
   if (held != client_episodes.end() && held->second >= config.sessions.max_episodes_per_client)
     return reply_error(to, busy("client " + client_name(to.identity) + " holds " + std::to_string(held->second) +
@@ -99,12 +99,14 @@ void RolloutServer::Impl::step(const Envelope& to, const StepParams& p) {
   s->last_activity = Clock::now();
   if (shutting_down) return reply_error(to, error(Kind::shutting_down, "the server is shutting down; no more steps are taken"));
   if (s->ended)
-    return reply_error(to, error(Kind::episode_over, "episode '" + p.episode + "' is over (" + s->env.termination_reason() +
-                                                         "); close it and reset another", "episode"));
+    return reply_error(
+        to, error(Kind::episode_over,
+                  "episode '" + p.episode + "' is over (" + s->env.termination_reason() + "); close it and reset another", "episode"));
   if (s->pending)
-    return reply_error(to, error(Kind::episode_busy, "episode '" + p.episode + "' has a step " +
-                                                         (s->pending->state == StepJob::queued ? "queued" : "running") +
-                                                         "; wait for its reply (or cancel it)", "episode"));
+    return reply_error(to, error(Kind::episode_busy,
+                                 "episode '" + p.episode + "' has a step " + (s->pending->state == StepJob::queued ? "queued" : "running") +
+                                     "; wait for its reply (or cancel it)",
+                                 "episode"));
   auto job = std::make_shared<StepJob>();
   job->id = next_job++;
   job->session = s;
@@ -154,14 +156,21 @@ void RolloutServer::Impl::step_done(const StepJobPtr& job) {
                   {"total_ms", ms_between(job->received, Clock::now())}};
   if (job->gpu >= 0) timings["gpu"] = job->gpu;
   if (job->gpu >= 0) s.gpu_name = gpu_state[job->gpu]->name();  // its lane's device, as its worker named it
-  s.turns.push_back({{"turn", s.env.turn()}, {"action", job->action}, {"observation", r.observation}, {"reward", r.reward},
-                     {"terminated", r.terminated}, {"truncated", r.truncated}, {"info", r.info}, {"timings", timings}});
+  s.turns.push_back({{"turn", s.env.turn()},
+                     {"action", job->action},
+                     {"observation", r.observation},
+                     {"reward", r.reward},
+                     {"terminated", r.terminated},
+                     {"truncated", r.truncated},
+                     {"info", r.info},
+                     {"timings", timings}});
   s.final_reward = r.reward;
   s.terminated = r.terminated;
   s.truncated = r.truncated;
   if (r.info.contains("episode_reward") && r.info["episode_reward"].is_number()) s.episode_reward = r.info["episode_reward"].get<double>();
-  Json payload = {{"episode", s.id},          {"observation", std::move(r.observation)}, {"reward", r.reward},
-                  {"terminated", r.terminated}, {"truncated", r.truncated},               {"info", std::move(r.info)},
+  Json payload = {{"episode", s.id},          {"observation", std::move(r.observation)},
+                  {"reward", r.reward},       {"terminated", r.terminated},
+                  {"truncated", r.truncated}, {"info", std::move(r.info)},
                   {"timings", timings}};
   bool ended = r.terminated || r.truncated;
   if (ended) s.ended = true;
@@ -174,8 +183,8 @@ void RolloutServer::Impl::step_done(const StepJobPtr& job) {
     finalize(job->session, ended ? "finished" : "closed", [this, to, data, id](const std::string& failed) {
       if (failed.empty()) return reply(to, *data);
       ProtocolError e = record_failed(failed, id);
-      e.message += " (the step's reward was " + (*data)["reward"].dump() + ", terminated " + (*data)["terminated"].dump() +
-                   ", truncated " + (*data)["truncated"].dump() + ")";
+      e.message += " (the step's reward was " + (*data)["reward"].dump() + ", terminated " + (*data)["terminated"].dump() + ", truncated " +
+                   (*data)["truncated"].dump() + ")";
       reply_error(to, e);
     });
     return;
@@ -287,7 +296,9 @@ void RolloutServer::Impl::cancel(const Envelope& to, const std::string& id) {
   s->last_activity = Clock::now();
   if (!s->pending) return reply(to, {{"episode", id}, {"cancelled", false}, {"state", "idle"}});
   if (cancel_queued(s)) return reply(to, {{"episode", id}, {"cancelled", true}, {"state", "queued"}});
-  reply(to, {{"episode", id}, {"cancelled", false}, {"state", "running"},
+  reply(to, {{"episode", id},
+             {"cancelled", false},
+             {"state", "running"},
              {"message", "the step is running on its worker and will reply when done"}});
 }
 

@@ -129,10 +129,14 @@ void TaskCatalog::count_import_skips(const std::string& dataset_file, const std:
 
 const char* left_out_stage_name(LeftOutStage stage) {
   switch (stage) {
-    case LeftOutStage::gpu_stage: return "gpu_stage";
-    case LeftOutStage::import: return "import";
-    case LeftOutStage::input_checks: return "input_checks";
-    case LeftOutStage::not_measured: return "not_measured";
+    case LeftOutStage::gpu_stage:
+      return "gpu_stage";
+    case LeftOutStage::import:
+      return "import";
+    case LeftOutStage::input_checks:
+      return "input_checks";
+    case LeftOutStage::not_measured:
+      return "not_measured";
   }
   return "";
 }
@@ -173,12 +177,18 @@ Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
     if (f.split && e.split != *f.split) continue;
     if (f.source && e.source != *f.source) continue;
     if (e.source == kSamples && !samples_asked) continue;
-    bool has_all = std::all_of(f.ops.begin(), f.ops.end(),
-                               [&](const std::string& op) { return std::find(e.ops.begin(), e.ops.end(), op) != e.ops.end(); });
+    const std::vector<std::string>& ops = e.ops;  // a lambda may not capture a structured binding before C++20
+    bool has_all =
+        std::all_of(f.ops.begin(), f.ops.end(), [&](const std::string& op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); });
     if (!has_all) continue;
     if (total >= f.offset && static_cast<int64_t>(tasks.size()) < limit) {
-      tasks.push_back({{"name", e.name}, {"split", e.split}, {"source", e.source}, {"dtype", e.dtype},
-                       {"ops", e.ops}, {"n_ops", e.ops.size()}, {"description", e.description},
+      tasks.push_back({{"name", e.name},
+                       {"split", e.split},
+                       {"source", e.source},
+                       {"dtype", e.dtype},
+                       {"ops", e.ops},
+                       {"n_ops", e.ops.size()},
+                       {"description", e.description},
                        {"eager_ms", e.eager_ms ? Json(*e.eager_ms) : Json()},
                        {"compile_ms", e.compile_ms ? Json(*e.compile_ms) : Json()}});
       if (e.level) tasks.back()["level"] = *e.level;

@@ -18,11 +18,11 @@ namespace kforge {
 
 struct CatalogEntry {
   std::string name, split, source, dtype, description, origin;
-  std::vector<std::string> ops;  // operator names in node order
+  std::vector<std::string> ops;                // operator names in node order
   std::optional<double> eager_ms, compile_ms;  // the task's baselines, where measured
-  std::optional<int64_t> level;    // an imported KernelBench task's level (provenance.level)
-  std::string tolerance_profile;   // an imported task's tolerance profile (kforge, cuda-agent)
-  std::string spec_yaml;         // for dataset rows: the spec text, parsed on first use
+  std::optional<int64_t> level;                // an imported KernelBench task's level (provenance.level)
+  std::string tolerance_profile;               // an imported task's tolerance profile (kforge, cuda-agent)
+  std::string spec_yaml;                       // for dataset rows: the spec text, parsed on first use
   std::shared_ptr<const TaskSpec> spec;
 };
 
@@ -70,7 +70,7 @@ class TaskCatalog {
  private:
   void insert(CatalogEntry e);
   void count_import_skips(const std::string& dataset_file, const std::string& source);
-  std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
+  std::map<std::string, CatalogEntry> entries_;                                    // by name: listing order is stable
   std::map<std::tuple<std::string, LeftOutStage, std::string>, size_t> left_out_;  // (source, stage, reason)
   size_t unmeasured_ = 0, samples_ = 0;
 };

@@ -215,9 +215,11 @@ void TrajectoryFile::note(const std::string& line) {
 void TrajectoryFile::import_legacy() {
   H5Handle fapl(access_plist(), H5Pclose);
   H5Handle file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, fapl.id), H5Fclose);
-  KFORGE_CHECK(file.id >= 0, io, path_ << ": cannot open the trajectory file (not HDF5, or damaged), and there is no journal ("
-                                       << journal_path(path_) << ") to rebuild it from");
-  KFORGE_CHECK(read_attr(file.id, "format") == kFormat, io, path_ << ": not a kforge trajectory file (no format attribute '" << kFormat << "')");
+  KFORGE_CHECK(file.id >= 0, io,
+               path_ << ": cannot open the trajectory file (not HDF5, or damaged), and there is no journal (" << journal_path(path_)
+                     << ") to rebuild it from");
+  KFORGE_CHECK(read_attr(file.id, "format") == kFormat, io,
+               path_ << ": not a kforge trajectory file (no format attribute '" << kFormat << "')");
   H5Handle data(H5Dopen2(file.id, "/trajectories/data", H5P_DEFAULT), H5Dclose);
   KFORGE_CHECK(data.id >= 0, io, path_ << ": a kforge trajectory file without /trajectories/data");
   std::vector<IndexRow> rows = read_rows(file.id, row_type_, path_);
@@ -312,16 +314,16 @@ void TrajectoryFile::catch_up() {
   }
 }
 
-void TrajectoryFile::append(const Json& trajectory) {
-  append_msgpack(Json::to_msgpack(trajectory), TrajectorySummary::of(trajectory));
-}
+void TrajectoryFile::append(const Json& trajectory) { append_msgpack(Json::to_msgpack(trajectory), TrajectorySummary::of(trajectory)); }
 
 void TrajectoryFile::append_msgpack(const std::vector<uint8_t>& bytes, const TrajectorySummary& s) {
   KFORGE_CHECK(!bytes.empty(), internal, "an empty trajectory");
   journal_->append(bytes);  // the commit point; throws when nothing was committed
   try {
-    if (!h5_ok_) open_h5();  // a failure earlier: check, repair and catch up (this one included)
-    else fold(journal_->count() - 1, bytes, s);
+    if (!h5_ok_)
+      open_h5();  // a failure earlier: check, repair and catch up (this one included)
+    else
+      fold(journal_->count() - 1, bytes, s);
   } catch (const std::exception& e) {
     close_h5();
     note(std::string("the HDF5 file fell behind the journal (repaired on the next append or opening): ") + e.what());

@@ -46,7 +46,7 @@ class TrajectoryFile {
   // committed nothing, when it cannot be. A failure to fold it into the HDF5 file does not throw:
   // the file is repaired on the next append or opening (behind() counts what waits).
   void append_msgpack(const std::vector<uint8_t>& bytes, const TrajectorySummary& summary);
-  uint64_t count() const;  // committed trajectories
+  uint64_t count() const;   // committed trajectories
   uint64_t behind() const;  // committed but not yet in the HDF5 file
   const std::string& path() const { return path_; }
   // What opening and appending found and did, one line each (also printed on stderr).

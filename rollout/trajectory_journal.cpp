@@ -74,8 +74,7 @@ TrajectoryJournal::TrajectoryJournal(std::string path, bool fsync) : path_(std::
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     KFORGE_CHECK(fd_ >= 0, io, path_ << ": cannot create the trajectory journal: " << why());
     created_ = true;
-    bool ok = ::write(fd_, kFileMagic, sizeof(kFileMagic)) == static_cast<ssize_t>(sizeof(kFileMagic)) &&
-              (!fsync_ || ::fsync(fd_) == 0);
+    bool ok = ::write(fd_, kFileMagic, sizeof(kFileMagic)) == static_cast<ssize_t>(sizeof(kFileMagic)) && (!fsync_ || ::fsync(fd_) == 0);
     KFORGE_CHECK(ok, io, path_ << ": cannot write the trajectory journal's header: " << why());
   }
   KFORGE_CHECK(fd_ >= 0, io, path_ << ": cannot open the trajectory journal: " << why());

@@ -26,9 +26,7 @@ hid_t string_type() {
   return t;
 }
 
-void check(bool ok, const std::string& path, const std::string& what) {
-  KFORGE_CHECK(ok, io, path << ": HDF5 " << what << " failed");
-}
+void check(bool ok, const std::string& path, const std::string& what) { KFORGE_CHECK(ok, io, path << ": HDF5 " << what << " failed"); }
 
 void write_strings(hid_t group, const std::string& name, const std::vector<std::string>& v, const std::string& path) {
   H5Handle type(string_type(), H5Tclose);
@@ -104,8 +102,9 @@ const std::vector<std::pair<const char*, std::string DatasetRow::*>>& string_col
 
 const std::vector<std::pair<const char*, double DatasetRow::*>>& double_columns() {
   static const std::vector<std::pair<const char*, double DatasetRow::*>> c = {
-      {"est_runtime_ms", &DatasetRow::est_runtime_ms}, {"flops", &DatasetRow::flops}, {"min_bytes", &DatasetRow::min_bytes},
-      {"eager_ms", &DatasetRow::eager_ms},             {"compile_ms", &DatasetRow::compile_ms},
+      {"est_runtime_ms", &DatasetRow::est_runtime_ms}, {"flops", &DatasetRow::flops},
+      {"min_bytes", &DatasetRow::min_bytes},           {"eager_ms", &DatasetRow::eager_ms},
+      {"compile_ms", &DatasetRow::compile_ms},
   };
   return c;
 }

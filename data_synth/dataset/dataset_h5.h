@@ -13,10 +13,10 @@ namespace kforge {
 
 struct DatasetRow {
   std::string id, split, source, dtype;
-  std::string ops;          // operator names in node order, comma-separated
+  std::string ops;  // operator names in node order, comma-separated
   int32_t n_ops = 0;
-  std::string spec_yaml;    // the full task spec (kforge task format)
-  std::string program_py;   // the rendered PyTorch program
+  std::string spec_yaml;   // the full task spec (kforge task format)
+  std::string program_py;  // the rendered PyTorch program
   std::string graph_hash, op_sequence, family;
   double est_runtime_ms = 0, flops = 0, min_bytes = 0;
   double eager_ms = 0, compile_ms = 0;  // NaN until the GPU baseline stage fills them

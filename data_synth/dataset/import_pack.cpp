@@ -28,8 +28,7 @@ std::vector<SkippedModule> read_skipped(const fs::path& path) {
   read_skipped_lines(path.string(), [&](int n, const SkippedLine& l) {
     KFORGE_CHECK(l.module, io, path.string() << ":" << n << ": " << l.error);
     // an earlier pack's own refusals (spec_error, the check's): this one decides again
-    if (std::find(std::begin(kPackReasons), std::end(kPackReasons), l.module->reason) == std::end(kPackReasons))
-      out.push_back(*l.module);
+    if (std::find(std::begin(kPackReasons), std::end(kPackReasons), l.module->reason) == std::end(kPackReasons)) out.push_back(*l.module);
   });
   return out;
 }
@@ -40,8 +39,7 @@ void write_skipped(const fs::path& path, const std::vector<SkippedModule>& skipp
     std::ofstream out(tmp);
     KFORGE_CHECK(out, io, tmp << ": cannot write");
     for (const auto& s : skipped)
-      out << Json{{"file", s.file}, {"row", s.row ? Json(*s.row) : Json()}, {"reason", s.reason}, {"detail", s.detail}}.dump()
-          << "\n";
+      out << Json{{"file", s.file}, {"row", s.row ? Json(*s.row) : Json()}, {"reason", s.reason}, {"detail", s.detail}}.dump() << "\n";
     KFORGE_CHECK(out, io, tmp << ": write failed");
   }
   fs::rename(tmp, path);
@@ -101,7 +99,8 @@ std::string ImportPack::table(double seconds) const {
   const int64_t imported = static_cast<int64_t>(dataset.rows.size()), n_skipped = static_cast<int64_t>(skipped.size());
   os << "imported  " << imported << "\n";
   os << "skipped   " << n_skipped << "\n";
-  for (const auto& [reason, n] : skipped_by_reason()) os << "  " << reason << std::string(std::max<size_t>(1, 22 - reason.size()), ' ') << n << "\n";
+  for (const auto& [reason, n] : skipped_by_reason())
+    os << "  " << reason << std::string(std::max<size_t>(1, 22 - reason.size()), ' ') << n << "\n";
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.2f", seconds > 0 ? (imported + n_skipped) / seconds : 0.0);
   char secs[32];

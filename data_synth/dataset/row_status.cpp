@@ -22,9 +22,12 @@ std::optional<RowStatus> RowStatus::from_text(const std::string& text) {
 
 std::string RowStatus::text() const {
   switch (kind) {
-    case Kind::cpu_ok: return "cpu_ok";
-    case Kind::ok: return "ok";
-    case Kind::rejected: return std::string(kRejected) + reason;
+    case Kind::cpu_ok:
+      return "cpu_ok";
+    case Kind::ok:
+      return "ok";
+    case Kind::rejected:
+      return std::string(kRejected) + reason;
   }
   return "";
 }
@@ -48,10 +51,14 @@ StatusFilter StatusFilter::parse(const std::string& text) {
 
 bool StatusFilter::matches(const RowStatus& s) const {
   switch (take) {
-    case Take::served: return !s.rejected();
-    case Take::all: return true;
-    case Take::rejected: return s.rejected();
-    case Take::exactly: return s == status;
+    case Take::served:
+      return !s.rejected();
+    case Take::all:
+      return true;
+    case Take::rejected:
+      return s.rejected();
+    case Take::exactly:
+      return s == status;
   }
   return false;
 }

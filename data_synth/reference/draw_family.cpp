@@ -23,7 +23,6 @@ bool eligible(const TaskArgument& a) {
          numel(a.decl.meta.shape) > 0;
 }
 
-
 size_t scaled_argument(uint64_t seed, size_t n) { return n ? static_cast<size_t>(splitmix64(seed) % n) : 0; }
 // The power of two `scaled` moves it by under a seed: 2^1 to 2^8.
 int scaled_exponent(uint64_t seed) { return 1 + static_cast<int>(splitmix64(seed ^ 0x5ca1edULL) % 8); }
@@ -107,14 +106,22 @@ void apply_one(DrawVariant v, const Draw& d, at::Tensor& t, uint64_t seed) {
 
 const char* variant_name(DrawVariant v) {
   switch (v) {
-    case DrawVariant::plain: return "plain";
-    case DrawVariant::scaled: return "scaled";
-    case DrawVariant::shifted: return "shifted";
-    case DrawVariant::row_scaled: return "row_scaled";
-    case DrawVariant::channel_scaled: return "channel_scaled";
-    case DrawVariant::element_scaled: return "element_scaled";
-    case DrawVariant::outliers: return "outliers";
-    case DrawVariant::sign_flip: return "sign_flip";
+    case DrawVariant::plain:
+      return "plain";
+    case DrawVariant::scaled:
+      return "scaled";
+    case DrawVariant::shifted:
+      return "shifted";
+    case DrawVariant::row_scaled:
+      return "row_scaled";
+    case DrawVariant::channel_scaled:
+      return "channel_scaled";
+    case DrawVariant::element_scaled:
+      return "element_scaled";
+    case DrawVariant::outliers:
+      return "outliers";
+    case DrawVariant::sign_flip:
+      return "sign_flip";
   }
   return "?";
 }
@@ -267,8 +274,10 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
       tries.push_back(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + k + 1)));
     for (const uint64_t vs : tries) {
       std::string reason;
-      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason)) c.seeds.push_back(vs);
-      else last_reason = reason;
+      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason))
+        c.seeds.push_back(vs);
+      else
+        last_reason = reason;
     }
     c.usable = !c.seeds.empty();
     if (!c.usable) c.reason = last_reason;

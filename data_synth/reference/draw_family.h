@@ -46,7 +46,7 @@ namespace kforge {
 // A member of the draw family (plain: the task's declared draw).
 enum class DrawVariant { plain, scaled, shifted, row_scaled, channel_scaled, element_scaled, outliers, sign_flip };
 // The members other than plain.
-inline constexpr DrawVariant kRobustVariants[] = {DrawVariant::scaled,         DrawVariant::shifted,  DrawVariant::row_scaled,
+inline constexpr DrawVariant kRobustVariants[] = {DrawVariant::scaled,         DrawVariant::shifted,        DrawVariant::row_scaled,
                                                   DrawVariant::channel_scaled, DrawVariant::element_scaled, DrawVariant::outliers,
                                                   DrawVariant::sign_flip};
 const char* variant_name(DrawVariant v);
@@ -59,9 +59,9 @@ void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vect
 struct VariantCondition {
   DrawVariant variant = DrawVariant::plain;
   bool usable = false;
-  double worst_ratio = 0;         // the largest max |r - r64| / (atol + rtol |r64|) over the seeds tried
-  std::vector<uint64_t> seeds;    // the variant seeds under which the reference is well-conditioned
-  std::string reason;             // why not usable
+  double worst_ratio = 0;       // the largest max |r - r64| / (atol + rtol |r64|) over the seeds tried
+  std::vector<uint64_t> seeds;  // the variant seeds under which the reference is well-conditioned
+  std::string reason;           // why not usable
 };
 
 struct TaskConditions {
@@ -74,7 +74,7 @@ struct TaskConditions {
 // max(margin, plain_ratio) and at most 1: no worse-conditioned than the task's own draws, which
 // honest kernels are held to anyway. Calls then use approved seeds only, so a variant's random
 // parameters (exponents, signs, spike places) are ones the reference was seen to survive.
-TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed,
-                                  double margin, int seeds_per_variant = 2);
+TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
+                                  int seeds_per_variant = 2);
 
 }  // namespace kforge

@@ -1,7 +1,7 @@
 #include "data_synth/reference/reference.h"
 
-#include "configs/error.h"
 #include <c10/core/InferenceMode.h>
+#include "configs/error.h"
 
 #include "data_synth/reference/op_exec.h"
 #include "data_synth/reference/reference_torchscript.h"
@@ -10,12 +10,18 @@ namespace kforge {
 
 at::ScalarType to_scalar_type(DType t) {
   switch (t) {
-    case DType::float32: return at::kFloat;
-    case DType::float16: return at::kHalf;
-    case DType::bfloat16: return at::kBFloat16;
-    case DType::int32: return at::kInt;
-    case DType::int64: return at::kLong;
-    case DType::boolean: return at::kBool;
+    case DType::float32:
+      return at::kFloat;
+    case DType::float16:
+      return at::kHalf;
+    case DType::bfloat16:
+      return at::kBFloat16;
+    case DType::int32:
+      return at::kInt;
+    case DType::int64:
+      return at::kLong;
+    case DType::boolean:
+      return at::kBool;
   }
   return at::kFloat;
 }

@@ -41,8 +41,10 @@ std::shared_ptr<LoadedModule> module_for(const TaskSpec& task, const at::Device&
     KFORGE_FAIL(spec, "task " << task.id << ": the TorchScript artifact (sha256 " << task.reference.sha256.substr(0, 12)
                               << ") does not load on " << device.str() << ": " << e.what());
   }
-  if (task.reference.module_mode == ModuleMode::train) m->module.train();
-  else m->module.eval();
+  if (task.reference.module_mode == ModuleMode::train)
+    m->module.train();
+  else
+    m->module.eval();
   ++g_loads;
   return cache.emplace(key, std::move(m)).first->second;
 }
@@ -59,8 +61,8 @@ void check_outputs(const TaskSpec& task, const std::vector<at::Tensor>& args, co
     const TaskOutput& o = task.outputs[i];
     Shape got(out[i].sizes().begin(), out[i].sizes().end());
     KFORGE_CHECK(got == o.meta.shape, spec,
-                 "task " << task.id << ": output " << i << " ('" << o.name << "') of the TorchScript module has shape "
-                         << shape_str(got) << ", the task states " << shape_str(o.meta.shape));
+                 "task " << task.id << ": output " << i << " ('" << o.name << "') of the TorchScript module has shape " << shape_str(got)
+                         << ", the task states " << shape_str(o.meta.shape));
     KFORGE_CHECK(!declared_dtypes || out[i].scalar_type() == to_scalar_type(o.meta.dtype), spec,
                  "task " << task.id << ": output " << i << " ('" << o.name << "') of the TorchScript module is "
                          << c10::toString(out[i].scalar_type()) << ", the task states " << dtype_name(o.meta.dtype));
@@ -92,15 +94,14 @@ std::vector<at::Tensor> run_torchscript_reference(const TaskSpec& task, const st
   std::vector<at::Tensor> out;
   if (result.isTuple()) {
     for (const auto& v : result.toTupleRef().elements()) {
-      KFORGE_CHECK(v.isTensor(), spec, "task " << task.id << ": the TorchScript module returns a " << v.tagKind()
-                                               << " in its tuple, not a tensor");
+      KFORGE_CHECK(v.isTensor(), spec,
+                   "task " << task.id << ": the TorchScript module returns a " << v.tagKind() << " in its tuple, not a tensor");
       out.push_back(v.toTensor());
     }
   } else if (result.isTensor()) {
     out.push_back(result.toTensor());  // a one-output module traced without its tuple
   } else {
-    KFORGE_FAIL(spec, "task " << task.id << ": the TorchScript module returns a " << result.tagKind()
-                              << ", not a tuple of tensors");
+    KFORGE_FAIL(spec, "task " << task.id << ": the TorchScript module returns a " << result.tagKind() << ", not a tuple of tensors");
   }
   check_outputs(task, args, out);
   return out;

@@ -1,8 +1,8 @@
 #include "data_synth/reference/sensitivity.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 #include <c10/core/InferenceMode.h>
@@ -85,9 +85,12 @@ std::vector<at::Tensor> ablated(const TaskSpec& t, const std::vector<at::Tensor>
     x.fill_(integer_constant(t.arguments[i].draw));
   } else {
     const double m = mean_of(args[i]);
-    if (kind == Kind::whole) x.fill_(m);
-    else if (kind == Kind::row) x.select(0, rng.below(x.size(0))).fill_(m);
-    else x.select(1, rng.below(x.size(1))).fill_(m);
+    if (kind == Kind::whole)
+      x.fill_(m);
+    else if (kind == Kind::row)
+      x.select(0, rng.below(x.size(0))).fill_(m);
+    else
+      x.select(1, rng.below(x.size(1))).fill_(m);
   }
   out[i] = x;
   return out;
@@ -131,10 +134,9 @@ void diagnose_family(const TaskSpec& task, const std::vector<size_t>& idx, int d
                      const std::function<std::vector<at::Tensor>(uint64_t)>& draw_args, uint64_t& trial, SensitivityReport& rep) {
   for (size_t k = 0; k < idx.size(); ++k) {
     InputSensitivity& s = rep.inputs[k];
-    const std::pair<Kind, std::string*> kinds[] = {
-        {Kind::whole, s.matters_whole ? nullptr : &s.whole_member},
-        {Kind::row, s.matters_row ? nullptr : &s.row_member},
-        {Kind::channel, s.matters_channel ? nullptr : &s.channel_member}};
+    const std::pair<Kind, std::string*> kinds[] = {{Kind::whole, s.matters_whole ? nullptr : &s.whole_member},
+                                                   {Kind::row, s.matters_row ? nullptr : &s.row_member},
+                                                   {Kind::channel, s.matters_channel ? nullptr : &s.channel_member}};
     for (const auto& [kind, member] : kinds) {
       if (!member) continue;
       *member = "none";
@@ -187,9 +189,9 @@ void name_the_ablation_failure(SensitivityReport& rep, const TaskSpec& task, con
     const InputSensitivity& s = rep.inputs[k];
     std::ostringstream os;
     os << who(task.arguments[idx[k]]) << ": replacing " << rate_text(100 * opts.ablation_share)
-       << " % of its elements by its mean leaves the tolerance on fewer than " << rate_text(100 * opts.pass_rate)
-       << " % of " << trials << " trials under every member of the draw family (plain " << rate_text(s.ablation_rate_plain.value_or(0))
-       << ", best " << s.best_member << " " << rate_text(s.ablation_rate_best.value_or(0)) << ")";
+       << " % of its elements by its mean leaves the tolerance on fewer than " << rate_text(100 * opts.pass_rate) << " % of " << trials
+       << " trials under every member of the draw family (plain " << rate_text(s.ablation_rate_plain.value_or(0)) << ", best "
+       << s.best_member << " " << rate_text(s.ablation_rate_best.value_or(0)) << ")";
     rep.reason = os.str();
     rep.reason_code = kSensitivityReasons[1];
   }

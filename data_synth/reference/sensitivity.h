@@ -48,14 +48,14 @@
 namespace kforge {
 
 struct SensitivityOptions {
-  int draws = 2;                  // draws of the task's own distribution for (a)-(c)
-  int ablation_trials = 16;       // trials per member for (d); 0 skips (d)
-  double ablation_share = 0.01;   // share of an argument's elements replaced in (d)
-  double pass_rate = 0.99;        // (d) passes under a member whose leave rate is at least this
+  int draws = 2;                     // draws of the task's own distribution for (a)-(c)
+  int ablation_trials = 16;          // trials per member for (d); 0 skips (d)
+  double ablation_share = 0.01;      // share of an argument's elements replaced in (d)
+  double pass_rate = 0.99;           // (d) passes under a member whose leave rate is at least this
   int64_t ablation_min_numel = 100;  // (d) only for floating arguments of at least this many elements
   uint64_t seed = 1;
-  bool slices = true;             // run (b) and (c); false: the whole-argument ablation (a) only
-  bool stop_early = false;        // return at the first argument that fails (a)-(c) (filters: the verdict only)
+  bool slices = true;       // run (b) and (c); false: the whole-argument ablation (a) only
+  bool stop_early = false;  // return at the first argument that fails (a)-(c) (filters: the verdict only)
   // Diagnosis only (the verdict is unchanged): for each ablation kind (a)-(c) that fails under the
   // plain member, the first other member (kRobustVariants order, those that apply) under which it
   // moves the answer on every one of `draws` draws: whether the harness's other members would
@@ -69,7 +69,7 @@ struct SensitivityOptions {
 
 struct InputSensitivity {
   std::string name;
-  std::string role;             // input, parameter, buffer
+  std::string role;  // input, parameter, buffer
   bool floating = true;
   // Draws on which each ablation moved the answer (of SensitivityOptions::draws); nullopt where the
   // kind does not apply (row, channel: integer or fewer than 2 dims).
@@ -81,7 +81,7 @@ struct InputSensitivity {
   std::string whole_member, row_member, channel_member;
   // (d): nullopt where it does not apply (integer, fewer than ablation_min_numel elements, no trials).
   std::optional<double> ablation_rate_plain;
-  std::string best_member;      // the member with the highest rate (the first to reach pass_rate)
+  std::string best_member;  // the member with the highest rate (the first to reach pass_rate)
   std::optional<double> ablation_rate_best;
   bool matters() const { return matters_whole && matters_row && matters_channel; }
 };
@@ -92,7 +92,7 @@ struct SensitivityReport {
   bool passed() const { return inputs_matter && ablation_passed; }
   // "" when passed; "input_matters" when (a)-(c) fail (reported first), else "ablation".
   std::string reason_code;
-  std::string reason;           // e.g. "input y: replacing it by a constant leaves every output within tolerance on the task's draws"
+  std::string reason;  // e.g. "input y: replacing it by a constant leaves every output within tolerance on the task's draws"
   std::vector<InputSensitivity> inputs;
   std::optional<double> min_best_ablation_rate;  // over the arguments (d) applies to
   int64_t reference_runs = 0;

@@ -2,9 +2,7 @@
 
 namespace kforge {
 
-at::Tensor tolerance_bound(const at::Tensor& ref, const Tolerance& tol) {
-  return tol.atol + tol.rtol * ref.to(at::kDouble).abs();
-}
+at::Tensor tolerance_bound(const at::Tensor& ref, const Tolerance& tol) { return tol.atol + tol.rtol * ref.to(at::kDouble).abs(); }
 
 at::Tensor outside_tolerance(const at::Tensor& out, const at::Tensor& ref, const Tolerance& tol) {
   at::Tensor c = out.to(at::kDouble), r = ref.to(at::kDouble);

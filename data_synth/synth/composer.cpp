@@ -48,8 +48,8 @@ const std::map<std::string, std::vector<std::string>>& synth_families() {
   static const std::map<std::string, std::vector<std::string>> f = {
       {"matmul", {"linear", "linear", "matmul", "bmm", "einsum"}},
       {"convolution", {"conv2d", "conv2d", "conv2d", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}},
-      {"elementwise", {"relu", "gelu", "silu", "sigmoid", "tanh", "mish", "hardswish", "softplus", "elu", "leaky_relu", "add", "mul",
-                       "maximum", "sub"}},
+      {"elementwise",
+       {"relu", "gelu", "silu", "sigmoid", "tanh", "mish", "hardswish", "softplus", "elu", "leaky_relu", "add", "mul", "maximum", "sub"}},
       {"reduction", {"sum", "mean", "amax", "amin", "logsumexp", "softmax", "log_softmax", "cumsum", "vector_norm", "var", "argmax"}},
       {"normalization", {"layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "l2_normalize"}},
       {"pooling", {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "upsample2d", "max_pool1d"}},
@@ -102,9 +102,9 @@ void head_matmul(Builder& b, const std::string& op) {
 void head_conv(Builder& b, const std::string& op) {
   DType dt = b.dtype;
   auto conv_attrs = [&](int64_t co, int64_t k, int64_t stride, int64_t pad, int64_t groups) {
-    return std::map<std::string, std::string>{{"out_channels", str(co)}, {"kernel_size", str(k)}, {"stride", str(stride)},
-                                              {"padding", str(pad)}, {"groups", str(groups)},
-                                              {"bias", b.rng.chance(0.7) ? "true" : "false"}};
+    return std::map<std::string, std::string>{{"out_channels", str(co)}, {"kernel_size", str(k)},
+                                              {"stride", str(stride)},   {"padding", str(pad)},
+                                              {"groups", str(groups)},   {"bias", b.rng.chance(0.7) ? "true" : "false"}};
   };
   if (op == "conv2d") {
     int64_t c = b.pick({3, 16, 32, 64, 128}), h = b.pick({32, 64, 112, 128, 224}), k = b.pick({1, 3, 3, 5, 7});
@@ -144,8 +144,10 @@ void head_pool_attention_loss(Builder& b, const std::string& op, const OpDef& de
   if (op == "max_pool2d" || op == "avg_pool2d" || op == "adaptive_avg_pool2d" || op == "upsample2d") {
     int64_t h = op == "upsample2d" ? b.pick({16, 32, 64}) : b.pick({32, 64, 112, 128});
     Tensor x = b.input({kBuildBatch, b.pick({16, 32, 64, 128}), h, h}, dt, {"B", "C", "H", "W"});
-    if (op == "adaptive_avg_pool2d") b.node(op, {x}, {{"output_size", str(b.pick({1, 2, 4, 7}))}});
-    else if (op == "upsample2d") b.node(op, {x}, {{"scale", "2"}, {"mode", b.rng.chance(0.5) ? "nearest" : "bilinear"}});
+    if (op == "adaptive_avg_pool2d")
+      b.node(op, {x}, {{"output_size", str(b.pick({1, 2, 4, 7}))}});
+    else if (op == "upsample2d")
+      b.node(op, {x}, {{"scale", "2"}, {"mode", b.rng.chance(0.5) ? "nearest" : "bilinear"}});
     else {
       int64_t k = b.pick({2, 3});
       b.node(op, {x}, {{"kernel_size", str(k)}, {"stride", "2"}, {"padding", k == 3 ? "1" : "0"}});
@@ -170,8 +172,10 @@ void head_pool_attention_loss(Builder& b, const std::string& op, const OpDef& de
     b.node(op, {x, y}, a);
   } else if (op == "embedding") {
     Tensor idx = b.input({kBuildBatch, b.pick({16, 64, 128, 512})}, DType::int64, {"B", "L"});
-    b.node(op, {idx}, {{"num_embeddings", str(b.pick({1000, 8192, 32000, 50257}))}, {"dim", str(b.pick({128, 256, 512, 1024}))},
-                       {"dtype", dtype_name(dt)}});
+    b.node(op, {idx},
+           {{"num_embeddings", str(b.pick({1000, 8192, 32000, 50257}))},
+            {"dim", str(b.pick({128, 256, 512, 1024}))},
+            {"dtype", dtype_name(dt)}});
   }
 }
 
@@ -192,8 +196,10 @@ void head_generic(Builder& b, const std::string& op, const OpDef& def) {
     int r = b.cur.rank();
     if (op == "group_norm" || op == "batch_norm" || op == "instance_norm") {
       if (r < 3) b.cur = b.input({kBuildBatch, b.pick({16, 32, 64, 128}), b.pick({56, 64, 128}), 64}, dt, {"B", "C", "H", "W"});
-      if (op == "group_norm") b.node(op, {b.cur}, {{"groups", str(b.pick({2, 4, 8, 16}))}});
-      else b.node(op, {b.cur});
+      if (op == "group_norm")
+        b.node(op, {b.cur}, {{"groups", str(b.pick({2, 4, 8, 16}))}});
+      else
+        b.node(op, {b.cur});
       return;
     }
     if (op == "layer_norm" || op == "rms_norm") {
@@ -201,8 +207,10 @@ void head_generic(Builder& b, const std::string& op, const OpDef& def) {
       return;
     }
     std::string dim = str(-1 - b.rng.below(r - 1));
-    if (op == "l2_normalize" || op == "softmax" || op == "log_softmax" || op == "cumsum") b.node(op, {b.cur}, {{"dim", dim}});
-    else b.node(op, {b.cur}, {{"dim", dim}, {"keepdim", b.rng.chance(0.3) ? "true" : "false"}});
+    if (op == "l2_normalize" || op == "softmax" || op == "log_softmax" || op == "cumsum")
+      b.node(op, {b.cur}, {{"dim", dim}});
+    else
+      b.node(op, {b.cur}, {{"dim", dim}, {"keepdim", b.rng.chance(0.3) ? "true" : "false"}});
   }
 }
 
@@ -214,11 +222,12 @@ bool is_one_of(const std::string& op, std::initializer_list<const char*> names) 
 
 void head(Builder& b, const std::string& op) {
   const OpDef& def = op_registry().get(op);
-  if (is_one_of(op, {"linear", "matmul", "bmm", "einsum"})) head_matmul(b, op);
+  if (is_one_of(op, {"linear", "matmul", "bmm", "einsum"}))
+    head_matmul(b, op);
   else if (is_one_of(op, {"conv2d", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}))
     head_conv(b, op);
-  else if (is_one_of(op, {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "upsample2d", "max_pool1d", "sdpa", "cross_entropy",
-                          "embedding"}) ||
+  else if (is_one_of(
+               op, {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "upsample2d", "max_pool1d", "sdpa", "cross_entropy", "embedding"}) ||
            def.category == OpCategory::loss)
     head_pool_attention_loss(b, op, def);
   else
@@ -236,8 +245,7 @@ std::optional<DimEnv> check_dims_for(const TaskSpec& t, const CpuCheckConfig& cc
     try {
       resolve_graph(t.graph, d);
       return d;
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
   }
   return std::nullopt;
 }
@@ -251,8 +259,8 @@ DrawOutcome Composer::draw(SynthRng& rng, const std::string& id, uint64_t task_s
   return draw_with(rng, id, task_seed, n_ops, family, dtype);
 }
 
-DrawOutcome Composer::draw_with(SynthRng& rng, const std::string& id, uint64_t task_seed, int n_ops,
-                                const std::string& family, DType dtype) const {
+DrawOutcome Composer::draw_with(SynthRng& rng, const std::string& id, uint64_t task_seed, int n_ops, const std::string& family,
+                                DType dtype) const {
   DrawOutcome out;
   auto fam = synth_families().find(family);
   KFORGE_CHECK(fam != synth_families().end(), config, "unknown operator family '" << family << "'");

@@ -19,10 +19,12 @@ class SynthRng {
  public:
   explicit SynthRng(uint64_t seed);
   uint64_t next();
-  double uniform();                       // [0, 1)
-  int64_t below(int64_t n);               // [0, n)
+  double uniform();          // [0, 1)
+  int64_t below(int64_t n);  // [0, n)
   template <class T>
-  const T& pick(const std::vector<T>& v) { return v[static_cast<size_t>(below(static_cast<int64_t>(v.size())))]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(below(static_cast<int64_t>(v.size())))];
+  }
   bool chance(double p) { return uniform() < p; }
 
  private:
@@ -70,8 +72,7 @@ class Composer {
   // One candidate task named `id` whose draws use `task_seed`.
   DrawOutcome draw(SynthRng& rng, const std::string& id, uint64_t task_seed) const;
   // Forced choices, for tests: the number of operators and the first operator's family.
-  DrawOutcome draw_with(SynthRng& rng, const std::string& id, uint64_t task_seed, int n_ops, const std::string& family,
-                        DType dtype) const;
+  DrawOutcome draw_with(SynthRng& rng, const std::string& id, uint64_t task_seed, int n_ops, const std::string& family, DType dtype) const;
 
  private:
   const SynthConfig& cfg_;

@@ -30,7 +30,7 @@ struct Builder {
   OpGraph graph;
   DimEnv dims{{"B", kBuildBatch}};
   std::vector<std::pair<int64_t, std::string>> names{{kBuildBatch, "B"}};  // value -> dim name, first wins
-  std::vector<Tensor> tensors;  // inputs and nodes
+  std::vector<Tensor> tensors;                                             // inputs and nodes
   Tensor cur;
   std::vector<std::string> ops;
   int inputs = 0, nodes = 0;

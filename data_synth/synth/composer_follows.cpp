@@ -12,8 +12,12 @@ namespace kforge::compose {
 
 Shape generic_shape(Builder& b, std::vector<std::string>& sym) {
   switch (b.rng.below(3)) {
-    case 0: sym = {"B", "D"}; return {kBuildBatch, b.pick({1024, 2048, 4096, 8192, 16384})};
-    case 1: sym = {"B", "L", "D"}; return {kBuildBatch, b.pick({128, 256, 512, 1024}), b.pick({256, 512, 768, 1024, 2048})};
+    case 0:
+      sym = {"B", "D"};
+      return {kBuildBatch, b.pick({1024, 2048, 4096, 8192, 16384})};
+    case 1:
+      sym = {"B", "L", "D"};
+      return {kBuildBatch, b.pick({128, 256, 512, 1024}), b.pick({256, 512, 768, 1024, 2048})};
     default: {
       sym = {"B", "C", "H", "W"};
       int64_t h = b.pick({32, 56, 64, 112, 128});
@@ -31,8 +35,9 @@ Tensor generic_input(Builder& b) {
 std::map<std::string, std::string> unary_attrs(Builder& b, const std::string& op) {
   if (op == "leaky_relu") return {{"negative_slope", b.rng.pick(std::vector<std::string>{"0.01", "0.1", "0.2"})}};
   if (op == "gelu") return {{"approximate", b.rng.chance(0.3) ? "tanh" : "none"}};
-  if (op == "clamp") return b.rng.chance(0.5) ? std::map<std::string, std::string>{{"min", "-1.0"}, {"max", "1.0"}}
-                                              : std::map<std::string, std::string>{{"min", "0.0"}, {"max", "6.0"}};
+  if (op == "clamp")
+    return b.rng.chance(0.5) ? std::map<std::string, std::string>{{"min", "-1.0"}, {"max", "1.0"}}
+                             : std::map<std::string, std::string>{{"min", "0.0"}, {"max", "6.0"}};
   if (op == "hardtanh") return {{"min_val", "-2.0"}, {"max_val", "2.0"}};
   if (op == "scale") return {{"alpha", b.rng.pick(std::vector<std::string>{"0.5", "2.0", "0.125"})}};
   if (op == "softplus") return {{"beta", b.rng.chance(0.5) ? "1.0" : "2.0"}};
@@ -59,7 +64,6 @@ Tensor second_operand(Builder& b) {
 
 // ---- later operators: each takes the current tensor (and maybe another); false when it does not fit ----
 
-
 namespace {
 
 // A follow applies to a float tensor of rank >= 1.
@@ -67,8 +71,9 @@ bool fl(Builder& b) { return b.is_float() && b.cur.rank() >= 1; }
 
 // Follows of unary and binary elementwise operators and where.
 void add_elementwise_follows(std::vector<FollowRecipe>& r) {
-  for (const char* op : {"relu", "gelu", "silu", "sigmoid", "tanh", "mish", "hardswish", "hardsigmoid", "softplus", "elu", "selu",
-                         "leaky_relu", "softsign", "hardtanh", "clamp", "scale", "square", "sin", "abs", "exp", "dropout"}) {
+  for (const char* op :
+       {"relu",       "gelu",     "silu",     "sigmoid", "tanh",  "mish",   "hardswish", "hardsigmoid", "softplus", "elu",    "selu",
+        "leaky_relu", "softsign", "hardtanh", "clamp",   "scale", "square", "sin",       "abs",         "exp",      "dropout"}) {
     std::string name = op;
     double w = name == "exp" || name == "dropout" || name == "square" ? 0.3 : 1.0;
     r.push_back({name, w, [name](Builder& b, bool, int) {
@@ -168,12 +173,13 @@ void add_matmul_conv_follows(std::vector<FollowRecipe>& r) {
                  b.node("matmul", {x, w});
                  return true;
                }});
-  r.push_back({"conv2d", 1.0, [](Builder& b, bool, int) {
-                 if (!fl(b) || b.cur.rank() != 4 || b.cur.dim(2) < 3 || b.cur.dim(3) < 3 || b.cur.dim(1) > 512) return false;
-                 int64_t k = b.pick({1, 3});
-                 b.node("conv2d", {b.cur}, {{"out_channels", str(b.pick({16, 32, 64, 128}))}, {"kernel_size", str(k)}, {"padding", str(k / 2)}});
-                 return true;
-               }});
+  r.push_back(
+      {"conv2d", 1.0, [](Builder& b, bool, int) {
+         if (!fl(b) || b.cur.rank() != 4 || b.cur.dim(2) < 3 || b.cur.dim(3) < 3 || b.cur.dim(1) > 512) return false;
+         int64_t k = b.pick({1, 3});
+         b.node("conv2d", {b.cur}, {{"out_channels", str(b.pick({16, 32, 64, 128}))}, {"kernel_size", str(k)}, {"padding", str(k / 2)}});
+         return true;
+       }});
   r.push_back({"conv1d", 0.5, [](Builder& b, bool, int) {
                  if (!fl(b) || b.cur.rank() != 3 || b.cur.dim(2) < 3 || b.cur.dim(1) > 512) return false;
                  b.node("conv1d", {b.cur}, {{"out_channels", str(b.pick({16, 32, 64}))}, {"kernel_size", "3"}, {"padding", "1"}});

@@ -11,8 +11,9 @@ namespace kforge {
 
 namespace {
 
-const std::vector<std::string> kReasons = {"no_check_dims", "cpu_budget", "cpu_failed", "nondeterministic_run",
-                                           "nonfinite", "invariant_to_inputs", "below_tolerance_floor", "near_constant", "input_matters"};
+const std::vector<std::string> kReasons = {"no_check_dims",         "cpu_budget",    "cpu_failed",
+                                           "nondeterministic_run",  "nonfinite",     "invariant_to_inputs",
+                                           "below_tolerance_floor", "near_constant", "input_matters"};
 
 // The share of elements where `answer` fails the tolerance rule against `ref` (both finite here).
 double failing_fraction(const at::Tensor& ref, const at::Tensor& answer, const Tolerance& tol) {
@@ -65,8 +66,8 @@ std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cf
     // An all-zeros answer must fail on a visible share of the elements ...
     if (failing_fraction(out, at::zeros_like(out), t.tolerance) < cfg.min_informative_fraction) return "below_tolerance_floor";
     // ... and so must the best constant (the mean), where there is more than one element.
-    if (out.numel() > 1 && failing_fraction(out, at::full_like(out, out.to(at::kDouble).mean().item<double>()), t.tolerance) <
-                               cfg.min_informative_fraction)
+    if (out.numel() > 1 &&
+        failing_fraction(out, at::full_like(out, out.to(at::kDouble).mean().item<double>()), t.tolerance) < cfg.min_informative_fraction)
       return "near_constant";
   }
   if (!varies) return "invariant_to_inputs";
@@ -85,8 +86,6 @@ std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cf
   return "";
 }
 
-std::unique_ptr<CandidateFilter> make_cpu_reference_filter(const CpuCheckConfig& cfg) {
-  return std::make_unique<CpuReferenceFilter>(cfg);
-}
+std::unique_ptr<CandidateFilter> make_cpu_reference_filter(const CpuCheckConfig& cfg) { return std::make_unique<CpuReferenceFilter>(cfg); }
 
 }  // namespace kforge

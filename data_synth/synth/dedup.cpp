@@ -31,11 +31,16 @@ std::string hex(uint64_t a, uint64_t b) {
 
 std::string attr_text(const AttrValue& v) {
   switch (v.kind) {
-    case AttrKind::integer: return std::to_string(v.i);
-    case AttrKind::real: return shortest_double(v.f);
-    case AttrKind::boolean: return v.b ? "1" : "0";
-    case AttrKind::text: return v.s;
-    case AttrKind::integers: return shape_str(v.ints);
+    case AttrKind::integer:
+      return std::to_string(v.i);
+    case AttrKind::real:
+      return shortest_double(v.f);
+    case AttrKind::boolean:
+      return v.b ? "1" : "0";
+    case AttrKind::text:
+      return v.s;
+    case AttrKind::integers:
+      return shape_str(v.ints);
   }
   return "";
 }
@@ -101,8 +106,7 @@ std::vector<KernelBenchSignature> load_kernelbench_signatures(const std::string&
   } catch (const std::exception& e) {
     KFORGE_FAIL(config, path << ": not valid JSON: " << e.what());
   }
-  KFORGE_CHECK(j.is_object() && j.contains("problems") && j["problems"].is_array(), config,
-               path << ": expected {\"problems\": [...]}");
+  KFORGE_CHECK(j.is_object() && j.contains("problems") && j["problems"].is_array(), config, path << ": expected {\"problems\": [...]}");
   std::vector<KernelBenchSignature> out;
   for (const auto& p : j["problems"]) {
     try {
@@ -123,8 +127,7 @@ double op_sequence_similarity(const std::vector<std::string>& a, const std::vect
   if (a.empty() || b.empty()) return 0;
   std::vector<std::vector<int>> l(a.size() + 1, std::vector<int>(b.size() + 1, 0));
   for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j)
-      l[i][j] = a[i - 1] == b[j - 1] ? l[i - 1][j - 1] + 1 : std::max(l[i - 1][j], l[i][j - 1]);
+    for (size_t j = 1; j <= b.size(); ++j) l[i][j] = a[i - 1] == b[j - 1] ? l[i - 1][j - 1] + 1 : std::max(l[i - 1][j], l[i][j - 1]);
   return static_cast<double>(l[a.size()][b.size()]) / static_cast<double>(std::max(a.size(), b.size()));
 }
 

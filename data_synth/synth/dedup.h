@@ -19,9 +19,9 @@ std::vector<std::string> op_names(const TaskSpec& task);
 
 // One KernelBench problem reduced to what decontamination compares.
 struct KernelBenchSignature {
-  std::string name;                  // "level2/12_Gemm_Multiply_LeakyReLU.py"
+  std::string name;  // "level2/12_Gemm_Multiply_LeakyReLU.py"
   int level = 0;
-  std::vector<std::string> ops;      // kforge operator names in forward order
+  std::vector<std::string> ops;  // kforge operator names in forward order
   std::vector<std::vector<int64_t>> input_shapes;
 };
 

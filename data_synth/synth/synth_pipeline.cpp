@@ -184,8 +184,8 @@ class SynthRun {
         ++shard_rejected[reason];
       } else {
         KeptTask t{c.synth.task, c.synth.family, c.hash, c.sequence, c.synth.est_ms};
-        shard_kept.push_back({{"spec", task_to_yaml(t.task)}, {"family", t.family}, {"hash", t.hash}, {"sequence", t.sequence},
-                              {"est_ms", t.est_ms}});
+        shard_kept.push_back(
+            {{"spec", task_to_yaml(t.task)}, {"family", t.family}, {"hash", t.hash}, {"sequence", t.sequence}, {"est_ms", t.est_ms}});
         kept_.push_back(std::move(t));
       }
       report(shard, false);
@@ -229,8 +229,7 @@ class SynthRun {
 
  private:
   // Candidate i of the shard into `c`; the reason it is rejected, or "" when it passed every filter.
-  std::string draw_and_filter(SynthRng& rng, int64_t shard, int64_t i, HashedCandidate& c,
-                              nlohmann::ordered_json& shard_seen) {
+  std::string draw_and_filter(SynthRng& rng, int64_t shard, int64_t i, HashedCandidate& c, nlohmann::ordered_json& shard_seen) {
     char id[64];
     std::snprintf(id, sizeof id, "syn%llu_%05lld_%04lld", static_cast<unsigned long long>(cfg_.seed), static_cast<long long>(shard),
                   static_cast<long long>(i));
@@ -245,8 +244,10 @@ class SynthRun {
     if (reason.empty()) {
       c.hash = canonical_graph_hash(c.synth.task);
       c.sequence = canonical_op_sequence(c.synth.task);
-      if (!seen_.insert(c.hash).second) reason = "duplicate";
-      else shard_seen.push_back(c.hash);
+      if (!seen_.insert(c.hash).second)
+        reason = "duplicate";
+      else
+        shard_seen.push_back(c.hash);
     }
     for (size_t k = 0; reason.empty() && k < filters_.size(); ++k) reason = filters_[k]->check(c);
     return reason;

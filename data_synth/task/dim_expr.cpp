@@ -34,8 +34,7 @@ class Parser {
 
   NodeP parse_all() {
     if (s_.size() > kMaxDimExprChars)
-      KFORGE_FAIL(spec, "dimension expression of " << s_.size() << " characters is longer than the limit of "
-                                                  << kMaxDimExprChars);
+      KFORGE_FAIL(spec, "dimension expression of " << s_.size() << " characters is longer than the limit of " << kMaxDimExprChars);
     NodeP e = expr();
     skip();
     if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
@@ -75,20 +74,26 @@ class Parser {
   NodeP expr() {
     NodeP left = term();
     for (;;) {
-      if (eat('+')) left = op(DimExpr::Node::add, left, term());
-      else if (eat('-')) left = op(DimExpr::Node::sub, left, term());
-      else return left;
+      if (eat('+'))
+        left = op(DimExpr::Node::add, left, term());
+      else if (eat('-'))
+        left = op(DimExpr::Node::sub, left, term());
+      else
+        return left;
     }
   }
   NodeP term() {
     NodeP left = unary();
     for (;;) {
-      if (eat('*')) left = op(DimExpr::Node::mul, left, unary());
+      if (eat('*'))
+        left = op(DimExpr::Node::mul, left, unary());
       else if (eat('/')) {
         eat('/');  // "//" reads as "/"
         left = op(DimExpr::Node::div, left, unary());
-      } else if (eat('%')) left = op(DimExpr::Node::mod, left, unary());
-      else return left;
+      } else if (eat('%'))
+        left = op(DimExpr::Node::mod, left, unary());
+      else
+        return left;
     }
   }
   NodeP unary() {
@@ -115,8 +120,7 @@ class Parser {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       int64_t v = 0;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[pos_] - '0', &v))
-          fail("number too large");
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[pos_] - '0', &v)) fail("number too large");
         ++pos_;
       }
       auto n = std::make_shared<DimExpr::Node>();
@@ -130,10 +134,14 @@ class Parser {
       std::string id(s_.substr(start, pos_ - start));
       if (eat('(')) {
         DimExpr::Node::Kind k;
-        if (id == "min") k = DimExpr::Node::min;
-        else if (id == "max") k = DimExpr::Node::max;
-        else if (id == "ceil_div") k = DimExpr::Node::ceil_div;
-        else fail("unknown function '" + id + "' (min, max, ceil_div)");
+        if (id == "min")
+          k = DimExpr::Node::min;
+        else if (id == "max")
+          k = DimExpr::Node::max;
+        else if (id == "ceil_div")
+          k = DimExpr::Node::ceil_div;
+        else
+          fail("unknown function '" + id + "' (min, max, ceil_div)");
         Nest nest(*this);
         NodeP a = expr();
         if (!eat(',')) fail("expected ',' in " + id + "(a, b)");
@@ -181,9 +189,7 @@ std::optional<int64_t> ceil_div(int64_t a, int64_t b) {
 }
 
 int64_t eval_node(const DimExpr::Node& n, const DimEnv& env, const std::string& text) {
-  auto overflow = [&](const char* what) {
-    KFORGE_FAIL(spec, "dimension expression '" << text << "' overflows 64 bits (" << what << ")");
-  };
+  auto overflow = [&](const char* what) { KFORGE_FAIL(spec, "dimension expression '" << text << "' overflows 64 bits (" << what << ")"); };
   auto checked = [&](std::optional<int64_t> v, const char* what) {
     if (!v) overflow(what);
     return *v;
@@ -194,7 +200,8 @@ int64_t eval_node(const DimExpr::Node& n, const DimEnv& env, const std::string& 
   };
   int64_t r = 0;
   switch (n.kind) {
-    case DimExpr::Node::number: return n.value;
+    case DimExpr::Node::number:
+      return n.value;
     case DimExpr::Node::name: {
       auto it = env.find(n.id);
       if (it == env.end()) KFORGE_FAIL(spec, "dimension expression '" << text << "' uses unknown dimension '" << n.id << "'");
@@ -203,19 +210,32 @@ int64_t eval_node(const DimExpr::Node& n, const DimEnv& env, const std::string& 
     case DimExpr::Node::neg:
       if (__builtin_sub_overflow(int64_t{0}, eval_node(*n.a, env, text), &r)) overflow("negation");
       return r;
-    default: break;
+    default:
+      break;
   }
   int64_t a = eval_node(*n.a, env, text), b = eval_node(*n.b, env, text);
   switch (n.kind) {
-    case DimExpr::Node::add: if (__builtin_add_overflow(a, b, &r)) overflow("+"); return r;
-    case DimExpr::Node::sub: if (__builtin_sub_overflow(a, b, &r)) overflow("-"); return r;
-    case DimExpr::Node::mul: if (__builtin_mul_overflow(a, b, &r)) overflow("*"); return r;
-    case DimExpr::Node::div: return checked(floor_div(a, divisor(b)), "/");
-    case DimExpr::Node::mod: return floor_mod(a, divisor(b));
-    case DimExpr::Node::min: return a < b ? a : b;
-    case DimExpr::Node::max: return a > b ? a : b;
-    case DimExpr::Node::ceil_div: return checked(ceil_div(a, divisor(b)), "ceil_div");
-    default: return 0;
+    case DimExpr::Node::add:
+      if (__builtin_add_overflow(a, b, &r)) overflow("+");
+      return r;
+    case DimExpr::Node::sub:
+      if (__builtin_sub_overflow(a, b, &r)) overflow("-");
+      return r;
+    case DimExpr::Node::mul:
+      if (__builtin_mul_overflow(a, b, &r)) overflow("*");
+      return r;
+    case DimExpr::Node::div:
+      return checked(floor_div(a, divisor(b)), "/");
+    case DimExpr::Node::mod:
+      return floor_mod(a, divisor(b));
+    case DimExpr::Node::min:
+      return a < b ? a : b;
+    case DimExpr::Node::max:
+      return a > b ? a : b;
+    case DimExpr::Node::ceil_div:
+      return checked(ceil_div(a, divisor(b)), "ceil_div");
+    default:
+      return 0;
   }
 }
 
@@ -223,12 +243,16 @@ int64_t eval_node(const DimExpr::Node& n, const DimEnv& env, const std::string& 
 int precedence(const DimExpr::Node& n) {
   switch (n.kind) {
     case DimExpr::Node::add:
-    case DimExpr::Node::sub: return 0;
+    case DimExpr::Node::sub:
+      return 0;
     case DimExpr::Node::mul:
     case DimExpr::Node::div:
-    case DimExpr::Node::mod: return 1;
-    case DimExpr::Node::neg: return 2;
-    default: return 3;
+    case DimExpr::Node::mod:
+      return 1;
+    case DimExpr::Node::neg:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -239,16 +263,26 @@ std::string print(const DimExpr::Node& n, bool python) {
   };
   int p = precedence(n);
   switch (n.kind) {
-    case DimExpr::Node::number: return std::to_string(n.value);
-    case DimExpr::Node::name: return n.id;
-    case DimExpr::Node::neg: return "-" + wrap(n.a, 2);
-    case DimExpr::Node::add: return wrap(n.a, p) + " + " + wrap(n.b, p + 1);
-    case DimExpr::Node::sub: return wrap(n.a, p) + " - " + wrap(n.b, p + 1);
-    case DimExpr::Node::mul: return wrap(n.a, p) + "*" + wrap(n.b, p + 1);
-    case DimExpr::Node::div: return wrap(n.a, p) + (python ? "//" : "/") + wrap(n.b, p + 1);
-    case DimExpr::Node::mod: return wrap(n.a, p) + "%" + wrap(n.b, p + 1);
-    case DimExpr::Node::min: return "min(" + print(*n.a, python) + ", " + print(*n.b, python) + ")";
-    case DimExpr::Node::max: return "max(" + print(*n.a, python) + ", " + print(*n.b, python) + ")";
+    case DimExpr::Node::number:
+      return std::to_string(n.value);
+    case DimExpr::Node::name:
+      return n.id;
+    case DimExpr::Node::neg:
+      return "-" + wrap(n.a, 2);
+    case DimExpr::Node::add:
+      return wrap(n.a, p) + " + " + wrap(n.b, p + 1);
+    case DimExpr::Node::sub:
+      return wrap(n.a, p) + " - " + wrap(n.b, p + 1);
+    case DimExpr::Node::mul:
+      return wrap(n.a, p) + "*" + wrap(n.b, p + 1);
+    case DimExpr::Node::div:
+      return wrap(n.a, p) + (python ? "//" : "/") + wrap(n.b, p + 1);
+    case DimExpr::Node::mod:
+      return wrap(n.a, p) + "%" + wrap(n.b, p + 1);
+    case DimExpr::Node::min:
+      return "min(" + print(*n.a, python) + ", " + print(*n.b, python) + ")";
+    case DimExpr::Node::max:
+      return "max(" + print(*n.a, python) + ", " + print(*n.b, python) + ")";
     case DimExpr::Node::ceil_div:
       if (python) return "(-(-" + wrap(n.a, 2) + " // " + wrap(n.b, 2) + "))";
       return "ceil_div(" + print(*n.a, false) + ", " + print(*n.b, false) + ")";

@@ -49,5 +49,4 @@ class DimExpr {
   std::shared_ptr<const Node> root_;
 };
 
-
 }  // namespace kforge

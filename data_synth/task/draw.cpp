@@ -47,7 +47,8 @@ inline double draw_double(const Draw& d, uint64_t bits) {
       uint64_t range = static_cast<uint64_t>(d.b - d.a);
       return d.a + static_cast<double>(((bits >> 32) * range) >> 32);
     }
-    case DrawDist::constant: return d.a;
+    case DrawDist::constant:
+      return d.a;
   }
   return 0.0;
 }
@@ -62,12 +63,24 @@ void fill_range(const Draw& d, DType dtype, uint64_t stream, int64_t begin, int6
   for (int64_t i = begin; i < end; ++i) {
     uint64_t bits = mix64(stream + static_cast<uint64_t>(i + 1) * kGolden);
     switch (dtype) {
-      case DType::float32: static_cast<float*>(out)[i] = static_cast<float>(draw_double(d, bits)); break;
-      case DType::float16: static_cast<uint16_t*>(out)[i] = float_to_half_bits(static_cast<float>(draw_double(d, bits))); break;
-      case DType::bfloat16: static_cast<uint16_t*>(out)[i] = float_to_bfloat16_bits(static_cast<float>(draw_double(d, bits))); break;
-      case DType::int32: static_cast<int32_t*>(out)[i] = static_cast<int32_t>(draw_int(d, bits)); break;
-      case DType::int64: static_cast<int64_t*>(out)[i] = draw_int(d, bits); break;
-      case DType::boolean: static_cast<uint8_t*>(out)[i] = draw_int(d, bits) != 0; break;
+      case DType::float32:
+        static_cast<float*>(out)[i] = static_cast<float>(draw_double(d, bits));
+        break;
+      case DType::float16:
+        static_cast<uint16_t*>(out)[i] = float_to_half_bits(static_cast<float>(draw_double(d, bits)));
+        break;
+      case DType::bfloat16:
+        static_cast<uint16_t*>(out)[i] = float_to_bfloat16_bits(static_cast<float>(draw_double(d, bits)));
+        break;
+      case DType::int32:
+        static_cast<int32_t*>(out)[i] = static_cast<int32_t>(draw_int(d, bits));
+        break;
+      case DType::int64:
+        static_cast<int64_t*>(out)[i] = draw_int(d, bits);
+        break;
+      case DType::boolean:
+        static_cast<uint8_t*>(out)[i] = draw_int(d, bits) != 0;
+        break;
     }
   }
 }
@@ -87,9 +100,9 @@ uint16_t float_to_half_bits(float f) {
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t absx = x & 0x7fffffffu;
-  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (absx < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (absx < 0x38800000u) {                                               // below the smallest normal half: subnormal or zero
     // Add 0.5 (as a float) so the FPU rounds the mantissa to the half's subnormal grid.
     float a;
     std::memcpy(&a, &absx, 4);
@@ -133,10 +146,14 @@ void fill_draw(const Draw& draw, DType dtype, uint64_t stream, int64_t numel, vo
 
 std::string Draw::describe() const {
   switch (dist) {
-    case DrawDist::normal: return "normal(mean=" + num(a) + ", std=" + num(b) + ")";
-    case DrawDist::uniform: return "uniform(low=" + num(a) + ", high=" + num(b) + ")";
-    case DrawDist::randint: return "randint(low=" + num(a) + ", high=" + num(b) + ")";
-    case DrawDist::constant: return "constant(value=" + num(a) + ")";
+    case DrawDist::normal:
+      return "normal(mean=" + num(a) + ", std=" + num(b) + ")";
+    case DrawDist::uniform:
+      return "uniform(low=" + num(a) + ", high=" + num(b) + ")";
+    case DrawDist::randint:
+      return "randint(low=" + num(a) + ", high=" + num(b) + ")";
+    case DrawDist::constant:
+      return "constant(value=" + num(a) + ")";
   }
   return "?";
 }
@@ -190,11 +207,16 @@ void Draw::validate(DType dtype) const {
 Draw Draw::from_yaml(const YamlNode& node) {
   std::string dist = node.req<std::string>("dist");
   Draw d;
-  if (dist == "normal") d = normal(node.get<double>("mean", 0.0), node.get<double>("std", 1.0));
-  else if (dist == "uniform") d = uniform(node.req<double>("low"), node.req<double>("high"));
-  else if (dist == "randint") d = randint(node.req<int64_t>("low"), node.req<int64_t>("high"));
-  else if (dist == "constant") d = constant(node.req<double>("value"));
-  else node.at("dist").fail("unknown distribution '" + dist + "' (normal, uniform, randint, constant)");
+  if (dist == "normal")
+    d = normal(node.get<double>("mean", 0.0), node.get<double>("std", 1.0));
+  else if (dist == "uniform")
+    d = uniform(node.req<double>("low"), node.req<double>("high"));
+  else if (dist == "randint")
+    d = randint(node.req<int64_t>("low"), node.req<int64_t>("high"));
+  else if (dist == "constant")
+    d = constant(node.req<double>("value"));
+  else
+    node.at("dist").fail("unknown distribution '" + dist + "' (normal, uniform, randint, constant)");
   node.check_no_unknown_keys();
   return d;
 }

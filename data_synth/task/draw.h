@@ -30,9 +30,7 @@ struct Draw {
 
   static Draw normal(double mean, double std) { return {DrawDist::normal, mean, std}; }
   static Draw uniform(double low, double high) { return {DrawDist::uniform, low, high}; }
-  static Draw randint(int64_t low, int64_t high) {
-    return {DrawDist::randint, static_cast<double>(low), static_cast<double>(high)};
-  }
+  static Draw randint(int64_t low, int64_t high) { return {DrawDist::randint, static_cast<double>(low), static_cast<double>(high)}; }
   static Draw constant(double value) { return {DrawDist::constant, value, 0.0}; }
 
   // "normal(mean=0, std=1)"

@@ -23,9 +23,9 @@ struct GraphInput {
 struct GraphNode {
   std::string id;
   std::string op;
-  std::vector<std::string> inputs;            // graph input names or earlier node ids
-  std::map<std::string, std::string> attrs;   // source text: "N", "1e-5", "[B, -1]", "true"
-  std::string origin;                         // where it was written ("task.yaml:12:5"), for errors
+  std::vector<std::string> inputs;           // graph input names or earlier node ids
+  std::map<std::string, std::string> attrs;  // source text: "N", "1e-5", "[B, -1]", "true"
+  std::string origin;                        // where it was written ("task.yaml:12:5"), for errors
 };
 
 struct OpGraph {
@@ -43,8 +43,8 @@ struct ArgumentDecl {
   std::string name;  // "x", "fc.weight"
   ArgRole role = ArgRole::input;
   TensorMeta meta;
-  Draw draw;          // the default draw (a spec may override it)
-  bool used = true;   // false for state the function never reads
+  Draw draw;         // the default draw (a spec may override it)
+  bool used = true;  // false for state the function never reads
 };
 
 struct TensorRef {
@@ -65,8 +65,8 @@ struct ResolvedGraph {
   std::vector<ResolvedNode> nodes;
   std::vector<TensorRef> outputs;
   std::vector<TensorMeta> output_metas;
-  double flops = 0;       // lower bound, summed over nodes
-  double min_bytes = 0;   // every used argument read once, every output written once
+  double flops = 0;      // lower bound, summed over nodes
+  double min_bytes = 0;  // every used argument read once, every output written once
 };
 
 // Throws a spec error (or the operator's shape error, with the node named) for any broken rule.

@@ -13,8 +13,7 @@ namespace kforge {
 int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s)
-    if (__builtin_mul_overflow(n, d, &n))
-      KFORGE_FAIL(spec, "shape " << shape_str(s) << " has more elements than a 64-bit count holds");
+    if (__builtin_mul_overflow(n, d, &n)) KFORGE_FAIL(spec, "shape " << shape_str(s) << " has more elements than a 64-bit count holds");
   return n;
 }
 
@@ -35,17 +34,28 @@ std::string shape_str(const Shape& s) {
 
 const char* category_name(OpCategory c) {
   switch (c) {
-    case OpCategory::elementwise_unary: return "elementwise_unary";
-    case OpCategory::elementwise_binary: return "elementwise_binary";
-    case OpCategory::reduction: return "reduction";
-    case OpCategory::normalization: return "normalization";
-    case OpCategory::matmul: return "matmul";
-    case OpCategory::convolution: return "convolution";
-    case OpCategory::layout: return "layout";
-    case OpCategory::pooling: return "pooling";
-    case OpCategory::attention: return "attention";
-    case OpCategory::loss: return "loss";
-    case OpCategory::indexing: return "indexing";
+    case OpCategory::elementwise_unary:
+      return "elementwise_unary";
+    case OpCategory::elementwise_binary:
+      return "elementwise_binary";
+    case OpCategory::reduction:
+      return "reduction";
+    case OpCategory::normalization:
+      return "normalization";
+    case OpCategory::matmul:
+      return "matmul";
+    case OpCategory::convolution:
+      return "convolution";
+    case OpCategory::layout:
+      return "layout";
+    case OpCategory::pooling:
+      return "pooling";
+    case OpCategory::attention:
+      return "attention";
+    case OpCategory::loss:
+      return "loss";
+    case OpCategory::indexing:
+      return "indexing";
   }
   return "?";
 }
@@ -124,8 +134,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      refuse("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " +
-             std::to_string(i) + ": " + std::to_string(da) + " vs " + std::to_string(db) + ")");
+      refuse("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) +
+             " vs " + std::to_string(db) + ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -133,8 +143,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 void require_float(const OpCall& c) {
   for (const auto& t : c.in)
-    if (!dtype_is_float(t.dtype))
-      refuse(c.op->name + " expects floating inputs, got " + dtype_name(t.dtype));
+    if (!dtype_is_float(t.dtype)) refuse(c.op->name + " expects floating inputs, got " + dtype_name(t.dtype));
 }
 
 std::string shortest_double(double v) {
@@ -197,8 +206,7 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 
 }  // namespace
 
-Attrs resolve_attrs(const OpDef& op, const std::map<std::string, std::string>& source,
-                    const std::map<std::string, int64_t>& dims) {
+Attrs resolve_attrs(const OpDef& op, const std::map<std::string, std::string>& source, const std::map<std::string, int64_t>& dims) {
   for (const auto& [name, text] : source) {
     if (!op.find_attr(name)) {
       std::vector<std::string> known;
@@ -236,8 +244,7 @@ Attrs resolve_attrs(const OpDef& op, const std::map<std::string, std::string>& s
         break;
       }
       case AttrKind::boolean:
-        if (text != "true" && text != "false")
-          KFORGE_FAIL(spec, where << ": expected true or false, got '" << text << "'");
+        if (text != "true" && text != "false") KFORGE_FAIL(spec, where << ": expected true or false, got '" << text << "'");
         v.b = text == "true";
         v.py = v.b ? "True" : "False";
         break;

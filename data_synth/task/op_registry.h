@@ -37,10 +37,10 @@ enum class OpCategory {
   matmul,
   convolution,
   layout,
-  pooling,    // pooling and upsampling
+  pooling,  // pooling and upsampling
   attention,
   loss,
-  indexing,   // embedding lookups, index_add
+  indexing,  // embedding lookups, index_add
 };
 const char* category_name(OpCategory c);
 
@@ -100,8 +100,8 @@ struct ParamDecl {
 struct OpExample {
   std::vector<Shape> inputs;
   std::map<std::string, std::string> attrs;
-  std::string refusal;            // for a bad example: a piece of the reason it must give
-  DType dtype = DType::float32;   // the dtype of every input ...
+  std::string refusal;              // for a bad example: a piece of the reason it must give
+  DType dtype = DType::float32;     // the dtype of every input ...
   std::vector<DType> input_dtypes;  // ... unless given per input (indices, masks)
   DType input_dtype(size_t i) const { return i < input_dtypes.size() ? input_dtypes[i] : dtype; }
 };
@@ -162,8 +162,7 @@ const OpRegistry& op_registry();
 
 // Resolves attribute source text ("N", "1e-5", "[B, -1]") against the op's attribute specs and the
 // task's dimensions; fills defaults; throws a spec error for unknown, missing or mistyped ones.
-Attrs resolve_attrs(const OpDef& op, const std::map<std::string, std::string>& source,
-                    const std::map<std::string, int64_t>& dims);
+Attrs resolve_attrs(const OpDef& op, const std::map<std::string, std::string>& source, const std::map<std::string, int64_t>& dims);
 
 // Per-category registration (ops_*.cpp).
 void register_elementwise_ops(OpRegistry& r);
@@ -176,11 +175,11 @@ void register_attention_loss_ops(OpRegistry& r);
 void register_indexing_ops(OpRegistry& r);
 
 // Shape helpers shared by the rules.
-int64_t normalize_dim(int64_t dim, size_t rank);  // refuses out-of-range dims
+int64_t normalize_dim(int64_t dim, size_t rank);         // refuses out-of-range dims
 Shape broadcast_shapes(const Shape& a, const Shape& b);  // refuses incompatible ones
-std::string shortest_double(double v);  // the shortest text that reads back as v
-std::string py_float(double v);   // Python literal for a float attribute
-std::string py_ints(const Shape& s);  // "[2, 3]"
-void require_float(const OpCall& c);  // refuses non-floating inputs
+std::string shortest_double(double v);                   // the shortest text that reads back as v
+std::string py_float(double v);                          // Python literal for a float attribute
+std::string py_ints(const Shape& s);                     // "[2, 3]"
+void require_float(const OpCall& c);                     // refuses non-floating inputs
 
 }  // namespace kforge

@@ -23,7 +23,8 @@ OpDef pair_loss(const std::string& name, const std::string& summary, double flop
   d.attrs = {kReduction};
   d.infer = [](const OpCall& c) {
     same_float_dtypes(c);
-    if (c.shape(0) != c.shape(1)) refuse("prediction " + shape_str(c.shape(0)) + " and target " + shape_str(c.shape(1)) + " differ in shape");
+    if (c.shape(0) != c.shape(1))
+      refuse("prediction " + shape_str(c.shape(0)) + " and target " + shape_str(c.shape(1)) + " differ in shape");
     return TensorMeta{{}, c.dtype()};
   };
   d.flops = [flops_per_element](const OpCall& c, const TensorMeta&) { return flops_per_element * numel(c.shape()); };

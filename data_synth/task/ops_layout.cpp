@@ -16,7 +16,6 @@ std::string py_args(const std::vector<std::string>& a) {
   return s;
 }
 
-
 void add_transpose(OpRegistry& r) {
   OpDef d;
   d.name = "transpose";
@@ -91,8 +90,7 @@ void add_reshape(OpRegistry& r) {
       if (n % known != 0) refuse("cannot reshape " + shape_str(c.shape()) + " into " + shape_str(out));
       out[infer_at] = n / known;
     }
-    if (numel(out) != n)
-      refuse("cannot reshape " + shape_str(c.shape()) + " (" + std::to_string(n) + " elements) into " + shape_str(out));
+    if (numel(out) != n) refuse("cannot reshape " + shape_str(c.shape()) + " (" + std::to_string(n) + " elements) into " + shape_str(out));
     return TensorMeta{out, c.dtype()};
   };
   d.flops = no_flops;
@@ -121,8 +119,8 @@ void add_concat(OpRegistry& r) {
       if (s.size() != out.size()) refuse("inputs have different ranks: " + shape_str(c.shape(0)) + " and " + shape_str(s));
       for (size_t k = 0; k < s.size(); ++k)
         if (static_cast<int64_t>(k) != dim && s[k] != out[k])
-          refuse("input " + std::to_string(i) + " " + shape_str(s) + " differs from " + shape_str(c.shape(0)) +
-                 " outside dim " + std::to_string(dim));
+          refuse("input " + std::to_string(i) + " " + shape_str(s) + " differs from " + shape_str(c.shape(0)) + " outside dim " +
+                 std::to_string(dim));
       out[dim] += s[dim];
     }
     return TensorMeta{out, c.dtype()};

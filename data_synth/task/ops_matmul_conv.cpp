@@ -21,9 +21,7 @@ Draw fan_in_uniform(int64_t fan_in) {
   return Draw::uniform(-bound, bound);
 }
 
-int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
-}
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
 int64_t conv_transpose_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t op, int64_t d) {
   return (in - 1) * s - 2 * p + d * (k - 1) + op + 1;
@@ -54,15 +52,16 @@ OpDef conv_nd(int nd, bool transposed) {
   d.infer = [nd, transposed](const OpCall& c) {
     same_dtype_float(c);
     const Shape& s = c.shape();
-    if (static_cast<int>(s.size()) != nd + 2) refuse(c.op->name + " needs [N, C, " + std::to_string(nd) + " spatial dims], got " + shape_str(s));
-    int64_t co = c.i("out_channels"), k = c.i("kernel_size"), st = c.i("stride"), p = c.i("padding"),
-            dl = c.i("dilation"), g = c.i("groups");
+    if (static_cast<int>(s.size()) != nd + 2)
+      refuse(c.op->name + " needs [N, C, " + std::to_string(nd) + " spatial dims], got " + shape_str(s));
+    int64_t co = c.i("out_channels"), k = c.i("kernel_size"), st = c.i("stride"), p = c.i("padding"), dl = c.i("dilation"),
+            g = c.i("groups");
     int64_t op = transposed ? c.i("output_padding") : 0;
     if (co < 1 || k < 1 || st < 1 || p < 0 || dl < 1 || g < 1 || op < 0) refuse(c.op->name + " needs positive sizes and padding >= 0");
     if (transposed && op >= st && op >= dl) refuse("output_padding must be smaller than stride or dilation");
     if (s[1] % g != 0 || co % g != 0)
-      refuse("groups " + std::to_string(g) + " must divide both " + std::to_string(s[1]) + " input and " +
-             std::to_string(co) + " output channels");
+      refuse("groups " + std::to_string(g) + " must divide both " + std::to_string(s[1]) + " input and " + std::to_string(co) +
+             " output channels");
     Shape out{s[0], co};
     for (int i = 0; i < nd; ++i) {
       int64_t o = transposed ? conv_transpose_out(s[2 + i], k, st, p, op, dl) : conv_out(s[2 + i], k, st, p, dl);
@@ -133,7 +132,6 @@ Einsum parse_einsum(const std::string& eq) {
   return e;
 }
 
-
 void add_matmul(OpRegistry& r) {
   OpDef d;
   d.name = "matmul";
@@ -153,7 +151,9 @@ void add_matmul(OpRegistry& r) {
     return TensorMeta{batch, c.dtype()};
   };
   d.flops = [](const OpCall& c, const TensorMeta& out) { return 2.0 * numel(out.shape) * c.shape(0).back(); };
-  d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string&) { return "torch.matmul(" + a[0] + ", " + a[1] + ")"; };
+  d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string&) {
+    return "torch.matmul(" + a[0] + ", " + a[1] + ")";
+  };
   d.example = {{{2, 5, 24}, {24, 7}}, {}, ""};
   d.bad_example = {{{5, 24}, {23, 7}}, {}, "inner dimensions differ"};
   r.add(d);
@@ -185,8 +185,7 @@ void add_linear(OpRegistry& r) {
   d.name = "linear";
   d.category = OpCategory::matmul;
   d.summary = "x[..., K] @ weight[N, K]^T + bias[N] (nn.Linear)";
-  d.attrs = {{"out_features", AttrKind::integer, "", "N, the output features"},
-             {"bias", AttrKind::boolean, "true", "add a learned bias"}};
+  d.attrs = {{"out_features", AttrKind::integer, "", "N, the output features"}, {"bias", AttrKind::boolean, "true", "add a learned bias"}};
   d.infer = [](const OpCall& c) {
     same_dtype_float(c);
     Shape s = c.shape();
@@ -227,16 +226,16 @@ void add_conv2d(OpRegistry& r) {
     same_dtype_float(c);
     const Shape& s = c.shape();
     if (s.size() != 4) refuse("conv2d needs [N, C, H, W], got " + shape_str(s));
-    int64_t co = c.i("out_channels"), k = c.i("kernel_size"), st = c.i("stride"), p = c.i("padding"),
-            dl = c.i("dilation"), g = c.i("groups");
+    int64_t co = c.i("out_channels"), k = c.i("kernel_size"), st = c.i("stride"), p = c.i("padding"), dl = c.i("dilation"),
+            g = c.i("groups");
     if (co < 1 || k < 1 || st < 1 || p < 0 || dl < 1 || g < 1) refuse("conv2d needs positive sizes and padding >= 0");
     if (s[1] % g != 0 || co % g != 0)
-      refuse("groups " + std::to_string(g) + " must divide both " + std::to_string(s[1]) + " input and " +
-             std::to_string(co) + " output channels");
+      refuse("groups " + std::to_string(g) + " must divide both " + std::to_string(s[1]) + " input and " + std::to_string(co) +
+             " output channels");
     int64_t ho = conv_out(s[2], k, st, p, dl), wo = conv_out(s[3], k, st, p, dl);
     if (ho < 1 || wo < 1)
-      refuse("kernel " + std::to_string(k) + " (dilation " + std::to_string(dl) + ") does not fit the " +
-             std::to_string(s[2]) + "x" + std::to_string(s[3]) + " input with padding " + std::to_string(p));
+      refuse("kernel " + std::to_string(k) + " (dilation " + std::to_string(dl) + ") does not fit the " + std::to_string(s[2]) + "x" +
+             std::to_string(s[3]) + " input with padding " + std::to_string(p));
     return TensorMeta{{s[0], co, ho, wo}, c.dtype()};
   };
   d.params = [](const OpCall& c) {
@@ -251,9 +250,9 @@ void add_conv2d(OpRegistry& r) {
     return 2.0 * numel(out.shape) * (c.shape()[1] / c.i("groups")) * k * k;
   };
   d.py_module = [](const OpCall& c) {
-    return "nn.Conv2d(" + std::to_string(c.shape()[1]) + ", " + c.attr("out_channels").py + ", kernel_size=" +
-           c.attr("kernel_size").py + ", stride=" + c.attr("stride").py + ", padding=" + c.attr("padding").py +
-           ", dilation=" + c.attr("dilation").py + ", groups=" + c.attr("groups").py + ", bias=" + c.attr("bias").py + ")";
+    return "nn.Conv2d(" + std::to_string(c.shape()[1]) + ", " + c.attr("out_channels").py + ", kernel_size=" + c.attr("kernel_size").py +
+           ", stride=" + c.attr("stride").py + ", padding=" + c.attr("padding").py + ", dilation=" + c.attr("dilation").py +
+           ", groups=" + c.attr("groups").py + ", bias=" + c.attr("bias").py + ")";
   };
   d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string& self) { return self + "(" + a[0] + ")"; };
   d.example = {{{2, 6, 11, 9}}, {{"out_channels", "8"}, {"kernel_size", "3"}, {"padding", "1"}, {"groups", "2"}}, ""};
@@ -276,8 +275,8 @@ void add_einsum(OpRegistry& r) {
       const std::string& letters = k == 0 ? e.a : e.b;
       const Shape& s = c.shape(k);
       if (letters.size() != s.size())
-        refuse("operand " + std::to_string(k) + " '" + letters + "' has " + std::to_string(letters.size()) +
-               " letters but the tensor " + shape_str(s) + " has rank " + std::to_string(s.size()));
+        refuse("operand " + std::to_string(k) + " '" + letters + "' has " + std::to_string(letters.size()) + " letters but the tensor " +
+               shape_str(s) + " has rank " + std::to_string(s.size()));
       for (size_t i = 0; i < letters.size(); ++i) {
         auto [it, fresh] = size.emplace(letters[i], s[i]);
         if (!fresh && it->second != s[i])

@@ -25,7 +25,6 @@ TensorMeta check_float_same(const OpCall& c) {
   return c.in[0];
 }
 
-
 void add_layer_norm(OpRegistry& r) {
   OpDef d;
   d.name = "layer_norm";
@@ -49,8 +48,8 @@ void add_layer_norm(OpRegistry& r) {
   };
   d.flops = [](const OpCall& c, const TensorMeta&) { return 5.0 * numel(c.shape()); };
   d.py_module = [](const OpCall& c) {
-    return "nn.LayerNorm(" + py_ints(normalized_shape(c)) + ", eps=" + c.attr("eps").py +
-           ", elementwise_affine=" + c.attr("affine").py + ")";
+    return "nn.LayerNorm(" + py_ints(normalized_shape(c)) + ", eps=" + c.attr("eps").py + ", elementwise_affine=" + c.attr("affine").py +
+           ")";
   };
   d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string& self) { return self + "(" + a[0] + ")"; };
   d.example = {{{4, 7, 48}}, {}, ""};
@@ -77,8 +76,7 @@ void add_rms_norm(OpRegistry& r) {
   };
   d.flops = [](const OpCall& c, const TensorMeta&) { return 4.0 * numel(c.shape()); };
   d.py_module = [](const OpCall& c) {
-    return "nn.RMSNorm(" + py_ints(normalized_shape(c)) + ", eps=" + c.attr("eps").py +
-           ", elementwise_affine=" + c.attr("affine").py + ")";
+    return "nn.RMSNorm(" + py_ints(normalized_shape(c)) + ", eps=" + c.attr("eps").py + ", elementwise_affine=" + c.attr("affine").py + ")";
   };
   d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string& self) { return self + "(" + a[0] + ")"; };
   d.example = {{{4, 7, 48}}, {{"normalized_dims", "2"}}, ""};
@@ -98,8 +96,7 @@ void add_group_norm(OpRegistry& r) {
     const Shape& s = c.shape();
     if (s.size() < 2) refuse("group_norm needs [N, C, *], got " + shape_str(s));
     int64_t g = c.i("groups");
-    if (g < 1 || s[1] % g != 0)
-      refuse("groups " + std::to_string(g) + " must divide the " + std::to_string(s[1]) + " channels");
+    if (g < 1 || s[1] % g != 0) refuse("groups " + std::to_string(g) + " must divide the " + std::to_string(s[1]) + " channels");
     return check_float_same(c);
   };
   d.params = [](const OpCall& c) {
@@ -113,8 +110,8 @@ void add_group_norm(OpRegistry& r) {
   };
   d.flops = [](const OpCall& c, const TensorMeta&) { return 5.0 * numel(c.shape()); };
   d.py_module = [](const OpCall& c) {
-    return "nn.GroupNorm(" + c.attr("groups").py + ", " + std::to_string(c.shape()[1]) + ", eps=" +
-           c.attr("eps").py + ", affine=" + c.attr("affine").py + ")";
+    return "nn.GroupNorm(" + c.attr("groups").py + ", " + std::to_string(c.shape()[1]) + ", eps=" + c.attr("eps").py +
+           ", affine=" + c.attr("affine").py + ")";
   };
   d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string& self) { return self + "(" + a[0] + ")"; };
   d.example = {{{3, 12, 5, 6}}, {{"groups", "4"}}, ""};
@@ -152,8 +149,8 @@ void add_batch_norm(OpRegistry& r) {
   };
   // F.batch_norm with training=False: evaluation mode whatever mode the module is in.
   d.py_expr = [](const OpCall& c, const std::vector<std::string>& a, const std::string& self) {
-    return "F.batch_norm(" + a[0] + ", " + self + ".running_mean, " + self + ".running_var, " + self + ".weight, " +
-           self + ".bias, training=False, eps=" + c.attr("eps").py + ")";
+    return "F.batch_norm(" + a[0] + ", " + self + ".running_mean, " + self + ".running_var, " + self + ".weight, " + self +
+           ".bias, training=False, eps=" + c.attr("eps").py + ")";
   };
   d.example = {{{5, 6, 4, 3}}, {}, ""};
   d.bad_example = {{{6}}, {}, "needs [N, C"};
@@ -165,8 +162,7 @@ void add_instance_norm(OpRegistry& r) {
   d.name = "instance_norm";
   d.category = OpCategory::normalization;
   d.summary = "normalise each channel of each sample of [N, C, *] over its spatial dims (nn.InstanceNorm*d)";
-  d.attrs = {{"eps", AttrKind::real, "1e-5", "added to the variance"},
-             {"affine", AttrKind::boolean, "false", "learned weight and bias"}};
+  d.attrs = {{"eps", AttrKind::real, "1e-5", "added to the variance"}, {"affine", AttrKind::boolean, "false", "learned weight and bias"}};
   d.infer = [](const OpCall& c) {
     const Shape& s = c.shape();
     if (s.size() < 3 || s.size() > 5) refuse("instance_norm needs [N, C, L], [N, C, H, W] or [N, C, D, H, W], got " + shape_str(s));
@@ -184,8 +180,8 @@ void add_instance_norm(OpRegistry& r) {
   d.flops = [](const OpCall& c, const TensorMeta&) { return 5.0 * numel(c.shape()); };
   // Without running statistics the module normalises by the input's own in both modes.
   d.py_module = [](const OpCall& c) {
-    return "nn.InstanceNorm" + std::to_string(c.shape().size() - 2) + "d(" + std::to_string(c.shape()[1]) +
-           ", eps=" + c.attr("eps").py + ", affine=" + c.attr("affine").py + ")";
+    return "nn.InstanceNorm" + std::to_string(c.shape().size() - 2) + "d(" + std::to_string(c.shape()[1]) + ", eps=" + c.attr("eps").py +
+           ", affine=" + c.attr("affine").py + ")";
   };
   d.py_expr = [](const OpCall&, const std::vector<std::string>& a, const std::string& self) { return self + "(" + a[0] + ")"; };
   d.example = {{{3, 5, 6, 7}}, {{"affine", "true"}}, ""};

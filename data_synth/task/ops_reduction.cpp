@@ -20,8 +20,10 @@ OpDef reduce(const std::string& name, const std::string& summary, const std::str
     if (c.shape().empty()) refuse(c.op->name + " needs a tensor of rank >= 1");
     int64_t dim = normalize_dim(c.i("dim"), c.shape().size());
     Shape out = c.shape();
-    if (c.b("keepdim")) out[dim] = 1;
-    else out.erase(out.begin() + dim);
+    if (c.b("keepdim"))
+      out[dim] = 1;
+    else
+      out.erase(out.begin() + dim);
     return TensorMeta{out, c.dtype()};
   };
   d.flops = [flops_per_input](const OpCall& c, const TensorMeta&) { return flops_per_input * static_cast<double>(numel(c.shape())); };

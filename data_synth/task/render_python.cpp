@@ -24,9 +24,7 @@ std::string render_python(const TaskSpec& t) {
   py << "\n    def forward(self";
   for (const auto& in : t.graph.inputs) py << ", " << in.name;
   py << "):\n";
-  auto name_of = [&](const TensorRef& r) {
-    return r.is_node ? t.resolved.nodes[r.index].call.id : t.graph.inputs[r.index].name;
-  };
+  auto name_of = [&](const TensorRef& r) { return r.is_node ? t.resolved.nodes[r.index].call.id : t.graph.inputs[r.index].name; };
   for (const auto& n : t.resolved.nodes) {
     std::vector<std::string> args;
     for (const auto& r : n.inputs) args.push_back(name_of(r));

@@ -16,12 +16,18 @@ namespace {
 
 const char* st_dtype(DType t) {
   switch (t) {
-    case DType::float32: return "F32";
-    case DType::float16: return "F16";
-    case DType::bfloat16: return "BF16";
-    case DType::int32: return "I32";
-    case DType::int64: return "I64";
-    case DType::boolean: return "BOOL";
+    case DType::float32:
+      return "F32";
+    case DType::float16:
+      return "F16";
+    case DType::bfloat16:
+      return "BF16";
+    case DType::int32:
+      return "I32";
+    case DType::int64:
+      return "I64";
+    case DType::boolean:
+      return "BOOL";
   }
   return "?";
 }

@@ -38,7 +38,8 @@ DType read_dtype(const YamlNode& n) {
 void check_name(const YamlNode& n, const std::string& name, std::set<std::string>& seen, const char* what) {
   if (name.empty() || name.find_first_of(" \t\n,") != std::string::npos)
     n.fail(std::string(what) + " name '" + name + "' must be non-empty, without spaces or commas");
-  if (!seen.insert(name).second) n.fail(std::string(what) + " name '" + name + "' is used twice (arguments and outputs share one namespace)");
+  if (!seen.insert(name).second)
+    n.fail(std::string(what) + " name '" + name + "' is used twice (arguments and outputs share one namespace)");
 }
 
 void read_arguments(const YamlNode& args, TaskSpec& t, std::set<std::string>& names) {
@@ -108,9 +109,12 @@ void read_reference(const YamlNode& ref, TaskSpec& t) {
   {
     YamlNode m = ref.at("module_mode");
     std::string s = m.as<std::string>();
-    if (s == "train") t.reference.module_mode = ModuleMode::train;
-    else if (s == "eval") t.reference.module_mode = ModuleMode::eval;
-    else m.fail("unknown module_mode '" + s + "' (train, eval)");
+    if (s == "train")
+      t.reference.module_mode = ModuleMode::train;
+    else if (s == "eval")
+      t.reference.module_mode = ModuleMode::eval;
+    else
+      m.fail("unknown module_mode '" + s + "' (train, eval)");
   }
   YamlNode sha = ref.at("sha256");
   t.reference.sha256 = sha.as<std::string>();
@@ -158,8 +162,7 @@ namespace {
 // A literal block keeps the text as is only when it ends with one line break, has no carriage
 // return or other control character, and does not start with a space; else a quoted scalar (escapes).
 bool literal_safe(const std::string& s) {
-  if (s.empty() || s.back() != '\n' || (s.size() >= 2 && s[s.size() - 2] == '\n') || s.front() == ' ' || s.front() == '\n')
-    return false;
+  if (s.empty() || s.back() != '\n' || (s.size() >= 2 && s[s.size() - 2] == '\n') || s.front() == ' ' || s.front() == '\n') return false;
   for (unsigned char c : s)
     if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) return false;
   size_t line = 0;
@@ -182,8 +185,10 @@ std::string wrapped(const std::string& text, size_t width) {
 
 void emit_imported_body(YAML::Emitter& e, const TaskSpec& t) {
   e << YAML::Key << "program" << YAML::Value;
-  if (literal_safe(t.program)) e << YAML::Literal << t.program;
-  else e << YAML::DoubleQuoted << t.program;
+  if (literal_safe(t.program))
+    e << YAML::Literal << t.program;
+  else
+    e << YAML::DoubleQuoted << t.program;
   e << YAML::Key << "reference" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "kind" << YAML::Value << reference_kind_name(t.reference.kind);
   e << YAML::Key << "module_mode" << YAML::Value << module_mode_name(t.reference.module_mode);

@@ -17,19 +17,23 @@ using task_yaml::read_shape;
 
 const char* task_source_name(TaskSource s) {
   switch (s) {
-    case TaskSource::synth: return "synth";
-    case TaskSource::kernelbench: return "kernelbench";
-    case TaskSource::cuda_agent_ops: return "cuda-agent-ops";
-    case TaskSource::samples: return "samples";
-    case TaskSource::other: return "other";
+    case TaskSource::synth:
+      return "synth";
+    case TaskSource::kernelbench:
+      return "kernelbench";
+    case TaskSource::cuda_agent_ops:
+      return "cuda-agent-ops";
+    case TaskSource::samples:
+      return "samples";
+    case TaskSource::other:
+      return "other";
   }
   return "?";
 }
 
 std::optional<TaskSource> task_source_from_name(const std::string& name) {
   if (name == "cuda_agent_ops") return TaskSource::cuda_agent_ops;  // the enum's spelling, as importers may write it
-  for (TaskSource s : {TaskSource::synth, TaskSource::kernelbench, TaskSource::cuda_agent_ops, TaskSource::samples,
-                       TaskSource::other})
+  for (TaskSource s : {TaskSource::synth, TaskSource::kernelbench, TaskSource::cuda_agent_ops, TaskSource::samples, TaskSource::other})
     if (name == task_source_name(s)) return s;
   return std::nullopt;
 }
@@ -69,8 +73,9 @@ bool close_enough(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::m
 }  // namespace
 
 void derive_task(TaskSpec& t) {
-  KFORGE_CHECK(!t.imported(), spec, "task " << t.id << " is imported (a " << reference_kind_name(t.reference.kind)
-                                            << " reference): its arguments and outputs are stated, not derived from a graph");
+  KFORGE_CHECK(!t.imported(), spec,
+               "task " << t.id << " is imported (a " << reference_kind_name(t.reference.kind)
+                       << " reference): its arguments and outputs are stated, not derived from a graph");
   std::map<std::string, Draw> draws;
   for (const auto& a : t.arguments) draws[a.decl.name] = a.draw;
   t.resolved = resolve_graph(t.graph, t.dims);
@@ -81,15 +86,15 @@ void derive_task(TaskSpec& t) {
     t.arguments.push_back({decl, d});
   }
   t.outputs.clear();
-  for (size_t i = 0; i < t.resolved.outputs.size(); ++i)
-    t.outputs.push_back({t.graph.outputs[i], t.resolved.output_metas[i]});
+  for (size_t i = 0; i < t.resolved.outputs.size(); ++i) t.outputs.push_back({t.graph.outputs[i], t.resolved.output_metas[i]});
   t.cost = {t.resolved.flops, t.resolved.min_bytes};
 }
 
 TaskSpec TaskSpec::with_dims(const DimEnv& overrides) const {
   if (imported()) {
-    KFORGE_CHECK(overrides.empty(), spec, "task " << id << " is imported and has no dimensions to set ('"
-                                                  << overrides.begin()->first << "'): its shapes are the module's");
+    KFORGE_CHECK(
+        overrides.empty(), spec,
+        "task " << id << " is imported and has no dimensions to set ('" << overrides.begin()->first << "'): its shapes are the module's");
     return *this;
   }
   TaskSpec t = *this;
@@ -145,8 +150,7 @@ void read_graph(const YamlNode& graph, TaskSpec& t) {
   for (const auto& in : graph.at("inputs").items()) {
     GraphInput gi;
     gi.name = in.req<std::string>("name");
-    for (const auto& d : in.at("shape").items())
-      gi.shape.push_back(at_node(d, [&] { return DimExpr::parse(d.as<std::string>()); }));
+    for (const auto& d : in.at("shape").items()) gi.shape.push_back(at_node(d, [&] { return DimExpr::parse(d.as<std::string>()); }));
     gi.dtype = t.dtype;
     if (auto dt = in.find("dtype")) gi.dtype = at_node(*dt, [&] { return dtype_from_name(dt->as<std::string>()); });
     in.check_no_unknown_keys();
@@ -169,73 +173,72 @@ void read_graph(const YamlNode& graph, TaskSpec& t) {
 
 // A spec's stated arguments: they must be the graph's, in its order; their draws are taken.
 void read_stated_arguments(const YamlNode& args, TaskSpec& t) {
-    std::vector<YamlNode> items = args.items();
-    if (items.size() != t.arguments.size()) {
-      std::string expected;
-      for (const auto& a : t.arguments) expected += (expected.empty() ? "" : ", ") + a.decl.name;
-      args.fail("lists " + std::to_string(items.size()) + " arguments but the graph gives " +
-                 std::to_string(t.arguments.size()) + ": " + expected);
+  std::vector<YamlNode> items = args.items();
+  if (items.size() != t.arguments.size()) {
+    std::string expected;
+    for (const auto& a : t.arguments) expected += (expected.empty() ? "" : ", ") + a.decl.name;
+    args.fail("lists " + std::to_string(items.size()) + " arguments but the graph gives " + std::to_string(t.arguments.size()) + ": " +
+              expected);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const YamlNode& a = items[i];
+    TaskArgument& ta = t.arguments[i];
+    std::string name = a.req<std::string>("name");
+    if (name != ta.decl.name)
+      a.at("name").fail("argument " + std::to_string(i) + " is '" + ta.decl.name + "' in the graph's order, not '" + name + "'");
+    if (auto role = a.find("role"))
+      if (role->as<std::string>() != arg_role_name(ta.decl.role))
+        role->fail(std::string("role of '") + name + "' is " + arg_role_name(ta.decl.role));
+    if (auto shape = a.find("shape"))
+      if (read_shape(*shape) != ta.decl.meta.shape)
+        shape->fail("shape of '" + name + "' is " + shape_str(ta.decl.meta.shape) + " by the graph, not " + shape_str(read_shape(*shape)));
+    if (auto dt = a.find("dtype"))
+      if (dt->as<std::string>() != dtype_name(ta.decl.meta.dtype))
+        dt->fail("dtype of '" + name + "' is " + std::string(dtype_name(ta.decl.meta.dtype)));
+    if (auto d = a.find("draw")) {
+      ta.draw = at_node(*d, [&] { return Draw::from_yaml(*d); });
+      at_node(*d, [&] {
+        ta.draw.validate(ta.decl.meta.dtype);
+        return 0;
+      });
     }
-    for (size_t i = 0; i < items.size(); ++i) {
-      const YamlNode& a = items[i];
-      TaskArgument& ta = t.arguments[i];
-      std::string name = a.req<std::string>("name");
-      if (name != ta.decl.name)
-        a.at("name").fail("argument " + std::to_string(i) + " is '" + ta.decl.name + "' in the graph's order, not '" + name + "'");
-      if (auto role = a.find("role"))
-        if (role->as<std::string>() != arg_role_name(ta.decl.role))
-          role->fail(std::string("role of '") + name + "' is " + arg_role_name(ta.decl.role));
-      if (auto shape = a.find("shape"))
-        if (read_shape(*shape) != ta.decl.meta.shape)
-          shape->fail("shape of '" + name + "' is " + shape_str(ta.decl.meta.shape) + " by the graph, not " +
-                      shape_str(read_shape(*shape)));
-      if (auto dt = a.find("dtype"))
-        if (dt->as<std::string>() != dtype_name(ta.decl.meta.dtype))
-          dt->fail("dtype of '" + name + "' is " + std::string(dtype_name(ta.decl.meta.dtype)));
-      if (auto d = a.find("draw")) {
-        ta.draw = at_node(*d, [&] { return Draw::from_yaml(*d); });
-        at_node(*d, [&] {
-          ta.draw.validate(ta.decl.meta.dtype);
-          return 0;
-        });
-      }
-      a.get<bool>("used", true);  // informational
-      a.check_no_unknown_keys();
-    }
+    a.get<bool>("used", true);  // informational
+    a.check_no_unknown_keys();
+  }
 }
 
 // A spec's stated outputs: they must be the graph's.
 void check_stated_outputs(const YamlNode& outs, const TaskSpec& t) {
-    std::vector<YamlNode> items = outs.items();
-    if (items.size() != t.outputs.size())
-      outs.fail("lists " + std::to_string(items.size()) + " outputs but the graph has " + std::to_string(t.outputs.size()));
-    for (size_t i = 0; i < items.size(); ++i) {
-      const YamlNode& o = items[i];
-      std::string name = o.req<std::string>("name");
-      if (name != t.outputs[i].name) o.at("name").fail("output " + std::to_string(i) + " is '" + t.outputs[i].name + "'");
-      if (read_shape(o.at("shape")) != t.outputs[i].meta.shape)
-        o.at("shape").fail("shape of output '" + name + "' is " + shape_str(t.outputs[i].meta.shape) + " by the graph");
-      if (o.req<std::string>("dtype") != dtype_name(t.outputs[i].meta.dtype))
-        o.at("dtype").fail(std::string("dtype of output '") + name + "' is " + dtype_name(t.outputs[i].meta.dtype));
-      o.check_no_unknown_keys();
-    }
+  std::vector<YamlNode> items = outs.items();
+  if (items.size() != t.outputs.size())
+    outs.fail("lists " + std::to_string(items.size()) + " outputs but the graph has " + std::to_string(t.outputs.size()));
+  for (size_t i = 0; i < items.size(); ++i) {
+    const YamlNode& o = items[i];
+    std::string name = o.req<std::string>("name");
+    if (name != t.outputs[i].name) o.at("name").fail("output " + std::to_string(i) + " is '" + t.outputs[i].name + "'");
+    if (read_shape(o.at("shape")) != t.outputs[i].meta.shape)
+      o.at("shape").fail("shape of output '" + name + "' is " + shape_str(t.outputs[i].meta.shape) + " by the graph");
+    if (o.req<std::string>("dtype") != dtype_name(t.outputs[i].meta.dtype))
+      o.at("dtype").fail(std::string("dtype of output '") + name + "' is " + dtype_name(t.outputs[i].meta.dtype));
+    o.check_no_unknown_keys();
+  }
 }
 
 Baselines read_baselines(const YamlNode& b) {
   Baselines out;
-    if (auto v = b.find("eager_ms"); v && !v->is_null()) out.eager_ms = v->as<double>();
-    if (auto v = b.find("compile_ms"); v && !v->is_null()) out.compile_ms = v->as<double>();
-    for (auto* ms : {&out.eager_ms, &out.compile_ms})
-      if (*ms && !(**ms > 0)) b.fail("baseline times must be > 0 ms");
-    out.gpu = b.get<std::string>("gpu", "");
-    out.torch_version = b.get<std::string>("torch", "");
-    out.cuda_version = b.get<std::string>("cuda", "");
-    out.method = b.get<std::string>("method", "");
-    if (auto f = b.find("flags"))
-      for (const auto& k : f->keys()) out.flags[k] = f->at(k).as<std::string>();
-    if ((out.eager_ms || out.compile_ms) && (out.gpu.empty() || out.method.empty()))
-      b.fail("baseline times need the gpu and the method that measured them");
-    b.check_no_unknown_keys();
+  if (auto v = b.find("eager_ms"); v && !v->is_null()) out.eager_ms = v->as<double>();
+  if (auto v = b.find("compile_ms"); v && !v->is_null()) out.compile_ms = v->as<double>();
+  for (auto* ms : {&out.eager_ms, &out.compile_ms})
+    if (*ms && !(**ms > 0)) b.fail("baseline times must be > 0 ms");
+  out.gpu = b.get<std::string>("gpu", "");
+  out.torch_version = b.get<std::string>("torch", "");
+  out.cuda_version = b.get<std::string>("cuda", "");
+  out.method = b.get<std::string>("method", "");
+  if (auto f = b.find("flags"))
+    for (const auto& k : f->keys()) out.flags[k] = f->at(k).as<std::string>();
+  if ((out.eager_ms || out.compile_ms) && (out.gpu.empty() || out.method.empty()))
+    b.fail("baseline times need the gpu and the method that measured them");
+  b.check_no_unknown_keys();
   return out;
 }
 
@@ -252,8 +255,7 @@ void read_graph_body(const YamlNode& root, const std::optional<YamlNode>& ref, T
       if (!t.dims.count(k)) n->at(k).fail("'" + k + "' is not one of the task's dims");
     t.check_dims = cd;
   }
-  if (!root.has("graph"))
-    root.fail("missing required key 'graph' (or a `reference: {kind: torchscript, ...}` block for an imported task)");
+  if (!root.has("graph")) root.fail("missing required key 'graph' (or a `reference: {kind: torchscript, ...}` block for an imported task)");
   YamlNode graph = root.at("graph");
   read_graph(graph, t);
   at_node(graph, [&] {
@@ -293,12 +295,12 @@ Provenance read_provenance(const YamlNode& p) {
 // index or a count may have one valid value).
 void check_float_arguments_vary(const TaskSpec& t, const std::string& origin) {
   for (const auto& a : t.arguments)
-    KFORGE_CHECK(!(a.decl.used && dtype_is_float(a.decl.meta.dtype) && a.draw.dist == DrawDist::constant &&
-                   numel(a.decl.meta.shape) > 0),
-                 spec, origin << ": argument '" << a.decl.name << "' is " << dtype_name(a.decl.meta.dtype)
-                              << " with a constant draw (" << a.draw.describe()
-                              << "): a kernel that assumes its value would pass every trial; draw it from a range "
-                                 "around the value (kforge tasks import uses uniform(v/2, 3v/2), or uniform(-0.5, 0.5) for 0)");
+    KFORGE_CHECK(!(a.decl.used && dtype_is_float(a.decl.meta.dtype) && a.draw.dist == DrawDist::constant && numel(a.decl.meta.shape) > 0),
+                 spec,
+                 origin << ": argument '" << a.decl.name << "' is " << dtype_name(a.decl.meta.dtype) << " with a constant draw ("
+                        << a.draw.describe()
+                        << "): a kernel that assumes its value would pass every trial; draw it from a range "
+                           "around the value (kforge tasks import uses uniform(v/2, 3v/2), or uniform(-0.5, 0.5) for 0)");
 }
 
 }  // namespace
@@ -323,9 +325,12 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
   {
     YamlNode n = root.at("split");
     std::string s = n.as<std::string>();
-    if (s == "train") t.split = Split::train;
-    else if (s == "heldout") t.split = Split::heldout;
-    else n.fail("unknown split '" + s + "' (train, heldout)");
+    if (s == "train")
+      t.split = Split::train;
+    else if (s == "heldout")
+      t.split = Split::heldout;
+    else
+      n.fail("unknown split '" + s + "' (train, heldout)");
   }
   t.description = root.get<std::string>("description", "");
   t.seed = root.req<uint64_t>("seed");
@@ -334,8 +339,10 @@ TaskSpec parse_task(const std::string& yaml_text, const std::string& origin) {
     t.dtype = at_node(n, [&] { return dtype_from_name(n.as<std::string>()); });
   }
   auto ref = root.find("reference");
-  if (ref && task_yaml::read_reference_kind(*ref) == ReferenceKind::torchscript) task_yaml::read_imported_body(root, *ref, t);
-  else read_graph_body(root, ref, t);
+  if (ref && task_yaml::read_reference_kind(*ref) == ReferenceKind::torchscript)
+    task_yaml::read_imported_body(root, *ref, t);
+  else
+    read_graph_body(root, ref, t);
   check_float_arguments_vary(t, origin);
 
   t.tolerance = PrecisionConfig{}.for_dtype(dtype_name(t.dtype));
@@ -365,17 +372,28 @@ void emit_shape(YAML::Emitter& e, const Shape& s) {
 void emit_draw(YAML::Emitter& e, const Draw& d) {
   e << YAML::Flow << YAML::BeginMap;
   switch (d.dist) {
-    case DrawDist::normal: e << YAML::Key << "dist" << YAML::Value << "normal" << YAML::Key << "mean" << YAML::Value << num(d.a) << YAML::Key << "std" << YAML::Value << num(d.b); break;
-    case DrawDist::uniform: e << YAML::Key << "dist" << YAML::Value << "uniform" << YAML::Key << "low" << YAML::Value << num(d.a) << YAML::Key << "high" << YAML::Value << num(d.b); break;
-    case DrawDist::randint: e << YAML::Key << "dist" << YAML::Value << "randint" << YAML::Key << "low" << YAML::Value << static_cast<int64_t>(d.a) << YAML::Key << "high" << YAML::Value << static_cast<int64_t>(d.b); break;
-    case DrawDist::constant: e << YAML::Key << "dist" << YAML::Value << "constant" << YAML::Key << "value" << YAML::Value << num(d.a); break;
+    case DrawDist::normal:
+      e << YAML::Key << "dist" << YAML::Value << "normal" << YAML::Key << "mean" << YAML::Value << num(d.a) << YAML::Key << "std"
+        << YAML::Value << num(d.b);
+      break;
+    case DrawDist::uniform:
+      e << YAML::Key << "dist" << YAML::Value << "uniform" << YAML::Key << "low" << YAML::Value << num(d.a) << YAML::Key << "high"
+        << YAML::Value << num(d.b);
+      break;
+    case DrawDist::randint:
+      e << YAML::Key << "dist" << YAML::Value << "randint" << YAML::Key << "low" << YAML::Value << static_cast<int64_t>(d.a) << YAML::Key
+        << "high" << YAML::Value << static_cast<int64_t>(d.b);
+      break;
+    case DrawDist::constant:
+      e << YAML::Key << "dist" << YAML::Value << "constant" << YAML::Key << "value" << YAML::Value << num(d.a);
+      break;
   }
   e << YAML::EndMap;
 }
 
 void emit_argument(YAML::Emitter& e, const TaskArgument& a) {
-  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << a.decl.name << YAML::Key << "role"
-    << YAML::Value << arg_role_name(a.decl.role) << YAML::Key << "shape" << YAML::Value;
+  e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << a.decl.name << YAML::Key << "role" << YAML::Value
+    << arg_role_name(a.decl.role) << YAML::Key << "shape" << YAML::Value;
   emit_shape(e, a.decl.meta.shape);
   e << YAML::Key << "dtype" << YAML::Value << dtype_name(a.decl.meta.dtype) << YAML::Key << "draw" << YAML::Value;
   emit_draw(e, a.draw);
@@ -399,9 +417,9 @@ void emit_baselines(YAML::Emitter& e, const Baselines& b) {
   if (b.compile_ms) e << YAML::Key << "compile_ms" << YAML::Value << num(*b.compile_ms);
   // Every string quoted: a plain 13.0 or 2.10 is a float to other YAML readers (13, 2.1), and a
   // plain false a boolean.
-  e << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << b.gpu << YAML::Key << "torch" << YAML::Value
-    << YAML::DoubleQuoted << b.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted
-    << b.cuda_version << YAML::Key << "method" << YAML::Value << YAML::DoubleQuoted << b.method;
+  e << YAML::Key << "gpu" << YAML::Value << YAML::DoubleQuoted << b.gpu << YAML::Key << "torch" << YAML::Value << YAML::DoubleQuoted
+    << b.torch_version << YAML::Key << "cuda" << YAML::Value << YAML::DoubleQuoted << b.cuda_version << YAML::Key << "method" << YAML::Value
+    << YAML::DoubleQuoted << b.method;
   if (!b.flags.empty()) {
     e << YAML::Key << "flags" << YAML::Value << YAML::Flow << YAML::BeginMap;
     for (const auto& [k, v] : b.flags) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
@@ -431,8 +449,10 @@ void emit_attr(YAML::Emitter& e, const std::string& text) {
     for (char c : inner) {
       if (c == '(') ++depth;
       if (c == ')') --depth;
-      if (c == ',' && depth == 0) flush();
-      else cur += c;
+      if (c == ',' && depth == 0)
+        flush();
+      else
+        cur += c;
     }
     flush();
     e << YAML::EndSeq;
@@ -451,8 +471,8 @@ void emit_graph_body(YAML::Emitter& e, const TaskSpec& t) {
   e << YAML::Key << "graph" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;
   for (const auto& in : t.graph.inputs) {
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << in.name << YAML::Key << "shape"
-      << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << in.name << YAML::Key << "shape" << YAML::Value << YAML::Flow
+      << YAML::BeginSeq;
     for (const auto& d : in.shape) e << d.str();
     e << YAML::EndSeq;
     if (in.dtype != t.dtype) e << YAML::Key << "dtype" << YAML::Value << dtype_name(in.dtype);
@@ -461,8 +481,8 @@ void emit_graph_body(YAML::Emitter& e, const TaskSpec& t) {
   e << YAML::EndSeq;
   e << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& n : t.graph.nodes) {
-    e << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << n.id << YAML::Key << "op" << YAML::Value
-      << n.op << YAML::Key << "in" << YAML::Value << YAML::Flow << n.inputs;
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << n.id << YAML::Key << "op" << YAML::Value << n.op << YAML::Key
+      << "in" << YAML::Value << YAML::Flow << n.inputs;
     if (!n.attrs.empty()) {
       e << YAML::Key << "attrs" << YAML::Value << YAML::Flow << YAML::BeginMap;
       for (const auto& [k, v] : n.attrs) {
@@ -487,21 +507,25 @@ void emit_graph_body(YAML::Emitter& e, const TaskSpec& t) {
 
 // Imported tasks write every provenance key (null where it does not apply), others the two.
 void emit_provenance(YAML::Emitter& e, const Provenance& p) {
-  e << YAML::Key << "provenance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "generator"
-    << YAML::Value << p.generator << YAML::Key << "seed" << YAML::Value << p.seed;
+  e << YAML::Key << "provenance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "generator" << YAML::Value << p.generator
+    << YAML::Key << "seed" << YAML::Value << p.seed;
   if (!p.format.empty()) {
     auto opt = [&](const char* key, const std::optional<int64_t>& v) {
       e << YAML::Key << key << YAML::Value;
-      if (v) e << *v;
-      else e << YAML::Null;
+      if (v)
+        e << *v;
+      else
+        e << YAML::Null;
     };
-    e << YAML::Key << "format" << YAML::Value << p.format << YAML::Key << "file" << YAML::Value << YAML::DoubleQuoted
-      << p.file << YAML::Key << "file_sha256" << YAML::Value << p.file_sha256;
+    e << YAML::Key << "format" << YAML::Value << p.format << YAML::Key << "file" << YAML::Value << YAML::DoubleQuoted << p.file << YAML::Key
+      << "file_sha256" << YAML::Value << p.file_sha256;
     opt("row", p.row);
     opt("level", p.level);
     e << YAML::Key << "ops" << YAML::Value;
-    if (p.ops) e << YAML::Flow << *p.ops;
-    else e << YAML::Null;
+    if (p.ops)
+      e << YAML::Flow << *p.ops;
+    else
+      e << YAML::Null;
     e << YAML::Key << "tolerance_profile" << YAML::Value << p.tolerance_profile;
   }
   e << YAML::EndMap;
@@ -519,8 +543,10 @@ std::string task_to_yaml(const TaskSpec& t) {
   if (!t.description.empty()) e << YAML::Key << "description" << YAML::Value << t.description;
   e << YAML::Key << "seed" << YAML::Value << t.seed;
   e << YAML::Key << "dtype" << YAML::Value << dtype_name(t.dtype);
-  if (t.imported()) task_yaml::emit_imported_body(e, t);
-  else emit_graph_body(e, t);
+  if (t.imported())
+    task_yaml::emit_imported_body(e, t);
+  else
+    emit_graph_body(e, t);
   e << YAML::Key << "tolerance" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "atol" << YAML::Value
     << num(t.tolerance.atol) << YAML::Key << "rtol" << YAML::Value << num(t.tolerance.rtol) << YAML::EndMap;
   e << YAML::Key << "cost" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -531,7 +557,6 @@ std::string task_to_yaml(const TaskSpec& t) {
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }
-
 
 std::string spec_with_baselines(const std::string& text, const Baselines& b, const std::string& origin) {
   // A top-level key starts a line with neither indentation, comment nor list marker.

@@ -51,12 +51,12 @@ struct Provenance {
   std::string generator;  // "kforge-synth 0.1", "hand-written", "kforge tasks import"
   uint64_t seed = 0;      // the generator's seed
   // Imported tasks only (empty / absent otherwise): where the module came from.
-  std::string format;             // kernelbench, cuda-agent
-  std::string file, file_sha256;  // the path as given to the importer, the file's hash
-  std::optional<int64_t> row;     // the row of a cuda-agent file
-  std::optional<int64_t> level;   // KernelBench level 1-3
+  std::string format;                           // kernelbench, cuda-agent
+  std::string file, file_sha256;                // the path as given to the importer, the file's hash
+  std::optional<int64_t> row;                   // the row of a cuda-agent file
+  std::optional<int64_t> level;                 // KernelBench level 1-3
   std::optional<std::vector<std::string>> ops;  // cuda-agent's op list
-  std::string tolerance_profile;  // kforge, cuda-agent
+  std::string tolerance_profile;                // kforge, cuda-agent
 };
 
 // What judges a candidate: the task's operator graph executed with ATen calls, or the task's own

@@ -47,9 +47,8 @@ void NvrtcCompiler::prune_pch_files() {
     for (const auto& f : pch_files_) bytes += f.second.bytes;
     size_t count = pch_files_.size();
     while (count > 1 && (bytes > config_.pch_max_bytes || count > config_.pch_max_files)) {
-      auto oldest = std::min_element(pch_files_.begin(), pch_files_.end(), [](const auto& a, const auto& b) {
-        return a.second.last_use < b.second.last_use;
-      });
+      auto oldest = std::min_element(pch_files_.begin(), pch_files_.end(),
+                                     [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; });
       victims.push_back(oldest->first);
       bytes -= oldest->second.bytes;
       --count;
@@ -184,8 +183,8 @@ void NvrtcCompiler::disk_put(const CompileResult& r) const {
   put_u64(data, r.resources.size());
   for (const KernelResources& k : r.resources) {
     put_str(data, k.name);
-    for (int v : {k.registers, k.static_shared_bytes, k.local_bytes, k.spill_store_bytes, k.spill_load_bytes,
-                  k.const_bytes, k.max_threads_per_block})
+    for (int v : {k.registers, k.static_shared_bytes, k.local_bytes, k.spill_store_bytes, k.spill_load_bytes, k.const_bytes,
+                  k.max_threads_per_block})
       put_u64(data, static_cast<uint64_t>(v));
   }
   // Written aside, then renamed: a reader never sees half a file.

@@ -90,7 +90,13 @@ int module_constant_bytes(const std::vector<uint8_t>& elf) {
     for (size_t i = 0; i < n; ++i) v |= uint64_t(elf[off + i]) << (8 * i);
     return v;
   };
-  if (elf.size() < 64 || std::memcmp(elf.data(), "\x7f" "ELF", 4) != 0 || elf[4] != 2 || elf[5] != 1) return 0;
+  if (elf.size() < 64 ||
+      std::memcmp(elf.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      elf[4] != 2 || elf[5] != 1)
+    return 0;
   uint64_t shoff = rd(0x28, 8);
   uint64_t shentsize = rd(0x3a, 2), shnum = rd(0x3c, 2), shstrndx = rd(0x3e, 2);
   if (shentsize < 64 || shstrndx >= shnum || shoff + shnum * shentsize > elf.size()) return 0;
@@ -132,7 +138,6 @@ void sort_by_source(std::vector<std::string>& names, const std::string& source) 
     return pa != pb ? pa < pb : a < b;
   });
 }
-
 
 namespace {
 const char* kPchLineMarker = "precompiled header file \"";

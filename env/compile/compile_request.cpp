@@ -8,9 +8,14 @@ namespace kforge {
 namespace {
 
 Json resources_json(const KernelResources& k) {
-  return {{"name", k.name}, {"registers", k.registers}, {"static_shared_bytes", k.static_shared_bytes},
-          {"local_bytes", k.local_bytes}, {"spill_store_bytes", k.spill_store_bytes}, {"spill_load_bytes", k.spill_load_bytes},
-          {"const_bytes", k.const_bytes}, {"max_threads_per_block", k.max_threads_per_block}};
+  return {{"name", k.name},
+          {"registers", k.registers},
+          {"static_shared_bytes", k.static_shared_bytes},
+          {"local_bytes", k.local_bytes},
+          {"spill_store_bytes", k.spill_store_bytes},
+          {"spill_load_bytes", k.spill_load_bytes},
+          {"const_bytes", k.const_bytes},
+          {"max_threads_per_block", k.max_threads_per_block}};
 }
 
 KernelResources parse_resources(const Json& j, const std::string& path) {
@@ -54,8 +59,14 @@ CompileRequest parse_compile_request(const Json& j) {
 Json compile_result_json(const CompileResult& r) {
   Json resources = Json::array();
   for (const auto& k : r.resources) resources.push_back(resources_json(k));
-  return {{"ok", r.ok}, {"log", r.log}, {"kernels", r.kernels}, {"resources", resources}, {"compile_ms", r.compile_ms},
-          {"cache_hit", r.cache_hit}, {"hash", r.hash}, {"pch", r.pch}};
+  return {{"ok", r.ok},
+          {"log", r.log},
+          {"kernels", r.kernels},
+          {"resources", resources},
+          {"compile_ms", r.compile_ms},
+          {"cache_hit", r.cache_hit},
+          {"hash", r.hash},
+          {"pch", r.pch}};
 }
 
 CompileResult parse_compile_result(const Json& j, const std::string& path) {
@@ -66,7 +77,8 @@ CompileResult parse_compile_result(const Json& j, const std::string& path) {
   r.kernels = o.req<std::vector<std::string>>("kernels");
   const Json& res = o.raw("resources");
   KFORGE_CHECK(res.is_array(), spec, o.path("resources") << " must be a list");
-  for (size_t i = 0; i < res.size(); ++i) r.resources.push_back(parse_resources(res[i], o.path("resources") + "[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < res.size(); ++i)
+    r.resources.push_back(parse_resources(res[i], o.path("resources") + "[" + std::to_string(i) + "]"));
   r.compile_ms = o.req<double>("compile_ms");
   r.cache_hit = o.req<bool>("cache_hit");
   r.hash = o.req<std::string>("hash");

@@ -19,9 +19,9 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
-#include "env/process/clock.h"
-#include "env/compile/include_guard.h"
 #include "configs/sha256.h"
+#include "env/compile/include_guard.h"
+#include "env/process/clock.h"
 
 #ifndef KFORGE_CUDA_TOOLKIT_INCLUDE
 #define KFORGE_CUDA_TOOLKIT_INCLUDE ""
@@ -64,8 +64,7 @@ std::vector<fs::path> toolkit_include_dirs() {
 std::string find_cccl_include_dir() {
   std::string forced = env_or_empty("KFORGE_CCCL_DIR");
   if (!forced.empty()) {
-    KFORGE_CHECK(is_file(fs::path(forced) / "cub" / "version.cuh"), io,
-                 "KFORGE_CCCL_DIR=" << forced << " has no cub/version.cuh");
+    KFORGE_CHECK(is_file(fs::path(forced) / "cub" / "version.cuh"), io, "KFORGE_CCCL_DIR=" << forced << " has no cub/version.cuh");
     return fs::weakly_canonical(forced).string();
   }
   std::string tried;
@@ -80,8 +79,7 @@ std::string find_cccl_include_dir() {
 std::string find_cuda_include_dir() {
   std::string forced = env_or_empty("KFORGE_CUDA_INCLUDE_DIR");
   if (!forced.empty()) {
-    KFORGE_CHECK(is_file(fs::path(forced) / "cuda_fp16.h"), io,
-                 "KFORGE_CUDA_INCLUDE_DIR=" << forced << " has no cuda_fp16.h");
+    KFORGE_CHECK(is_file(fs::path(forced) / "cuda_fp16.h"), io, "KFORGE_CUDA_INCLUDE_DIR=" << forced << " has no cuda_fp16.h");
     return fs::weakly_canonical(forced).string();
   }
   std::string tried;
@@ -204,9 +202,7 @@ NvrtcCompiler::~NvrtcCompiler() {
   if (!private_dir_.empty()) fs::remove_all(private_dir_, ec);
 }
 
-std::string NvrtcCompiler::nvrtc_version() const {
-  return std::to_string(nvrtc_major_) + "." + std::to_string(nvrtc_minor_);
-}
+std::string NvrtcCompiler::nvrtc_version() const { return std::to_string(nvrtc_major_) + "." + std::to_string(nvrtc_minor_); }
 
 CompileResult NvrtcCompiler::compile(const std::string& source, const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
@@ -217,8 +213,8 @@ CompileResult NvrtcCompiler::compile(const std::string& source, const CompileOpt
 
   std::ostringstream key;
   key << key_base_ << "arch " << options.arch << "\nfast_math " << bool_str(options.use_fast_math) << "\nmaxrregcount "
-      << options.maxrregcount << "\nlineinfo " << bool_str(options.line_info) << "\nprelude "
-      << bool_str(config_.cccl_prelude) << "\nlog_limit " << config_.log_limit << "\nsource\n"
+      << options.maxrregcount << "\nlineinfo " << bool_str(options.line_info) << "\nprelude " << bool_str(config_.cccl_prelude)
+      << "\nlog_limit " << config_.log_limit << "\nsource\n"
       << source;
   std::string hash = sha256_hex(key.str());
 
@@ -271,8 +267,7 @@ std::string NvrtcCompiler::refusal(const std::string& source, const CompileOptio
   if (!std::regex_match(options.arch, am, arch_re))
     return "bad arch '" + options.arch + "': expected sm_<NN> with an optional a or f suffix (e.g. sm_90a)";
   int arch_num = std::stoi(am[1]);
-  if (!supported_archs_.empty() &&
-      std::find(supported_archs_.begin(), supported_archs_.end(), arch_num) == supported_archs_.end()) {
+  if (!supported_archs_.empty() && std::find(supported_archs_.begin(), supported_archs_.end(), arch_num) == supported_archs_.end()) {
     std::ostringstream os;
     os << "bad arch '" << options.arch << "': NVRTC " << nvrtc_version() << " supports sm_";
     for (size_t i = 0; i < supported_archs_.size(); ++i) os << (i ? ", " : "") << supported_archs_[i];
@@ -334,8 +329,8 @@ std::vector<std::string> NvrtcCompiler::nvrtc_options(const CompileOptions& opti
   if (pch_available_) {
     opts.push_back("-pch");
     opts.push_back("--pch-dir=" + pch_dir_);
-    opts.push_back("--pch-verbose=false");   // no "not compatible with PCH file ..." warnings
-    opts.push_back("--pch-messages=true");   // "creating/using ... PATH": read, then removed
+    opts.push_back("--pch-verbose=false");    // no "not compatible with PCH file ..." warnings
+    opts.push_back("--pch-messages=true");    // "creating/using ... PATH": read, then removed
     opts.push_back("--diag-suppress=20283");  // "PCH creation disabled because #line ..."
   }
   return opts;
@@ -411,8 +406,7 @@ std::string host_header_note(const SourceScan& scan) {
 
 }  // namespace
 
-CompileResult NvrtcCompiler::compile_uncached(const std::string& source, const CompileOptions& options,
-                                              bool* cacheable) {
+CompileResult NvrtcCompiler::compile_uncached(const std::string& source, const CompileOptions& options, bool* cacheable) {
   CompileResult r;
   r.pch = "none";
   *cacheable = true;  // the same source and options give the same result, failures included

@@ -248,10 +248,10 @@ KernelEnv::ToolResult KernelEnv::tool_write_file(const Json& arguments) {
   const std::string& content = arguments["content"].get_ref<const std::string&>();
   std::string why = workspace_.write(path, content);
   r.ok = why.empty();
-  r.observation = r.ok ? "wrote " + path + " (" + std::to_string(content.size()) + " bytes); the workspace holds " +
-                             std::to_string(workspace_.files().size()) + " file(s), " + std::to_string(workspace_.total_bytes()) +
-                             " bytes\n"
-                       : "write_file refused: " + why + "\n";
+  r.observation = r.ok
+                      ? "wrote " + path + " (" + std::to_string(content.size()) + " bytes); the workspace holds " +
+                            std::to_string(workspace_.files().size()) + " file(s), " + std::to_string(workspace_.total_bytes()) + " bytes\n"
+                      : "write_file refused: " + why + "\n";
   return r;
 }
 
@@ -281,13 +281,18 @@ KernelEnv::ToolResult KernelEnv::tool_list_files() const {
 
 KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
   switch (call.tool) {  // every Tool has a case: the compiler (-Wswitch) names one that is missing
-    case Tool::write_file: return tool_write_file(call.arguments);
-    case Tool::read_file: return tool_read_file(call.arguments);
-    case Tool::list_files: return tool_list_files();
-    case Tool::compile: return tool_compile();
+    case Tool::write_file:
+      return tool_write_file(call.arguments);
+    case Tool::read_file:
+      return tool_read_file(call.arguments);
+    case Tool::list_files:
+      return tool_list_files();
+    case Tool::compile:
+      return tool_compile();
     case Tool::verify:
     case Tool::profile:
-    case Tool::submit: return tool_evaluate(call.tool);
+    case Tool::submit:
+      return tool_evaluate(call.tool);
   }
   KFORGE_FAIL(internal, "no handler for the tool " << call.name);
 }
@@ -295,8 +300,9 @@ KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
 StepResult KernelEnv::step(const Json& action) { return step(parse_action(action)); }
 
 StepResult KernelEnv::step(const ParsedAction& parsed) {
-  KFORGE_CHECK(running_, usage,
-               (task_ ? "the episode is over (" + termination_ + "); call reset() to start another" : std::string("call reset() before step()")));
+  KFORGE_CHECK(
+      running_, usage,
+      (task_ ? "the episode is over (" + termination_ + "); call reset() to start another" : std::string("call reset() before step()")));
   ++turn_;
   StepResult s;
   ToolResult result;

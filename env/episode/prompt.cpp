@@ -29,8 +29,10 @@ std::string number(double v) {
 std::string seconds(double s) {
   if (s <= 0) return "no limit";
   std::ostringstream os;
-  if (s >= 120) os << s / 60 << " min";
-  else os << s << " s";
+  if (s >= 120)
+    os << s / 60 << " min";
+  else
+    os << s << " s";
   return os.str();
 }
 
@@ -95,7 +97,8 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
   f["arguments"] = args.str();
   std::ostringstream outs;
   outs << "| name | shape | dtype |\n| --- | --- | --- |\n";
-  for (const auto& o : task.outputs) outs << "| " << o.name << " | " << shape_str(o.meta.shape) << " | " << dtype_name(o.meta.dtype) << " |\n";
+  for (const auto& o : task.outputs)
+    outs << "| " << o.name << " | " << shape_str(o.meta.shape) << " | " << dtype_name(o.meta.dtype) << " |\n";
   f["outputs"] = outs.str();
   f["tolerance"] = "atol = " + number(task.tolerance.atol) + ", rtol = " + number(task.tolerance.rtol);
   std::string page = format_page;
@@ -126,10 +129,9 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
      << number((d.eager_threshold - 1) * 100) << " %\n"
      << "- " << number(t.faster_than_both) << " if it is faster than both eager PyTorch and torch.compile by more than "
      << number((d.compile_threshold - 1) * 100) << " %\n"
-     << (d.mode == DecisionMode::ci_lower_bound
-             ? "Faster means the lower bound of the speedup's " + number(d.interval.confidence * 100) +
-                   " % confidence interval clears the threshold, not one lucky measurement.\n"
-             : std::string("Faster is decided on the median speedup.\n"))
+     << (d.mode == DecisionMode::ci_lower_bound ? "Faster means the lower bound of the speedup's " + number(d.interval.confidence * 100) +
+                                                      " % confidence interval clears the threshold, not one lucky measurement.\n"
+                                                : std::string("Faster is decided on the median speedup.\n"))
      << "Ending without submit() gives " << number(fl.no_submission) << ".";
   if (!task.baselines.compile_ms) rw << " (This task stores no torch.compile time.)";
   f["reward"] = rw.str();

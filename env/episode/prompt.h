@@ -17,8 +17,8 @@ std::string fill_template(const std::string& text, const std::string& origin, co
 
 // The fields of a task prompt: task_id, description, program, dimensions, arguments, outputs,
 // tolerance, dtype, format, tools, limits, reward.
-std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page,
-                                                 const EnvConfig& env, const RewardConfig& reward);
+std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page, const EnvConfig& env,
+                                                 const RewardConfig& reward);
 
 // Reads the template and the format page named by the config and fills them in for the task.
 std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward);

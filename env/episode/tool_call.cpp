@@ -16,7 +16,9 @@ Json function(const char* name, const char* description, Json properties, Json r
            {{"name", name},
             {"description", description},
             {"parameters",
-             {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)},
+             {{"type", "object"},
+              {"properties", std::move(properties)},
+              {"required", std::move(required)},
               {"additionalProperties", false}}}}}};
 }
 
@@ -64,12 +66,18 @@ std::vector<std::string> tool_names() {
 
 std::string json_type_name(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::boolean: return "a boolean";
-    default: return "a number";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    default:
+      return "a number";
   }
 }
 

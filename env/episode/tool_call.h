@@ -66,6 +66,6 @@ std::string tool_summary();
 
 ParsedAction parse_action(const nlohmann::json& action);
 // Raw assistant text (the Hermes form): the first <tool_call> outside <think>...</think> blocks.
-ParsedAction parse_action_text(const std::string& text);
+ParsedAction parse_action_text(const std::string& raw);
 
 }  // namespace kforge

@@ -1,8 +1,8 @@
 #include "env/process/sandbox.h"
 
+#include <sched.h>
 #include <cerrno>
 #include <cstring>
-#include <sched.h>
 
 #include <seccomp.h>
 #include <sys/socket.h>
@@ -20,12 +20,35 @@ void install_worker_seccomp() {
     int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall_nr, 0);
     if (rc != 0 && rc != -EDOM) KFORGE_FAIL(runtime, "seccomp rule for syscall " << syscall_nr << " failed: " << std::strerror(-rc));
   };
-  for (int nr : {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(socket),
-                 SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind), SCMP_SYS(listen), SCMP_SYS(accept),
-                 SCMP_SYS(accept4), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
-                 SCMP_SYS(kcmp), SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root), SCMP_SYS(chroot),
-                 SCMP_SYS(setns), SCMP_SYS(unshare), SCMP_SYS(bpf), SCMP_SYS(init_module), SCMP_SYS(finit_module),
-                 SCMP_SYS(delete_module), SCMP_SYS(kexec_load), SCMP_SYS(reboot), SCMP_SYS(swapon), SCMP_SYS(swapoff)})
+  for (int nr : {SCMP_SYS(execve),
+                 SCMP_SYS(execveat),
+                 SCMP_SYS(fork),
+                 SCMP_SYS(vfork),
+                 SCMP_SYS(socket),
+                 SCMP_SYS(socketpair),
+                 SCMP_SYS(connect),
+                 SCMP_SYS(bind),
+                 SCMP_SYS(listen),
+                 SCMP_SYS(accept),
+                 SCMP_SYS(accept4),
+                 SCMP_SYS(ptrace),
+                 SCMP_SYS(process_vm_readv),
+                 SCMP_SYS(process_vm_writev),
+                 SCMP_SYS(kcmp),
+                 SCMP_SYS(mount),
+                 SCMP_SYS(umount2),
+                 SCMP_SYS(pivot_root),
+                 SCMP_SYS(chroot),
+                 SCMP_SYS(setns),
+                 SCMP_SYS(unshare),
+                 SCMP_SYS(bpf),
+                 SCMP_SYS(init_module),
+                 SCMP_SYS(finit_module),
+                 SCMP_SYS(delete_module),
+                 SCMP_SYS(kexec_load),
+                 SCMP_SYS(reboot),
+                 SCMP_SYS(swapon),
+                 SCMP_SYS(swapoff)})
     deny(nr);
   // clone3 takes its flags in a struct the filter cannot read: refuse it with ENOSYS so the C
   // library falls back to clone, whose flags it can: threads (CLONE_THREAD) pass, processes do not.

@@ -50,10 +50,14 @@ class StrictObject {
   T as(const Json& v, const std::string& key) const {
     // nlohmann converts numbers and bools into each other silently; a contract does not.
     bool ok = true;
-    if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
-    else if constexpr (std::is_integral_v<T>) ok = v.is_number_integer();
-    else if constexpr (std::is_floating_point_v<T>) ok = v.is_number();
-    else if constexpr (std::is_same_v<T, std::string>) ok = v.is_string();
+    if constexpr (std::is_same_v<T, bool>)
+      ok = v.is_boolean();
+    else if constexpr (std::is_integral_v<T>)
+      ok = v.is_number_integer();
+    else if constexpr (std::is_floating_point_v<T>)
+      ok = v.is_number();
+    else if constexpr (std::is_same_v<T, std::string>)
+      ok = v.is_string();
     KFORGE_CHECK(ok, spec, path_ << "." << key << " has the wrong type (" << v.type_name() << ")");
     try {
       return v.get<T>();

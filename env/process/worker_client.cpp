@@ -45,7 +45,8 @@ WorkerProcess::~WorkerProcess() { stop(); }
 
 std::string WorkerProcess::reap_description(int status) const {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   return "ended";
 }
 
@@ -62,8 +63,7 @@ std::string WorkerProcess::kill_and_reap() {
   if (pid_ <= 0) return "not running";
   ::kill(pid_, SIGKILL);
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
   std::string how = reap_description(status);
   forget_child();
   return how;
@@ -177,7 +177,8 @@ const Json& WorkerProcess::hello() {
 Json WorkerProcess::startup_report() const {
   if (times_.hello_ns == 0) return nullptr;
   auto ms = [](int64_t from, int64_t to) { return static_cast<double>(to - from) / 1e6; };
-  Json r = {{"spawn_at_ns", times_.spawn_ns}, {"hello_at_ns", times_.hello_ns}, {"spawn_to_hello_ms", ms(times_.spawn_ns, times_.hello_ns)}};
+  Json r = {
+      {"spawn_at_ns", times_.spawn_ns}, {"hello_at_ns", times_.hello_ns}, {"spawn_to_hello_ms", ms(times_.spawn_ns, times_.hello_ns)}};
   const Json& s = hello_.contains("startup") ? hello_["startup"] : Json();
   if (!s.is_object()) return r;
   int64_t pre = s.value("preinit_ns", int64_t{0}), main = s.value("main_ns", int64_t{0}), ready = s.value("ready_ns", int64_t{0});
@@ -215,8 +216,8 @@ WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
     ReadStatus st = read_frame(from_child_, reply, static_cast<int>(timeout_s * 1000));
     if (st == ReadStatus::timeout) {
       kill_and_reap();
-      return fail(worker_error::timeout, "no reply within " + std::to_string(static_cast<int>(timeout_s)) +
-                                             " s; the worker was killed and will be restarted");
+      return fail(worker_error::timeout,
+                  "no reply within " + std::to_string(static_cast<int>(timeout_s)) + " s; the worker was killed and will be restarted");
     }
     if (st == ReadStatus::closed) return fail(worker_error::worker_crashed, "the worker " + kill_and_reap() + " during the request");
   } catch (const Error& e) {
@@ -240,8 +241,7 @@ bool WorkerProcess::reap_within(int ms) {
   auto reaped = [&] {
     int status = 0;
     pid_t r;
-    while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
-    }
+    while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {}
     if (r != pid_) return false;
     forget_child();
     return true;
@@ -253,7 +253,8 @@ bool WorkerProcess::reap_within(int ms) {
   int pfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
   if (pfd >= 0) {
     for (;;) {
-      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      int left =
+          static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
       pollfd p{pfd, POLLIN, 0};
       int n = ::poll(&p, 1, std::max(left, 0));
       if (n < 0 && errno == EINTR) continue;
@@ -275,8 +276,7 @@ void WorkerProcess::request_stop() {
   try {
     write_frame(to_child_, Json{{"type", "shutdown"}});
     stop_requested_ = true;
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
 }
 
 void WorkerProcess::stop() {

@@ -18,18 +18,18 @@ struct WorkerSpawn {
   std::string executable;
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;  // set in the child
-  int64_t max_file_bytes = 0;      // RLIMIT_FSIZE (0: unchanged)
-  int64_t max_open_files = 0;      // RLIMIT_NOFILE
-  int64_t max_address_space = 0;   // RLIMIT_AS (not for GPU workers: CUDA reserves huge ranges)
-  double start_timeout_s = 120;    // for the hello exchange after exec
+  int64_t max_file_bytes = 0;                            // RLIMIT_FSIZE (0: unchanged)
+  int64_t max_open_files = 0;                            // RLIMIT_NOFILE
+  int64_t max_address_space = 0;                         // RLIMIT_AS (not for GPU workers: CUDA reserves huge ranges)
+  double start_timeout_s = 120;                          // for the hello exchange after exec
 };
 
 struct WorkerReply {
   bool ok = false;
-  Json body;                 // the whole reply (also on errors: partial results)
-  std::string error_kind;    // worker_error::...
+  Json body;               // the whole reply (also on errors: partial results)
+  std::string error_kind;  // worker_error::...
   std::string error_message;
-  double wall_ms = 0;        // request written to reply read
+  double wall_ms = 0;  // request written to reply read
 };
 
 // When the last start happened, on monotonic_ns() (worker_protocol.h); 0 where not reached.

@@ -41,14 +41,22 @@ WorkerArgs parse_worker_args(int argc, char** argv, const std::string& mode) {
       KFORGE_CHECK(i + 1 < argc, usage, k << " needs a value");
       return argv[++i];
     };
-    if (k == "--mode") KFORGE_CHECK(value() == mode, usage, "this worker runs in --mode " << mode);
-    else if (k == "--device") a.device = std::stoi(value());
-    else if (k == "--request-fd") a.request_fd = std::stoi(value());
-    else if (k == "--reply-fd") a.reply_fd = std::stoi(value());
-    else if (k == "--seccomp") a.seccomp = value() != "0";
-    else if (k == "--cache-dir") a.cache_dir = value();
-    else if (k == "--warm-up") a.warm_up = value() != "0";
-    else KFORGE_FAIL(usage, "unknown option " << k);
+    if (k == "--mode")
+      KFORGE_CHECK(value() == mode, usage, "this worker runs in --mode " << mode);
+    else if (k == "--device")
+      a.device = std::stoi(value());
+    else if (k == "--request-fd")
+      a.request_fd = std::stoi(value());
+    else if (k == "--reply-fd")
+      a.reply_fd = std::stoi(value());
+    else if (k == "--seccomp")
+      a.seccomp = value() != "0";
+    else if (k == "--cache-dir")
+      a.cache_dir = value();
+    else if (k == "--warm-up")
+      a.warm_up = value() != "0";
+    else
+      KFORGE_FAIL(usage, "unknown option " << k);
   }
   return a;
 }

@@ -34,8 +34,7 @@ void write_all(int fd, const uint8_t* p, size_t n) {
 }
 
 // Reads exactly n bytes before the deadline. Returns false on timeout; throws on EOF/errors.
-bool read_all(int fd, uint8_t* p, size_t n, std::chrono::steady_clock::time_point deadline, bool forever,
-              bool& closed) {
+bool read_all(int fd, uint8_t* p, size_t n, std::chrono::steady_clock::time_point deadline, bool forever, bool& closed) {
   while (n > 0) {
     int wait_ms = -1;
     if (!forever) {
@@ -71,8 +70,7 @@ void write_frame(int fd, const Json& message) {
   std::vector<uint8_t> body = Json::to_msgpack(message);
   KFORGE_CHECK(body.size() <= kMaxFrameBytes, io, "message of " << body.size() << " bytes exceeds the frame limit");
   uint32_t n = static_cast<uint32_t>(body.size());
-  uint8_t head[4] = {static_cast<uint8_t>(n), static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n >> 16),
-                     static_cast<uint8_t>(n >> 24)};
+  uint8_t head[4] = {static_cast<uint8_t>(n), static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 24)};
   write_all(fd, head, 4);
   write_all(fd, body.data(), body.size());
 }

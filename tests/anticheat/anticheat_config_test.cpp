@@ -43,11 +43,11 @@ TEST(AnticheatConfig, ShippedFileLoadsWithTheDefaults) {
 }
 
 TEST(AnticheatConfig, ReadsEveryKey) {
-  AnticheatConfig c = AnticheatConfig::from_yaml(YamlNode::parse(
-      "static:\n  forbid_timers: false\n  forbid_inline_asm: true\n  forbid_printf: false\n"
-      "  forbid_global_state: false\n  forbid_l2_residency: false\n  forbid_launch_identity: false\n"
-      "  forbidden_identifiers: [__trap, malloc]\n",
-      "anticheat.yaml"));
+  AnticheatConfig c = AnticheatConfig::from_yaml(
+      YamlNode::parse("static:\n  forbid_timers: false\n  forbid_inline_asm: true\n  forbid_printf: false\n"
+                      "  forbid_global_state: false\n  forbid_l2_residency: false\n  forbid_launch_identity: false\n"
+                      "  forbidden_identifiers: [__trap, malloc]\n",
+                      "anticheat.yaml"));
   EXPECT_FALSE(c.static_checks.forbid_timers);
   EXPECT_TRUE(c.static_checks.forbid_inline_asm);
   EXPECT_FALSE(c.static_checks.forbid_printf);

@@ -27,11 +27,11 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_DOUBLE_EQ(c.dynamic.robustness_margin, d.robustness_margin);
   EXPECT_EQ(c.dynamic.address_pool, d.address_pool);
   EXPECT_EQ(c.dynamic.guard_bytes, d.guard_bytes);
-  AnticheatConfig o = AnticheatConfig::from_yaml(YamlNode::parse(
-      "dynamic: {state_checks: false, verify_timed_calls: false, scrub_reference: false, kernel_activity: false,"
-      " speed_of_light: false, sol_headroom: 2.5, robustness_draws: false,"
-      " robustness_margin: 0.25, address_pool: 4, guard_bytes: 4096}\n",
-      "a.yaml"));
+  AnticheatConfig o = AnticheatConfig::from_yaml(
+      YamlNode::parse("dynamic: {state_checks: false, verify_timed_calls: false, scrub_reference: false, kernel_activity: false,"
+                      " speed_of_light: false, sol_headroom: 2.5, robustness_draws: false,"
+                      " robustness_margin: 0.25, address_pool: 4, guard_bytes: 4096}\n",
+                      "a.yaml"));
   EXPECT_FALSE(o.dynamic.state_checks);
   EXPECT_FALSE(o.dynamic.verify_timed_calls);
   EXPECT_FALSE(o.dynamic.scrub_reference);
@@ -54,8 +54,8 @@ TEST(DynamicCheckConfig, TheOldPrecisionProbeKeyNamesItsSuccessor) {
 }
 
 TEST(DynamicCheckConfig, RobustnessAndPoolBoundsAreChecked) {
-  for (const char* bad : {"dynamic: {robustness_timed_share: 0.25}\n", "dynamic: {robustness_margin: 0}\n",
-                          "dynamic: {address_pool: 1}\n", "dynamic: {guard_bytes: 100}\n"}) {
+  for (const char* bad : {"dynamic: {robustness_timed_share: 0.25}\n", "dynamic: {robustness_margin: 0}\n", "dynamic: {address_pool: 1}\n",
+                          "dynamic: {guard_bytes: 100}\n"}) {
     EXPECT_THROW(AnticheatConfig::from_yaml(YamlNode::parse(bad, "a.yaml")), Error) << bad;
   }
 }

@@ -30,32 +30,32 @@ TEST(StaticChecks, RefusesGridIdReadInInlinePtx) {
 
 TEST(StaticChecks, RefusesLaunchIdentityRegistersInEverySpelling) {
   StaticReport r = scan(
-      "#define CAT(a, b) a##b\n"                                                                          // 1
-      "#define STR2(x) #x\n"                                                                              // 2
-      "#define STR(x) STR2(x)\n"                                                                          // 3
-      "__device__ void a(unsigned long long& g) { asm(\"mov.u64 %0, %%gri\" \"did;\" : \"=l\"(g)); }\n"  // 4
-      "__device__ void b(unsigned long long& g) { asm(\"mov.u64 %0, %%\\x67ridid;\" : \"=l\"(g)); }\n"    // 5
-      "__device__ void c(unsigned long long& g) { asm(\"mov.u64 %0, %%gr\\151did;\" : \"=l\"(g)); }\n"    // 6
-      "__device__ void d(unsigned long long& g) { asm(\"mov.u64 %0, %%gri\\\n"                            // 7
-      "did;\" : \"=l\"(g)); }\n"                                                                          // 8
-      "__device__ void e(unsigned long long& g) { asm(R\"(mov.u64 %0, %%gridid;)\" : \"=l\"(g)); }\n"     // 9
-      "__device__ void f(unsigned long long& g) {\n"                                                      // 10
-      "  asm(\"mov.u64 %0, %%\" STR(CAT(grid, id)) \";\" : \"=l\"(g));\n"                                 // 11
-      "}\n"                                                                                               // 12
+      "#define CAT(a, b) a##b\n"                                                                                // 1
+      "#define STR2(x) #x\n"                                                                                    // 2
+      "#define STR(x) STR2(x)\n"                                                                                // 3
+      "__device__ void a(unsigned long long& g) { asm(\"mov.u64 %0, %%gri\" \"did;\" : \"=l\"(g)); }\n"         // 4
+      "__device__ void b(unsigned long long& g) { asm(\"mov.u64 %0, %%\\x67ridid;\" : \"=l\"(g)); }\n"          // 5
+      "__device__ void c(unsigned long long& g) { asm(\"mov.u64 %0, %%gr\\151did;\" : \"=l\"(g)); }\n"          // 6
+      "__device__ void d(unsigned long long& g) { asm(\"mov.u64 %0, %%gri\\\n"                                  // 7
+      "did;\" : \"=l\"(g)); }\n"                                                                                // 8
+      "__device__ void e(unsigned long long& g) { asm(R\"(mov.u64 %0, %%gridid;)\" : \"=l\"(g)); }\n"           // 9
+      "__device__ void f(unsigned long long& g) {\n"                                                            // 10
+      "  asm(\"mov.u64 %0, %%\" STR(CAT(grid, id)) \";\" : \"=l\"(g));\n"                                       // 11
+      "}\n"                                                                                                     // 12
       "__device__ void h(unsigned long long& g) { asm(\"mov.u64 %0, %%current_graph_exec;\" : \"=l\"(g)); }\n"  // 13
-      "%:define GRAPH(r) asm(\"mov.u64 %0, %%current_\" \"graph_exec;\" : \"=l\"(r))\n"                  // 14
-      "__device__ void i(unsigned long long& g) { GRAPH(g); }\n"                                          // 15
-      "#define UNUSED_GRID \"mov.u64 %0, %%gridid;\"\n");                                                 // 16
+      "%:define GRAPH(r) asm(\"mov.u64 %0, %%current_\" \"graph_exec;\" : \"=l\"(r))\n"                         // 14
+      "__device__ void i(unsigned long long& g) { GRAPH(g); }\n"                                                // 15
+      "#define UNUSED_GRID \"mov.u64 %0, %%gridid;\"\n");                                                       // 16
   EXPECT_EQ(found(r), (std::set<std::pair<int, std::string>>{{4, "launch_identity"},
-                                                              {5, "launch_identity"},
-                                                              {6, "launch_identity"},
-                                                              {7, "launch_identity"},
-                                                              {9, "launch_identity"},
-                                                              {11, "launch_identity"},
-                                                              {13, "launch_identity"},
-                                                              {14, "launch_identity"},
-                                                              {15, "launch_identity"},
-                                                              {16, "launch_identity"}}))
+                                                             {5, "launch_identity"},
+                                                             {6, "launch_identity"},
+                                                             {7, "launch_identity"},
+                                                             {9, "launch_identity"},
+                                                             {11, "launch_identity"},
+                                                             {13, "launch_identity"},
+                                                             {14, "launch_identity"},
+                                                             {15, "launch_identity"},
+                                                             {16, "launch_identity"}}))
       << dump(r);
   bool named = false;
   for (const CheckFinding& f : r.findings)
@@ -73,19 +73,19 @@ TEST(StaticChecks, RefusesLibraryReadersOfTheLaunchIdentity) {
       "__device__ void* d() { return (void*)cudaGetCurrentGraphExec(); }\n"                       // 6
       "__device__ unsigned long long e() { return CAT(__nvvm_read_ptx_sreg_, gridid)(); }\n"      // 7
       "__device__ unsigned long long f() { return __builtin_ptx_read_gridid(); }\n"               // 8
-      "__device__ unsigned long long g() { return \\u0067et_sreg_gridid(); }\n"                  // 9
-      "__device__ unsigned h() { return __nvvm_read_ptx_sreg_envreg3(); }\n"                     // 10
+      "__device__ unsigned long long g() { return \\u0067et_sreg_gridid(); }\n"                   // 9
+      "__device__ unsigned h() { return __nvvm_read_ptx_sreg_envreg3(); }\n"                      // 10
       "__device__ void i(unsigned& e) { asm(\"mov.u32 %0, %%envreg31;\" : \"=r\"(e)); }\n"        // 11
-      "__device__ unsigned j(unsigned envreg7) { return envreg7; }\n");                         // 12: a name only
+      "__device__ unsigned j(unsigned envreg7) { return envreg7; }\n");                           // 12: a name only
   EXPECT_EQ(found(r), (std::set<std::pair<int, std::string>>{{10, "launch_identity"},
-                                                              {11, "launch_identity"},
-                                                              {3, "launch_identity"},
-                                                              {4, "launch_identity"},
-                                                              {5, "launch_identity"},
-                                                              {6, "launch_identity"},
-                                                              {7, "launch_identity"},
-                                                              {8, "launch_identity"},
-                                                              {9, "launch_identity"}}))
+                                                             {11, "launch_identity"},
+                                                             {3, "launch_identity"},
+                                                             {4, "launch_identity"},
+                                                             {5, "launch_identity"},
+                                                             {6, "launch_identity"},
+                                                             {7, "launch_identity"},
+                                                             {8, "launch_identity"},
+                                                             {9, "launch_identity"}}))
       << dump(r);
 }
 

@@ -8,9 +8,7 @@
 
 namespace kforge::testing::static_scan {
 
-inline StaticReport scan(const std::string& source, const StaticCheckConfig& config = {}) {
-  return run_static_checks(source, "", config);
-}
+inline StaticReport scan(const std::string& source, const StaticCheckConfig& config = {}) { return run_static_checks(source, "", config); }
 
 // (line, check) of every finding.
 inline std::set<std::pair<int, std::string>> found(const StaticReport& r) {

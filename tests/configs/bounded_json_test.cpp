@@ -76,7 +76,11 @@ TEST(BoundedJson, RefusesSyntaxErrorsTrailingBytesAndBinWithTheirReason) {
 TEST(BoundedJson, KeepsBinWhenAllowedForTheWorkersFrames) {
   JsonLimits worker;
   worker.allow_binary = true;
-  BoundedJson r = parse_msgpack_bounded(std::string("\x81\xa5" "cubin" "\xc4\x02\x01\x02", 11), worker);
+  BoundedJson r = parse_msgpack_bounded(std::string("\x81\xa5"
+                                                    "cubin"
+                                                    "\xc4\x02\x01\x02",
+                                                    11),
+                                        worker);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.value["cubin"].get_binary(), (std::vector<uint8_t>{1, 2}));
 }

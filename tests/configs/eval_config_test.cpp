@@ -44,8 +44,7 @@ TEST(EvalConfig, CudaAgentProfileUsesOneHundredthEverywhere) {
 }
 
 TEST(EvalConfig, MisspeltKeyIsRejectedWithFileAndKey) {
-  EXPECT_EQ(error_text("timing:\n  target_rsee: 0.01\n"),
-            "eval.yaml:2:3: timing.target_rsee: unknown key (did you mean 'target_rse'?)");
+  EXPECT_EQ(error_text("timing:\n  target_rsee: 0.01\n"), "eval.yaml:2:3: timing.target_rsee: unknown key (did you mean 'target_rse'?)");
   EXPECT_NE(error_text("timng: {}\n").find("timng: unknown key (did you mean 'timing'?)"), std::string::npos);
 }
 
@@ -60,8 +59,7 @@ TEST(EvalConfig, OutOfRangeValuesAreRejected) {
 }
 
 TEST(EvalConfig, WrongTypeNamesTheKey) {
-  EXPECT_NE(error_text("timing: {l2_flush: maybe}\n").find("timing.l2_flush: expected true or false, found 'maybe'"),
-            std::string::npos);
+  EXPECT_NE(error_text("timing: {l2_flush: maybe}\n").find("timing.l2_flush: expected true or false, found 'maybe'"), std::string::npos);
 }
 
 TEST(EvalConfig, EmptyFileGivesDefaults) {

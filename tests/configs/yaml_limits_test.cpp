@@ -48,15 +48,13 @@ TEST(YamlLimits, DuplicateKeyIsRefusedInNestedAndFlowMappings) {
 }
 
 TEST(YamlLimits, ListOrMappingAsKeyIsRefused) {
-  EXPECT_NE(error_of([] { YamlNode::parse("? [a, b]\n: 1\n", "k.yaml"); }).find("a key must be a plain value"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { YamlNode::parse("? [a, b]\n: 1\n", "k.yaml"); }).find("a key must be a plain value"), std::string::npos);
 }
 
 TEST(YamlLimits, DeepFlowNestingIsRefusedBeforeYamlCppRecurses) {
   std::string e = error_of([] { YamlNode::parse("a: " + repeat("[", 150000) + "\n", "deep.yaml"); });
   EXPECT_NE(e.find("deep.yaml:1:68: flow collections nested deeper than 64 levels"), std::string::npos) << e;
-  EXPECT_NE(error_of([] { YamlNode::parse(repeat("{a: ", 20000), "deep.yaml"); }).find("nested deeper than 64"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { YamlNode::parse(repeat("{a: ", 20000), "deep.yaml"); }).find("nested deeper than 64"), std::string::npos);
 }
 
 TEST(YamlLimits, DeepBlockNestingIsRefused) {
@@ -66,17 +64,15 @@ TEST(YamlLimits, DeepBlockNestingIsRefused) {
   // Under the text bound the exact depth is checked on the tree.
   std::string nested;
   for (int i = 0; i < 70; ++i) nested += std::string(i, ' ') + "k:\n";
-  EXPECT_NE(error_of([&] { YamlNode::parse(nested + std::string(70, ' ') + "v\n", "deep.yaml"); })
-                .find("nested deeper than 64 levels"),
+  EXPECT_NE(error_of([&] { YamlNode::parse(nested + std::string(70, ' ') + "v\n", "deep.yaml"); }).find("nested deeper than 64 levels"),
             std::string::npos);
   EXPECT_NO_THROW(YamlNode::parse(repeat("[", 60) + repeat("]", 60), "ok.yaml"));
 }
 
 TEST(YamlLimits, BracketsInTextDoNotCount) {
   // Quoted scalars, comments, block scalars and brackets inside plain words are text, not nesting.
-  std::string text = "a: \"" + repeat("[", 100) + "\"\n" + "b: '" + repeat("{", 100) + "'\n" + "# " + repeat("[", 100) +
-                     "\nc: x" + repeat("[", 100) + "\nprogram: |\n  " + repeat("(", 10) + repeat("[", 100) +
-                     "\n  don't [\nd: 1\n";
+  std::string text = "a: \"" + repeat("[", 100) + "\"\n" + "b: '" + repeat("{", 100) + "'\n" + "# " + repeat("[", 100) + "\nc: x" +
+                     repeat("[", 100) + "\nprogram: |\n  " + repeat("(", 10) + repeat("[", 100) + "\n  don't [\nd: 1\n";
   YamlNode root = YamlNode::parse(text, "text.yaml");
   EXPECT_EQ(root.req<int>("d"), 1);
   EXPECT_EQ(root.req<std::string>("program").substr(10, 3), "[[[");
@@ -85,8 +81,7 @@ TEST(YamlLimits, BracketsInTextDoNotCount) {
 TEST(YamlLimits, OversizedTextIsRefusedBeforeParsing) {
   YamlLimits small;
   small.max_bytes = 64;
-  std::string e = error_of([&] { YamlNode::parse("a: " + std::string(100, 'x'), "big.yaml", ErrorKind::spec, small); },
-                           ErrorKind::spec);
+  std::string e = error_of([&] { YamlNode::parse("a: " + std::string(100, 'x'), "big.yaml", ErrorKind::spec, small); }, ErrorKind::spec);
   EXPECT_EQ(e, "big.yaml: 103 bytes of YAML, over the limit of 64");
 }
 

@@ -38,9 +38,11 @@ TEST(YamlReader, UnknownKeyFarFromAnyKnownListsTheKnownKeys) {
 
 TEST(YamlReader, WrongTypesAreErrorsNamingTheKey) {
   YamlNode root = YamlNode::parse("a: 1.5\nb: yes\nc: [1, 2]\nd: abc\n", "f.yaml");
-  EXPECT_NE(std::string(error_of([&] { root.req<int>("a"); }).what()).find("f.yaml:1:4: a: expected an integer, found '1.5'"), std::string::npos);
+  EXPECT_NE(std::string(error_of([&] { root.req<int>("a"); }).what()).find("f.yaml:1:4: a: expected an integer, found '1.5'"),
+            std::string::npos);
   EXPECT_NE(std::string(error_of([&] { root.req<bool>("b"); }).what()).find("b: expected true or false, found 'yes'"), std::string::npos);
-  EXPECT_NE(std::string(error_of([&] { root.req<std::string>("c"); }).what()).find("c: expected a string, found a list"), std::string::npos);
+  EXPECT_NE(std::string(error_of([&] { root.req<std::string>("c"); }).what()).find("c: expected a string, found a list"),
+            std::string::npos);
   EXPECT_NE(std::string(error_of([&] { root.req<double>("d"); }).what()).find("d: expected a number, found 'abc'"), std::string::npos);
 }
 

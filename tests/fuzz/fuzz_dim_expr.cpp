@@ -30,14 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string canon = e.str();
   if (canon.size() > kMaxDimExprChars) return 0;  // printing adds spaces: near the cap it may not fit
-  DimExpr again = DimExpr::parse(canon);  // throws (-> reported) if the canonical text is refused
+  DimExpr again = DimExpr::parse(canon);          // throws (-> reported) if the canonical text is refused
   if (again.str() != canon) abort();
   e.python();
   e.names();
   try {
     int64_t v = e.eval(env);
     if (again.eval(env) != v) abort();
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

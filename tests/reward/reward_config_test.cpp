@@ -46,8 +46,7 @@ TEST(RewardConfig, ShippedFileLoadsAndMatchesTheDefaults) {
 }
 
 TEST(RewardConfig, PointEstimateModeAndACheatPenaltyBelowMinusOne) {
-  RewardConfig c = RewardConfig::from_yaml(
-      YamlNode::parse("decision: {mode: point_estimate}\nfailures: {cheat: -5}\n", "reward.yaml"));
+  RewardConfig c = RewardConfig::from_yaml(YamlNode::parse("decision: {mode: point_estimate}\nfailures: {cheat: -5}\n", "reward.yaml"));
   EXPECT_EQ(c.decision.mode, DecisionMode::point_estimate);
   EXPECT_EQ(c.failures.cheat, -5);
 }

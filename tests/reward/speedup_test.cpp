@@ -53,8 +53,8 @@ double coverage(IntervalMethod m, int n, double sigma, int reps) {
   return static_cast<double>(covered) / reps;
 }
 
-void expect_error(ErrorKind kind, const std::vector<double>& cand, const std::vector<double>& ref,
-                  const std::string& mentions, const SpeedupOptions& o = {}) {
+void expect_error(ErrorKind kind, const std::vector<double>& cand, const std::vector<double>& ref, const std::string& mentions,
+                  const SpeedupOptions& o = {}) {
   try {
     estimate_speedup(cand, ref, o);
     ADD_FAILURE() << "accepted input that should mention '" << mentions << "'";

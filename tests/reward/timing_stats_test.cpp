@@ -28,9 +28,7 @@ TEST(TimingStats, SummarisesKnownSamples) {
   EXPECT_NEAR(s.rse, std::sqrt(2.5) / std::sqrt(5.0) / 3.0, 1e-12);
 }
 
-TEST(TimingStats, MedianOfEvenCountInterpolates) {
-  EXPECT_DOUBLE_EQ(TimingStats::from_samples({1, 2, 3, 10}).median, 2.5);
-}
+TEST(TimingStats, MedianOfEvenCountInterpolates) { EXPECT_DOUBLE_EQ(TimingStats::from_samples({1, 2, 3, 10}).median, 2.5); }
 
 TEST(TimingStats, SingleSampleHasNoSpread) {
   TimingStats s = TimingStats::from_samples({2.0});
@@ -58,9 +56,8 @@ TEST(TimingStats, GoldenVectorsAreReproducedExactly) {
     const std::string name = c["name"].get<std::string>();
     TimingStats s = TimingStats::from_samples(c["samples"].get<std::vector<double>>());
     EXPECT_EQ(s.n, c["n"].get<int64_t>()) << name;
-    const std::pair<const char*, double> got[] = {{"mean", s.mean}, {"std", s.std},       {"rse", s.rse},
-                                                  {"min", s.min},   {"max", s.max},       {"median", s.median},
-                                                  {"p10", s.p10},   {"p90", s.p90}};
+    const std::pair<const char*, double> got[] = {{"mean", s.mean}, {"std", s.std},       {"rse", s.rse}, {"min", s.min},
+                                                  {"max", s.max},   {"median", s.median}, {"p10", s.p10}, {"p90", s.p90}};
     for (const auto& [key, value] : got)
       EXPECT_EQ(value, c[key].get<double>()) << name << " " << key << ": C++ gives " << std::setprecision(17) << value;
   }

@@ -25,7 +25,8 @@ using namespace kforge::protocol_test;
 TEST(RolloutCorpus, HostilePayloadsDecodeToErrorsWithoutCrashing) {
   std::vector<std::pair<std::string, std::string>> corpus = {
       {"100k nested arrays", std::string(100000, '\x91')},
-      {"100k nested maps", [] {
+      {"100k nested maps",
+       [] {
          std::string s;
          for (int i = 0; i < 100000; ++i) s += bytes({0x81, 0xa1, 'k'});
          return s;
@@ -121,8 +122,7 @@ class EchoServer {
       if (!zmq::recv_multipart(router, std::back_inserter(frames))) continue;
       DecodeResult r = decode_request(frames, limits_);
       if (!r.envelope.answerable()) continue;
-      auto reply = r.ok() ? encode_reply(r.envelope, {{"method", method_name(r.request().method)},
-                                                      {"params", params_to_json(r.request())}})
+      auto reply = r.ok() ? encode_reply(r.envelope, {{"method", method_name(r.request().method)}, {"params", params_to_json(r.request())}})
                           : encode_error(r.envelope, r.error());
       ++served_;  // before sending: the client may check the count as soon as the reply lands
       zmq::send_multipart(router, reply);

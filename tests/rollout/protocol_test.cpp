@@ -132,16 +132,14 @@ TEST(RolloutMsgpack, RefusesDuplicateKeys) {
 }
 
 TEST(RolloutMsgpack, RefusesInvalidUtf8InValuesAndKeys) {
-  auto with_task = [](std::string raw) {
-    return bytes({0x81, 0xa4, 't', 'a', 's', 'k', 0xa0 | static_cast<int>(raw.size())}) + raw;
-  };
-  EXPECT_TRUE(call("reset", with_task("caf\xc3\xa9")).ok());                                  // é
-  EXPECT_TRUE(refused(call("reset", with_task("\xc3\x28")), Kind::bad_msgpack));               // bad continuation
-  EXPECT_TRUE(refused(call("reset", with_task("\xc0\xaf")), Kind::bad_msgpack));               // overlong '/'
-  EXPECT_TRUE(refused(call("reset", with_task("\xed\xa0\x80")), Kind::bad_msgpack));           // surrogate
-  EXPECT_TRUE(refused(call("reset", with_task("\xf4\x90\x80\x80")), Kind::bad_msgpack));       // > U+10FFFF
-  EXPECT_TRUE(refused(call("reset", with_task("ab\xe2\x82")), Kind::bad_msgpack));             // cut short
-  EXPECT_TRUE(refused(call("health", bytes({0x81, 0xa1, 0xff, 0x01})), Kind::bad_msgpack));    // key
+  auto with_task = [](std::string raw) { return bytes({0x81, 0xa4, 't', 'a', 's', 'k', 0xa0 | static_cast<int>(raw.size())}) + raw; };
+  EXPECT_TRUE(call("reset", with_task("caf\xc3\xa9")).ok());                                 // é
+  EXPECT_TRUE(refused(call("reset", with_task("\xc3\x28")), Kind::bad_msgpack));             // bad continuation
+  EXPECT_TRUE(refused(call("reset", with_task("\xc0\xaf")), Kind::bad_msgpack));             // overlong '/'
+  EXPECT_TRUE(refused(call("reset", with_task("\xed\xa0\x80")), Kind::bad_msgpack));         // surrogate
+  EXPECT_TRUE(refused(call("reset", with_task("\xf4\x90\x80\x80")), Kind::bad_msgpack));     // > U+10FFFF
+  EXPECT_TRUE(refused(call("reset", with_task("ab\xe2\x82")), Kind::bad_msgpack));           // cut short
+  EXPECT_TRUE(refused(call("health", bytes({0x81, 0xa1, 0xff, 0x01})), Kind::bad_msgpack));  // key
 }
 
 TEST(RolloutMsgpack, RefusesPayloadsThatAreNotMaps) {
@@ -301,8 +299,7 @@ TEST(RolloutParams, CloseAndCancelNeedOnlyAnEpisode) {
 }
 
 TEST(RolloutParams, TasksReadsEveryFilter) {
-  auto r = call("tasks", Json{{"split", "train"}, {"source", "synth"}, {"ops", {"matmul", "softmax"}},
-                              {"limit", 50}, {"offset", 100}});
+  auto r = call("tasks", Json{{"split", "train"}, {"source", "synth"}, {"ops", {"matmul", "softmax"}}, {"limit", 50}, {"offset", 100}});
   ASSERT_TRUE(r.ok()) << r.error().message;
   const auto& p = std::get<TasksParams>(r.request().params);
   EXPECT_EQ(p.split, "train");
@@ -402,8 +399,7 @@ TEST(RolloutLimits, ReadFromYamlWithDefaultsForMissingKeys) {
   EXPECT_EQ(l.max_payload_bytes, 4096);
   EXPECT_EQ(l.max_depth, 10);
   EXPECT_EQ(l.max_request_id_bytes, ProtocolLimits{}.max_request_id_bytes);
-  EXPECT_EQ(ProtocolLimits::from_yaml(YamlNode::parse("", "rollout.yaml")).max_payload_bytes,
-            ProtocolLimits{}.max_payload_bytes);
+  EXPECT_EQ(ProtocolLimits::from_yaml(YamlNode::parse("", "rollout.yaml")).max_payload_bytes, ProtocolLimits{}.max_payload_bytes);
 }
 
 TEST(RolloutLimits, RefuseUnknownKeysAndOutOfRangeValues) {

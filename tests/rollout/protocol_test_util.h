@@ -43,8 +43,8 @@ inline DecodeResult call(const std::string& method, const Json& payload, const P
 inline ::testing::AssertionResult refused(const DecodeResult& r, Kind kind) {
   if (r.ok()) return ::testing::AssertionFailure() << "decoded fine, expected " << protocol_error_kind_name(kind);
   if (r.error().kind != kind) {
-    return ::testing::AssertionFailure() << "got " << protocol_error_kind_name(r.error().kind) << " ("
-                                         << r.error().message << "), expected " << protocol_error_kind_name(kind);
+    return ::testing::AssertionFailure() << "got " << protocol_error_kind_name(r.error().kind) << " (" << r.error().message
+                                         << "), expected " << protocol_error_kind_name(kind);
   }
   if (r.error().message.empty()) return ::testing::AssertionFailure() << "empty message";
   return ::testing::AssertionSuccess();

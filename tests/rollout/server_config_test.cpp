@@ -70,8 +70,7 @@ TEST(RolloutServerConfig, AMissingPathNamesTheKeyTheFullPathTriedAndTheRule) {
             std::string::npos);
   c.tasks.datasets.clear();
   c.record.path = (dir / "no_such_folder" / "t.h5").string();
-  EXPECT_NE(io_error(c).find("record.path: the folder of the trajectory file, " + (dir / "no_such_folder").string()),
-            std::string::npos);
+  EXPECT_NE(io_error(c).find("record.path: the folder of the trajectory file, " + (dir / "no_such_folder").string()), std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -138,7 +137,6 @@ TEST(RolloutServerConfig, RefusesADuplicateKeyWithItsLine) {
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::config);
-    EXPECT_NE(std::string(e.what()).find(path + ":4:1: duplicate key 'sessions' (first at line 1)"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find(path + ":4:1: duplicate key 'sessions' (first at line 1)"), std::string::npos) << e.what();
   }
 }

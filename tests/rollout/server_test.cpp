@@ -16,12 +16,12 @@
 #include <zmq_addon.hpp>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "configs/yaml_reader.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "env/episode/env_config.h"
 #include "rollout/task_catalog.h"
 #include "rollout/trajectory_file.h"
-#include "configs/file_reader.h"
 #include "tests/test_paths.h"
 
 using namespace kforge;
@@ -164,7 +164,8 @@ TEST(RolloutServer, AnswersEveryBadInputWithItsKindAndKeepsServingTheConnection)
       {"truncated msgpack", {"b5", "reset", std::string("\x81\xa4ta", 4)}, "bad_msgpack"},
       {"not a map", {"b6", "health", pack(Json::array({1, 2}))}, "payload_not_map"},
       {"unknown method", {"b7", "rest", pack(Json::object())}, "unknown_method"},
-      {"oversized payload", {"b8", "step", pack({{"episode", ep}, {"action", write("kernel.cu", std::string(5000, 'x'))}})},
+      {"oversized payload",
+       {"b8", "step", pack({{"episode", ep}, {"action", write("kernel.cu", std::string(5000, 'x'))}})},
        "payload_too_large"},
       {"newer version", {"b9", "health", pack({{"v", 2}})}, "unsupported_version"},
       {"unknown field", {"b10", "reset", pack({{"task", "softmax_rows"}, {"sed", 1}})}, "bad_params"},
@@ -350,8 +351,8 @@ TEST(ServerSetup, SaysPlainlyWhetherGpusWereFoundAndWhichOnes) {
     ADD_FAILURE() << "scheduler.gpus 64 accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::config);
-    EXPECT_NE(std::string(e.what()).find("scheduler.gpus is 64 but " + std::to_string(s.gpus) + " GPU(s) are visible"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("scheduler.gpus is 64 but " + std::to_string(s.gpus) + " GPU(s) are visible"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -470,7 +471,7 @@ TEST(RolloutServer, ShutdownCancelsQueuedStepsFinishesRunningOnesAndRecordsOpenE
   write_candidate(c, b);
   c.send("ca", "step", {{"episode", a}, {"action", tool("compile")}});
   c.send("cb", "step", {{"episode", b}, {"action", tool("compile")}});
-  ASSERT_TRUE(c.call("health").ok());  // both steps are in (the front answers in order)
+  ASSERT_TRUE(c.call("health").ok());                           // both steps are in (the front answers in order)
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a's compile has started
   std::thread stopper([&] { server->stop(); });
   std::map<std::string, Reply> replies;

@@ -14,13 +14,13 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/file_reader.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/dataset/import_pack.h"
 #include "env/episode/env_config.h"
 #include "env/episode/prompt.h"
 #include "reward/reward_config.h"
 #include "rollout/server_config.h"
-#include "configs/file_reader.h"
 #include "tests/test_paths.h"
 
 using namespace kforge;
@@ -140,9 +140,11 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   const std::string spec = read_file(resource_path("datasets/samples/linear_relu.yaml"));
   Dataset d;
   d.attrs["format"] = "kforge-dataset";
-  for (const auto& [id, split, status] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"syn_a", "train", "ok"}, {"syn_b", "train", "rejected:compile_mismatch"}, {"syn_c", "heldout", "ok"},
-           {"syn_d", "train", "cpu_ok"}}) {
+  for (const auto& [id, split, status] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"syn_a", "train", "ok"},
+                                                                      {"syn_b", "train", "rejected:compile_mismatch"},
+                                                                      {"syn_c", "heldout", "ok"},
+                                                                      {"syn_d", "train", "cpu_ok"}}) {
     DatasetRow r;
     r.id = id;
     r.split = split;
@@ -195,15 +197,17 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   // What was left out, for an evaluation's denominator: the rejected row, the unmeasured one, and
   // the modules an import beside the dataset skipped (a line that does not parse counted too).
   std::ofstream(dir / "skipped.jsonl") << "{\"file\": \"a.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"x\"}\n"
-                                        << "{\"file\": \"b.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"y\"}\n\n"
-                                        << "{\"file\": \"c.py\", \"reason\": \"load_error\"}\n{not json\n";
+                                       << "{\"file\": \"b.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"y\"}\n\n"
+                                       << "{\"file\": \"c.py\", \"reason\": \"load_error\"}\n{not json\n";
   TaskCatalog with_skips;
   with_skips.add_dataset(h5, /*serve_unmeasured=*/false);
   std::vector<std::tuple<std::string, std::string, std::string, size_t>> got;
   for (const auto& l : with_skips.left_out()) got.emplace_back(l.source, left_out_stage_name(l.stage), l.reason, l.rows);
-  const std::vector<std::tuple<std::string, std::string, std::string, size_t>> want = {
-      {"imported", "import", "load_error", 1}, {"imported", "import", "stochastic", 2}, {"imported", "import", "unreadable", 1},
-      {"synth", "gpu_stage", "compile_mismatch", 1}, {"synth", "not_measured", "", 1}};
+  const std::vector<std::tuple<std::string, std::string, std::string, size_t>> want = {{"imported", "import", "load_error", 1},
+                                                                                       {"imported", "import", "stochastic", 2},
+                                                                                       {"imported", "import", "unreadable", 1},
+                                                                                       {"synth", "gpu_stage", "compile_mismatch", 1},
+                                                                                       {"synth", "not_measured", "", 1}};
   EXPECT_EQ(got, want);
   EXPECT_EQ(served(h5).left_out().size(), 4u) << "serve_unmeasured true: the cpu_ok row is served, not left out";
   fs::remove(dir / "skipped.jsonl");

@@ -27,7 +27,8 @@ std::string fresh(const std::string& name) {
 }
 
 Json trajectory(int i, size_t filler = 0) {
-  return {{"episode", "ep-" + std::to_string(i)}, {"task", "t"}, {"seed", i}, {"turns", Json::array({i})}, {"pad", std::string(filler, 'x')}};
+  return {
+      {"episode", "ep-" + std::to_string(i)}, {"task", "t"}, {"seed", i}, {"turns", Json::array({i})}, {"pad", std::string(filler, 'x')}};
 }
 
 void write_three(const std::string& path) {

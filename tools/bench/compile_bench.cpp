@@ -72,8 +72,7 @@ bool compiles(const fs::path& dir) {
   std::istringstream in(try_read_file((dir / "expect.yaml").string()).value_or(""));
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("verdict:", 0) == 0)
-      return line.find("compile_error") == std::string::npos && line.find("timeout") == std::string::npos;
+    if (line.rfind("verdict:", 0) == 0) return line.find("compile_error") == std::string::npos && line.find("timeout") == std::string::npos;
   return true;
 }
 
@@ -83,13 +82,11 @@ std::vector<fs::path> default_sources(const fs::path& root) {
   fs::path cands = root / "datasets" / "samples" / "candidates";
   if (fs::is_directory(cands, ec))
     for (const auto& e : fs::recursive_directory_iterator(cands, ec))
-      if (e.is_regular_file() && e.path().filename() == "kernel.cu" && compiles(e.path().parent_path()))
-        files.push_back(e.path());
+      if (e.is_regular_file() && e.path().filename() == "kernel.cu" && compiles(e.path().parent_path())) files.push_back(e.path());
   fs::path own = root / "tools" / "bench" / "compile_sources";
   if (fs::is_directory(own, ec))
     for (const auto& e : fs::directory_iterator(own, ec))
-      if (e.is_regular_file() && e.path().extension() == ".cu" && e.path().filename() != "never_ends.cu")
-        files.push_back(e.path());
+      if (e.is_regular_file() && e.path().extension() == ".cu" && e.path().filename() != "never_ends.cu") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -138,7 +135,6 @@ void write_record(const std::string& out_path, const std::string& command, std::
   std::ofstream out(out_path);
   out << j.dump(2) << "\n";
   std::cout << "wrote " << out_path << "\n";
-
 }
 
 // The command line.
@@ -163,13 +159,20 @@ int parse_args(int argc, char** argv, BenchArgs& args) {
       }
       return argv[++i];
     };
-    if (a == "--out") args.out_path = value();
-    else if (a == "--arch") args.arch = value();
-    else if (a == "--commit") args.commit = value();
-    else if (a == "--rounds") args.rounds = std::max(1, std::stoi(value()));
-    else if (a == "--no-pch") args.config.use_pch = false;
-    else if (a == "--no-prelude") args.config.cccl_prelude = false;
-    else if (a == "--no-warm-up") args.warm = false;
+    if (a == "--out")
+      args.out_path = value();
+    else if (a == "--arch")
+      args.arch = value();
+    else if (a == "--commit")
+      args.commit = value();
+    else if (a == "--rounds")
+      args.rounds = std::max(1, std::stoi(value()));
+    else if (a == "--no-pch")
+      args.config.use_pch = false;
+    else if (a == "--no-prelude")
+      args.config.cccl_prelude = false;
+    else if (a == "--no-warm-up")
+      args.warm = false;
     else if (a == "-h" || a == "--help") {
       std::cout << "usage: kforge_compile_bench [--out FILE.json] [--arch sm_90a] [--rounds N] [--no-pch] "
                    "[--no-prelude] [--no-warm-up] [--commit SHA] [FILE.cu ...]\n";
@@ -213,8 +216,7 @@ struct Measured {
 
 // `rounds` cold compiles of every source, each made unique, then the same unique texts again as
 // cache hits.
-Measured measure(kforge::NvrtcCompiler& compiler, const CompileOptions& options, const std::vector<Source>& sources,
-                 int rounds) {
+Measured measure(kforge::NvrtcCompiler& compiler, const CompileOptions& options, const std::vector<Source>& sources, int rounds) {
   Measured m;
   CompileFigures& f = m.figures;
   std::vector<std::string> uniques;
@@ -249,8 +251,7 @@ Measured measure(kforge::NvrtcCompiler& compiler, const CompileOptions& options,
   return m;
 }
 
-void print_figures(const kforge::NvrtcCompiler& compiler, const BenchArgs& args, const std::vector<Source>& sources,
-                   Measured& m) {
+void print_figures(const kforge::NvrtcCompiler& compiler, const BenchArgs& args, const std::vector<Source>& sources, Measured& m) {
   const CompileFigures& f = m.figures;
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "NVRTC " << compiler.nvrtc_version() << ", arch " << args.arch << ", PCH " << (compiler.pch_available() ? "on" : "off")
@@ -259,16 +260,15 @@ void print_figures(const kforge::NvrtcCompiler& compiler, const BenchArgs& args,
             << " cold compiles, " << f.failures << " failed; PCH created " << f.pch_created << ", used " << m.pch_used << "\n";
   for (const Source& s : sources) {
     const auto& v = m.per_source[s.name];
-    std::cout << "  " << std::left << std::setw(62) << s.name << std::right << (s.cub ? " cub " : "     ") << " p50 "
-              << std::setw(7) << quantile(v, 0.5) << " ms  max " << std::setw(7) << *std::max_element(v.begin(), v.end())
-              << " ms  pch " << m.pch_of[s.name] << "\n";
+    std::cout << "  " << std::left << std::setw(62) << s.name << std::right << (s.cub ? " cub " : "     ") << " p50 " << std::setw(7)
+              << quantile(v, 0.5) << " ms  max " << std::setw(7) << *std::max_element(v.begin(), v.end()) << " ms  pch " << m.pch_of[s.name]
+              << "\n";
   }
   std::cout << "  (pch per round: c = created, u = used, n = none; P = after the shared CUB prelude)\n";
   std::cout << "cold:   p50 " << quantile(f.cold, 0.5) << " ms, p95 " << quantile(f.cold, 0.95) << " ms\n";
   std::cout << "  CUB:  p50 " << quantile(f.cold_cub, 0.5) << " ms, p95 " << quantile(f.cold_cub, 0.95) << " ms\n";
   std::cout << "  none: p50 " << quantile(f.cold_plain, 0.5) << " ms, p95 " << quantile(f.cold_plain, 0.95) << " ms\n";
-  std::cout << "cached: p50 " << std::setprecision(3) << quantile(f.cached, 0.5) << " ms, p95 " << quantile(f.cached, 0.95)
-            << " ms\n";
+  std::cout << "cached: p50 " << std::setprecision(3) << quantile(f.cached, 0.5) << " ms, p95 " << quantile(f.cached, 0.95) << " ms\n";
 }
 
 }  // namespace
@@ -291,15 +291,13 @@ int main(int argc, char** argv) {
   if (args.warm) {
     CompileResult w = compiler.warm_up(options);
     warm_ms = w.compile_ms;
-    std::cout << "warm-up: " << std::fixed << std::setprecision(1) << warm_ms << " ms (ok=" << w.ok << ", pch " << w.pch
-              << ")\n";
+    std::cout << "warm-up: " << std::fixed << std::setprecision(1) << warm_ms << " ms (ok=" << w.ok << ", pch " << w.pch << ")\n";
   }
 
   Measured m = measure(compiler, options, sources, args.rounds);
   m.figures.warm_ms = warm_ms;
   m.figures.sources = sources.size();
-  m.figures.cub_count =
-      static_cast<int>(std::count_if(sources.begin(), sources.end(), [](const Source& s) { return s.cub; }));
+  m.figures.cub_count = static_cast<int>(std::count_if(sources.begin(), sources.end(), [](const Source& s) { return s.cub; }));
   print_figures(compiler, args, sources, m);
   if (!args.out_path.empty()) write_record(args.out_path, args.command, args.commit, root, compiler, m.figures);
   return m.figures.failures == 0 ? 0 : 1;

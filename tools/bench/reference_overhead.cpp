@@ -77,8 +77,7 @@ int reference_overhead(int argc, char** argv) {
   const std::pair<const char*, const char*> pairs[] = {
       {"relu", "kb_l1_relu"}, {"linear_relu", "kb_l2_linear_relu"}, {"softmax", "kb_l1_softmax"}};
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  std::printf("%-12s %-14s %12s %12s %12s %12s %14s\n", "op", "shape", "graph_us", "torchscript_us", "overhead_us", "ratio",
-              "ts_first_ms");
+  std::printf("%-12s %-14s %12s %12s %12s %12s %14s\n", "op", "shape", "graph_us", "torchscript_us", "overhead_us", "ratio", "ts_first_ms");
   for (const auto& [op, imported] : pairs) {
     TaskSpec g = load_task(dir + "/graph/graph_" + std::string(op) + ".yaml");
     TaskSpec ts = load_task(dir + "/tasks/" + imported + ".yaml");
@@ -87,13 +86,19 @@ int reference_overhead(int argc, char** argv) {
     const std::string shape = shape_str(ts.arguments[0].decl.meta.shape);
     std::printf("%-12s %-14s %12.2f %14.2f %12.2f %12.2f %14.3f\n", op, shape.c_str(), tg.median_us, tt.median_us,
                 tt.median_us - tg.median_us, tt.median_us / tg.median_us, tt.first_us / 1e3);
-    rows.push_back({{"op", op}, {"shape", shape}, {"graph_median_us", tg.median_us}, {"graph_p10_us", tg.p10_us},
-                    {"graph_p90_us", tg.p90_us}, {"torchscript_median_us", tt.median_us}, {"torchscript_p10_us", tt.p10_us},
-                    {"torchscript_p90_us", tt.p90_us}, {"torchscript_first_call_ms", tt.first_us / 1e3},
+    rows.push_back({{"op", op},
+                    {"shape", shape},
+                    {"graph_median_us", tg.median_us},
+                    {"graph_p10_us", tg.p10_us},
+                    {"graph_p90_us", tg.p90_us},
+                    {"torchscript_median_us", tt.median_us},
+                    {"torchscript_p10_us", tt.p10_us},
+                    {"torchscript_p90_us", tt.p90_us},
+                    {"torchscript_first_call_ms", tt.first_us / 1e3},
                     {"overhead_us", tt.median_us - tg.median_us}});
   }
-  const std::string reproduce = "build/tools/kforge_eval_bench reference --tasks " + dir + " --device " + device_name +
-                                " --calls " + std::to_string(calls);
+  const std::string reproduce =
+      "build/tools/kforge_eval_bench reference --tasks " + dir + " --device " + device_name + " --calls " + std::to_string(calls);
   std::printf("calls per reference: %d (after 20 warm-up calls), one intra-op thread%s\nreproduce: %s\n", calls,
               cuda ? ", synchronised per call" : "", reproduce.c_str());
   if (!out_path.empty()) {

@@ -45,8 +45,7 @@ double process_age_ms() {
   std::istringstream fields(stat.substr(close + 2));
   std::string f;
   // Fields after the name start at 3 (state); starttime is field 22.
-  for (int i = 3; i < 22 && (fields >> f); ++i) {
-  }
+  for (int i = 3; i < 22 && (fields >> f); ++i) {}
   unsigned long long ticks = 0;
   if (!(fields >> ticks)) return -1;
   long hz = ::sysconf(_SC_CLK_TCK);
@@ -84,9 +83,12 @@ int run_selected(CLI::App& app) {
 std::string duration(double s) {
   char buf[32];
   if (!std::isfinite(s) || s < 0) return "?";
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60);
   return buf;
 }
 

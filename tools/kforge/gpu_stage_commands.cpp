@@ -41,8 +41,7 @@ Shard parse_shard(const std::string& text) {
   Shard s;
   s.n = std::stoi(m[2].str());
   bool all = m[1].str() == "all";
-  KFORGE_CHECK(s.n >= 1 && (all || std::stoi(m[1].str()) < s.n), usage,
-               "--shard is k/N with 0 <= k < N, or all/N, not '" << text << "'");
+  KFORGE_CHECK(s.n >= 1 && (all || std::stoi(m[1].str()) < s.n), usage, "--shard is k/N with 0 <= k < N, or all/N, not '" << text << "'");
   if (all)
     for (int k = 0; k < s.n; ++k) s.ks.push_back(k);
   else
@@ -54,8 +53,7 @@ Shard parse_shard(const std::string& text) {
 std::pair<size_t, size_t> shard_rows(size_t rows, int k, int n) { return {k * rows / n, (k + 1) * rows / n}; }
 
 // (row, shard) pairs in the order the stage does them.
-std::vector<std::pair<size_t, int>> select_rows(const Dataset& d, const std::string& dataset, const Shard& s,
-                                                const std::string& ids_path) {
+std::vector<std::pair<size_t, int>> select_rows(const Dataset& d, const std::string& dataset, const Shard& s, const std::string& ids_path) {
   std::vector<std::pair<size_t, int>> out;
   if (ids_path.empty()) {
     for (int k : s.ks) {
@@ -95,9 +93,8 @@ Json dims_json(const DimEnv& dims) {
 }
 
 Json timing_json(const TimingConfig& t) {
-  return {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps},
-          {"max_reps", t.max_reps},         {"target_rse", t.target_rse}, {"budget_ms", t.budget_ms},
-          {"l2_flush", t.l2_flush},         {"l2_flush_factor", t.l2_flush_factor}};
+  return {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps}, {"max_reps", t.max_reps},
+          {"target_rse", t.target_rse},     {"budget_ms", t.budget_ms}, {"l2_flush", t.l2_flush}, {"l2_flush_factor", t.l2_flush_factor}};
 }
 
 Json task_json(const DatasetRow& r, size_t row, int shard, const std::string& dataset) {
@@ -217,7 +214,8 @@ void apply_row(DatasetRow& r, const Json& j, const std::string& where) {
                where << ": graph_hash " << j.value("graph_hash", "") << " is not task " << r.id << "'s (" << r.graph_hash << ")");
   const std::string text = j.value("status", "");
   const std::optional<RowStatus> status = RowStatus::from_text(text);
-  KFORGE_CHECK(status && status->kind != RowStatus::Kind::cpu_ok, usage, where << ": status is ok or rejected:<reason>, not '" << text << "'");
+  KFORGE_CHECK(status && status->kind != RowStatus::Kind::cpu_ok, usage,
+               where << ": status is ok or rejected:<reason>, not '" << text << "'");
   r.status = status->text();
   r.eager_ms = ms_or_nan(j, "eager_ms", where);
   r.compile_ms = ms_or_nan(j, "compile_ms", where);

@@ -103,8 +103,7 @@ int run_python(const std::vector<std::string>& argv) {
   int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
   KFORGE_CHECK(rc == 0, unsupported, "cannot start " << argv[0] << " (" << std::strerror(rc) << "): set KFORGE_PYTHON_BIN");
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    KFORGE_CHECK(errno == EINTR, runtime, "waiting for " << argv[0] << ": " << std::strerror(errno));
+  while (waitpid(pid, &status, 0) < 0) KFORGE_CHECK(errno == EINTR, runtime, "waiting for " << argv[0] << ": " << std::strerror(errno));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -113,8 +112,10 @@ void run_importer(const ImportArgs& a) {
   // A missing or broken package is told apart from the importer refusing its arguments.
   const char* probe = "import importlib.util, sys, task_import; sys.exit(importlib.util.find_spec('task_import.__main__') is None)";
   if (run_python({py, "-c", probe}) != 0)
-    KFORGE_FAIL(unsupported, "the Python importer is not importable: `" << py << " -m task_import` cannot run with "
-                                  << "PYTHONPATH=" << importer_path() << " (tools/task_import/ missing, or its packages: run tools/setup.sh)");
+    KFORGE_FAIL(unsupported, "the Python importer is not importable: `"
+                                 << py << " -m task_import` cannot run with "
+                                 << "PYTHONPATH=" << importer_path()
+                                 << " (tools/task_import/ missing, or its packages: run tools/setup.sh)");
   std::vector<std::string> argv = {py, "-m", "task_import", "--format", a.format, "--out", a.out};
   if (!a.tolerance.empty()) argv.insert(argv.end(), {"--tolerance", a.tolerance});
   if (!a.split.empty()) argv.insert(argv.end(), {"--split", a.split});
@@ -140,8 +141,7 @@ int import_tasks(const ImportArgs& a, const std::string& command_line) {
   double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Modules per second over the importer's own time when it said, else this command's.
   std::cout << p.table(p.importer_seconds > 0 ? p.importer_seconds : pack_s);
-  std::cout << "wrote " << (fs::path(a.out) / "dataset.h5").string() << " (" << p.dataset.rows.size()
-            << " tasks) and skipped.jsonl\n";
+  std::cout << "wrote " << (fs::path(a.out) / "dataset.h5").string() << " (" << p.dataset.rows.size() << " tasks) and skipped.jsonl\n";
   return 0;
 }
 

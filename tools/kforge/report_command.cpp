@@ -21,8 +21,10 @@ namespace kforge::cli {
 int exec_report(int argc, char** argv) {
   std::string py = project_python();
   if (py.empty()) {
-    std::fprintf(stderr, "kforge: io_error: no Python for kforge report: set KFORGE_PYTHON_BIN, or run tools/setup.sh "
-                         "(it makes %s/.venv)\n", KFORGE_SOURCE_DIR);
+    std::fprintf(stderr,
+                 "kforge: io_error: no Python for kforge report: set KFORGE_PYTHON_BIN, or run tools/setup.sh "
+                 "(it makes %s/.venv)\n",
+                 KFORGE_SOURCE_DIR);
     return 1;
   }
   std::string path = std::string(KFORGE_SOURCE_DIR) + "/tools/python";

@@ -16,11 +16,11 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
-#include "data_synth/synth/cpu_checks.h"
 #include "data_synth/dataset/dataset_h5.h"
-#include "data_synth/task/render_python.h"
 #include "data_synth/reference/reference.h"
+#include "data_synth/synth/cpu_checks.h"
 #include "data_synth/synth/synth_pipeline.h"
+#include "data_synth/task/render_python.h"
 #include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
 
@@ -125,8 +125,7 @@ int pack_tasks(const PackArgs& a) {
     std::string text = read_file(path, "the task file");
     TaskSpec t = parse_task(text, path);
     KFORGE_CHECK(ids.insert(t.id).second, usage, path << ": task id '" << t.id << "' is already in the pack");
-    KeptTask k{t, first_family(t), canonical_graph_hash(t), canonical_op_sequence(t),
-               estimate_eager_ms(t.resolved, t.dtype, cfg.cost)};
+    KeptTask k{t, first_family(t), canonical_graph_hash(t), canonical_op_sequence(t), estimate_eager_ms(t.resolved, t.dtype, cfg.cost)};
     DatasetRow r = to_row(k);
     r.spec_yaml = text;
     d.rows.push_back(std::move(r));
@@ -153,7 +152,8 @@ std::vector<const DatasetRow*> select(const Dataset& d, const TasksArgs& a) {
   f.source = a.source;
   f.min_ops = a.min_ops;
   f.max_ops = a.max_ops;
-  KFORGE_CHECK(a.split.empty() || a.split == "train" || a.split == "heldout", usage, "--split is train or heldout, not '" << a.split << "'");
+  KFORGE_CHECK(a.split.empty() || a.split == "train" || a.split == "heldout", usage,
+               "--split is train or heldout, not '" << a.split << "'");
   KFORGE_CHECK(a.source.empty() || task_source_from_name(a.source), usage,
                "--source is one of " << task_source_names() << ", not '" << a.source << "'");
   f.status = StatusFilter::parse(a.status);
@@ -185,12 +185,24 @@ void add_filters(CLI::App* sub, TasksArgs& a) {
 
 nlohmann::ordered_json row_json(const DatasetRow& r) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr); };
-  return {{"id", r.id},           {"split", r.split},       {"source", r.source},         {"dtype", r.dtype},
-          {"ops", r.ops},         {"n_ops", r.n_ops},       {"family", r.family},         {"status", r.status},
-          {"graph_hash", r.graph_hash}, {"op_sequence", r.op_sequence}, {"est_runtime_ms", r.est_runtime_ms},
-          {"flops", r.flops},     {"min_bytes", r.min_bytes}, {"eager_ms", num(r.eager_ms)}, {"compile_ms", num(r.compile_ms)},
+  return {{"id", r.id},
+          {"split", r.split},
+          {"source", r.source},
+          {"dtype", r.dtype},
+          {"ops", r.ops},
+          {"n_ops", r.n_ops},
+          {"family", r.family},
+          {"status", r.status},
+          {"graph_hash", r.graph_hash},
+          {"op_sequence", r.op_sequence},
+          {"est_runtime_ms", r.est_runtime_ms},
+          {"flops", r.flops},
+          {"min_bytes", r.min_bytes},
+          {"eager_ms", num(r.eager_ms)},
+          {"compile_ms", num(r.compile_ms)},
           {"baseline", r.baseline_json.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json::parse(r.baseline_json)},
-          {"spec_yaml", r.spec_yaml}, {"program_py", r.program_py}};
+          {"spec_yaml", r.spec_yaml},
+          {"program_py", r.program_py}};
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ TEST(RowStatus, AnythingElseIsASpecErrorNamingTheRowAndTheText) {
 }
 
 TEST(StatusFilter, ServedAllRejectedOrExactly) {
-  const RowStatus cpu_ok = read_status("cpu_ok", "r"), ok = read_status("ok", "r"), window = read_status("rejected:eager_runtime_window", "r");
+  const RowStatus cpu_ok = read_status("cpu_ok", "r"), ok = read_status("ok", "r"),
+                  window = read_status("rejected:eager_runtime_window", "r");
   StatusFilter served = StatusFilter::parse("");
   EXPECT_TRUE(served.matches(cpu_ok) && served.matches(ok) && !served.matches(window));
   StatusFilter all = StatusFilter::parse("all");

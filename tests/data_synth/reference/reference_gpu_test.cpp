@@ -11,7 +11,6 @@
 
 #include "tests/skip_without_cuda.h"
 
-
 using namespace kforge;
 using kforge::testing::source_dir;
 namespace fs = std::filesystem;
@@ -22,8 +21,8 @@ void expect_close(const at::Tensor& gpu, const at::Tensor& cpu, const Tolerance&
   at::Tensor g = gpu.cpu().to(at::kDouble), c = cpu.to(at::kDouble);
   at::Tensor bad = (g - c).abs() > (tol.atol + tol.rtol * c.abs());
   int64_t mismatches = bad.sum().item<int64_t>();
-  EXPECT_EQ(mismatches, 0) << what << ": " << mismatches << " of " << c.numel()
-                           << " elements outside tolerance; max abs error " << (g - c).abs().max().item<double>();
+  EXPECT_EQ(mismatches, 0) << what << ": " << mismatches << " of " << c.numel() << " elements outside tolerance; max abs error "
+                           << (g - c).abs().max().item<double>();
 }
 
 }  // namespace

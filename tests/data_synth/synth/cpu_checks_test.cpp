@@ -9,17 +9,16 @@ using namespace kforge;
 namespace {
 
 TaskSpec task(const std::string& nodes, const std::string& inputs = "[{name: x, shape: [B, D]}]") {
-  std::string y = "kforge_task: 1\nid: t\nsource: synth\nsplit: train\nseed: 3\ndtype: float32\ndims: {B: 4, D: 64}\n"
-                  "check_dims: {B: 2, D: 64}\ngraph:\n  inputs: " + inputs + "\n  nodes:\n" + nodes +
-                  "  outputs: [y]\nprovenance: {generator: test}\n";
+  std::string y =
+      "kforge_task: 1\nid: t\nsource: synth\nsplit: train\nseed: 3\ndtype: float32\ndims: {B: 4, D: 64}\n"
+      "check_dims: {B: 2, D: 64}\ngraph:\n  inputs: " +
+      inputs + "\n  nodes:\n" + nodes + "  outputs: [y]\nprovenance: {generator: test}\n";
   return parse_task(y, "t.yaml");
 }
 
 }  // namespace
 
-TEST(CpuChecks, AGoodTaskPasses) {
-  EXPECT_EQ(cpu_reference_verdict(task("    - {id: y, op: gelu, in: [x]}\n"), {}), "");
-}
+TEST(CpuChecks, AGoodTaskPasses) { EXPECT_EQ(cpu_reference_verdict(task("    - {id: y, op: gelu, in: [x]}\n"), {}), ""); }
 
 TEST(CpuChecks, AnAllZerosOrTinyAnswerIsBelowTheFloor) {
   // x * 1e-6: every element is within atol of zero.

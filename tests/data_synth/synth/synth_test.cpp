@@ -9,12 +9,12 @@
 
 #include "configs/error.h"
 #include "configs/yaml_reader.h"
-#include "data_synth/synth/composer.h"
 #include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/synth/composer.h"
 #include "data_synth/synth/dedup.h"
-#include "data_synth/task/render_python.h"
 #include "data_synth/synth/synth_config.h"
 #include "data_synth/synth/synth_pipeline.h"
+#include "data_synth/task/render_python.h"
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -242,8 +242,8 @@ TEST(SynthConfig, BaselineTimingKeepsTheStageDefaultsForKeysLeftOut) {
   SynthConfig c = SynthConfig::from_yaml(YamlNode::parse("baseline_timing: {min_reps: 5, max_reps: 6}\n", "synth.yaml"));
   EXPECT_EQ(c.baseline_timing.min_reps, 5);
   EXPECT_EQ(c.baseline_timing.max_reps, 6);
-  EXPECT_DOUBLE_EQ(c.baseline_timing.warmup_ms, 50);       // the stage's, not the evaluator's 25
-  EXPECT_DOUBLE_EQ(c.baseline_timing.target_rse, 0.01);    // not 0.002
+  EXPECT_DOUBLE_EQ(c.baseline_timing.warmup_ms, 50);     // the stage's, not the evaluator's 25
+  EXPECT_DOUBLE_EQ(c.baseline_timing.target_rse, 0.01);  // not 0.002
   try {
     SynthConfig::from_yaml(YamlNode::parse("baseline_timing:\n  l2_flush_factor: 1\n", "synth.yaml"));
     ADD_FAILURE() << "a flush of less than 2x L2 was accepted";

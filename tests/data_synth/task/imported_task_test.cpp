@@ -33,12 +33,13 @@ std::string literal(const std::string& text) {
   return out;
 }
 
-std::string imported_yaml(const std::string& extra_top = "", const std::string& sha = sha256_hex(kArtifact),
-                          const std::string& arguments = "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
-                          const std::string& outputs = "  - {name: y0, shape: [16, 256], dtype: float32}\n",
-                          const std::string& cost = "cost: {flops: 4096, min_bytes: 32768}\n") {
-  return "kforge_task: 1\nid: kb_l1_relu\nsource: kernelbench\nsplit: heldout\ndescription: relu\nseed: 7\ndtype: float32\n" +
-         extra_top + "program: " + literal(kProgram) + "reference:\n  kind: torchscript\n  module_mode: train\n  sha256: " + sha +
+std::string imported_yaml(
+    const std::string& extra_top = "", const std::string& sha = sha256_hex(kArtifact),
+    const std::string& arguments = "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
+    const std::string& outputs = "  - {name: y0, shape: [16, 256], dtype: float32}\n",
+    const std::string& cost = "cost: {flops: 4096, min_bytes: 32768}\n") {
+  return "kforge_task: 1\nid: kb_l1_relu\nsource: kernelbench\nsplit: heldout\ndescription: relu\nseed: 7\ndtype: float32\n" + extra_top +
+         "program: " + literal(kProgram) + "reference:\n  kind: torchscript\n  module_mode: train\n  sha256: " + sha +
          "\n  artifact: " + base64_encode(kArtifact) + "\narguments:\n" + arguments + "outputs:\n" + outputs +
          "tolerance: {atol: 0.01, rtol: 0.01}\n" + cost +
          "provenance: {generator: kforge tasks import, format: kernelbench, file: \"KernelBench/level1/19_ReLU.py\", "
@@ -103,8 +104,8 @@ TEST(ImportedTask, RoundTripsThroughTaskToYaml) {
 
 TEST(ImportedTask, ProgramSurvivesVerbatimWhateverItsWhitespace) {
   for (std::string program : {kProgram, kProgram.substr(0, kProgram.size() - 1), kProgram + "\n\n", std::string("  x = 1\n"),
-                              std::string("a = 1\r\nb = '\xc3\xa9'\r\n"), std::string("x = 1\n   \n\ty = 2\n"),
-                              std::string("\tx = 1\n"), std::string("# only a comment")}) {
+                              std::string("a = 1\r\nb = '\xc3\xa9'\r\n"), std::string("x = 1\n   \n\ty = 2\n"), std::string("\tx = 1\n"),
+                              std::string("# only a comment")}) {
     TaskSpec t = parse_task(imported_yaml(), "t.yaml");
     t.program = program;
     TaskSpec back = parse_task(task_to_yaml(t), "again.yaml");
@@ -156,9 +157,10 @@ TEST(ImportedTask, ValidatesTheStatedArgumentsAndOutputs) {
   EXPECT_NE(arg_error(x0 + "  - {name: bn.weight, role: parameter, shape: [4], dtype: float32, draw: {dist: constant, value: 1}}\n")
                 .find("'bn.weight' is float32 with a constant draw"),
             std::string::npos);
-  EXPECT_NO_THROW(parse_task(imported_yaml("", sha256_hex(kArtifact),
-                                           x0 + "  - {name: n, role: buffer, shape: [1], dtype: int64, draw: {dist: constant, value: 0}}\n"),
-                             "t.yaml"));
+  EXPECT_NO_THROW(
+      parse_task(imported_yaml("", sha256_hex(kArtifact),
+                               x0 + "  - {name: n, role: buffer, shape: [1], dtype: int64, draw: {dist: constant, value: 0}}\n"),
+                 "t.yaml"));
   // Outputs share the arguments' namespace (launch plans name tensors by name).
   std::string clash = error_of(imported_yaml("", sha256_hex(kArtifact), x0, "  - {name: x0, shape: [4], dtype: float32}\n"));
   EXPECT_NE(clash.find("used twice"), std::string::npos) << clash;
@@ -166,19 +168,21 @@ TEST(ImportedTask, ValidatesTheStatedArgumentsAndOutputs) {
 }
 
 TEST(ImportedTask, CostWithoutFlopsMeansNoFlopCount) {
-  TaskSpec t = parse_task(imported_yaml("", sha256_hex(kArtifact),
-                                        "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
-                                        "  - {name: y0, shape: [16, 256], dtype: float32}\n", "cost: {min_bytes: 32768}\n"),
-                          "t.yaml");
+  TaskSpec t =
+      parse_task(imported_yaml("", sha256_hex(kArtifact),
+                               "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
+                               "  - {name: y0, shape: [16, 256], dtype: float32}\n", "cost: {min_bytes: 32768}\n"),
+                 "t.yaml");
   EXPECT_FALSE(t.cost.flops.has_value());
   std::string text = task_to_yaml(t);
   EXPECT_EQ(text.find("flops"), std::string::npos) << text;
   EXPECT_FALSE(parse_task(text, "again.yaml").cost.flops.has_value());
   // Without a cost block, min_bytes is every argument and output once.
-  TaskSpec no_cost = parse_task(imported_yaml("", sha256_hex(kArtifact),
-                                              "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
-                                              "  - {name: y0, shape: [16, 256], dtype: float32}\n", ""),
-                                "t.yaml");
+  TaskSpec no_cost =
+      parse_task(imported_yaml("", sha256_hex(kArtifact),
+                               "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n",
+                               "  - {name: y0, shape: [16, 256], dtype: float32}\n", ""),
+                 "t.yaml");
   EXPECT_EQ(no_cost.cost.min_bytes, 2 * 16 * 256 * 4);
 }
 
@@ -231,9 +235,8 @@ TEST(ImportedTask, AcceptsTheEnumSpellingOfTheCudaAgentSource) {
 }
 
 TEST(Base64, EncodesAndDecodesTheRfcVectors) {
-  const std::pair<const char*, const char*> v[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                                   {"foo", "Zm9v"},   {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
-                                                   {"foobar", "Zm9vYmFy"}};
+  const std::pair<const char*, const char*> v[] = {
+      {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, coded] : v) {
     EXPECT_EQ(base64_encode(plain), coded);
     EXPECT_EQ(base64_decode(coded), plain);

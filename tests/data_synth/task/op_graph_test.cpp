@@ -15,8 +15,7 @@ GraphInput input(const std::string& name, std::vector<std::string> shape) {
   return in;
 }
 
-GraphNode node(const std::string& id, const std::string& op, std::vector<std::string> in,
-               std::map<std::string, std::string> attrs = {}) {
+GraphNode node(const std::string& id, const std::string& op, std::vector<std::string> in, std::map<std::string, std::string> attrs = {}) {
   return GraphNode{id, op, std::move(in), std::move(attrs), ""};
 }
 
@@ -33,8 +32,8 @@ OpGraph diamond() {
   // x -> linear -> relu -> add(x, .) -> layer_norm: x feeds two nodes.
   OpGraph g;
   g.inputs = {input("x", {"B", "D"})};
-  g.nodes = {node("fc", "linear", {"x"}, {{"out_features", "D"}}), node("act", "relu", {"fc"}),
-             node("res", "add", {"x", "act"}), node("ln", "layer_norm", {"res"})};
+  g.nodes = {node("fc", "linear", {"x"}, {{"out_features", "D"}}), node("act", "relu", {"fc"}), node("res", "add", {"x", "act"}),
+             node("ln", "layer_norm", {"res"})};
   g.outputs = {"ln"};
   return g;
 }

@@ -30,13 +30,37 @@ TEST(OpRegistry, HasAtLeast60OperatorsCoveringEveryCategory) {
   for (const auto& op : ops) cats.insert(op.category);
   EXPECT_EQ(cats.size(), 11u);
   // The families the synthesizer draws from (issue 7).
-  for (const char* required : {"mish", "hardswish", "softplus", "elu", "gt", "where", "amin", "argmax", "prod", "vector_norm",
-                               "cumprod", "instance_norm", "einsum", "conv1d", "conv3d", "conv_transpose2d", "max_pool2d",
-                               "avg_pool2d", "adaptive_avg_pool2d", "upsample2d", "dropout", "flatten", "embedding", "sdpa",
-                               "cross_entropy", "mse_loss", "kl_div", "smooth_l1_loss"})
+  for (const char* required : {"mish",
+                               "hardswish",
+                               "softplus",
+                               "elu",
+                               "gt",
+                               "where",
+                               "amin",
+                               "argmax",
+                               "prod",
+                               "vector_norm",
+                               "cumprod",
+                               "instance_norm",
+                               "einsum",
+                               "conv1d",
+                               "conv3d",
+                               "conv_transpose2d",
+                               "max_pool2d",
+                               "avg_pool2d",
+                               "adaptive_avg_pool2d",
+                               "upsample2d",
+                               "dropout",
+                               "flatten",
+                               "embedding",
+                               "sdpa",
+                               "cross_entropy",
+                               "mse_loss",
+                               "kl_div",
+                               "smooth_l1_loss"})
     EXPECT_NE(op_registry().find(required), nullptr) << required;
-  for (const char* required : {"softmax", "logsumexp", "cumsum", "layer_norm", "rms_norm", "group_norm", "batch_norm",
-                               "matmul", "linear", "bmm", "conv2d", "transpose", "permute", "reshape", "concat"})
+  for (const char* required : {"softmax", "logsumexp", "cumsum", "layer_norm", "rms_norm", "group_norm", "batch_norm", "matmul", "linear",
+                               "bmm", "conv2d", "transpose", "permute", "reshape", "concat"})
     EXPECT_NE(op_registry().find(required), nullptr) << required;
 }
 
@@ -48,8 +72,10 @@ TEST(OpRegistry, EveryOperatorAcceptsItsExampleWithCostAndPython) {
     EXPECT_GT(numel(out.shape), 0);
     double flops = op.flops(c, out);
     // Moving data is no arithmetic: layout changes, lookups and the identity cost bytes only.
-    if (op.category == OpCategory::layout || op.name == "embedding" || op.name == "dropout") EXPECT_EQ(flops, 0);
-    else EXPECT_GT(flops, 0);
+    if (op.category == OpCategory::layout || op.name == "embedding" || op.name == "dropout")
+      EXPECT_EQ(flops, 0);
+    else
+      EXPECT_GT(flops, 0);
     std::vector<std::string> args;
     for (size_t i = 0; i < c.in.size(); ++i) args.push_back("x" + std::to_string(i));
     EXPECT_FALSE(op.py_expr(c, args, "self.y").empty());

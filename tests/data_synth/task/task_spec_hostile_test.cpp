@@ -14,9 +14,8 @@ namespace {
 
 std::string task_text(const std::string& dims, const std::string& shape, const std::string& extra = "") {
   return "kforge_task: 1\nid: wrap\nsource: synth\nsplit: train\nseed: 5\ndtype: float32\ndims: " + dims +
-         "\ngraph:\n  inputs:\n    - {name: x, shape: " + shape +
-         "}\n  nodes:\n    - {id: y, op: relu, in: [x]}\n  outputs: [y]\n" + extra +
-         "provenance: {generator: test, seed: 1}\n";
+         "\ngraph:\n  inputs:\n    - {name: x, shape: " + shape + "}\n  nodes:\n    - {id: y, op: relu, in: [x]}\n  outputs: [y]\n" +
+         extra + "provenance: {generator: test, seed: 1}\n";
 }
 
 std::string error_of(const std::string& text) {
@@ -35,9 +34,7 @@ std::string error_of(const std::string& text) {
 TEST(TaskSpecHostile, ElementCountThatWrapsAroundIsRefused) {
   // 2^32 * 2^32 = 2^64 wrapped to 0 elements.
   std::string e = error_of(task_text("{N: 4294967296, M: 4294967296}", "[N, M]"));
-  EXPECT_NE(e.find("input 'x': shape [4294967296, 4294967296] has more elements than a 64-bit count holds"),
-            std::string::npos)
-      << e;
+  EXPECT_NE(e.find("input 'x': shape [4294967296, 4294967296] has more elements than a 64-bit count holds"), std::string::npos) << e;
 }
 
 TEST(TaskSpecHostile, ByteCountThatWrapsAroundIsRefused) {

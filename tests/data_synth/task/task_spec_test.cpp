@@ -149,7 +149,8 @@ TEST(TaskSpec, ImpossibleShapeIsAShapeErrorNamingTheNode) {
 TEST(TaskSpec, StatedDerivedFieldsMustAgreeWithTheGraph) {
   TaskSpec t = parse_task(kMinimal, "task.yaml");
   std::string yaml = task_to_yaml(t);
-  Error e = error_of(replaced(yaml, "{name: fc.weight, role: parameter, shape: [16, 8]", "{name: fc.weight, role: parameter, shape: [8, 16]"));
+  Error e =
+      error_of(replaced(yaml, "{name: fc.weight, role: parameter, shape: [16, 8]", "{name: fc.weight, role: parameter, shape: [8, 16]"));
   EXPECT_NE(std::string(e.what()).find("shape of 'fc.weight' is [16, 8] by the graph, not [8, 16]"), std::string::npos) << e.what();
   e = error_of(replaced(yaml, "- {name: fc.bias", "- {name: fc.b"));
   EXPECT_NE(std::string(e.what()).find("argument 2 is 'fc.bias' in the graph's order"), std::string::npos) << e.what();

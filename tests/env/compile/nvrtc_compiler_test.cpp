@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "configs/error.h"
+#include "configs/sha256.h"
 #include "env/compile/include_guard.h"
 #include "env/compile/nvrtc_compiler.h"
-#include "configs/sha256.h"
 
 namespace kforge {
 namespace {
@@ -42,7 +42,9 @@ TEST(NvrtcCompiler, CompilesASimpleKernelToACubinWithItsNameAndResources) {
   CompileResult r = shared_compiler().compile(kAdd, CompileOptions{});
   ASSERT_TRUE(r.ok) << r.log;
   ASSERT_GT(r.cubin.size(), 4u);
-  EXPECT_EQ(std::string(r.cubin.begin(), r.cubin.begin() + 4), "\x7f" "ELF");
+  EXPECT_EQ(std::string(r.cubin.begin(), r.cubin.begin() + 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(r.kernels, std::vector<std::string>{"add"});
   ASSERT_EQ(r.resources.size(), 1u);
   EXPECT_EQ(r.resources[0].name, "add");
@@ -105,10 +107,11 @@ TEST(NvrtcCompiler, MaxrregcountForcesSpills) {
 }
 
 TEST(NvrtcCompiler, SyntaxErrorFailsWithTheCompilersMessageAndLine) {
-  const char* src = "extern \"C\" __global__ void broken(float* y) {\n"
-                    "  float z = 1.0f;\n"
-                    "  y[0] = z + undefined_name;\n"
-                    "}\n";
+  const char* src =
+      "extern \"C\" __global__ void broken(float* y) {\n"
+      "  float z = 1.0f;\n"
+      "  y[0] = z + undefined_name;\n"
+      "}\n";
   CompileResult r = shared_compiler().compile(src, CompileOptions{});
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.cubin.empty());
@@ -215,8 +218,9 @@ extern "C" __global__ void row_sum(const float* x, float* y, int cols) {
   EXPECT_EQ(a.pch, "created");
   // Another CUB candidate, with other include lines and an error on its line 4: the same PCH
   // serves it, and the line is its own.
-  const char* scan = "#include <cuda_fp16.h>\n#include <cub/warp/warp_scan.cuh>\n\n"
-                     "extern \"C\" __global__ void k(float* y) { y[0] = cub::WarpScan<float>::nothing; }\n";
+  const char* scan =
+      "#include <cuda_fp16.h>\n#include <cub/warp/warp_scan.cuh>\n\n"
+      "extern \"C\" __global__ void k(float* y) { y[0] = cub::WarpScan<float>::nothing; }\n";
   CompileResult b = compiler.compile(scan, CompileOptions{});
   EXPECT_FALSE(b.ok);
   EXPECT_TRUE(b.prelude);
@@ -381,9 +385,8 @@ TEST(NvrtcCompiler, CompilesFromSeveralThreadsAtOnce) {
   std::vector<CompileResult> results(3);
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t)
-    threads.emplace_back([&, t] {
-      results[t] = compiler.compile(std::string(kAdd) + "// thread " + std::to_string(t) + "\n", CompileOptions{});
-    });
+    threads.emplace_back(
+        [&, t] { results[t] = compiler.compile(std::string(kAdd) + "// thread " + std::to_string(t) + "\n", CompileOptions{}); });
   for (auto& th : threads) th.join();
   for (const CompileResult& r : results) {
     EXPECT_TRUE(r.ok) << r.log;

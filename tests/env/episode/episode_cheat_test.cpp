@@ -28,7 +28,8 @@ TEST_F(EpisodeTest, ACheatCaughtInVerifyIsPenalisedAtSubmitWhenTheSubmissionFail
     ASSERT_EQ(v.info["verdict"], "cheat");
     EXPECT_EQ(v.reward, 0);
     EXPECT_TRUE(env.running());
-    if (!same_candidate) env.step(write_call("kernel.cu", read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// v2\n"));
+    if (!same_candidate)
+      env.step(write_call("kernel.cu", read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// v2\n"));
     StepResult s = env.step(call("submit"));
     EXPECT_TRUE(s.terminated);
     EXPECT_EQ(s.reward, -3) << s.info["reward"].dump(2);

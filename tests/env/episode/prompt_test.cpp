@@ -82,8 +82,8 @@ TEST(TaskPrompt, HasTheProgramArgumentsOutputsToleranceFormatPageAndTools) {
   EXPECT_NE(p.find("## The task: " + task.id), std::string::npos);
   for (size_t i = 0; i < task.arguments.size(); ++i) {
     const auto& a = task.arguments[i].decl;
-    std::string row = "| " + std::to_string(i) + " | " + a.name + " | " + arg_role_name(a.role) + " | " + shape_str(a.meta.shape) +
-                      " | " + dtype_name(a.meta.dtype) + " |";
+    std::string row = "| " + std::to_string(i) + " | " + a.name + " | " + arg_role_name(a.role) + " | " + shape_str(a.meta.shape) + " | " +
+                      dtype_name(a.meta.dtype) + " |";
     EXPECT_NE(p.find(row), std::string::npos) << row;
   }
   for (const auto& o : task.outputs) EXPECT_NE(p.find("| " + o.name + " | " + shape_str(o.meta.shape)), std::string::npos);
@@ -143,10 +143,10 @@ TEST(EnvConfig, ShippedFileLoadsAndMatchesTheDefaults) {
   // profile_metrics: empty in the shipped file and by default (the worker's list), or the metrics given, in order.
   EXPECT_EQ(c.tools.profile_metrics, d.tools.profile_metrics);
   EXPECT_TRUE(c.tools.profile_metrics.empty());
-  EXPECT_EQ(EnvConfig::from_yaml(YamlNode::parse("tools: {profile_metrics: [dram__bytes_write.sum, gpu__time_duration.sum]}\n",
-                                                 "env.yaml"), ".")
-                .tools.profile_metrics,
-            (std::vector<std::string>{"dram__bytes_write.sum", "gpu__time_duration.sum"}));
+  EXPECT_EQ(
+      EnvConfig::from_yaml(YamlNode::parse("tools: {profile_metrics: [dram__bytes_write.sum, gpu__time_duration.sum]}\n", "env.yaml"), ".")
+          .tools.profile_metrics,
+      (std::vector<std::string>{"dram__bytes_write.sum", "gpu__time_duration.sum"}));
 }
 
 TEST(EnvConfig, ErrorsNameFileLineAndKey) {
@@ -159,7 +159,8 @@ TEST(EnvConfig, ErrorsNameFileLineAndKey) {
     return "";
   };
   EXPECT_EQ(err("limits:\n  max_turn: 3\n"), "env.yaml:2:3: limits.max_turn: unknown key (did you mean 'max_turns'?)");
-  EXPECT_NE(err("limits: {max_turns: many}\n").find("limits.max_turns: expected an integer"), std::string::npos) << err("limits: {max_turns: many}\n");
+  EXPECT_NE(err("limits: {max_turns: many}\n").find("limits.max_turns: expected an integer"), std::string::npos)
+      << err("limits: {max_turns: many}\n");
   EXPECT_NE(err("limits: {max_turns: 0}\n").find("limits.max_turns: must be >= 1"), std::string::npos);
   EXPECT_NE(err("limits: {observation_max_chars: 10}\n").find("must be >= 256"), std::string::npos);
   EXPECT_NE(err("workspace: {allowed_extensions: [cu]}\n").find("'cu' is not an extension"), std::string::npos);
@@ -168,7 +169,8 @@ TEST(EnvConfig, ErrorsNameFileLineAndKey) {
   EXPECT_NE(err("tools: {profile_times: maybe}\n").find("tools.profile_times: expected true or false"), std::string::npos);
   EXPECT_NE(err("tools: {profile_counters: 2}\n").find("tools.profile_counters: expected true or false"), std::string::npos);
   EXPECT_NE(err("tools: {profile_metrics: [DRAM bytes]}\n").find("tools.profile_metrics: 'DRAM bytes' is not a metric name"),
-            std::string::npos) << err("tools: {profile_metrics: [DRAM bytes]}\n");
+            std::string::npos)
+      << err("tools: {profile_metrics: [DRAM bytes]}\n");
   EXPECT_NE(err("tools: {profile_metrics: [dram__bytes_read.sum, dram__bytes_read.sum]}\n").find("'dram__bytes_read.sum' is listed twice"),
             std::string::npos);
   EXPECT_NE(err("tools: {profile_metrics: dram__bytes_read.sum}\n").find("tools.profile_metrics"), std::string::npos)

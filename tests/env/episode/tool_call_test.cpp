@@ -80,15 +80,21 @@ TEST(ParseAction, UnknownToolsAndBadArgumentsAreNamed) {
   std::string unknown = parse_action(Json{{"name", "compil"}}).error;
   EXPECT_NE(unknown.find("unknown tool 'compil' (did you mean 'compile'?)"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("write_file, read_file, list_files, compile, verify, profile, submit"), std::string::npos);
-  EXPECT_NE(parse_action(Json{{"name", "write_file"}, {"arguments", {{"path", "kernel.cu"}}}}).error.find("write_file: missing argument 'content'"),
+  EXPECT_NE(parse_action(Json{{"name", "write_file"}, {"arguments", {{"path", "kernel.cu"}}}})
+                .error.find("write_file: missing argument 'content'"),
             std::string::npos);
-  EXPECT_NE(parse_action(Json{{"name", "read_file"}, {"arguments", {{"path", "a.cu"}, {"mode", "r"}}}}).error.find("read_file: unknown argument 'mode'"),
+  EXPECT_NE(parse_action(Json{{"name", "read_file"}, {"arguments", {{"path", "a.cu"}, {"mode", "r"}}}})
+                .error.find("read_file: unknown argument 'mode'"),
             std::string::npos);
-  EXPECT_NE(parse_action(Json{{"name", "read_file"}, {"arguments", {{"pth", "a.cu"}}}}).error.find("(did you mean 'path'?)"), std::string::npos);
-  EXPECT_NE(parse_action(Json{{"name", "compile"}, {"arguments", {{"fast", "yes"}}}}).error.find("it takes no arguments"), std::string::npos);
-  EXPECT_NE(parse_action(Json{{"name", "write_file"}, {"arguments", {{"path", "k.cu"}, {"content", 42}}}}).error.find("'content' must be a string, not a number"),
+  EXPECT_NE(parse_action(Json{{"name", "read_file"}, {"arguments", {{"pth", "a.cu"}}}}).error.find("(did you mean 'path'?)"),
             std::string::npos);
-  EXPECT_NE(parse_action(Json{{"name", "compile"}, {"arguments", Json::array()}}).error.find("\"arguments\" must be an object"), std::string::npos);
+  EXPECT_NE(parse_action(Json{{"name", "compile"}, {"arguments", {{"fast", "yes"}}}}).error.find("it takes no arguments"),
+            std::string::npos);
+  EXPECT_NE(parse_action(Json{{"name", "write_file"}, {"arguments", {{"path", "k.cu"}, {"content", 42}}}})
+                .error.find("'content' must be a string, not a number"),
+            std::string::npos);
+  EXPECT_NE(parse_action(Json{{"name", "compile"}, {"arguments", Json::array()}}).error.find("\"arguments\" must be an object"),
+            std::string::npos);
   EXPECT_NE(parse_action(Json{{"name", 7}}).error.find("\"name\" must be a string"), std::string::npos);
   EXPECT_NE(parse_action(Json{{"arguments", Json::object()}}).error.find("has no \"name\""), std::string::npos);
   EXPECT_NE(parse_action(Json{{"name", "compile"}, {"args", Json::object()}}).error.find("unknown field 'args'"), std::string::npos);
@@ -116,9 +122,10 @@ TEST(ToolCall, EveryToolHasOneRowAndAParsedCallCarriesIt) {
   for (const ToolSpec& t : tool_table()) {
     EXPECT_TRUE(seen.insert(t.tool).second) << t.name << " has a second row";
     EXPECT_EQ(&tool_spec(t.tool), &t);
-    ParsedAction p = parse_action(Json{{"name", t.name}, {"arguments", t.name == "write_file" ? Json{{"path", "a"}, {"content", ""}}
-                                                                         : t.name == "read_file" ? Json{{"path", "a"}}
-                                                                                                 : Json::object()}});
+    ParsedAction p = parse_action(Json{{"name", t.name},
+                                       {"arguments", t.name == "write_file"  ? Json{{"path", "a"}, {"content", ""}}
+                                                     : t.name == "read_file" ? Json{{"path", "a"}}
+                                                                             : Json::object()}});
     ASSERT_TRUE(p.call) << t.name << ": " << p.error;
     EXPECT_EQ(p.call->tool, t.tool);
     EXPECT_EQ(p.call->name, t.name);

@@ -239,8 +239,8 @@ TEST(WorkerProcess, LaunchedWorkersStartTogetherAndReportTheirStartUp) {
   for (WorkerProcess* w : {&a, &b}) {
     Json s = w->startup_report();
     ASSERT_TRUE(s.is_object()) << s;
-    for (const char* k : {"spawn_to_preinit_ms", "static_init_ms", "spawn_to_main_ms", "init_ms", "spawn_to_ready_ms",
-                          "hello_wait_ms", "spawn_to_hello_ms"}) {
+    for (const char* k : {"spawn_to_preinit_ms", "static_init_ms", "spawn_to_main_ms", "init_ms", "spawn_to_ready_ms", "hello_wait_ms",
+                          "spawn_to_hello_ms"}) {
       ASSERT_TRUE(s.contains(k) && s[k].is_number()) << k << " in " << s;
       EXPECT_GE(s[k].get<double>(), 0.0) << k << " in " << s;
     }
