@@ -12,10 +12,14 @@ using OJson = nlohmann::ordered_json;
 
 const char* verdict_name(SubmissionOutcome::Verdict v) {
   switch (v) {
-    case SubmissionOutcome::Verdict::pass: return "pass";
-    case SubmissionOutcome::Verdict::fail: return "fail";
-    case SubmissionOutcome::Verdict::error: return "error";
-    case SubmissionOutcome::Verdict::cheat: return "cheat";
+    case SubmissionOutcome::Verdict::pass:
+      return "pass";
+    case SubmissionOutcome::Verdict::fail:
+      return "fail";
+    case SubmissionOutcome::Verdict::error:
+      return "error";
+    case SubmissionOutcome::Verdict::cheat:
+      return "cheat";
   }
   return "error";
 }
@@ -23,8 +27,7 @@ const char* verdict_name(SubmissionOutcome::Verdict v) {
 namespace {
 
 OJson interval_json(const SpeedupEstimate& s) {
-  return {{"point", s.point}, {"lo", s.lo}, {"hi", s.hi}, {"confidence", s.confidence}, {"method", s.method},
-          {"resamples", s.resamples}};
+  return {{"point", s.point}, {"lo", s.lo}, {"hi", s.hi}, {"confidence", s.confidence}, {"method", s.method}, {"resamples", s.resamples}};
 }
 
 SpeedupEstimate scaled(SpeedupEstimate s, double factor) {
@@ -101,24 +104,33 @@ std::optional<double> compile_factor(const RewardConfig& config, const StoredBas
   return factor;
 }
 
+// A cheat caught once is not scored as an honest mistake later: the very candidate caught, or any
+// submission that does not pass after a catch, gets the cheating penalty. Nothing otherwise.
+std::optional<RewardResult> earlier_cheat_penalty(const FailureConfig& f, const SubmissionOutcome& o) {
+  if (o.earlier_cheat && o.verdict != SubmissionOutcome::Verdict::cheat &&
+      (o.earlier_cheat->same_candidate || o.verdict != SubmissionOutcome::Verdict::pass)) {
+    const EarlierCheat& e = *o.earlier_cheat;
+    std::string why = e.same_candidate
+                          ? "this candidate was " + caught_text(e) + " earlier in the episode; a cheat caught once stays caught"
+                          : "a candidate was " + caught_text(e) + " earlier in the episode and the submission did not pass (" +
+                                verdict_name(o.verdict) + "); after a caught cheat only a passing submission is judged on its merit";
+    // The verdict is the episode's (reports count it as a cheat, never as correct or wrong); the
+    // submission's own stays beside it.
+    return failure(f.cheat, "cheat", o,
+                   {{"verdict", "cheat"},
+                    {"submission_verdict", verdict_name(o.verdict)},
+                    {"check", e.check},
+                    {"cheat_caught_earlier", earlier_json(e)},
+                    {"why", why}});
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RewardResult submission_reward(const RewardConfig& config, const SubmissionOutcome& o, const StoredBaseline& baseline) {
   const FailureConfig& f = config.failures;
-  if (o.earlier_cheat && o.verdict != SubmissionOutcome::Verdict::cheat &&
-      (o.earlier_cheat->same_candidate || o.verdict != SubmissionOutcome::Verdict::pass)) {
-    // A cheat caught once is not scored as an honest mistake later: the very candidate caught,
-    // or any submission that does not pass after a catch, gets the cheating penalty.
-    const EarlierCheat& e = *o.earlier_cheat;
-    std::string why = e.same_candidate ? "this candidate was " + caught_text(e) + " earlier in the episode; a cheat caught once stays caught"
-                                       : "a candidate was " + caught_text(e) + " earlier in the episode and the submission did not pass (" +
-                                             verdict_name(o.verdict) + "); after a caught cheat only a passing submission is judged on its merit";
-    // The verdict is the episode's (reports count it as a cheat, never as correct or wrong); the
-    // submission's own stays beside it.
-    return failure(f.cheat, "cheat", o,
-                   {{"verdict", "cheat"}, {"submission_verdict", verdict_name(o.verdict)}, {"check", e.check},
-                    {"cheat_caught_earlier", earlier_json(e)}, {"why", why}});
-  }
+  if (std::optional<RewardResult> penalty = earlier_cheat_penalty(f, o)) return *penalty;
   switch (o.verdict) {
     case SubmissionOutcome::Verdict::cheat:
       return failure(f.cheat, "cheat", o, {{"check", o.cheat_check}});

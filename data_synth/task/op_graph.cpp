@@ -8,22 +8,27 @@ namespace kforge {
 
 const char* arg_role_name(ArgRole r) {
   switch (r) {
-    case ArgRole::input: return "input";
-    case ArgRole::parameter: return "parameter";
-    case ArgRole::buffer: return "buffer";
+    case ArgRole::input:
+      return "input";
+    case ArgRole::parameter:
+      return "parameter";
+    case ArgRole::buffer:
+      return "buffer";
   }
   return "?";
 }
 
 bool is_reserved_name(const std::string& name) {
-  static const std::set<std::string> reserved = {
-      // Python keywords and names the rendered program uses.
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def",
-      "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is",
-      "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
-      "self", "torch", "nn", "F", "Model", "get_inputs", "get_init_inputs", "super", "min", "max",
-      "print", "len", "range", "list", "tuple", "int", "float", "type", "object", "input", "id",
-      "forward", "training", "weight", "bias"};
+  static const std::set<std::string> reserved = {// Python keywords and names the rendered program uses.
+                                                 "False",   "None",     "True",    "and",      "as",       "assert",     "async",
+                                                 "await",   "break",    "class",   "continue", "def",      "del",        "elif",
+                                                 "else",    "except",   "finally", "for",      "from",     "global",     "if",
+                                                 "import",  "in",       "is",      "lambda",   "nonlocal", "not",        "or",
+                                                 "pass",    "raise",    "return",  "try",      "while",    "with",       "yield",
+                                                 "self",    "torch",    "nn",      "F",        "Model",    "get_inputs", "get_init_inputs",
+                                                 "super",   "min",      "max",     "print",    "len",      "range",      "list",
+                                                 "tuple",   "int",      "float",   "type",     "object",   "input",      "id",
+                                                 "forward", "training", "weight",  "bias"};
   return reserved.count(name) > 0;
 }
 
@@ -37,6 +42,20 @@ std::string node_where(const GraphNode& n, size_t index) {
 void check_name(const std::string& name, const std::string& what) {
   KFORGE_CHECK(is_identifier(name), spec, what << " '" << name << "' is not a valid identifier");
   KFORGE_CHECK(!is_reserved_name(name), spec, what << " '" << name << "' is a reserved name");
+}
+
+// Every input and node must contribute to an output: a dead branch is work a candidate may skip.
+void check_every_part_reaches_an_output(const OpGraph& graph, const ResolvedGraph& g) {
+  std::vector<bool> node_live(g.nodes.size(), false), input_live(graph.inputs.size(), false);
+  for (const auto& r : g.outputs) node_live[r.index] = true;
+  for (int ni = static_cast<int>(g.nodes.size()) - 1; ni >= 0; --ni) {
+    if (!node_live[ni]) continue;
+    for (const auto& r : g.nodes[ni].inputs) (r.is_node ? node_live[r.index] : input_live[r.index]) = true;
+  }
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni)
+    KFORGE_CHECK(node_live[ni], spec, node_where(graph.nodes[ni], ni) << ": its result reaches no output");
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    KFORGE_CHECK(input_live[i], spec, "input '" << graph.inputs[i].name << "' is not used by any output");
 }
 
 }  // namespace
@@ -75,8 +94,8 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
       throw Error(ErrorKind::spec, "input '" + in.name + "': " + e.what());
     }
     input_metas.push_back({s, in.dtype});
-    g.arguments.push_back({in.name, ArgRole::input, {s, in.dtype},
-                           dtype_is_float(in.dtype) ? Draw::normal(0, 1) : Draw::randint(0, 2), true});
+    g.arguments.push_back(
+        {in.name, ArgRole::input, {s, in.dtype}, dtype_is_float(in.dtype) ? Draw::normal(0, 1) : Draw::randint(0, 2), true});
   }
 
   auto meta_of = [&](const TensorRef& r) { return r.is_node ? g.nodes[r.index].out : input_metas[r.index]; };
@@ -90,9 +109,11 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
       const OpDef& op = reg.get(n.op);
       int arity = static_cast<int>(n.inputs.size());
       if (arity < op.min_inputs || arity > op.max_inputs) {
-        KFORGE_FAIL(spec, op.name << " takes " << (op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
-                                                 : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs))
-                                  << " input(s), got " << arity);
+        KFORGE_FAIL(spec,
+                    op.name << " takes "
+                            << (op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
+                                                               : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs))
+                            << " input(s), got " << arity);
       }
       ResolvedNode rn;
       rn.call.op = &op;
@@ -102,8 +123,9 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
         bool defined_later = false;
         for (size_t later = ni; later < graph.nodes.size(); ++later) defined_later |= graph.nodes[later].id == src;
         KFORGE_CHECK(it != names.end() && !dim_names.count(src), spec,
-                     "input '" << src << "' " << (defined_later ? "is defined at or after this node (list nodes in execution order)"
-                                                                : "is not a graph input or an earlier node"));
+                     "input '" << src << "' "
+                               << (defined_later ? "is defined at or after this node (list nodes in execution order)"
+                                                 : "is not a graph input or an earlier node"));
         rn.inputs.push_back(it->second);
         rn.call.in.push_back(meta_of(it->second));
       }
@@ -114,8 +136,7 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
       if (op.params) {
         for (const ParamDecl& p : op.params(rn.call)) {
           rn.params.push_back(static_cast<int>(g.arguments.size()));
-          g.arguments.push_back({n.id + "." + p.name, p.buffer ? ArgRole::buffer : ArgRole::parameter,
-                                 {p.shape, p.dtype}, p.draw, p.used});
+          g.arguments.push_back({n.id + "." + p.name, p.buffer ? ArgRole::buffer : ArgRole::parameter, {p.shape, p.dtype}, p.draw, p.used});
         }
       }
       // Graph inputs an operator reads as indices are drawn in its range.
@@ -141,17 +162,7 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
     g.output_metas.push_back(g.nodes[it->second.index].out);
   }
 
-  // Every input and node must contribute to an output: a dead branch is work a candidate may skip.
-  std::vector<bool> node_live(g.nodes.size(), false), input_live(graph.inputs.size(), false);
-  for (const auto& r : g.outputs) node_live[r.index] = true;
-  for (int ni = static_cast<int>(g.nodes.size()) - 1; ni >= 0; --ni) {
-    if (!node_live[ni]) continue;
-    for (const auto& r : g.nodes[ni].inputs) (r.is_node ? node_live[r.index] : input_live[r.index]) = true;
-  }
-  for (size_t ni = 0; ni < g.nodes.size(); ++ni)
-    KFORGE_CHECK(node_live[ni], spec, node_where(graph.nodes[ni], ni) << ": its result reaches no output");
-  for (size_t i = 0; i < graph.inputs.size(); ++i)
-    KFORGE_CHECK(input_live[i], spec, "input '" << graph.inputs[i].name << "' is not used by any output");
+  check_every_part_reaches_an_output(graph, g);
 
   // tensor_bytes refuses a size that wraps around; every tensor is counted, used or not (all are allocated).
   for (const auto& a : g.arguments) {
