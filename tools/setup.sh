@@ -29,7 +29,7 @@ sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
   local debs=(build-essential cmake ninja-build ccache pkg-config git python3 python3-venv python3-pip
-      libzmq3-dev cppzmq-dev libhdf5-dev zlib1g-dev libyaml-cpp-dev clang libclang-rt-dev
+      libzmq3-dev cppzmq-dev libhdf5-dev zlib1g-dev libyaml-cpp-dev clang libclang-rt-dev clang-format clang-tidy
       libgtest-dev libgmock-dev libseccomp-dev libcli11-dev nlohmann-json3-dev libssl-dev xz-utils)
   local missing=() p
   for p in "${debs[@]}"; do
@@ -85,10 +85,11 @@ setup_python() {
   fi
   # Pinned: matplotlib (the report's plots, tools/python/kforge_client/report/), pyarrow (CUDA-Agent
   # parquet rows, tools/task_import/).
-  local matplotlib_version=3.11.2
-  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard "pyarrow==$pyarrow_version")
-  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, pyarrow, sys
-sys.exit(0 if (matplotlib.__version__, pyarrow.__version__) == ('$matplotlib_version', '$pyarrow_version') else 1)" 2>/dev/null; then
+  local matplotlib_version=3.11.2 ruff_version=0.17.6  # ruff: tools/lint.sh
+  local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard "pyarrow==$pyarrow_version"
+      "ruff==$ruff_version")
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, pyarrow, sys, importlib.metadata as m
+sys.exit(0 if (matplotlib.__version__, pyarrow.__version__, m.version('ruff')) == ('$matplotlib_version', '$pyarrow_version', '$ruff_version') else 1)" 2>/dev/null; then
     echo "setup: installing Python packages: ${pydeps[*]}"
     "$py" -m pip install -q "${pydeps[@]}"
   else

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up (tools/setup.sh), builds (tools/build.sh) and runs every test through ctest: the
+# Sets up (tools/setup.sh), builds (tools/build.sh), checks the tree's hygiene (tools/lint.sh:
+# clang-format, ruff, clang-tidy; a finding fails the run) and runs every test through ctest: the
 # GoogleTest suites and the pytest suites. Tests labelled `gpu` run where a CUDA device is present
 # and are reported as skipped (with the reason) where none is. Before ctest, tools/fuzz.sh builds
 # the parsers' libFuzzer targets and runs each for KFORGE_FUZZ_SECONDS (12); a crash fails the run.
@@ -25,6 +26,7 @@ if [ "${CI:-}" = true ]; then
 fi
 "$root/tools/build.sh"
 build=${KFORGE_BUILD_DIR:-$root/build}
+"$root/tools/lint.sh"
 if [ -n "$fuzz_pid" ]; then
   rc=0
   wait "$fuzz_pid" || rc=$?

@@ -213,6 +213,7 @@ def export(tid, program, level, out_dir):
     min_bytes = sum(t.numel() * t.element_size() for t in list(args) + list(outs))
     cost = f"{{min_bytes: {min_bytes}}}" if tid in NO_FLOPS else f"{{flops: {sum(y.numel() for y in outs)}, min_bytes: {min_bytes}}}"
     b64 = base64.b64encode(artifact).decode()
+    sha = hashlib.sha256(program.encode()).hexdigest()
     text = f"""kforge_task: 1
 id: {tid}
 source: kernelbench
@@ -232,7 +233,8 @@ outputs:
 {chr(10).join(out_lines)}
 tolerance: {{atol: 0.0001, rtol: 0.0001}}
 cost: {cost}
-provenance: {{generator: kforge tasks import, format: kernelbench, file: "fixtures/level{level}/{tid}.py", file_sha256: {hashlib.sha256(program.encode()).hexdigest()}, row: null, level: {level}, ops: null, tolerance_profile: kforge}}
+provenance: {{generator: kforge tasks import, format: kernelbench, file: "fixtures/level{level}/{tid}.py", file_sha256: {sha}, \
+row: null, level: {level}, ops: null, tolerance_profile: kforge}}
 """
     with open(os.path.join(out_dir, "tasks", tid + ".yaml"), "w") as f:
         f.write(text)
@@ -280,7 +282,8 @@ def main():
     with open(os.path.join(a.out, "bad", "kb_bad_sha.yaml"), "w") as f:
         f.write(relu.replace("id: kb_l1_relu", "id: kb_bad_sha").replace(sha, "0" * 64))
     with open(os.path.join(a.out, "bad", "kb_bad_dims.yaml"), "w") as f:
-        f.write(relu.replace("id: kb_l1_relu", "id: kb_bad_dims").replace("dtype: float32\nprogram:", "dtype: float32\ndims: {N: 4}\nprogram:"))
+        bad = relu.replace("id: kb_l1_relu", "id: kb_bad_dims")
+        f.write(bad.replace("dtype: float32\nprogram:", "dtype: float32\ndims: {N: 4}\nprogram:"))
     write_graphs(a.out)
     skipped = [{"file": "fixtures/level1/noisy.py", "row": None, "reason": "stochastic", "detail": "two runs differ"},
                {"file": "fixtures/level1/broken.py", "row": None, "reason": "load_error", "detail": "no get_inputs"}]

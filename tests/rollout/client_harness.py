@@ -3,7 +3,6 @@ a subprocess with a config written for the test, the sample candidate, action bu
 endpoint. Their `server` fixture is in conftest.py."""
 import json
 import http.server
-import json
 import os
 import signal
 import subprocess

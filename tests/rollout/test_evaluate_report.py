@@ -103,7 +103,8 @@ def test_without_a_gpu_the_report_counts_every_episode_unjudged(tmp_path):
     finally:
         server.stop()
     played = [x for x in rows if "error" not in x]
-    assert len(played) == 8 and len(rows) == 10 and all("ChatEndpointError" in x["error"] and ": HTTP 500: " in x["error"] for x in rows if "error" in x)
+    assert len(played) == 8 and len(rows) == 10
+    assert all("ChatEndpointError" in x["error"] and ": HTTP 500: " in x["error"] for x in rows if "error" in x)
     for x in played:
         tol, meta, t = sample_tolerance(x["task"]), x["task_meta"], listed[x["task"]]
         assert meta["tolerance"] == {"atol": tol["atol"], "rtol": tol["rtol"]}, x

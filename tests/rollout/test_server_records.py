@@ -13,7 +13,7 @@ import msgpack
 import pytest
 import zmq
 
-from client_harness import KFORGE, SOURCE_DIR, Server, call, write
+from client_harness import KFORGE, SOURCE_DIR, Server, call
 from kforge_client import Client, KforgeError, read_trajectories
 
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "bench"))

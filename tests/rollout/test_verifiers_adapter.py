@@ -59,7 +59,8 @@ def test_a_rollout_plays_one_episode_and_the_rubric_gives_its_reward(server, cha
         httpd.shutdown()
     from adapter_fixtures import ScriptedChat
     first = ScriptedChat.requests[0]
-    assert "gelu_scale_residual" in first["messages"][-1]["content"] and "put in place when the rollout starts" not in first["messages"][-1]["content"]
+    last = first["messages"][-1]["content"]
+    assert "gelu_scale_residual" in last and "put in place when the rollout starts" not in last
     assert {t["function"]["name"] for t in first["tools"]} == {s["function"]["name"] for s in Client(server.endpoint).tools()}
     roles = [role(m) for m in out["completion"]]
     assert roles == ["assistant", "tool", "tool", "assistant", "tool", "assistant", "user", "assistant", "user"], roles

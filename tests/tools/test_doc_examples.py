@@ -19,7 +19,6 @@ the server command's `--record FILE` by FILE in the server's temporary folder (n
 """
 import dataclasses
 import http.server
-import json
 import os
 import re
 import select
@@ -28,7 +27,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 

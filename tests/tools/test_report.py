@@ -229,7 +229,8 @@ def test_no_judged_episode_says_so_and_defines_nothing(tmp_path):
 
 def cli(cmd, tmp_path, *args):
     # kforge report finds the project's Python as the scripts do: KFORGE_PYTHON_BIN (ctest sets it).
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")])),
+    pythonpath = os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools", "python"), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=pythonpath,
                KFORGE_PYTHON_BIN=os.environ.get("KFORGE_PYTHON_BIN", sys.executable))
     return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
 

@@ -308,7 +308,8 @@ def test_overlap_gives_the_rows_of_no_overlap_and_never_samples_next_to_a_worker
     d.mkdir()
     (d / "synth.yaml").write_text("seed: 11\ntarget_tasks: 6\nshard_candidates: 12\n")
     kforge("synth", "--config", str(d / "synth.yaml"), "--out", str(d / "ds"), "--quiet")
-    plant(d / "ds" / "dataset.h5", [program("        if torch.compiler.is_compiling():\n            boom()\n        return torch.relu(x) * 2"),
+    compiling_boom = "        if torch.compiler.is_compiling():\n            boom()\n        return torch.relu(x) * 2"
+    plant(d / "ds" / "dataset.h5", [program(compiling_boom),
                                      program("        return x * 0 + 1.0")])
     shutil.copytree(d / "ds", d / "ds2")
     log = tmp_path / "lock.log"

@@ -50,12 +50,12 @@ def test_pack_parses_packs_and_prints_the_table(import_dir, fixture_dir):
     lines = r.stdout.splitlines()
     assert "imported  5" in lines, r.stdout
     assert "skipped   4" in lines, r.stdout
-    table = {l.split()[0]: int(l.split()[1]) for l in lines if l.startswith("  ")}
+    table = {ln.split()[0]: int(ln.split()[1]) for ln in lines if ln.startswith("  ")}
     assert table == {"load_error": 1, "spec_error": 2, "stochastic": 1}, r.stdout
     # 9 modules over the importer's 2.0 s (import_summary.json)
-    assert any(l.startswith("modules   9 in 2.00 s (4.50 modules/s)") for l in lines), r.stdout
+    assert any(ln.startswith("modules   9 in 2.00 s (4.50 modules/s)") for ln in lines), r.stdout
 
-    skipped = [json.loads(l) for l in (import_dir / "skipped.jsonl").read_text().splitlines()]
+    skipped = [json.loads(ln) for ln in (import_dir / "skipped.jsonl").read_text().splitlines()]
     spec_errors = {os.path.basename(s["file"]): s["detail"] for s in skipped if s["reason"] == "spec_error"}
     assert set(spec_errors) == {"kb_bad_sha.yaml", "kb_bad_dims.yaml"}
     assert "reference.sha256" in spec_errors["kb_bad_sha.yaml"] and "hash to" in spec_errors["kb_bad_sha.yaml"]
@@ -83,7 +83,7 @@ def test_pack_parses_packs_and_prints_the_table(import_dir, fixture_dir):
 def test_packing_again_does_not_repeat_the_parsers_refusals(import_dir):
     kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
     kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
-    reasons = [json.loads(l)["reason"] for l in (import_dir / "skipped.jsonl").read_text().splitlines()]
+    reasons = [json.loads(ln)["reason"] for ln in (import_dir / "skipped.jsonl").read_text().splitlines()]
     assert sorted(reasons) == ["load_error", "spec_error", "spec_error", "stochastic"]
 
 
@@ -141,7 +141,7 @@ def test_an_imported_task_whose_input_never_matters_is_skipped(tmp_path):
     out = tmp_path / "out"
     r = kforge("tasks", "import", "--format", "kernelbench", mods, "--out", out)
     assert "input checks: 2 task(s) checked, 1 refused (input_matters)" in r.stdout.splitlines(), r.stdout
-    skipped = [json.loads(l) for l in (out / "skipped.jsonl").read_text().splitlines()]
+    skipped = [json.loads(ln) for ln in (out / "skipped.jsonl").read_text().splitlines()]
     assert [s["reason"] for s in skipped] == ["input_matters"], skipped
     assert skipped[0]["detail"].startswith("kb_l1_min_far: input x1: replacing it by a constant leaves every output "
                                            "within tolerance"), skipped[0]["detail"]
@@ -149,7 +149,7 @@ def test_an_imported_task_whose_input_never_matters_is_skipped(tmp_path):
     with h5py.File(out / "dataset.h5") as f:
         assert json.loads(f.attrs["summary_json"])["input_checks"] == {"checked": 2, "unchecked": 0}
     kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only")
-    assert [json.loads(l)["reason"] for l in (out / "skipped.jsonl").read_text().splitlines()] == ["input_matters"]
+    assert [json.loads(ln)["reason"] for ln in (out / "skipped.jsonl").read_text().splitlines()] == ["input_matters"]
     r = kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only", "--no-input-check")
     assert "imported  2" in r.stdout.splitlines() and "input checks" not in r.stdout, r.stdout
     assert (out / "skipped.jsonl").read_text() == ""
@@ -166,7 +166,7 @@ def test_imported_rows_read_back_through_the_tasks_commands(import_dir, fixture_
     assert kforge("tasks", "show", ds, "kb_l1_relu", "--program").stdout == program
     assert kforge("tasks", "count", ds, "--source", "kernelbench").stdout.strip() == "5"
     lines = kforge("tasks", "export-gpu", ds).stdout.splitlines()
-    tasks = [json.loads(l) for l in lines[1:]]
+    tasks = [json.loads(ln) for ln in lines[1:]]
     relu = next(t for t in tasks if t["id"] == "kb_l1_relu")
     assert relu["reference"] == "torchscript" and relu["dims"] == {} and relu["check_dims"] is None
     assert relu["program_py"] == program

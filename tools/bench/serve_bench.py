@@ -49,7 +49,7 @@ def read(name):
 
 async def run(args, endpoint, pid):
     kernel, plan = read("kernel.cu"), read("launch.yaml")
-    lat = {"reset": [], "single_list_files": [], "write_file": [], "list_files": [], "read_file": [], "verify": [], "profile": [], "submit": []}
+    lat = {k: [] for k in ("reset", "single_list_files", "write_file", "list_files", "read_file", "verify", "profile", "submit")}
     speedups = []
 
     async def timed(kind, coro):

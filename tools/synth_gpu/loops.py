@@ -48,7 +48,8 @@ class Loops:
         self.progress(force=True)
         print(self.time_report(), file=sys.stderr, flush=True)
         left = self.total - self.written
-        print(f"synth_gpu: shard {a.shard}: wrote {self.written} row(s) to {', '.join(w.path for w in self.writers.values()) or '-'} (ok {self.ok}, rejected "
+        paths = ', '.join(w.path for w in self.writers.values()) or '-'
+        print(f"synth_gpu: shard {a.shard}: wrote {self.written} row(s) to {paths} (ok {self.ok}, rejected "
               f"{sum(self.rejected.values())}); {left} of this run's tasks left"
               + (f" (stopped: {stopped}; rerun the same command to continue)" if left else ""), flush=True)
         return 0

@@ -158,7 +158,8 @@ class Run(Loops):
 
     def record(self, task, status, reason="", **fields):
         rec = {"id": task["id"], "row": task["row"], "shard": f"{task['shard']}/{self.a.shard_n}",
-               "graph_hash": task["graph_hash"], "est_runtime_ms": task["est_ms"], "status": status, "reason": reason, "dtype": task["dtype"],
+               "graph_hash": task["graph_hash"], "est_runtime_ms": task["est_ms"], "status": status, "reason": reason,
+               "dtype": task["dtype"],
                "dims": "full" if task["dims"] is None else "check", "window_ms": self.a.cfg["window_ms"]}
         if task.get("oom_retry"):
             fields["oom_retry"] = True

@@ -48,7 +48,8 @@ ZERO = {"clone", "copy_", "_to_copy", "to", "cat", "stack", "constant_pad_nd", "
         "index_put", "index_put_", "scatter", "scatter_", "tril", "triu", "tril_", "triu_", "new_zeros", "new_ones",
         "new_empty", "new_full", "new_empty_strided", "eye", "detach", "alias", "clone_", "contiguous", "_local_scalar_dense",
         "item", "resize_", "set_", "masked_scatter", "tile", "one_hot", "_pad_packed_sequence", "narrow_copy",
-        "split_with_sizes_copy", "unbind_copy", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "select_copy", "slice_copy", "view_copy", "permute_copy", "expand_copy",
+        "split_with_sizes_copy", "unbind_copy", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "select_copy", "slice_copy",
+        "view_copy", "permute_copy", "expand_copy",
         "_reshape_copy", "unfold_copy", "t_copy", "transpose_copy", "squeeze_copy", "unsqueeze_copy", "as_strided_copy"}
 
 

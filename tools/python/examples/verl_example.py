@@ -2,7 +2,9 @@
   KFORGE_ENDPOINT=tcp://127.0.0.1:5555 python tools/python/examples/verl_example.py   (from the repository root)
 Training then points verl at the two files: data.train_files=kforge_train.parquet,
 actor_rollout_ref.rollout.multi_turn.tool_config_path=tools/python/examples/verl_tool_config.yaml."""
-import asyncio, json, os
+import asyncio
+import json
+import os
 import pandas as pd
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, ToolAgentLoop
 from verl.experimental.agent_loop.tool_parser import FunctionCall
