@@ -15,13 +15,15 @@ import results_doc  # noqa: E402
 
 
 def refused_as_expected(e):
-    """`expected` is "refused", a verdict, or "verdict (check)"."""
+    """`expected` is "refused", a verdict, "verdict (check)" or "verdict (check or check ...)" (where one
+    guarantee catches an exploit in either phase; tests/anticheat/audit_gpu_test.cpp reads it alike).
+    An `unprofitable` exploit has no expected check: the audit test judges its speed."""
     exp = e.get("expected", "")
     if exp == "refused":
         return e.get("verdict") != "pass"
-    verdict, _, check = exp.partition(" (")
-    check = check.rstrip(")")
-    return e.get("verdict") == verdict and (not check or e.get("check") == check)
+    verdict, _, checks = exp.partition(" (")
+    checks = [c for c in checks.rstrip(")").split(" or ") if c]
+    return e.get("verdict") == verdict and (not checks or e.get("check") in checks)
 
 
 def main():
