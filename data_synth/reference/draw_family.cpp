@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -244,8 +245,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
       size_t n_eligible = 0;
       for (const auto& a : task.arguments) n_eligible += eligible(a) ? 1 : 0;
       for (size_t arg = 0; arg < n_eligible; ++arg) {
-        uint64_t chosen = 0;
-        bool any = false;
+        std::optional<uint64_t> chosen;  // the last approved power's seed, so far
         for (int k : {1, 2, 4, 6, 8}) {
           uint64_t vs = 0;
           for (uint64_t j = 0; j < 4096; ++j) {
@@ -259,10 +259,9 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
             continue;
           }
           chosen = vs;
-          any = true;
           if (rms >= target) break;
         }
-        if (any) c.seeds.push_back(chosen);
+        if (chosen) c.seeds.push_back(*chosen);
       }
       c.usable = !c.seeds.empty();
       if (!c.usable) c.reason = last_reason;
