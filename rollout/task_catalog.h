@@ -28,7 +28,7 @@ struct CatalogEntry {
 
 // Where a row the catalog does not serve was left out (named as left_out_stage_name gives it):
 // gpu_stage (status rejected:<reason>), import (DIR/skipped.jsonl beside the dataset: the importer's
-// reason), input_checks (status rejected:input_matters or rejected:ablation, tools/synth_refilter.py),
+// reason), input_checks (status rejected:input_matters or rejected:ablation, tools/dataset/synth_refilter.py),
 // not_measured (status cpu_ok with serve_unmeasured false).
 enum class LeftOutStage { gpu_stage, import, input_checks, not_measured };
 const char* left_out_stage_name(LeftOutStage stage);

@@ -1,7 +1,7 @@
 # The one Python interpreter every kforge script and test runs. Sourced, not executed:
 #
 #   . "$root/tools/python_env.sh" && kforge_python "$root" || exit 2
-#   "$KFORGE_PYTHON_BIN" tools/synth_gpu.py ...
+#   "$KFORGE_PYTHON_BIN" tools/dataset/synth_gpu.py ...
 #
 # kforge_python ROOT sets and exports KFORGE_PYTHON_BIN (an absolute path), the first of:
 #   1. KFORGE_PYTHON_BIN as given (a path, or a name looked up on PATH once, here);

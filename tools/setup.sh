@@ -24,7 +24,7 @@ py=$venv/bin/python
 base_python=${KFORGE_BASE_PYTHON:-python3}   # only to make the venv; everything else runs the venv's
 system_site=${KFORGE_VENV_SYSTEM_SITE:-0}
 torch_version=2.11.0          # the GPU hosts run torch 2.11.0+cu130: build against the same libtorch
-pyarrow_version=26.0.1        # tools/task_import reads CUDA-Agent-Ops parquet files with it
+pyarrow_version=26.0.1        # tools/dataset/task_import reads CUDA-Agent-Ops parquet files with it
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
@@ -84,7 +84,7 @@ setup_python() {
     echo "setup: torch $torch_version present"
   fi
   # Pinned: matplotlib (the report's plots, tools/python/kforge_client/report/), pyarrow (CUDA-Agent
-  # parquet rows, tools/task_import/).
+  # parquet rows, tools/dataset/task_import/).
   local matplotlib_version=3.11.2 ruff_version=0.17.6  # ruff: tools/lint.sh
   local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard "pyarrow==$pyarrow_version"
       "ruff==$ruff_version")

@@ -1,6 +1,6 @@
 #pragma once
 // The kforge half of `kforge tasks import` (data_synth/task/TASK_FORMAT.md, "Imported tasks"): after the
-// Python importer (tools/task_import/) wrote DIR/tasks/<id>.yaml, DIR/skipped.jsonl and
+// Python importer (tools/dataset/task_import/) wrote DIR/tasks/<id>.yaml, DIR/skipped.jsonl and
 // DIR/import_summary.json, every task file is parsed with kforge's own parser (a file it refuses
 // is skipped with reason spec_error and the parser's message) and the tasks are packed as a dataset
 // of the synthesis format (DATASET_FORMAT.md) in DIR/dataset.h5.

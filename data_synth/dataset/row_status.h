@@ -17,7 +17,7 @@ struct RowStatus {
   static std::optional<RowStatus> from_text(const std::string& text);
   std::string text() const;  // the column's form: cpu_ok, ok, rejected:<reason>
   bool rejected() const { return kind == Kind::rejected; }
-  // A rejection by the input checks (issue 25, tools/synth_refilter.py: input_matters, ablation),
+  // A rejection by the input checks (issue 25, tools/dataset/synth_refilter.py: input_matters, ablation),
   // which run after the GPU stage, not by the GPU stage itself.
   bool rejected_by_input_checks() const;
   bool operator==(const RowStatus& o) const { return kind == o.kind && reason == o.reason; }

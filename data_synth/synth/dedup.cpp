@@ -99,7 +99,7 @@ std::vector<std::string> op_names(const TaskSpec& t) {
 }
 
 std::vector<KernelBenchSignature> load_kernelbench_signatures(const std::string& path) {
-  const std::string text = read_file(path, "the KernelBench signature list (tools/kernelbench_signatures.py writes it)");
+  const std::string text = read_file(path, "the KernelBench signature list (tools/dataset/kernelbench_signatures.py writes it)");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

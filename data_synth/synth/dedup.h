@@ -25,7 +25,7 @@ struct KernelBenchSignature {
   std::vector<std::vector<int64_t>> input_shapes;
 };
 
-// Reads the list written by tools/kernelbench_signatures.py; throws an io or config error.
+// Reads the list written by tools/dataset/kernelbench_signatures.py; throws an io or config error.
 std::vector<KernelBenchSignature> load_kernelbench_signatures(const std::string& path);
 
 // Longest common subsequence over the longer length: 1 for identical sequences.

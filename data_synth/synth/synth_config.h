@@ -66,7 +66,7 @@ struct SynthConfig {
   CostModelConfig cost;
   CpuCheckConfig cpu_check;
   DecontaminationConfig decontamination;
-  // How the GPU stage (tools/synth_gpu/) times the eager and torch.compile baselines: env/judge/timing.h's
+  // How the GPU stage (tools/dataset/synth_gpu/) times the eager and torch.compile baselines: env/judge/timing.h's
   // method, with fewer calls than the evaluator's (configs/eval.yaml timing): thousands of tasks.
   TimingConfig baseline_timing = default_baseline_timing();
   std::string origin;  // the file it came from ("" for defaults)

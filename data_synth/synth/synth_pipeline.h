@@ -58,7 +58,7 @@ struct SynthSummary {
   int64_t shards = 0, shards_resumed = 0;
   double seconds = 0;
   std::string table() const;  // the human summary
-  std::string json() const;   // for tools/synth_plots.py
+  std::string json() const;   // for tools/dataset/synth_plots.py
 };
 
 // The runtime bins of the report, in order ("1-2", "2-5", ...).

@@ -1,4 +1,4 @@
-"""Writes imported-task fixtures the way the importer (tools/task_import/) does, following the
+"""Writes imported-task fixtures the way the importer (tools/dataset/task_import/) does, following the
 contract of data_synth/task/TASK_FORMAT.md ("Imported tasks"): one KernelBench-style module per task,
 its TorchScript artifact traced on the CPU from a wrapper that takes the inputs then the
 state_dict entries as arguments and returns a tuple. The C++ tests, the `kforge tasks import

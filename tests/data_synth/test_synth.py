@@ -127,7 +127,7 @@ def test_tasks_errors(tmp_path):
 
 
 def test_plots(synth_dir, tmp_path):
-    r = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "synth_plots.py"), str(synth_dir / "summary.json"),
+    r = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "dataset", "synth_plots.py"), str(synth_dir / "summary.json"),
                         "--out", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     try:

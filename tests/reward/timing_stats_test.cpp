@@ -46,7 +46,7 @@ TEST(TimingStats, SummaryNamesEveryFigure) {
 }
 
 // tests/golden/timing_stats.json: samples and the statistics this file's rule gives them, shared
-// with the Python copy (tools/synth_gpu/common.py, tests/tools/test_golden_timing_stats.py). Exact:
+// with the Python copy (tools/dataset/synth_gpu/common.py, tests/tools/test_golden_timing_stats.py). Exact:
 // both sides do the same double operations in the same order.
 TEST(TimingStats, GoldenVectorsAreReproducedExactly) {
   const std::string path = kforge::testing::source_dir() + "/tests/golden/timing_stats.json";

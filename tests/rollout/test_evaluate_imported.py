@@ -1,6 +1,6 @@
 """Imported tasks end to end on a GPU host (ctest python.imported_eval_gpu, label gpu; it skips,
 saying why, without one): the KernelBench-format test modules of levels 1-3 imported by
-`kforge tasks import`, baselined by the dataset's GPU stage (tools/synth_gpu.py, eager and
+`kforge tasks import`, baselined by the dataset's GPU stage (tools/dataset/synth_gpu.py, eager and
 torch.compile), served by `kforge serve` with only measured rows, and a `kforge-evaluate --report`
 run against a scripted OpenAI-compatible endpoint that answers with stored candidates
 (datasets/imported_candidates/: correct, wrong, cheating). The report's numbers must be what
@@ -23,7 +23,7 @@ from client_harness import KFORGE, SOURCE_DIR, Server  # noqa: E402  (adds tools
 from kforge_client import Client  # noqa: E402
 from test_evaluate_report import CandidateChat, evaluate, gpu_missing  # noqa: E402
 
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
 from synth_gpu.records import read_records  # noqa: E402  (the GPU stage's own reader of its records)
 
 MODULES = os.path.join(SOURCE_DIR, "tests", "tools", "import_modules")
@@ -62,7 +62,7 @@ def import_and_baseline(tmp_path):
     # channel of argmax_rows and of tiny_mlp's last layer): every module is to be served here.
     subprocess.run([KFORGE, "tasks", "import", "--format", "kernelbench", str(level1), os.path.join(MODULES, "level2"),
                     os.path.join(MODULES, "level3"), "--out", str(imp), "--no-input-check"], check=True, timeout=300)
-    stage = [sys.executable, os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")]
+    stage = [sys.executable, os.path.join(SOURCE_DIR, "tools", "dataset", "synth_gpu.py")]
     env = dict(os.environ, KFORGE_BIN=KFORGE)
     subprocess.run(stage + [str(imp / "dataset.h5"), "--out", str(imp / "gpu")], check=True, env=env, timeout=900)
     subprocess.run(stage + ["--merge", str(imp / "dataset.h5"), "--out", str(imp / "gpu"), "--no-plots"],

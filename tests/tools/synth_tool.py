@@ -1,5 +1,5 @@
 """What the GPU stage's suites (test_synth_gpu.py, test_synth_gpu_runs.py, test_synth_gpu_fused.py)
-share. load_tool: the package (tools/synth_gpu/) for the tests that call its functions directly, a
+share. load_tool: the package (tools/dataset/synth_gpu/) for the tests that call its functions directly, a
 fresh import each call (its module-level state, such as the fused checks' self-check, starts anew),
 as one namespace holding every module's names and the modules themselves (m.checks.CHUNK = ...
 reaches the checks). The rest runs it as a command: `tool`, `kforge`, the records a run wrote, the
@@ -14,7 +14,7 @@ import sys
 import types
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-TOOL = os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")
+TOOL = os.path.join(SOURCE_DIR, "tools", "dataset", "synth_gpu.py")
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 N_TASKS = 4
 FAST = ["--min-n", "3", "--max-n", "8", "--max-task-s", "0.5", "--warmup-calls", "1", "--warmup-ms", "1",
@@ -23,7 +23,7 @@ MODULES = ("common", "records", "torch_env", "checks", "timing", "pool", "loops"
 
 
 def load_tool():
-    tools = os.path.join(SOURCE_DIR, "tools")
+    tools = os.path.join(SOURCE_DIR, "tools", "dataset")
     if tools not in sys.path:
         sys.path.insert(0, tools)
     for k in [k for k in sys.modules if k == "synth_gpu" or k.startswith("synth_gpu.")]:

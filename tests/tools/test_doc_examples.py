@@ -35,10 +35,10 @@ from client_harness import StandInChat  # noqa: E402  (the stand-in chat endpoin
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 KFORGE = os.environ.get("KFORGE_BIN", os.path.join(SOURCE_DIR, "build", "tools", "kforge"))
-DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md", "tools/task_import/README.md",
+DOCS = ["README.md", "ARCHITECTURE.md", "rollout/PROTOCOL.md", "tools/python/README.md", "tools/dataset/task_import/README.md",
         "tools/python/docs/verl.md", "tools/python/docs/verifiers.md"]
 # Docs that must hold at least one example that runs (a parser that finds nothing must not pass).
-DOCS_WITH_RUN_EXAMPLES = ["rollout/PROTOCOL.md", "tools/python/README.md", "tools/task_import/README.md"]
+DOCS_WITH_RUN_EXAMPLES = ["rollout/PROTOCOL.md", "tools/python/README.md", "tools/dataset/task_import/README.md"]
 # The trainer adapters' pages (tools/python/docs/).
 ADAPTER_DOCS = ["tools/python/docs/gymnasium.md", "tools/python/docs/skyrl.md"]
 DOCS += ADAPTER_DOCS

@@ -1,5 +1,5 @@
 """The timing statistics exist twice: reward/timing_stats.cpp (the evaluator's reports, `kforge task
-run`) and tools/synth_gpu (the dataset's baselines: common.py's quantile_sorted and mean_std, and
+run`) and tools/dataset/synth_gpu (the dataset's baselines: common.py's quantile_sorted and mean_std, and
 timing.py's stats). Both must give tests/golden/timing_stats.json's numbers exactly; the C++ side
 is checked by tests/reward/timing_stats_test.cpp (GoldenVectorsAreReproducedExactly)."""
 import json
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
 from synth_gpu.common import percentile  # noqa: E402
 from synth_gpu.timing import stats  # noqa: E402
 

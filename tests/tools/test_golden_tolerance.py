@@ -1,8 +1,8 @@
 """The tolerance rule's Python copies against tests/golden/tolerance.json, whose verdicts and ratios
 the C++ texts of the rule give (tests/env/judge/tolerance_golden_test.cpp: data_synth/reference/tolerance.h
 and check_kernel.cpp's device text):
-  - tools/task_import/running.py's `within` (the importer's checks): every case;
-  - tools/synth_gpu/checks.py's torch operations (`failing_fraction_eager`) and its Triton kernel
+  - tools/dataset/task_import/running.py's `within` (the importer's checks): every case;
+  - tools/dataset/synth_gpu/checks.py's torch operations (`failing_fraction_eager`) and its Triton kernel
     (`FusedCounts`, run by Triton's interpreter): the finite cases, their domain; run_checks rejects a
     non-finite output (nonfinite_gpu) before it counts anything, which the last test holds."""
 import json
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
 from synth_gpu import checks  # noqa: E402
 from task_import.running import within  # noqa: E402
 

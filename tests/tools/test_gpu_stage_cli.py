@@ -1,4 +1,4 @@
-"""The commands the synthesizer's GPU stage (tools/synth_gpu/) asks of kforge, on a tiny dataset
+"""The commands the synthesizer's GPU stage (tools/dataset/synth_gpu/) asks of kforge, on a tiny dataset
 made by `kforge synth`: `kforge tasks export-gpu` (the tasks as kforge resolves them, with the
 settings of configs/synth.yaml), `kforge tasks set-baselines` (results into the HDF5 dataset) and
 `kforge task set-baselines` (into a task file), with their typed one-line errors. No GPU needed."""

@@ -217,7 +217,7 @@ def test_the_scanner_finds_what_it_should():
                "timeout 40 python tools/y.py | tail\n"
                "a=$(python3 -c 'print(1)')\n"
                "echo \"$(python3.11 -c 1)\"\n"
-               "  build) tools/synth_check.py d.h5 ;;\n  a|b) (cd x && python3 y.py) ;;\n"
+               "  build) tools/dataset/synth_check.py d.h5 ;;\n  a|b) (cd x && python3 y.py) ;;\n"
                "env A=1 python3 - <<'EOF'\nimport python3\npython3 x\nEOF\n"
                "X=1 taskset -c 0,1 python3 z.py &\n"
                "\"${pin[@]}\" python3 w.py\n")
@@ -229,7 +229,7 @@ def test_the_scanner_finds_what_it_should():
              "base=${KFORGE_BASE_PYTHON:-python3}\n"
              "\"$py\" - <<'EOF'\npython3 x\nEOF\n"
              "echo 'python3 x' \"run python3\"\n"
-             "\"${pin[@]}\" \"$py\" tools/synth_gpu.py\n"
+             "\"${pin[@]}\" \"$py\" tools/dataset/synth_gpu.py\n"
              "case $s in debs|python|cuda) ;; python) \"$py\" -c 1 ;; esac\n")
     assert bare_python_in_shell(clean) == []
     assert len(bare_python_in_cmake("add_test(NAME a COMMAND python3 -m pytest a.py)\n")) == 2
@@ -342,7 +342,7 @@ def test_synth_dataset_steps_and_the_gpu_host_script_run_the_setting(tmp_path):
     subprocess.run([kforge, "synth", "--config", str(tmp_path / "synth.yaml"), "--out", str(work), "--quiet"],
                    check=True, capture_output=True, timeout=300)
     env, expected = script_env(tmp_path, SYNTH_WORK=str(work), KFORGE=kforge)
-    script = os.path.join(SOURCE_DIR, "tools", "synth_dataset.sh")
+    script = os.path.join(SOURCE_DIR, "tools", "dataset", "synth_dataset.sh")
     r = subprocess.run(["bash", script, "status"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and "0 of 2 rows measured (ok 0, rejected 0); 2 left" in r.stdout, r.stdout + r.stderr
     r = subprocess.run(["bash", script, "report"], capture_output=True, text=True, env=env, timeout=300)

@@ -1,4 +1,4 @@
-"""tools/sample_baselines.py: the sample tasks packed as a dataset, measured by tools/synth_gpu.py (here
+"""tools/dataset/sample_baselines.py: the sample tasks packed as a dataset, measured by tools/dataset/synth_gpu.py (here
 in its CPU mode, at the check dims), merged, and the baselines written back into the sample YAMLs:
 only the measured ones, every other line kept, and the specs still parse. No GPU needed."""
 import os
@@ -10,8 +10,8 @@ import yaml
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-TOOL = os.path.join(SOURCE_DIR, "tools", "sample_baselines.py")
-SYNTH_GPU = os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")
+TOOL = os.path.join(SOURCE_DIR, "tools", "dataset", "sample_baselines.py")
+SYNTH_GPU = os.path.join(SOURCE_DIR, "tools", "dataset", "synth_gpu.py")
 # Samples whose programs run at their check dims (the CPU mode), and one that does not (its module
 # is built at the full dims): it is rejected and must be left alone.
 RUNS = ["gelu_scale_residual", "softmax_rows", "transpose_add"]

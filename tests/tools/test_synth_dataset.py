@@ -1,4 +1,4 @@
-"""tools/synth_dataset.sh, the driver that builds the shipped dataset over several device calls:
+"""tools/dataset/synth_dataset.sh, the driver that builds the shipped dataset over several device calls:
 prepare (kforge synth), the GPU step (here in its CPU mode, at check dims), collect of a call's
 archive, status, calls resuming where the last stopped (from the carried rows, or from SYNTH_KEEP
 before a collect), an older archive collected late, the calls' report, finish (merge, JSONL
@@ -17,7 +17,7 @@ import pytest
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPT = os.path.join(SOURCE_DIR, "tools", "synth_dataset.sh")
+SCRIPT = os.path.join(SOURCE_DIR, "tools", "dataset", "synth_dataset.sh")
 FAST = "--min-n 3 --max-n 8 --max-task-s 0.5 --warmup-calls 1 --warmup-ms 1 --progress-s 0 --threads 1 --workers 0"
 
 
@@ -57,7 +57,7 @@ def env(tmp_path):
 def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     # Nothing to work on yet: a clear error, not a stack trace.
     r = run("status", env=env, check=False)
-    assert r.returncode == 2 and "run 'tools/synth_dataset.sh prepare' first" in r.stderr
+    assert r.returncode == 2 and "run 'tools/dataset/synth_dataset.sh prepare' first" in r.stderr
     run("prepare", env=env)
     assert measured(run("status", env=env).stdout)[:2] == (0, 4)
     r = run("finish", env=env, check=False)
@@ -158,7 +158,7 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
     assert "figures" in results
     # The dataset checks catch what they promise to: each planted fault is named, and finish ships
     # nothing from a dataset that fails them.
-    check = os.path.join(SOURCE_DIR, "tools", "synth_check.py")
+    check = os.path.join(SOURCE_DIR, "tools", "dataset", "synth_check.py")
     bad = tmp_path / "bad.h5"
     bad.write_bytes((tmp_path / "back.h5").read_bytes())
     with h5py.File(bad, "r+") as f:
@@ -257,7 +257,7 @@ def test_prepare_two_resumed_calls_and_finish(env, tmp_path):
 
 
 def test_readme_of_a_partial_dataset_and_bad_input(tmp_path):
-    readme = os.path.join(SOURCE_DIR, "tools", "synth_readme.py")
+    readme = os.path.join(SOURCE_DIR, "tools", "dataset", "synth_readme.py")
     s = {"drawn": 10, "passed": 8, "kept": 6, "rejected": {"duplicate": 2},
          "gpu": {"tasks": 6, "measured": 4, "pending": 2, "kept": 3, "rejected": {"nonfinite_gpu": 1},
                  "kept_ops_per_task": {"1": 1, "2": 2}, "kept_splits": {"heldout": 1, "train": 2},

@@ -1,4 +1,4 @@
-"""tools/synth_gpu.py (the GPU stage of the synthesizer) in its CPU mode, its parts one by one: the
+"""tools/dataset/synth_gpu.py (the GPU stage of the synthesizer) in its CPU mode, its parts one by one: the
 shards kforge exports, the statistics, the checks' fractions and their fused Triton kernel (run by
 Triton's interpreter and compiled for sm_90 without a GPU), the phases and CPU split, the GPU turn
 between processes, the baselines block written into a spec through kforge, and the one-line errors.
@@ -116,7 +116,7 @@ def test_fused_counts_equal_the_torch_operations_interpreted(tmp_path):
     pytest.importorskip("triton", reason="triton is not installed (it comes with the CUDA torch wheel)")
     probe = tmp_path / "probe.py"
     probe.write_text(FUSED_PROBE)
-    r = subprocess.run([sys.executable, str(probe), os.path.join(SOURCE_DIR, "tools")], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, str(probe), os.path.join(SOURCE_DIR, "tools", "dataset")], capture_output=True, text=True,
                        timeout=600, env=dict(os.environ, TRITON_INTERPRET="1"))
     assert r.returncode == 0, r.stdout + r.stderr
     lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())

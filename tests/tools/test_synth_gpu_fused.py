@@ -1,4 +1,4 @@
-"""The fused Triton kernel of tools/synth_gpu.py's checks, on a GPU (ctest label gpu): its
+"""The fused Triton kernel of tools/dataset/synth_gpu.py's checks, on a GPU (ctest label gpu): its
 self-check passes on the device, its counts equal the torch operations' beyond 2^31 elements, and
 a run of the tool with it gives the same rows as a run without it. Prints the time of both ways on
 a 1 GiB output. Skips, saying why, where there is no CUDA device."""

@@ -1,4 +1,4 @@
-"""The GPU stage (tools/synth_gpu/) on imported tasks, in its CPU mode: KernelBench-format modules
+"""The GPU stage (tools/dataset/synth_gpu/) on imported tasks, in its CPU mode: KernelBench-format modules
 imported by `kforge tasks import` are timed as they are (their own shapes: they have no check_dims),
 in their own module mode (train, KernelBench's default, or eval), kept whatever their time (no
 runtime window rejects a benchmark task), and merged back as baselines whose flags name the mode."""

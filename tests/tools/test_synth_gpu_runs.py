@@ -1,4 +1,4 @@
-"""tools/synth_gpu.py (the GPU stage of the synthesizer) in its CPU mode, whole runs on a tiny
+"""tools/dataset/synth_gpu.py (the GPU stage of the synthesizer) in its CPU mode, whole runs on a tiny
 dataset made by `kforge synth`: records and their phases, the window rejection, the time budget and
 --limit, a run killed after a row and resumed without redoing it, the merge back into dataset.h5
 (and into each spec, which kforge's task parser must still accept), planted faults for each
@@ -96,7 +96,7 @@ def test_window_rejection_limit_budget_and_merge_counts(dataset, tmp_path):
     with h5py.File(ds) as f:
         assert all(x == "rejected:eager_runtime_window" for x in f["tasks/status"].asstr()[:])
     # The plots of the GPU stage (when matplotlib is there).
-    r = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "synth_plots.py"),
+    r = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "tools", "dataset", "synth_plots.py"),
                         str(tmp_path / "ds" / "summary.json"), "--out", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     if "matplotlib is not installed" not in r.stdout:

@@ -1,4 +1,4 @@
-"""tools/task_import (the importer of KernelBench modules and CUDA-Agent-Ops rows), run as its command
+"""tools/dataset/task_import (the importer of KernelBench modules and CUDA-Agent-Ops rows), run as its command
 line on the modules under tests/tools/import_modules/ (written for this suite): every module imported
 or skipped with the reason its `# expect:` line names; the task files' fields against what this test
 computes itself from the module (torch.func.functional_call, state_dict order, bytes, sha256); the
@@ -31,7 +31,8 @@ REASONS = {"load_error", "stochastic", "non_tensor_output", "data_dependent_shap
 
 
 def run_import(*args, out):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "tools"), os.environ.get("PYTHONPATH")])))
+    importer = os.path.join(SOURCE_DIR, "tools", "dataset")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [importer, os.environ.get("PYTHONPATH")])))
     t0 = time.monotonic()
     p = subprocess.run([PYTHON, "-m", "task_import", "--out", str(out), *args], cwd=SOURCE_DIR, env=env,
                        capture_output=True, text=True, timeout=600)
@@ -251,7 +252,7 @@ def test_tensors_made_in_forward_follow_the_arguments_device(kb):
 
 def test_kforge_profile_is_the_eval_config_default():
     cfg = yaml.safe_load(open(os.path.join(SOURCE_DIR, "configs", "eval.yaml")))["precision"]["profiles"]
-    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
     try:
         from task_import.task_yaml import TOLERANCES
     finally:
@@ -367,7 +368,7 @@ def test_bad_arguments_exit_2(tmp_path, args):
 
 
 def draws_module():
-    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
     try:
         from task_import import draws
     finally:

@@ -1,6 +1,6 @@
 """The task YAML has two writers and two readers: kforge's (data_synth/task/task_spec.cpp) and the
-importer's (tools/task_import/task_yaml.py, with PyYAML reading what kforge writes in
-tools/synth_check.py and tools/sample_baselines.py). Here:
+importer's (tools/dataset/task_import/task_yaml.py, with PyYAML reading what kforge writes in
+tools/dataset/synth_check.py and tools/dataset/sample_baselines.py). Here:
   - a task the importer's task_document/dump writes is read by kforge (`kforge task show`), whose
     full form, read back by PyYAML, holds the same fields;
   - kforge reads its own full form to the same text (a fixed point);
@@ -20,7 +20,7 @@ import yaml
 
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 PROGRAM = '''import torch
@@ -124,7 +124,7 @@ def test_kforge_refuses_a_changed_file_naming_the_field(tmp_path, written, chang
 
 
 def test_python_reads_the_baselines_kforge_writes(tmp_path, written):
-    """tools/synth_check.py compares a spec's baselines, read with PyYAML, with the dataset's
+    """tools/dataset/synth_check.py compares a spec's baselines, read with PyYAML, with the dataset's
     columns (to 6 significant digits): what `task set-baselines` writes must read as those numbers."""
     task = tmp_path / "task.yaml"
     task.write_text(written[1], encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The two timing loops, env/judge/timing.cpp (`kforge task run`) and tools/synth_gpu's Timer: the
+"""The two timing loops, env/judge/timing.cpp (`kforge task run`) and tools/dataset/synth_gpu's Timer: the
 same samples give the same statistics and the same settings the same stop (numbers). Then
 tools/bench/timing_method.py and reference_vs_baseline.py's method check, without a GPU: the
 method lines of both and of the shipped baselines read into the same fields; another setting,
@@ -15,7 +15,7 @@ import pytest
 KFORGE = os.environ.get("KFORGE_BIN", "kforge")
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "bench"))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
 import timing_method as tm  # noqa: E402
 
 SETTINGS = {"warmup_count": 2, "warmup_ms": 1.0, "min_reps": 4, "max_reps": 9, "target_rse": 0.05, "budget_ms": 400.0,
@@ -42,7 +42,7 @@ def python_timer(settings=SETTINGS):
 def test_the_same_samples_give_the_same_numbers_in_both_writers(tmp_path):
     """Numbers, not descriptions. `kforge task run` stopped at three timed calls (target_rse 99 %:
     the RSE rule after min_reps) reports min, median and max: all three of its samples. The GPU
-    stage's statistics (tools/synth_gpu/timing.py) of those samples give every figure the C++
+    stage's statistics (tools/dataset/synth_gpu/timing.py) of those samples give every figure the C++
     reported (the mean and std up to the summation order, which the JSON does not keep), and its
     loop with the same settings stops at the same n. tests/golden/timing_stats.json holds both
     statistics equal on more samples (python.golden_rules)."""
@@ -125,7 +125,7 @@ def test_the_bench_passes_on_the_same_method_and_fails_listing_what_differs(tmp_
                    "min_reps: 3, max_reps: 6, budget_ms: 500}\n")
     ds = str(tmp_path / "ds" / "dataset.h5")
     env = dict(os.environ, KFORGE_BIN=KFORGE)
-    tool = [sys.executable, os.path.join(SOURCE_DIR, "tools", "synth_gpu.py")]
+    tool = [sys.executable, os.path.join(SOURCE_DIR, "tools", "dataset", "synth_gpu.py")]
     for cmd in (tool + [ds, "--device", "cpu", "--config", str(cfg), "--workers", "0", "--progress-s", "0", "--threads", "1"],
                 tool + ["--merge", ds, "--allow-cpu", "--no-plots"]):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)

@@ -1,7 +1,7 @@
-// What the synthesizer's GPU stage (tools/synth_gpu/) asks of kforge, so that it reimplements none
+// What the synthesizer's GPU stage (tools/dataset/synth_gpu/) asks of kforge, so that it reimplements none
 // of it: the tasks of a dataset as kforge resolves them (kforge tasks export-gpu), and the
 // measured baselines written back into the HDF5 dataset (kforge tasks set-baselines) or into a
-// task file (kforge task set-baselines). The contract is in tools/SYNTH_GPU.md.
+// task file (kforge task set-baselines). The contract is in tools/dataset/SYNTH_GPU.md.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

@@ -1,4 +1,4 @@
-// kforge tasks import: runs the Python importer (tools/task_import/, `python -m task_import`) on
+// kforge tasks import: runs the Python importer (tools/dataset/task_import/, `python -m task_import`) on
 // KernelBench / CUDA-Agent modules, then parses what it wrote with kforge's own task parser and
 // packs it as DIR/dataset.h5 (data_synth/dataset/import_pack.h). The contract between the two halves is
 // in data_synth/task/TASK_FORMAT.md, "Imported tasks".
@@ -80,10 +80,10 @@ std::string python_interpreter() {
   return py;
 }
 
-// Where the importer package lives: <source>/tools, or KFORGE_IMPORTER_PATH (another checkout).
+// Where the importer package lives: <source>/tools/dataset, or KFORGE_IMPORTER_PATH (another checkout).
 std::string importer_path() {
   if (const char* p = std::getenv("KFORGE_IMPORTER_PATH"); p && *p) return p;
-  return (fs::path(KFORGE_SOURCE_DIR) / "tools").string();
+  return (fs::path(KFORGE_SOURCE_DIR) / "tools" / "dataset").string();
 }
 
 // Runs argv with PYTHONPATH=<importer path>[:PYTHONPATH]; stdout and stderr are the caller's.
@@ -115,7 +115,7 @@ void run_importer(const ImportArgs& a) {
     KFORGE_FAIL(unsupported, "the Python importer is not importable: `"
                                  << py << " -m task_import` cannot run with "
                                  << "PYTHONPATH=" << importer_path()
-                                 << " (tools/task_import/ missing, or its packages: run tools/setup.sh)");
+                                 << " (tools/dataset/task_import/ missing, or its packages: run tools/setup.sh)");
   std::vector<std::string> argv = {py, "-m", "task_import", "--format", a.format, "--out", a.out};
   if (!a.tolerance.empty()) argv.insert(argv.end(), {"--tolerance", a.tolerance});
   if (!a.split.empty()) argv.insert(argv.end(), {"--split", a.split});

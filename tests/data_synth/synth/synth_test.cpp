@@ -225,7 +225,7 @@ TEST(SynthConfig, ShippedConfigLoadsAndEqualsTheDefaults) {
   EXPECT_EQ(c.cpu_check.input_draws, d.cpu_check.input_draws);
   EXPECT_EQ(c.cpu_check.input_slices, d.cpu_check.input_slices);
   EXPECT_EQ(c.decontamination.signatures, d.decontamination.signatures);
-  // The GPU stage's timing settings, pinned in the file (tools/synth_gpu/ reads them through kforge).
+  // The GPU stage's timing settings, pinned in the file (tools/dataset/synth_gpu/ reads them through kforge).
   for (const TimingConfig* t : {&c.baseline_timing, &d.baseline_timing}) {
     EXPECT_EQ(t->warmup_count, 3);
     EXPECT_DOUBLE_EQ(t->warmup_ms, 50);

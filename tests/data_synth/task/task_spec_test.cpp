@@ -171,7 +171,7 @@ TEST(TaskSpec, BaselineTimesNeedTheirGpuAndMethod) {
   EXPECT_NE(task_to_yaml(t).find("cuda: \"13.0\""), std::string::npos) << task_to_yaml(t);
   EXPECT_NE(task_to_yaml(t).find("torch: \"2.11.0\""), std::string::npos) << task_to_yaml(t);
   EXPECT_EQ(parse_task(task_to_yaml(t), "u.yaml").baselines.cuda_version, "13.0");
-  // Every string is quoted, as tools/synth_gpu.py writes it: a plain false is a boolean to PyYAML.
+  // Every string is quoted, as tools/dataset/synth_gpu.py writes it: a plain false is a boolean to PyYAML.
   EXPECT_NE(task_to_yaml(t).find("flags: {allow_tf32_cublas: \"false\"}"), std::string::npos) << task_to_yaml(t);
   EXPECT_NE(task_to_yaml(t).find("gpu: \"NVIDIA H200\""), std::string::npos) << task_to_yaml(t);
   EXPECT_NE(task_to_yaml(t).find("method: \"events\""), std::string::npos) << task_to_yaml(t);

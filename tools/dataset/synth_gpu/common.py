@@ -8,9 +8,10 @@ import shutil
 import subprocess
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tools/dataset/synth_gpu/..
 
 TOOL = "tools/synth_gpu.py 1"  # the records' `tool`: the same method and record layout as before the package
+# (an identity, not a path: kept when the tool moved to tools/dataset/, so that old and new records compare)
 START = time.monotonic()  # --time-budget-s counts from here (and across a re-exec, see Run.restart)
 
 # The GPU stage's rejection reasons, in report order.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a merged task dataset (after tools/synth_gpu.py --merge) against what the dataset promises
+"""Checks a merged task dataset (after tools/dataset/synth_gpu.py --merge) against what the dataset promises
 its users, and says which rows break what:
 
 - ids unique, and no two tasks with the same canonical graph hash (structural duplicates);
@@ -9,9 +9,9 @@ its users, and says which rows break what:
 - one machine and one method for every baseline (GPU, torch, CUDA, method text, flags), with TF32
   off (the precision contract);
 - every other row is `cpu_ok` (not measured yet), `rejected:<a GPU filter>` or `rejected:<an input
-  check>` (tools/synth_refilter.py).
+  check>` (tools/dataset/synth_refilter.py).
 
-    python3 tools/synth_check.py DATASET.h5 [--min-heldout-pct 5]
+    python3 tools/dataset/synth_check.py DATASET.h5 [--min-heldout-pct 5]
 
 Exits 1 when a check fails (each failure on its own line, with up to 5 example ids), 0 otherwise;
 a dataset with rows still unmeasured passes with a line that says so.

@@ -2,10 +2,10 @@
 """Writes the README of a shipped dataset folder (datasets/synth/README.md) from its summary.json:
 what the folder holds, how to read it, the baselines' method and machine, and the counts (the CPU
 stage's funnel, the GPU stage's rejections, the kept tasks per operator count, split, dtype and
-family, eager runtime and torch.compile speedup). `tools/synth_dataset.sh finish` runs it, so the
+family, eager runtime and torch.compile speedup). `tools/dataset/synth_dataset.sh finish` runs it, so the
 figures are always the shipped files' own.
 
-    tools/synth_readme.py SUMMARY_JSON OUT_MD [--files DIR] [--commit SHA]
+    tools/dataset/synth_readme.py SUMMARY_JSON OUT_MD [--files DIR] [--commit SHA]
 """
 import argparse
 import datetime
@@ -41,7 +41,7 @@ FILES = [
                       "status (`data_synth/dataset/DATASET_FORMAT.md`)"),
     ("tasks.jsonl.xz", "the kept tasks (status `ok`), one JSON object per line with every column"),
     ("input_checks.jsonl.xz", "the input checks' per-task figures (`kforge tasks sensitivity`, one JSON object per "
-                              "task) that `tools/synth_dataset.sh refilter` decided the rows on"),
+                              "task) that `tools/dataset/synth_dataset.sh refilter` decided the rows on"),
     ("summary.txt", "the summary as a table (both stages)"),
     ("summary.json", "the same, as JSON (`gpu` is the GPU stage's part)"),
     ("rejections.png", "candidates rejected per CPU filter"),
@@ -54,7 +54,7 @@ FILES = [
 
 
 def time_section(calls, s):
-    """How long the dataset took to build, from tools/synth_calls_report.py's figures."""
+    """How long the dataset took to build, from tools/dataset/synth_calls_report.py's figures."""
     f = calls["figures"]
     out = ["## How long it took\n"]
     cpu_s = s.get("seconds")
@@ -75,7 +75,7 @@ def time_section(calls, s):
 
 def render(s, files_dir=None, commit="", calls=None):
     g = s.get("gpu") or {}
-    # The input checks (tools/synth_refilter.py), after the GPU stage: the kept tasks are theirs.
+    # The input checks (tools/dataset/synth_refilter.py), after the GPU stage: the kept tasks are theirs.
     ic = s.get("input_checks") or {}
     kept = ic["kept"] if ic else g.get("kept", 0)
     final = ic or g
@@ -85,18 +85,18 @@ def render(s, files_dir=None, commit="", calls=None):
     if done:
         out.append(f"**{kept} tasks** with eager and torch.compile baselines measured on an {g.get('gpu') or '?'}, "
                    f"out of {g['measured']} candidates that passed the CPU stage ({s['drawn']} drawn). "
-                   "Written by `tools/synth_dataset.sh finish`" + (" and `refilter`" if ic else "")
-                   + " (`tools/synth_readme.py`); do not edit by hand.\n")
+                   "Written by `tools/dataset/synth_dataset.sh finish`" + (" and `refilter`" if ic else "")
+                   + " (`tools/dataset/synth_readme.py`); do not edit by hand.\n")
     else:
         out.append(f"**Partial:** the GPU stage has measured {g.get('measured', 0)} of {g.get('tasks', s.get('kept', 0))} "
-                   f"candidates ({pending} pending); {kept} are kept so far. Written by `tools/synth_readme.py`.\n")
+                   f"candidates ({pending} pending); {kept} are kept so far. Written by `tools/dataset/synth_readme.py`.\n")
     out.append("Each task is a composition of 1 to 5 PyTorch operators whose eager runtime on the GPU lies in "
                f"{fmt_window(g.get('window_ms'))}; deterministic, not near-constant, varying with its inputs, "
                + ("every input mattering (each argument, a row and a channel of it replaced by its mean moves the "
                   "answer beyond tolerance; `kforge tasks sensitivity`), " if ic else "")
                + "not a structural duplicate of another task and not similar to KernelBench's levels 1-3. Its spec, its "
                "PyTorch program and its baselines are in the dataset. How the tasks were made: "
-               "`data_synth/dataset/DATASET_FORMAT.md` (\"Stages\") and `tools/SYNTH_GPU.md`.\n")
+               "`data_synth/dataset/DATASET_FORMAT.md` (\"Stages\") and `tools/dataset/SYNTH_GPU.md`.\n")
 
     out.append("## Files\n")
     rows = []
@@ -129,7 +129,7 @@ def render(s, files_dir=None, commit="", calls=None):
         bullets = [f"- **Machine:** {g.get('gpu') or '?'}, driver {g.get('driver') or '?'}, CUDA {g.get('cuda') or '?'}, "
                    f"torch {g.get('torch') or '?'}.",
                    "- **Commits:** the GPU stage ran in several device calls, each at its session's commit, all with the "
-                   "method and flags below (`tools/synth_check.py` refuses a dataset whose rows differ in machine, method or "
+                   "method and flags below (`tools/dataset/synth_check.py` refuses a dataset whose rows differ in machine, method or "
                    "flags)" + (f"; merged and written at kforge commit {commit}" if commit else "") + ".",
                    f"- **Method** (the same for eager and torch.compile): {g.get('method', '')}."]
         flags = g.get("flags") or {}
@@ -177,10 +177,10 @@ def render(s, files_dir=None, commit="", calls=None):
         out.append(time_section(calls, s))
     out.append("## Rebuilding it\n")
     out.append("```bash\n"
-               "tools/synth_dataset.sh prepare                # the CPU stage, here (kforge synth, configs/synth.yaml)\n"
-               "bash tools/synth_dataset.sh gpu BUDGET_S      # on the GPU host, as many calls as it takes (each resumes)\n"
-               "tools/synth_dataset.sh collect FILES_AT       # here, after each call\n"
-               "tools/synth_dataset.sh finish                 # here: merge, summary, plots, this folder\n"
+               "tools/dataset/synth_dataset.sh prepare                # the CPU stage, here (kforge synth, configs/synth.yaml)\n"
+               "bash tools/dataset/synth_dataset.sh gpu BUDGET_S      # on the GPU host, as many calls as it takes (each resumes)\n"
+               "tools/dataset/synth_dataset.sh collect FILES_AT       # here, after each call\n"
+               "tools/dataset/synth_dataset.sh finish                 # here: merge, summary, plots, this folder\n"
                "```\n\n"
                f"Written {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')}.\n")
     return "\n".join(x.rstrip("\n") + "\n" for x in out)
@@ -190,7 +190,7 @@ def input_checks_section(ic):
     """What the input checks (issue 25) refused, by failing ablation kind and by operator."""
     trials = ic.get("ablation_trials") or 0
     out = [f"**The input checks** (`kforge tasks sensitivity`, {ic.get('device') or '?'}, {ic.get('dims') or '?'} dims, "
-           f"{ic.get('draws')} draws of the task's own distribution; `tools/synth_refilter.py`): each argument replaced "
+           f"{ic.get('draws')} draws of the task's own distribution; `tools/dataset/synth_refilter.py`): each argument replaced "
            "by its mean (`whole`), one random row (`row`) and channel (`channel`) of it replaced by its mean must move "
            "some output beyond tolerance on every draw (`input_matters`)"
            + (f"; and 1 % of each argument's elements replaced by its mean must leave the tolerance on every one of "
@@ -238,7 +238,7 @@ def main(argv=None):
     ap.add_argument("--files", default=None, help="the folder whose files the table lists with their sizes "
                                                  "(default: the README's own folder)")
     ap.add_argument("--commit", default=os.environ.get("KFORGE_COMMIT", ""))
-    ap.add_argument("--calls-json", default=None, help="tools/synth_calls_report.py --json output: adds how long it took")
+    ap.add_argument("--calls-json", default=None, help="tools/dataset/synth_calls_report.py --json output: adds how long it took")
     a = ap.parse_args(argv)
     s = load_json(a.summary)
     if s is None:

@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
 """Eager and torch.compile baselines for the hand-written sample tasks (datasets/samples/*.yaml),
-measured by the dataset's own tool and method (tools/synth_gpu.py), so that the reward's top tier
+measured by the dataset's own tool and method (tools/dataset/synth_gpu.py), so that the reward's top tier
 (faster than torch.compile) can be reached on them too.
 
-    tools/sample_baselines.py pack OUT_DIR [--samples DIR] [--kforge BIN]
+    tools/dataset/sample_baselines.py pack OUT_DIR [--samples DIR] [--kforge BIN]
         OUT_DIR/dataset.h5, written by `kforge tasks pack`: one row per sample (its spec as
         written, its program as `kforge task render` prints it, the derived columns as `kforge
         synth` fills them), in the dataset layout (data_synth/dataset/DATASET_FORMAT.md), ready for
-        `tools/synth_gpu.py OUT_DIR/dataset.h5` and `--merge` on the GPU host
-    tools/sample_baselines.py apply MERGED_DATASET [--samples DIR] [--kforge BIN]
+        `tools/dataset/synth_gpu.py OUT_DIR/dataset.h5` and `--merge` on the GPU host
+    tools/dataset/sample_baselines.py apply MERGED_DATASET [--samples DIR] [--kforge BIN]
         writes each measured sample's `baselines:` block (eager_ms, compile_ms, GPU, torch, CUDA,
         method, flags) into its YAML, every other line left as it is; a sample the GPU stage
         rejected is named with its reason and left alone; each changed file is checked with
         `kforge task fmt`
 
 The whole round on a GPU host: `bash tools/bench/run_pending_gpu.sh OUT sample_baselines`, then
-here `tools/sample_baselines.py apply OUT/samples/dataset.h5`.
+here `tools/dataset/sample_baselines.py apply OUT/samples/dataset.h5`.
 """
 import argparse
 import json
@@ -23,8 +23,8 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "dataset"))
 
 
 def fail(msg):
@@ -49,7 +49,9 @@ def cmd_pack(a):
         return fail(f"{a.samples}: no *.yaml sample tasks")
     os.makedirs(a.out_dir, exist_ok=True)
     out = os.path.join(a.out_dir, "dataset.h5")
-    try:  # kforge writes the dataset: every column from the spec as it parses it, the spec as written
+    # kforge writes the dataset: every column from the spec as it parses it, the spec as written. The
+    # generator is an identity, kept as it was before tools/dataset/ (tools/dataset/README.md).
+    try:
         kforge_out(a.kforge, "tasks", "pack", out, *files, "--generator", "tools/sample_baselines.py 2")
     except RuntimeError as e:
         return fail(str(e))

@@ -2,14 +2,14 @@
 applies the filters the CPU stages could not, and measures the eager and torch.compile baselines
 with one timing method (env/judge/timing.cpp's). Resumable by row; shardable; one JSON line per task.
 
-    python tools/synth_gpu.py DIR/dataset.h5 --shard k/N [--ids FILE] [--device cuda] [--out DIR/gpu]
+    python tools/dataset/synth_gpu.py DIR/dataset.h5 --shard k/N [--ids FILE] [--device cuda] [--out DIR/gpu]
            [--limit N] [--time-budget-s S] [--workers W]
-    python tools/synth_gpu.py --merge DIR/dataset.h5 [--out DIR/gpu]
-    python tools/synth_gpu.py DIR/dataset.h5 [--out DIR/gpu] --compare OTHER_DIR
+    python tools/dataset/synth_gpu.py --merge DIR/dataset.h5 [--out DIR/gpu]
+    python tools/dataset/synth_gpu.py DIR/dataset.h5 [--out DIR/gpu] --compare OTHER_DIR
 
 kforge owns the dataset, the task specs, the tolerances and the timing settings: the tasks come from
 `kforge tasks export-gpu` (with configs/synth.yaml's window, informative fraction and
-baseline_timing), the results go back through `kforge tasks set-baselines`. tools/SYNTH_GPU.md has
+baseline_timing), the results go back through `kforge tasks set-baselines`. tools/dataset/SYNTH_GPU.md has
 the whole story and the H200 commands. The modules, by concern:
   common     reasons, input errors, the bridge to kforge
   records    the part files (resume, torn lines)

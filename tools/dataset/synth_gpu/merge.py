@@ -90,7 +90,7 @@ def gpu_summary(ids, by_id, n_tasks, meta=None):
 def summary_table(g):
     def pct(c, n):
         return f"{c:<8d} ({100.0 * c / n:.1f} %)" if n else str(c)
-    rows = [("GPU stage (tools/synth_gpu.py)", ""), ("  tasks", str(g["tasks"])), ("  measured", str(g["measured"])),
+    rows = [("GPU stage (tools/dataset/synth_gpu.py)", ""), ("  tasks", str(g["tasks"])), ("  measured", str(g["measured"])),
             ("  pending", str(g["pending"]))]
     for k, v in g["rejected"].items():
         rows.append((f"  rejected: {k}", pct(v, g["measured"])))
@@ -142,7 +142,7 @@ def write_results(out_path, g, by_id, dataset):
     doc = {"gpu": g["gpu"], "driver": g["driver"], "cuda": g["cuda"], "torch": g["torch"],
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "commit": results_doc.commit(),
-           "command": f"python3 tools/synth_gpu.py {dataset} --shard ...; python3 tools/synth_gpu.py --merge {dataset}",
+           "command": f"python3 tools/dataset/synth_gpu.py {dataset} --shard ...; python3 tools/dataset/synth_gpu.py --merge {dataset}",
            "figures": figures}
     results_doc.write(out_path, doc, "synth_gpu")
 
@@ -243,9 +243,9 @@ def cmd_merge(a):
     table = summary_table(g)
     st = os.path.join(d, "summary.txt")
     old = open(st).read() if os.path.exists(st) else ""
-    marker = "GPU stage (tools/synth_gpu.py)"
-    if marker in old:
-        old = old[:old.index(marker)]
+    for marker in ("GPU stage (tools/dataset/synth_gpu.py)", "GPU stage (tools/synth_gpu.py)"):  # and as written before the move
+        if marker in old:
+            old = old[:old.index(marker)]
     with open(st, "w") as f:
         f.write(old + table)
     print(table, end="")
@@ -254,7 +254,7 @@ def cmd_merge(a):
           + (f"; ignored {stale} record(s) of another task with the same id" if stale else ""), flush=True)
     if a.results:
         write_results(a.results, g, by_id, path)
-    plots = os.path.join(ROOT, "tools", "synth_plots.py")
+    plots = os.path.join(ROOT, "tools", "dataset", "synth_plots.py")
     if os.path.exists(plots) and not a.no_plots:
         r = subprocess.run([sys.executable, plots, sj], capture_output=True, text=True)
         print((r.stdout or r.stderr).strip(), flush=True)

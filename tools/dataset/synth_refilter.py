@@ -4,10 +4,10 @@ data_synth/reference/sensitivity.h) to a merged dataset: every kept row (status 
 checks' JSONL says failed becomes `rejected:input_matters` or `rejected:ablation` (its baselines kept,
 so that the rejection can be undone), and the dataset's summary gains an `input_checks` block: the
 options, the rows checked, rejected per reason, per ablation kind and per operator, and the kept
-tasks' counts and histograms after the checks (what tools/synth_readme.py shows). Rows go through
+tasks' counts and histograms after the checks (what tools/dataset/synth_readme.py shows). Rows go through
 `kforge tasks set-baselines`, so that only kforge writes the HDF5 layout.
 
-    tools/synth_refilter.py DATASET.h5 --from SENSITIVITY.jsonl [--summary-dir DIR] [--allow-partial]
+    tools/dataset/synth_refilter.py DATASET.h5 --from SENSITIVITY.jsonl [--summary-dir DIR] [--allow-partial]
                             [--kinds whole,row,channel]
 
 Idempotent: rows an earlier run rejected are decided again from the JSONL. Every row decided must
@@ -30,7 +30,7 @@ from synth_gpu.common import InputError, percentile, run_kforge, speedup_stats, 
 
 # The reasons a row can be rejected for by the input checks (sensitivity.h's reason codes).
 REASONS = ["input_matters", "ablation"]
-TOOL = "tools/synth_refilter.py 1 (kforge tasks sensitivity)"
+TOOL = "tools/synth_refilter.py 1 (kforge tasks sensitivity)"  # an identity, kept from before tools/dataset/
 
 
 def read_rows(dataset):

@@ -11,7 +11,7 @@ On CUDA, as env/judge/timing.cpp does it:
     stream, the batch read after one synchronisation; the same call order f0, f1 every round;
   - stop before a batch when max_reps rounds were run, or, after min_reps, when budget_ms of wall
     time was spent or every function's relative standard error of the mean is below target_rse.
-One difference, kept on purpose (tools/SYNTH_GPU.md): a batch is cut so as not to pass min_reps,
+One difference, kept on purpose (tools/dataset/SYNTH_GPU.md): a batch is cut so as not to pass min_reps,
 so a task whose RSE is low at once stops at min_reps calls rather than at the next multiple of 8.
 On the CPU (CI): the same loop on perf_counter, without flush and without batches."""
 import ctypes

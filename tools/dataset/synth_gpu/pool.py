@@ -1,7 +1,7 @@
 """The compile pool and the GPU turn. torch.compile runs in worker processes, filling Inductor's
 on-disk caches, at full size on the same device; with overlap they compile the next round while
 the main process times the current one. The GPU turn (a file lock) keeps every worker's GPU work
-out of the main process's timed calls (tools/SYNTH_GPU.md, "Overlap")."""
+out of the main process's timed calls (tools/dataset/SYNTH_GPU.md, "Overlap")."""
 import contextlib
 import json
 import math

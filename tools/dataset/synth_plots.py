@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """PNG plots of a `kforge synth` summary: rejections per filter, operators per task, estimated eager
-runtime; and, once tools/synth_gpu.py --merge has added the GPU stage, its rejections, the measured
+runtime; and, once tools/dataset/synth_gpu.py --merge has added the GPU stage, its rejections, the measured
 eager runtime and the torch.compile speedup, with operators per task counted over the tasks it kept.
 Uses matplotlib when installed (tools/setup.sh installs it); otherwise says so and exits 0.
 
-    tools/synth_plots.py DIR/summary.json [--out DIR]
+    tools/dataset/synth_plots.py DIR/summary.json [--out DIR]
 """
 import argparse
 import json
@@ -32,7 +32,7 @@ def main(argv=None):
         "ops_per_task.png": ("operators per kept task", s["ops_per_task"]),
         "est_runtime.png": ("estimated eager runtime, ms (H200 ceilings)", s["est_runtime_ms"]),
     }
-    g = s.get("gpu")  # written by tools/synth_gpu.py --merge
+    g = s.get("gpu")  # written by tools/dataset/synth_gpu.py --merge
     if g:
         figures["gpu_rejections.png"] = ("GPU stage: rejected per filter (of %d measured; %d kept)" % (g["measured"], g["kept"]),
                                          g["rejected"])

@@ -4,7 +4,7 @@ the operators its forward() applies (mapped to kforge operator names, in order) 
 its get_inputs() tensors. Only this derived list is committed (datasets/kernelbench_signatures.json),
 never KernelBench's files.
 
-    tools/kernelbench_signatures.py --repo PATH [--git-dir] --out datasets/kernelbench_signatures.json
+    tools/dataset/kernelbench_signatures.py --repo PATH [--git-dir] --out datasets/kernelbench_signatures.json
 
 PATH is a checkout (or, with --git-dir, a bare git directory read with `git show HEAD:...`).
 """
@@ -186,6 +186,7 @@ def main(argv=None):
     commit = ""
     if a.git_dir:
         commit = subprocess.run(["git", "--git-dir", a.repo, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # derived_by names the tool as the committed list does (its path before tools/dataset/).
     doc = {"derived_from": "ScalingIntelligence/KernelBench" + ("@" + commit if commit else ""),
            "derived_by": "tools/kernelbench_signatures.py", "problems": problems}
     with open(a.out, "w") as f:

@@ -1,5 +1,5 @@
-"""The command line of the GPU stage: `python tools/synth_gpu.py DIR/dataset.h5 --shard k/N ...`,
-`--merge`, `--compare` (tools/SYNTH_GPU.md)."""
+"""The command line of the GPU stage: `python tools/dataset/synth_gpu.py DIR/dataset.h5 --shard k/N ...`,
+`--merge`, `--compare` (tools/dataset/SYNTH_GPU.md)."""
 import argparse
 import os
 import sys

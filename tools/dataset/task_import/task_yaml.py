@@ -20,7 +20,7 @@ PROFILE_IN_EVAL_CONFIG = {"kforge": "default", "cuda-agent": "cuda-agent"}
 
 
 def eval_config_path():
-    root = os.environ.get("KFORGE_SOURCE_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    root = os.environ.get("KFORGE_SOURCE_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
     return os.path.join(root, "configs", "eval.yaml")
 
 

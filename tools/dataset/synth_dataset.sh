@@ -3,23 +3,23 @@
 # on the GPU host in as many calls as it takes (each resumes), then the merge and the shipped files
 # here. The work folder is .gpu/synth (git-ignored, carried to the GPU host with `carry: [".gpu"]`).
 #
-#   tools/synth_dataset.sh prepare                 here: kforge synth (CPU stage) into .gpu/synth
-#   bash tools/synth_dataset.sh gpu BUDGET_S       on the GPU host: the GPU stage for BUDGET_S seconds,
-#                                                  the rows left split over every visible GPU (GPU k writes
-#                                                  part-k.jsonl); archive in $OUT/synth.tgz
-#   tools/synth_dataset.sh collect FILES_AT        here: unpack a call's archive into .gpu/synth (parts, logs)
-#   tools/synth_dataset.sh status                  here: rows measured and left
-#   tools/synth_dataset.sh report [A-B] [JSON]     here: per call (all collected, or calls A to B) rows,
-#                                                  rows/min and where the time went (synth_calls_report.py)
-#   tools/synth_dataset.sh finish                  here: merge, its checks (synth_check.py), summary and
-#                                                  plots, JSONL export, and the shipped files under
-#                                                  datasets/synth/ (dataset.h5.xz, and a README.md with
-#                                                  the figures, tools/synth_readme.py)
-#   tools/synth_dataset.sh refilter JSONL          here, after finish: the input checks (issue 25) of
-#                                                  `kforge tasks sensitivity ... --out JSONL` applied to the
-#                                                  shipped dataset (tools/synth_refilter.py: failing rows
-#                                                  become rejected:input_matters or rejected:ablation), its
-#                                                  checks, and the shipped files and README written again
+#   tools/dataset/synth_dataset.sh prepare                here: kforge synth (CPU stage) into .gpu/synth
+#   bash tools/dataset/synth_dataset.sh gpu BUDGET_S      on the GPU host: the GPU stage for BUDGET_S seconds,
+#                                                         the rows left split over every visible GPU (GPU k writes
+#                                                         part-k.jsonl); archive in $OUT/synth.tgz
+#   tools/dataset/synth_dataset.sh collect FILES_AT       here: unpack a call's archive into .gpu/synth (parts, logs)
+#   tools/dataset/synth_dataset.sh status                 here: rows measured and left
+#   tools/dataset/synth_dataset.sh report [A-B] [JSON]    here: per call (all collected, or calls A to B) rows,
+#                                                         rows/min and where the time went (synth_calls_report.py)
+#   tools/dataset/synth_dataset.sh finish                 here: merge, its checks (synth_check.py), summary and
+#                                                         plots, JSONL export, and the shipped files under
+#                                                         datasets/synth/ (dataset.h5.xz, and a README.md with
+#                                                         the figures, tools/dataset/synth_readme.py)
+#   tools/dataset/synth_dataset.sh refilter JSONL         here, after finish: the input checks (issue 25) of
+#                                                         `kforge tasks sensitivity ... --out JSONL` applied to the
+#                                                         shipped dataset (tools/dataset/synth_refilter.py: failing rows
+#                                                         become rejected:input_matters or rejected:ablation), its
+#                                                         checks, and the shipped files and README written again
 #
 # Environment: KFORGE (the kforge binary, default build/tools/kforge), SYNTH_WORK (default .gpu/synth),
 # SYNTH_CONFIG (default configs/synth.yaml), SYNTH_TARGET (kforge synth --target, default the
@@ -30,14 +30,14 @@
 # folder on the GPU host where the parts outlive the call, for a next call made before collecting),
 # SYNTH_PROCS (gpu step: processes, default one per visible GPU; in the CPU mode, default 1),
 # SYNTH_ARGS_k (gpu step: more options for process k only, e.g. an A/B of an option on one host),
-# SYNTH_CHECK_ARGS (finish: more tools/synth_check.py options), KFORGE_PYTHON_BIN (the interpreter,
+# SYNTH_CHECK_ARGS (finish: more tools/dataset/synth_check.py options), KFORGE_PYTHON_BIN (the interpreter,
 # default the project's venv; on the GPU host without one, its python3: tools/python_env.sh).
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 work=${SYNTH_WORK:-.gpu/synth}
 kforge=${KFORGE:-build/tools/kforge}
-# The GPU stage (tools/synth_gpu/) asks this kforge for the tasks and writes the results through it.
+# The GPU stage (tools/dataset/synth_gpu/) asks this kforge for the tasks and writes the results through it.
 case $kforge in /*) ;; */*) kforge=$PWD/$kforge ;; esac
 export KFORGE_BIN=${KFORGE_BIN:-$kforge}
 cmd=${1:-}; shift || true
@@ -46,7 +46,7 @@ case $cmd in gpu|status|report|finish|refilter) kforge_python "$root" || exit 2 
 py=${KFORGE_PYTHON_BIN:-}
 
 die() { echo "synth_dataset: $*" >&2; exit 2; }
-need_dataset() { [ -f "$work/dataset.h5" ] || die "$work/dataset.h5 is missing: run 'tools/synth_dataset.sh prepare' first"; }
+need_dataset() { [ -f "$work/dataset.h5" ] || die "$work/dataset.h5 is missing: run 'tools/dataset/synth_dataset.sh prepare' first"; }
 
 case $cmd in
   prepare)
@@ -97,7 +97,7 @@ case $cmd in
     lists=$(mktemp -d)
     "$py" - "$work/dataset.h5" "$out/gpu" "$lists" "$ngpu" <<'EOF'
 import collections, os, subprocess, sys
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/dataset")
 import synth_gpu
 dataset, parts, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 _, tasks = synth_gpu.export_tasks(dataset, "all/1")  # kforge's reading of the dataset
@@ -125,7 +125,7 @@ EOF
         [ "$dev" = cpu ] || pin=(env CUDA_VISIBLE_DEVICES=$k "${pin[@]}")
       fi
       own="SYNTH_ARGS_$k"
-      "${pin[@]}" "$py" tools/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
+      "${pin[@]}" "$py" tools/dataset/synth_gpu.py "$work/dataset.h5" --shard "$k/$ngpu" --ids "$lists/ids-$k.txt" \
         --out "$out/gpu" --time-budget-s "$budget" --device "$dev" ${SYNTH_ARGS:-} ${!own:-} > "$out/log-$k.txt" 2>&1 &
     done
     wait || true
@@ -167,13 +167,13 @@ EOF
       for f in "$tmp"/log-*.txt; do [ -f "$f" ] && cp "$f" "$logs/"; done
     fi
     rm -rf "$tmp"
-    "$root/tools/synth_dataset.sh" status
+    "$root/tools/dataset/synth_dataset.sh" status
     ;;
   status)
     need_dataset
     "$py" - "$work" <<'EOF'
 import collections, os, sys
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/dataset")
 import synth_gpu  # the part-file reader and kforge's tasks (no torch is imported)
 work = sys.argv[1]
 _, tasks = synth_gpu.export_tasks(os.path.join(work, "dataset.h5"), "all/1")
@@ -184,10 +184,10 @@ print(f"synth_dataset: {len(rows)} of {len(ids)} rows measured (ok {c['ok']}, re
 EOF
     ;;
   report)
-    # tools/synth_dataset.sh report [FIRST-LAST] [JSON]: the collected calls (all, or a range of
+    # tools/dataset/synth_dataset.sh report [FIRST-LAST] [JSON]: the collected calls (all, or a range of
     # call numbers), from their logs; JSON in the format of tools/bench/results/.
     range=${1:-}; json=${2:-}
-    "$py" tools/synth_calls_report.py "$work" ${range:+--calls "$range"} ${json:+--json "$json"} \
+    "$py" tools/dataset/synth_calls_report.py "$work" ${range:+--calls "$range"} ${json:+--json "$json"} \
       --commit "${KFORGE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || true)}"
     ;;
   finish)
@@ -196,11 +196,11 @@ EOF
     dst=${SYNTH_DEST:-datasets/synth}
     mkdir -p "$dst"
     allow=""; [ "${SYNTH_DEVICE:-cuda}" = cpu ] && allow=--allow-cpu
-    "$py" tools/synth_gpu.py --merge "$work/dataset.h5" $allow \
+    "$py" tools/dataset/synth_gpu.py --merge "$work/dataset.h5" $allow \
       --results "${SYNTH_RESULTS:-tools/bench/results/$(date -u +%Y-%m-%d)_synth_dataset_h200.json}"
     # What the dataset promises (no duplicates, disjoint splits, baselines in the window, one machine
     # and method, TF32 off, ...): nothing is shipped when a check fails.
-    "$py" tools/synth_check.py "$work/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the merged dataset fails its checks (above); nothing shipped"
+    "$py" tools/dataset/synth_check.py "$work/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the merged dataset fails its checks (above); nothing shipped"
     "$kforge" tasks export "$work/dataset.h5" --status ok --format jsonl --out "$dst/tasks.jsonl"
     cp "$work"/summary.txt "$work"/summary.json "$dst/"
     cp "$work"/*.png "$dst/" 2>/dev/null || true
@@ -212,11 +212,11 @@ EOF
     # How long the GPU stage took, from the collected calls' logs (none: the README says nothing of it).
     calls=${SYNTH_CALLS_RESULTS:-tools/bench/results/$(date -u +%Y-%m-%d)_synth_dataset_calls_h200.json}
     if ls -d "$work"/logs/call-* >/dev/null 2>&1; then
-      "$py" tools/synth_calls_report.py "$work" --json "$calls" --commit "$commit" | tail -3
+      "$py" tools/dataset/synth_calls_report.py "$work" --json "$calls" --commit "$commit" | tail -3
     else
       calls=""
     fi
-    "$py" tools/synth_readme.py "$dst/summary.json" "$dst/README.md" --commit "$commit" ${calls:+--calls-json "$calls"}
+    "$py" tools/dataset/synth_readme.py "$dst/summary.json" "$dst/README.md" --commit "$commit" ${calls:+--calls-json "$calls"}
     du -h "$dst"/*
     "$kforge" tasks count "$work/dataset.h5" --status ok
     ;;
@@ -227,8 +227,8 @@ EOF
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     xz -dc "$dst/dataset.h5.xz" > "$tmp/dataset.h5"
     cp "$dst/summary.json" "$dst/summary.txt" "$tmp/"
-    "$py" tools/synth_refilter.py "$tmp/dataset.h5" --from "$checks" ${SYNTH_REFILTER_ARGS:-}
-    "$py" tools/synth_check.py "$tmp/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the re-filtered dataset fails its checks (above); nothing shipped"
+    "$py" tools/dataset/synth_refilter.py "$tmp/dataset.h5" --from "$checks" ${SYNTH_REFILTER_ARGS:-}
+    "$py" tools/dataset/synth_check.py "$tmp/dataset.h5" ${SYNTH_CHECK_ARGS:-} || die "the re-filtered dataset fails its checks (above); nothing shipped"
     "$kforge" tasks export "$tmp/dataset.h5" --status ok --format jsonl --out "$dst/tasks.jsonl"
     cp "$tmp/summary.json" "$tmp/summary.txt" "$dst/"
     xz -9 -T0 -c "$tmp/dataset.h5" > "$dst/dataset.h5.xz"
@@ -238,7 +238,7 @@ EOF
     # calls' report of the GPU stage (SYNTH_CALLS_RESULTS, default the latest one).
     commit=${KFORGE_COMMIT:-$(sed -n 's/.*merged and written at kforge commit \([0-9a-f]*\).*/\1/p' "$dst/README.md" | head -1)}
     calls=${SYNTH_CALLS_RESULTS:-$(ls tools/bench/results/*_synth_dataset_calls_h200.json 2>/dev/null | tail -1)}
-    "$py" tools/synth_readme.py "$dst/summary.json" "$dst/README.md" ${commit:+--commit "$commit"} ${calls:+--calls-json "$calls"}
+    "$py" tools/dataset/synth_readme.py "$dst/summary.json" "$dst/README.md" ${commit:+--commit "$commit"} ${calls:+--calls-json "$calls"}
     du -h "$dst"/*
     "$kforge" tasks count "$dst/dataset.h5.xz" --status ok
     ;;

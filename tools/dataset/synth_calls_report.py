@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""What the GPU stage's device calls did, from the logs `tools/synth_dataset.sh collect` keeps
+"""What the GPU stage's device calls did, from the logs `tools/dataset/synth_dataset.sh collect` keeps
 (WORK/logs/call-NNN/log-K.txt, one per process): per call and process the rows written, ok and
 rejected, the elapsed time and rows per minute; in all, the rows per minute of the host (a call
 lasts as long as its slowest process) and where the timing processes' time went, by phase.
 
-    tools/synth_calls_report.py WORK [--calls FIRST-LAST] [--json OUT] [--commit SHA] [--command TEXT]
+    tools/dataset/synth_calls_report.py WORK [--calls FIRST-LAST] [--json OUT] [--commit SHA] [--command TEXT]
 
 --json writes the figures in the format of tools/bench/results/ (the per-call table under
 `details`). A process whose log has no final lines (killed before it wrote them) is reported as
@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import results_doc  # noqa: E402
 
 TIME = re.compile(r"synth_gpu: time \(s\): elapsed ([\d.]+) = start-up ([\d.]+) \+ tasks ([\d.]+) \(([^)]*)\)")
@@ -139,7 +139,7 @@ def main(argv=None):
     ap.add_argument("--calls", default=None, help="FIRST-LAST (call numbers, inclusive) or N")
     ap.add_argument("--json", default=None)
     ap.add_argument("--commit", default=results_doc.commit())
-    ap.add_argument("--command", default="tools/synth_dataset.sh gpu BUDGET_S calls, then collect")
+    ap.add_argument("--command", default="tools/dataset/synth_dataset.sh gpu BUDGET_S calls, then collect")
     a = ap.parse_args(argv)
     first = last = None
     if a.calls:

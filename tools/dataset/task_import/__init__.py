@@ -1,7 +1,7 @@
 """Imports KernelBench-format modules and CUDA-Agent-Ops rows as kforge tasks with a TorchScript
 reference (the contract: data_synth/task/TASK_FORMAT.md, "Imported tasks"; usage: README.md here).
 
-    PYTHONPATH=tools $KFORGE_PYTHON_BIN -m task_import --format kernelbench|cuda-agent --out DIR
+    PYTHONPATH=tools/dataset $KFORGE_PYTHON_BIN -m task_import --format kernelbench|cuda-agent --out DIR
         [--tolerance kforge|cuda-agent] [--split train|heldout] [--seed N] [--limit N] [--level L]
         [--max-bytes B] [--timeout-s S] PATH...
 
