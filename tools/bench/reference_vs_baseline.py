@@ -3,7 +3,7 @@
 
 The reward times a candidate against the task's C++ reference (libtorch running the op graph, in
 the GPU worker) and rescales the stored torch.compile time by (that eager time now / the stored
-eager time, measured by tools/synth_gpu.py from the Python program). Both are "eager PyTorch"; this
+eager time, measured by tools/dataset/synth_gpu.py from the Python program). Both are "eager PyTorch"; this
 bench shows how closely they agree, task by task: for N kept tasks drawn with a seed, it runs
 `kforge task run SPEC --device D --json` (the reference, timed by env/judge/timing.cpp with the
 baselines' settings) and divides its median by the dataset's `eager_ms`.
@@ -188,7 +188,7 @@ def python_now(a, ds, tmp, rows):
     ids = os.path.join(tmp, "ids.txt")
     with open(ids, "w") as f:
         f.write("".join(x["id"] + "\n" for x in rows))
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "synth_gpu.py"), ds, "--ids", ids, "--shard", "0/1",
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "dataset", "synth_gpu.py"), ds, "--ids", ids, "--shard", "0/1",
            "--out", os.path.join(tmp, "now"), "--device", a.device, "--config", a.synth_config] + a.synth_args.split()
     # The GPU stage reads the tasks through this same kforge.
     r = subprocess.run(cmd, capture_output=True, text=True,

@@ -33,8 +33,8 @@
 #                     stored eager_ms (Python eager, synth_gpu; and again now) on 40 kept tasks: the shipped
 #                     datasets/synth/dataset.h5.xz, or else .gpu/synth merged into a temporary copy
 #   sample_baselines  eager and torch.compile baselines of the 13 sample tasks by the dataset's tool
-#                     and method (tools/sample_baselines.py pack, synth_gpu.py, --merge); then, here:
-#                     tools/sample_baselines.py apply OUTDIR/samples/dataset.h5
+#                     and method (tools/dataset/sample_baselines.py pack, synth_gpu.py, --merge); then, here:
+#                     tools/dataset/sample_baselines.py apply OUTDIR/samples/dataset.h5
 #   adapters          the trainer adapters' reward-tier episodes (python.adapters_gpu: Gymnasium, its
 #                     vector form, SkyRL; python.verifiers_adapter_gpu) and the report's stored-candidate
 #                     run (python.report_gpu), then tools/bench/adapter_overhead*.py; the packages the
@@ -132,22 +132,22 @@ for s in $steps; do
     synth_calibration)
       d=$out/synth; mkdir -p "$d"
       timeout 60 "$b/tools/kforge" synth --config configs/synth.yaml --out "$d" --target 400 --quiet >"$out/synth.txt" 2>&1 &&
-        timeout 420 "$py" tools/synth_gpu.py "$d/dataset.h5" --shard 0/1 --out "$d/gpu" --limit 200 --time-budget-s 400 >>"$out/synth.txt" 2>&1 ;;
+        timeout 420 "$py" tools/dataset/synth_gpu.py "$d/dataset.h5" --shard 0/1 --out "$d/gpu" --limit 200 --time-budget-s 400 >>"$out/synth.txt" 2>&1 ;;
     reference_vs_baseline)
       ds=datasets/synth/dataset.h5.xz
       if [ ! -f "$ds" ]; then
         ds=$(mktemp -d)/dataset.h5
         cp .gpu/synth/dataset.h5 "$ds" &&
-          "$py" tools/synth_gpu.py --merge "$ds" --out .gpu/synth/gpu --no-plots >"$out/merge.txt" 2>&1
+          "$py" tools/dataset/synth_gpu.py --merge "$ds" --out .gpu/synth/gpu --no-plots >"$out/merge.txt" 2>&1
       fi
       timeout 400 "$py" tools/bench/reference_vs_baseline.py "$ds" --kforge "$b/tools/kforge" --n 40 --python-now \
         --json "$out/reference_vs_baseline.json" >"$out/reference_vs_baseline.txt" 2>&1 ;;
     sample_baselines)
       d=$out/samples; mkdir -p "$d"
-      "$py" tools/sample_baselines.py pack "$d" --kforge "$b/tools/kforge" >"$out/sample_baselines.txt" 2>&1 &&
-        timeout 300 "$py" tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 280 \
+      "$py" tools/dataset/sample_baselines.py pack "$d" --kforge "$b/tools/kforge" >"$out/sample_baselines.txt" 2>&1 &&
+        timeout 300 "$py" tools/dataset/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 280 \
           >>"$out/sample_baselines.txt" 2>&1 &&
-        "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
+        "$py" tools/dataset/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
     adapters)
       install_wheels
       timeout 420 ctest --test-dir "$b" -R "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)" -V --timeout 400 \
@@ -184,8 +184,8 @@ for s in $steps; do
     imported_baselines)
       d=$out/imp; rm -rf "$d"
       import_test_modules "$d" >"$out/imported_baselines.txt" 2>&1 &&
-        timeout 400 "$py" tools/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 380 >>"$out/imported_baselines.txt" 2>&1 &&
-        "$py" tools/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/imported_baselines.txt" 2>&1 ;;
+        timeout 400 "$py" tools/dataset/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 380 >>"$out/imported_baselines.txt" 2>&1 &&
+        "$py" tools/dataset/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/imported_baselines.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
               } >"$out/python.txt" 2>&1 ;;

@@ -1,7 +1,7 @@
 """The timing method a record states, as fields, so two records can be held to one method.
 
 Three writers state it in one line: env/judge/timing.cpp (`method_text`: `kforge task run`, the
-evaluator), tools/synth_gpu/timing.py (`Timer.method`: the dataset's baselines) and that tool
+evaluator), tools/dataset/synth_gpu/timing.py (`Timer.method`: the dataset's baselines) and that tool
 before it became a package (the shipped baselines of datasets/synth/). parse() reads any of them
 into the fields of METHOD_FIELDS; differences() names every field on which two records, or a
 record and the settings both should use (configs/synth.yaml's baseline_timing as kforge reads it),

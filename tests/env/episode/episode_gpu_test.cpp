@@ -4,7 +4,7 @@
 //
 // The tier-2 test clears the task's baselines (tier 2 is then the top), and the tier-3 test gives the
 // task a synthetic stored baseline (torch.compile exactly as fast as eager), so neither depends on
-// what the sample file stores (tools/sample_baselines.py writes measured ones into it).
+// what the sample file stores (tools/dataset/sample_baselines.py writes measured ones into it).
 #include <cstdio>
 #include <memory>
 #include <set>
