@@ -9,7 +9,7 @@
 //   static               the static scan of kernel.cu (static_checks.h), before anything compiles
 //   inputs_unchanged     keyed fingerprints of every input and parameter before and after each
 //                        candidate call, verification and timed alike (the reference reads its
-//                        own copies, drawn again from the secret key after the candidate ran)
+//                        own copies, made after the candidate ran and its inputs were fingerprinted)
 //   buffer_bounds        guard regions around every buffer the candidate gets, filled and
 //                        fingerprinted around each call: writes past one's own buffers
 //   outputs_written      poison (a NaN or sentinel that changes every trial) left in an output

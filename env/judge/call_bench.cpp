@@ -103,11 +103,11 @@ CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<
     }
     slots_.push_back(std::move(s));
   }
-  for (const auto& a : task_.arguments)  // harness-owned: filled by draw_into after each candidate call
+  for (const auto& a : task_.arguments)  // harness-owned: copied into after each candidate call
     ref_args_.push_back(at::empty(a.decl.meta.shape, at::TensorOptions().dtype(to_scalar_type(a.decl.meta.dtype)).device(device_.dev)));
   const int64_t ng = static_cast<int64_t>(slots_[0]->guards.size());
-  // before: args, guards | after: args, reference inputs, guards, compares
-  log_->words_per_call = (int64_t(na) + ng) + (2 * int64_t(na) + ng + DeviceChecker::kCompareWords * int64_t(no));
+  // before: args, guards | after: args, guards, compares
+  log_->words_per_call = (int64_t(na) + ng) + (int64_t(na) + ng + DeviceChecker::kCompareWords * int64_t(no));
   words_ = at::zeros({log_->words_per_call}, at::TensorOptions().dtype(at::kLong).device(device_.dev));
 }
 
@@ -130,9 +130,45 @@ std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const Dra
   return args;
 }
 
-void CallBench::draw_into(std::vector<at::Tensor>& args, const CallSpec& spec) {
-  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, args, device_.stream);
-  apply_variant(task_, spec.variant, spec.variant_seed, args);
+const char* harness_stage_name(HarnessStage s) {
+  switch (s) {
+    case HarnessStage::draw:
+      return "draw";
+    case HarnessStage::member:
+      return "member";
+    case HarnessStage::fingerprint:
+      return "fingerprint";
+    case HarnessStage::poison:
+      return "poison";
+    case HarnessStage::reference_copy:
+      return "reference_copy";
+    case HarnessStage::compare:
+      return "compare";
+  }
+  return "?";
+}
+
+// Boundaries 0-4 in prepare(), 5-7 in after_candidate(), 8-9 in compare().
+void CallBench::mark(int boundary) {
+  if (!stage_timing_) return;
+  if (boundary == 0) stage_events_.push_back(std::make_unique<CudaEvents>(10));
+  stage_events_.back()->record(boundary, device_.stream);
+}
+
+HarnessStageMs CallBench::take_stage_ms() {
+  HarnessStageMs ms{};
+  auto at = [&](HarnessStage s) -> double& { return ms[static_cast<size_t>(s)]; };
+  for (const auto& ev : stage_events_) {
+    ev->synchronize(9);
+    at(HarnessStage::draw) += ev->ms(0, 1);
+    at(HarnessStage::member) += ev->ms(1, 2);
+    at(HarnessStage::fingerprint) += ev->ms(2, 3) + ev->ms(5, 6);
+    at(HarnessStage::poison) += ev->ms(3, 4);
+    at(HarnessStage::reference_copy) += ev->ms(6, 7);
+    at(HarnessStage::compare) += ev->ms(8, 9);
+  }
+  stage_events_.clear();
+  return ms;
 }
 
 void CallBench::prepare(const CallSpec& in) {
@@ -149,12 +185,15 @@ void CallBench::prepare(const CallSpec& in) {
   poison_id_ = ids_.next();
   poison_ids_.push_back(poison_id_);
   compared_.push_back({});
-  ref_checked_.push_back(false);
   guard_byte_ = static_cast<uint8_t>(ids_.next());
   Slot& s = *slots_[current_];
   CUstream st = device_.stream;
   c10::InferenceMode inference;
-  draw_into(s.args, spec);
+  mark(0);
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st);
+  mark(1);
+  apply_variant(task_, spec.variant, spec.variant_seed, s.args);
+  mark(2);
   for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
   // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.
   const size_t na = s.args.size(), ng = s.guards.size();
@@ -165,24 +204,28 @@ void CallBench::prepare(const CallSpec& in) {
   for (size_t g = 0; g < ng; ++g)
     device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
   KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
+  mark(3);
   for (size_t o = 0; o < s.outputs.size(); ++o) poison_output(s.outputs[o], task_.outputs[o].meta.dtype, poison_id_);
   for (size_t w = 0; w < s.workspace.size(); ++w)
     KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(s.workspace[w]), 0xFF, bytes_of(s.workspace[w]), st));
+  mark(4);
 }
 
 void CallBench::run_candidate() { launch_plan(plan_, funcs_, slots_[current_]->buffers, device_.stream); }
 
-void CallBench::after_candidate(bool check_reference_inputs) {
+void CallBench::after_candidate() {
   Slot& s = *slots_[current_];
   CUstream st = device_.stream;
   const size_t na = s.args.size(), ng = s.guards.size();
   const int64_t before_words = static_cast<int64_t>(na + ng);
   CUdeviceptr after = ptr_of(words_) + 8 * before_words;
+  mark(5);
   // Zeroed only now: whatever the candidate wrote there is gone.
   KFORGE_CUDA(cuda_driver().MemsetD8Async(after, 0, (log_->words_per_call - before_words) * 8, st));
   for (size_t i = 0; i < na; ++i)
     if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
-  for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (2 * na + g), st);
+  for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (na + g), st);
+  mark(6);
   c10::InferenceMode inference;
   if (probe_words_ > 0) {
     const int64_t n = s.workspace.empty() ? 0 : std::min<int64_t>(probe_words_, bytes_of(s.workspace[0]) / 8);
@@ -190,13 +233,13 @@ void CallBench::after_candidate(bool check_reference_inputs) {
     if (n > 0)
       probes_.back() = at::from_blob(s.workspace[0].data_ptr(), {n}, at::TensorOptions().dtype(at::kLong).device(device_.dev)).clone();
   }
-  // The reference's inputs: drawn again from the call's secret seed, after the candidate ran.
-  draw_into(ref_args_, specs_.back());
-  ref_checked_.back() = check_reference_inputs;
-  if (check_reference_inputs)
-    for (size_t i = 0; i < na; ++i)
-      if (ref_args_[i].numel() > 0)
-        device_.checker->fingerprint(ptr_of(ref_args_[i]), bytes_of(ref_args_[i]), key_, after + 8 * (na + i), st);
+  // The reference's inputs: the call's inputs as they are after the candidate ran and after their
+  // fingerprints were taken, copied into harness-owned buffers. Unchanged inputs (the "after"
+  // fingerprints equal the "before" ones) are the drawn values; changed ones fail the call.
+  for (size_t i = 0; i < na; ++i)
+    if (ref_args_[i].numel() > 0)
+      KFORGE_CUDA(cudaMemcpyAsync(ref_args_[i].data_ptr(), s.args[i].data_ptr(), bytes_of(s.args[i]), cudaMemcpyDeviceToDevice, st));
+  mark(7);
 }
 
 std::vector<at::Tensor> CallBench::run_reference() { return kforge::run_reference(task_, ref_args_); }
@@ -206,7 +249,8 @@ void CallBench::compare(std::vector<at::Tensor>& ref) {
   CUstream st = device_.stream;
   const size_t na = s.args.size(), ng = s.guards.size();
   const int64_t before_words = static_cast<int64_t>(na + ng);
-  CUdeviceptr cmp = ptr_of(words_) + 8 * (before_words + 2 * na + ng);
+  CUdeviceptr cmp = ptr_of(words_) + 8 * (before_words + na + ng);
+  mark(8);
   const Tolerance tol = task_.tolerance;
   for (size_t o = 0; o < s.outputs.size() && o < ref.size(); ++o) {
     DType dt = task_.outputs[o].meta.dtype;
@@ -222,6 +266,7 @@ void CallBench::compare(std::vector<at::Tensor>& ref) {
   uint64_t* host = log_->at(specs_.size() - 1) + before_words;
   KFORGE_CUDA(cudaMemcpyAsync(host, reinterpret_cast<void*>(ptr_of(words_) + 8 * before_words), (log_->words_per_call - before_words) * 8,
                               cudaMemcpyDeviceToHost, st));
+  mark(9);
 }
 
 std::vector<int64_t> CallBench::probe(size_t i) const {
@@ -236,17 +281,14 @@ CallRecord CallBench::record(size_t i) const {
   const uint64_t* before_args = w;
   const uint64_t* before_guards = w + na;
   const uint64_t* after_args = w + na + ng;
-  const uint64_t* after_ref = after_args + na;
-  const uint64_t* after_guards = after_ref + na;
+  const uint64_t* after_guards = after_args + na;
   const uint64_t* cmp = after_guards + ng;
   CallRecord r;
   r.slot = specs_.at(i).slot;
   r.variant = specs_.at(i).variant;
   r.poison_id = poison_ids_.at(i);
-  for (size_t a = 0; a < na; ++a) {
+  for (size_t a = 0; a < na; ++a)
     if (before_args[a] != after_args[a]) r.inputs_changed.push_back(task_.arguments[a].decl.name);
-    if (ref_checked_.at(i) && before_args[a] != after_ref[a]) r.reference_inputs_match = false;
-  }
   for (size_t g = 0; g < ng; ++g) r.guards_written += before_guards[g] != after_guards[g] ? 1 : 0;
   r.compared = compared_.at(i);
   for (size_t o = 0; o < no; ++o) r.outputs.push_back(CompareStats::from_words(cmp + DeviceChecker::kCompareWords * o));

@@ -9,12 +9,17 @@
 //   - addresses: each call's inputs, outputs and workspace sit in one of `address_pool` buffer sets
 //     picked at random (verification and timing alike), each buffer between guard regions that
 //     begin at the byte after its last one.
-//   - the reference never reads memory the candidate could have written: its inputs are drawn
-//     again from the call's secret seed into harness-owned buffers after the candidate has run.
+//   - the reference never reads memory the candidate could have written: its inputs are copied
+//     into harness-owned buffers after the candidate has run and its inputs' "after" fingerprints
+//     were taken (in stream order), so they are the drawn values exactly when the call's inputs
+//     are unchanged, and a call whose inputs changed fails anyway. (They used to be drawn again
+//     from the call's seed: the same bytes, at the cost of a second draw and member transform and
+//     a third fingerprint of every input.)
 //   - every input and parameter, and every guard region, is fingerprinted under the call's key
 //     before and after the candidate; the words holding those fingerprints and the output
 //     comparison are zeroed after the candidate ran (it cannot pre-load them) and copied to host
 //     memory before its next call (it cannot rewrite them later).
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +33,7 @@
 #include "anticheat/dynamic_checks.h"
 #include "data_synth/reference/draw_family.h"
 #include "data_synth/task/task_spec.h"
+#include "env/cuda/cuda_events.h"
 #include "env/judge/check_kernel.h"
 #include "env/judge/draw_kernel.h"
 #include "env/judge/plan_launcher.h"
@@ -58,11 +64,17 @@ struct CallRecord {
   DrawVariant variant = DrawVariant::plain;
   std::vector<std::string> inputs_changed;  // arguments whose bytes the candidate changed
   int64_t guards_written = 0;               // guard regions whose bytes changed
-  bool reference_inputs_match = true;       // the redrawn reference inputs equal the candidate's (checked when asked)
   std::vector<CompareStats> outputs;        // per output (when compared[o])
   std::vector<bool> compared;               // false: not compared on the device (shape or dtype differs)
   uint64_t poison_id = 0;                   // for the slow comparison path
 };
+
+// The stages of the harness's own GPU work around one call, for the split of its cost (timed by
+// events when CallBench::set_stage_timing is on).
+enum class HarnessStage { draw, member, fingerprint, poison, reference_copy, compare };
+inline constexpr int kHarnessStages = 6;
+const char* harness_stage_name(HarnessStage s);
+using HarnessStageMs = std::array<double, kHarnessStages>;
 
 struct BenchDevice {
   at::Device dev{at::kCUDA, 0};
@@ -80,11 +92,11 @@ class CallBench {
   CallBench& operator=(const CallBench&) = delete;
 
   // One call, in this order (each enqueues on the harness stream):
-  void prepare(const CallSpec& spec);                 // draw into a buffer set, poison, workspace, guards, fingerprints
-  void run_candidate();                               // the plan's launches on that buffer set
-  void after_candidate(bool check_reference_inputs);  // fingerprints again; the reference's inputs drawn anew
-  std::vector<at::Tensor> run_reference();            // on the harness-owned inputs
-  void compare(std::vector<at::Tensor>& ref);         // outputs against `ref`; the call's words to the host
+  void prepare(const CallSpec& spec);          // draw into a buffer set, poison, workspace, guards, fingerprints
+  void run_candidate();                        // the plan's launches on that buffer set
+  void after_candidate();                      // fingerprints again; the inputs copied for the reference
+  std::vector<at::Tensor> run_reference();     // on the harness-owned inputs
+  void compare(std::vector<at::Tensor>& ref);  // outputs against `ref`; the call's words to the host
 
   // After a synchronisation: the record of call `i` (0-based, in order of prepare()).
   CallRecord record(size_t i) const;
@@ -100,11 +112,16 @@ class CallBench {
   // The current call's outputs (for the slow comparison path).
   const std::vector<at::Tensor>& outputs() const;
 
+  // Events around each stage of the calls prepared from now on (verification turns it on; timed
+  // calls leave it off). take_stage_ms(), after a synchronisation, sums the stages' milliseconds
+  // over the calls recorded since the last take.
+  void set_stage_timing(bool on) { stage_timing_ = on; }
+  HarnessStageMs take_stage_ms();
+
  private:
   struct Slot;
   struct Log;
-  void draw_into(std::vector<at::Tensor>& args, const CallSpec& spec);  // the draw, then the variant
-  void fingerprint_into(const Slot& s, uint64_t key, CUdeviceptr words, bool with_reference_inputs);
+  void mark(int boundary);  // a stage boundary of the current call (stage timing on)
 
   const TaskSpec& task_;
   const WirePlan& plan_;
@@ -120,7 +137,8 @@ class CallBench {
   std::vector<CallSpec> specs_;  // per call, host-side: what was drawn and where
   std::vector<uint64_t> poison_ids_;
   std::vector<std::vector<bool>> compared_;
-  std::vector<bool> ref_checked_;
+  bool stage_timing_ = false;
+  std::vector<std::unique_ptr<CudaEvents>> stage_events_;  // per call since the last take (stage timing on)
   int current_ = 0;
   int probe_words_ = 0;
   std::vector<at::Tensor> probes_;  // per call (probe_words_ > 0): device copies of workspace 0's first words

@@ -89,7 +89,7 @@ void Judgement::time() {
       bench_->prepare(spec);
     };
     calls[0].stratum = [&] { return static_cast<int>(drawn); };
-    calls[0].after = [&] { bench_->after_candidate(false); };
+    calls[0].after = [&] { bench_->after_candidate(); };
     calls[1].after = [&] {
       bench_->compare(last_ref);
       scrub(last_ref);
@@ -97,7 +97,7 @@ void Judgement::time() {
   } else {
     // One draw for every timed call; only the last call's outputs are compared.
     bench_->prepare({s_.ids.next(), DrawVariant::plain, 0, -1});
-    bench_->after_candidate(false);
+    bench_->after_candidate();
   }
   auto runs = time_interleaved(calls, s_.dev, tc);
   sync_candidate("timing");

@@ -67,11 +67,17 @@ void Judgement::verify() {
   ActivityWindow activity(ac.kernel_activity);
   const size_t first = bench_->calls();
   bool all_ok = true;
+  bench_->set_stage_timing(true);
   for (size_t t = 0; t < calls.size() && all_ok; ++t) {
     Planned p = calls[t];
     if (p.mode != Mode::new_addresses) robustness["ran"].push_back(variant_name(p.spec.variant));
     all_ok = verify_call(p, t);
   }
+  bench_->set_stage_timing(false);
+  const HarnessStageMs stages = bench_->take_stage_ms();
+  for (int k = 0; k < kHarnessStages; ++k)
+    phases_[std::string("verify_harness_") + harness_stage_name(static_cast<HarnessStage>(k)) + "_ms"] = stages[static_cast<size_t>(k)];
+  phases_["verify_calls"] = static_cast<double>(bench_->calls() - first);
   if (all_ok) {
     const int64_t n = static_cast<int64_t>(bench_->calls() - first);
     add_check("inputs_unchanged", true, "", {{"calls", n}});
@@ -136,7 +142,7 @@ Judgement::Outcome Judgement::run_call(const CallSpec& spec, size_t index) {
   bench_->run_candidate();
   ++candidate_calls_;
   ev.record(2, st);
-  bench_->after_candidate(true);
+  bench_->after_candidate();
   sync_candidate("verification");
   ev.record(3, st);
   std::vector<at::Tensor> ref = bench_->run_reference();
@@ -149,8 +155,6 @@ Judgement::Outcome Judgement::run_call(const CallSpec& spec, size_t index) {
   harness_ms_ += ev.ms(0, 1) + ev.ms(2, 3) + ev.ms(4, 5);
   Outcome out;
   out.rec = bench_->record(bench_->calls() - 1);
-  KFORGE_CHECK(out.rec.reference_inputs_match, internal,
-               "the reference's inputs were drawn differently from the candidate's (a harness bug)");
   const Tolerance tol = task_.tolerance;
   out.outputs = Json::array();
   for (size_t o = 0; o < task_.outputs.size(); ++o) {

@@ -7,6 +7,8 @@
 //       fingerprints, comparisons); verify_harness_gpu_ms = that harness GPU work alone (event
 //       spans); verify_host_overhead_ms = the wall time minus all of those GPU spans (what the host
 //       adds); verify_protocol_ms = the wall time minus the worker's own time (pipes, msgpack).
+//       One row per request, with the harness GPU time split by stage (draw, member transform,
+//       fingerprints, poison, the reference's input copy, compare; summed over the request's calls).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30] [--target-rse X]
 //       [--address-pool N]: the timing noise target and the number of buffer sets, for side-by-side
 //       runs. Every timed call draws from a member of the task's draw family (the slowest member
@@ -94,13 +96,19 @@ AnticheatConfig anticheat_from_args(int argc, char** argv) {
   return a;
 }
 
+// The harness's verification stages (env/judge/call_bench.h HarnessStage), as the report's phases name them.
+const char* const kStages[] = {"draw", "member", "fingerprint", "poison", "reference_copy", "compare"};
+
 int overhead(int argc, char** argv) {
   int repeats = std::stoi(arg_value(argc, argv, "--repeats", "5"));
   Evaluator ev(EvalConfig{});
   ev.set_anticheat(anticheat_from_args(argc, argv));
-  std::vector<double> overhead_ms, host_ms, harness_ms, host_overhead_ms;
-  std::printf("%-24s %-10s %9s %11s %11s %11s %11s %9s\n", "task", "candidate", "wall ms", "kernels ms", "overhead ms", "harness ms",
-              "host ms", "pipes ms");
+  std::vector<double> overhead_ms, host_ms, harness_ms, host_overhead_ms, calls;
+  std::map<std::string, std::vector<double>> stage_ms;  // per request, summed over its calls
+  std::printf("%-24s %-10s %9s %11s %11s %11s %11s %9s %6s", "task", "candidate", "wall ms", "kernels ms", "overhead ms", "harness ms",
+              "host ms", "pipes ms", "calls");
+  for (const char* k : kStages) std::printf(" %9.9s", k);
+  std::printf("\n");
   for (const auto& c : kforge::testing::shipped_candidates()) {
     if (c.verdict != "pass") continue;
     std::fprintf(stderr, "overhead: %s/%s\n", c.task.c_str(), c.name.c_str());
@@ -125,25 +133,34 @@ int overhead(int argc, char** argv) {
       host_ms.push_back(wall - worker);
       harness_ms.push_back(harness);
       host_overhead_ms.push_back(wall - kernels - harness);
-      if (i == repeats - 1)
-        std::printf("%-24s %-10s %9.2f %11.2f %11.2f %11.2f %11.2f %9.2f\n", c.task.c_str(), c.name.c_str(), wall, kernels, wall - kernels,
-                    harness, wall - kernels - harness, wall - worker);
+      calls.push_back(p.value("verify_calls", 0.0));
+      std::printf("%-24s %-10s %9.2f %11.2f %11.2f %11.2f %11.2f %9.2f %6.0f", c.task.c_str(), c.name.c_str(), wall, kernels,
+                  wall - kernels, harness, wall - kernels - harness, wall - worker, calls.back());
+      for (const char* k : kStages) {
+        stage_ms[k].push_back(p.value(std::string("verify_harness_") + k + "_ms", 0.0));
+        std::printf(" %9.2f", stage_ms[k].back());
+      }
+      std::printf("\n");
     }
   }
   KFORGE_CHECK(!overhead_ms.empty(), runtime, "no verify ran");
-  std::sort(overhead_ms.begin(), overhead_ms.end());
-  std::sort(host_ms.begin(), host_ms.end());
-  std::sort(harness_ms.begin(), harness_ms.end());
-  std::sort(host_overhead_ms.begin(), host_overhead_ms.end());
-  Json fig = {{"verify_overhead_ms_p50", quantile_sorted(overhead_ms, 0.5)},
-              {"verify_overhead_ms_p95", quantile_sorted(overhead_ms, 0.95)},
-              {"verify_harness_gpu_ms_p50", quantile_sorted(harness_ms, 0.5)},
-              {"verify_harness_gpu_ms_p95", quantile_sorted(harness_ms, 0.95)},
-              {"verify_host_overhead_ms_p50", quantile_sorted(host_overhead_ms, 0.5)},
-              {"verify_host_overhead_ms_p95", quantile_sorted(host_overhead_ms, 0.95)},
-              {"verify_protocol_ms_p50", quantile_sorted(host_ms, 0.5)},
-              {"verify_protocol_ms_p95", quantile_sorted(host_ms, 0.95)},
+  auto q = [](std::vector<double> v, double at) {
+    std::sort(v.begin(), v.end());
+    return quantile_sorted(v, at);
+  };
+  auto p50 = [&](const std::vector<double>& v) { return q(v, 0.5); };
+  auto p95 = [&](const std::vector<double>& v) { return q(v, 0.95); };
+  Json fig = {{"verify_overhead_ms_p50", p50(overhead_ms)},
+              {"verify_overhead_ms_p95", p95(overhead_ms)},
+              {"verify_harness_gpu_ms_p50", p50(harness_ms)},
+              {"verify_harness_gpu_ms_p95", p95(harness_ms)},
+              {"verify_host_overhead_ms_p50", p50(host_overhead_ms)},
+              {"verify_host_overhead_ms_p95", p95(host_overhead_ms)},
+              {"verify_protocol_ms_p50", p50(host_ms)},
+              {"verify_protocol_ms_p95", p95(host_ms)},
+              {"verify_calls_p50", p50(calls)},
               {"verify_requests_count", overhead_ms.size()}};
+  for (const char* k : kStages) fig[std::string("verify_harness_") + k + "_ms_p50"] = p50(stage_ms[k]);
   std::cout << fig.dump(2) << "\n";
   write_result(
       arg_value(argc, argv, "--out", "eval_overhead.json"), ev.gpu_worker().hello()["device"],

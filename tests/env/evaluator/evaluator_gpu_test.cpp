@@ -39,6 +39,22 @@ EvalOptions counters_options() {
   return opt;
 }
 
+// The harness's verification work split by stage (EVAL_REPORT.md, phases): every stage reported,
+// the draw and the fingerprints take time, and the stages lie inside the harness's own spans.
+void expect_harness_split(const Json& phases) {
+  ASSERT_GE(phases.value("verify_calls", 0.0), 1.0) << phases.dump();
+  double sum = 0;
+  for (const char* k : {"draw", "member", "fingerprint", "poison", "reference_copy", "compare"}) {
+    const std::string key = std::string("verify_harness_") + k + "_ms";
+    ASSERT_TRUE(phases.contains(key)) << key;
+    EXPECT_GE(phases[key].get<double>(), 0.0) << key;
+    sum += phases[key].get<double>();
+  }
+  EXPECT_GT(phases["verify_harness_draw_ms"].get<double>(), 0.0);
+  EXPECT_GT(phases["verify_harness_fingerprint_ms"].get<double>(), 0.0);
+  EXPECT_LE(sum, phases["verify_harness_gpu_ms"].get<double>() * 1.01 + 0.01) << phases.dump();
+}
+
 }  // namespace
 
 TEST(EvaluatorGpu, EveryShippedCandidateGetsItsVerdict) {
@@ -72,6 +88,7 @@ TEST(EvaluatorGpu, EveryShippedCandidateGetsItsVerdict) {
     if (c.verdict == "pass" && r["timing"].is_object()) {
       EXPECT_TRUE(r["timing"]["outputs_right_after_timing"].get<bool>());
     }
+    if (c.verdict == "pass") expect_harness_split(r["phases"]);
     if (expected_verdict(c) != "pass") {
       // The next request in the same evaluator succeeds: a correct candidate for the same task.
       for (const auto& good : all) {
