@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "bench"))
-from audit_record import refused_as_expected  # noqa: E402
+from audit_record import refused_as_expected, unprofitable_as_expected  # noqa: E402
 
 
 def entry(expected, verdict, check):
@@ -26,3 +26,11 @@ def test_single_check_verdict_and_refused():
     assert refused_as_expected(entry("fail", "fail", "verify"))
     assert refused_as_expected(entry("refused", "cheat", "static")) and not refused_as_expected(entry("refused", "pass", ""))
     assert not refused_as_expected(entry("unprofitable", "pass", ""))  # its speed is the audit test's to judge
+
+
+def test_an_unprofitable_exploit_is_as_expected_when_refused_or_its_shortcut_went_unpaid():
+    assert unprofitable_as_expected(entry("unprofitable", "cheat", "speed_of_light"))
+    assert unprofitable_as_expected(entry("unprofitable", "pass", "1.91x (shifted); fastest 9.29x"))
+    assert not unprofitable_as_expected(entry("unprofitable", "pass", "1.91x (shifted); fastest 2.00x"))  # no shortcut seen
+    assert not unprofitable_as_expected(entry("unprofitable", "pass", ""))
+    assert not unprofitable_as_expected(entry("cheat (static)", "cheat", "static"))

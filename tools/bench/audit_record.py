@@ -8,6 +8,7 @@ candidate) into a results record (results_doc's shape), with the GPU suite's pas
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +25,18 @@ def refused_as_expected(e):
     verdict, _, checks = exp.partition(" (")
     checks = [c for c in checks.rstrip(")").split(" or ") if c]
     return e.get("verdict") == verdict and (not checks or e.get("check") in checks)
+
+
+def unprofitable_as_expected(e):
+    """An `unprofitable` exploit as the audit test judges it (unprofitable_failure): refused by any check, or
+    passed with its fastest member at least 1.2x its judged speedup, which the test writes as its `check`:
+    "1.91x (shifted); fastest 9.29x"."""
+    if e.get("expected") != "unprofitable":
+        return False
+    if e.get("verdict") != "pass":
+        return True
+    m = re.fullmatch(r"([0-9.]+)x \([a-z_+]+\); fastest ([0-9.]+)x", e.get("check") or "")
+    return bool(m) and float(m.group(2)) >= 1.2 * float(m.group(1))
 
 
 def main():
@@ -44,6 +57,8 @@ def main():
         "audit_exploits_count": len(exploits),
         "audit_exploits_refused_count": sum(e.get("verdict") != "pass" for e in exploits),
         "audit_exploits_refused_by_expected_check_count": sum(refused_as_expected(e) for e in exploits),
+        "audit_exploits_unprofitable_count": sum(e.get("expected") == "unprofitable" for e in exploits),
+        "audit_exploits_as_expected_count": sum(refused_as_expected(e) or unprofitable_as_expected(e) for e in exploits),
         "audit_controls_count": len(controls),
         "audit_controls_accepted_count": sum(e.get("verdict") == "pass" for e in controls),
         "gpu_tests_passed_count": a.passed,
