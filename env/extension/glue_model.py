@@ -27,10 +27,13 @@ def check_class(cls, imports):
     return methods.get("__init__"), methods["forward"]
 
 
-def _positional(fn, what):
+def _positional(fn, what, glue):
     a = fn.args
     if a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs or not a.args or a.args[0].arg != "self":
         raise GlueError(fn, f"{what} takes self and named positional parameters only (no *args, **kwargs or keyword-only ones)")
+    for p in a.args[1:]:
+        if p.arg in glue.imports or p.arg in glue.consts or p.arg == glue.module:
+            raise GlueError(p, f"{what}'s parameter '{p.arg}' hides the module-level name '{p.arg}': rename it")
     return a.args[1:], [None] * (len(a.args) - 1 - len(a.defaults)) + list(a.defaults)
 
 
@@ -52,7 +55,7 @@ class InitReader:
     def read(self, fn):
         if fn is None:
             return
-        params, defaults = _positional(fn, "ModelNew.__init__")
+        params, defaults = _positional(fn, "ModelNew.__init__", self.glue)
         for p, d in zip(params, defaults):
             entry = {"name": p.arg}
             if d is not None:
@@ -170,7 +173,7 @@ class ForwardReader:
         self.returns = None
 
     def read(self, fn):
-        params, defaults = _positional(fn, "ModelNew.forward")
+        params, defaults = _positional(fn, "ModelNew.forward", self.glue)
         self.forward_args = [p.arg for p in params]
         body = list(fn.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):

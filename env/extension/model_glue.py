@@ -143,8 +143,8 @@ def _safe_file(node, path, root):
 def read_loader(call, fmt, consts, root):
     params = LOAD_INLINE_PARAMS if fmt == "load_inline" else LOAD_PARAMS
     given = _loader_kwargs(call, params, consts)
-    flags = {k: string_list(given[k], consts, k, allow_single=False) if k in given else []
-             for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")}
+    flags = {k: [f for f in string_list(given[k], consts, k, allow_single=False) if f] if k in given else []
+             for k in ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")}  # KernelBench's extra_cflags=[""]: no flag
     name = string_value(given["name"], consts)
     if fmt == "cpp_extension_load":
         if "sources" not in given:

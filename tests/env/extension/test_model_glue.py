@@ -174,6 +174,7 @@ def test_init_buffers_parameters_and_ignored_init_calls():
      "        return a\n", "glue", "compute derived values in the extension"),
     ("", "    def forward(self, a):\n        return cuda_extension.f(a, self.nope)\n", "glue", "self.nope is not set"),
     ("", "    def forward(self, a, *rest):\n        return cuda_extension.f(a)\n", "glue", "no *args"),
+    ("", "    def forward(self, cuda_extension):\n        return cuda_extension.f(a)\n", "glue", "hides the module-level name"),
     ("", "    def forward(self, a):\n        return cuda_extension.f(a, a.shape[0])\n", "glue", "not allowed in forward"),
     ("", "    def forward(self, a):\n        a.__class__ = torch.Tensor\n        return a\n", "monkeypatch", "__class__"),
     ("", "    def forward(self, a):\n        cuda_extension.f(a)\n", "glue", "must end with a return"),
@@ -196,11 +197,27 @@ TRIVIAL = "class ModelNew(nn.Module):\n    def forward(self, x):\n        return
     (', extra_include_paths=["/usr/include"]', "'extra_include_paths' is not allowed"),
     (", extra_cflags=FLAGS", "extra_cflags must be a string or a list"),
     (", verbose=os", "'verbose' must be a literal"),
+    (", extra_cflags=['-O3', 7]", "extra_cflags must be a string or a list"),
     (", with_magic=True", "'with_magic' is not allowed"),
 ])
 def test_load_inline_arguments_are_checked(extra, needle):
     err = refusal(LOAD_INLINE_HEAD + f"ext = load_inline({ONE_FN}{extra})\n" + TRIVIAL)
     assert needle in err.message and err.line == 3
+
+
+def test_load_inline_flags_drop_empty_strings():
+    plan = plan_of_source(LOAD_INLINE_HEAD + f'ext = load_inline({ONE_FN}, extra_cflags=[""], extra_ldflags=["-lcublas"])\n' + TRIVIAL)
+    assert (plan["sources"]["extra_cflags"], plan["sources"]["extra_ldflags"]) == ([], ["-lcublas"])
+
+
+def test_shipped_extension_samples_are_accepted():
+    samples = os.path.join(ROOT, "datasets", "samples", "extension_candidates")
+    dirs = sorted(os.path.join(r, "") for r, _, files in os.walk(samples) if "model_new.py" in files)
+    if not dirs:
+        pytest.skip("no shipped extension samples")
+    for d in dirs:
+        rc, plan = run_glue(d)
+        assert rc == 0 and plan["calls"] and plan["returns"], (d, plan)
 
 
 def test_load_inline_calls_only_its_functions_and_only_one_extension():
