@@ -79,9 +79,10 @@ class InitReader:
             if _is_super_init(call, imports):
                 return
             if isinstance(call.func, ast.Attribute) and call.func.attr in ("register_buffer", "register_parameter") and \
-                    getattr(call.func.value, "id", "") == "self" and call.args and isinstance(call.args[0], ast.Constant):
+                    getattr(call.func.value, "id", "") == "self" and call.args and isinstance(call.args[0], ast.Constant) and \
+                    isinstance(call.args[0].value, str) and call.args[0].value.isidentifier():
                 self._inert(call)
-                self.attrs[str(call.args[0].value)] = {"parameter": str(call.args[0].value)}
+                self.attrs[call.args[0].value] = {"parameter": call.args[0].value}
                 return
             if (dotted(call.func, imports) or "").startswith("torch.nn.init."):
                 self._inert(call)  # initialisation the reference's state_dict overwrites

@@ -178,6 +178,8 @@ def test_init_buffers_parameters_and_ignored_init_calls():
     ("", "    def forward(self, a):\n        return cuda_extension.f(a, a.shape[0])\n", "glue", "not allowed in forward"),
     ("", "    def forward(self, a):\n        a.__class__ = torch.Tensor\n        return a\n", "monkeypatch", "__class__"),
     ("", "    def forward(self, a):\n        cuda_extension.f(a)\n", "glue", "must end with a return"),
+    ("    def __init__(self):\n        super().__init__()\n        self.register_buffer('a.b', torch.ones(2))\n",
+     "    def forward(self, a):\n        return a\n", "glue", "is not allowed in ModelNew.__init__"),
     ("", "    def forward(self, a):\n        return cuda_extension.f(a, 9223372036854775808)\n", "glue", "'9223372036854775808'"),
     ("", "    def forward(self, a):\n        return cuda_extension.f(a, 1e999)\n", "glue", "'1e309' is not allowed"),
 ])
