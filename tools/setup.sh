@@ -84,12 +84,13 @@ setup_python() {
     echo "setup: torch $torch_version present"
   fi
   # Pinned: matplotlib (the report's plots, tools/python/kforge_client/report/), pyarrow (CUDA-Agent
-  # parquet rows, tools/dataset/task_import/).
-  local matplotlib_version=3.11.2 ruff_version=0.17.6  # ruff: tools/lint.sh
+  # parquet rows, tools/dataset/task_import/), einops (two KernelBench level 3 modules import it: the
+  # importer runs the modules, issue 29).
+  local matplotlib_version=3.11.2 ruff_version=0.17.6 einops_version=0.8.2  # ruff: tools/lint.sh
   local pydeps=(numpy safetensors pytest pyyaml pyzmq msgpack h5py "matplotlib==$matplotlib_version" lizard "pyarrow==$pyarrow_version"
-      "ruff==$ruff_version")
-  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, pyarrow, sys, importlib.metadata as m
-sys.exit(0 if (matplotlib.__version__, pyarrow.__version__, m.version('ruff')) == ('$matplotlib_version', '$pyarrow_version', '$ruff_version') else 1)" 2>/dev/null; then
+      "ruff==$ruff_version" "einops==$einops_version")
+  if ! "$py" -c "import numpy, safetensors, pytest, yaml, zmq, msgpack, h5py, matplotlib, lizard, pyarrow, einops, sys, importlib.metadata as m
+sys.exit(0 if (matplotlib.__version__, pyarrow.__version__, m.version('ruff'), einops.__version__) == ('$matplotlib_version', '$pyarrow_version', '$ruff_version', '$einops_version') else 1)" 2>/dev/null; then
     echo "setup: installing Python packages: ${pydeps[*]}"
     "$py" -m pip install -q "${pydeps[@]}"
   else
