@@ -1,0 +1,458 @@
+// The extension candidate's build (extension_build.h): checked files, cached objects, parallel
+// nvcc and g++ children with a time limit, one link.
+#include "env/extension/extension_build.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "configs/error.h"
+#include "configs/file_reader.h"
+#include "configs/sha256.h"
+
+extern char** environ;
+
+namespace kforge {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, ';');)
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+enum class FileKind { cuda, host, header };
+
+FileKind kind_of(const std::string& path) {
+  if (ends_with(path, ".cu")) return FileKind::cuda;
+  if (ends_with(path, ".cpp") || ends_with(path, ".cc") || ends_with(path, ".cxx")) return FileKind::host;
+  for (const char* h : {".h", ".cuh", ".hpp", ".inl"})
+    if (ends_with(path, h)) return FileKind::header;
+  KFORGE_FAIL(spec, "extension file '" << path << "': only .cu, .cpp (.cc, .cxx) and headers (.h, .cuh, .hpp, .inl) are built");
+}
+
+// A path inside the candidate: relative, no "..", plain characters.
+void check_path(const std::string& path) {
+  static const std::regex ok(R"([A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*)");
+  KFORGE_CHECK(std::regex_match(path, ok) && path.find("..") == std::string::npos, spec,
+               "extension file path '" << path << "' must be relative, inside the candidate, of letters, digits, '_', '-', '.'");
+}
+
+// Every #include names a file: <system or torch header> without "..", or "a file of the
+// candidate" that stays inside it. Computed includes (#include MACRO) are refused.
+void check_includes(const ExtensionFile& f) {
+  static const std::regex directive(R"(^\s*#\s*include\b\s*(.*)$)");
+  static const std::regex named(R"(^([<"])([^>"]+)[>"].*$)");
+  std::istringstream in(f.text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    std::smatch m, n;
+    if (!std::regex_match(line, m, directive)) continue;
+    const std::string rest = m[1];
+    KFORGE_CHECK(std::regex_match(rest, n, named), spec, f.path << ":" << line_no << ": #include must name a file in <> or \"\"");
+    std::string target = n[2];
+    KFORGE_CHECK(!target.empty() && target[0] != '/', spec, f.path << ":" << line_no << ": #include of an absolute path");
+    if (n[1] == "<") {
+      KFORGE_CHECK(target.find("..") == std::string::npos, spec, f.path << ":" << line_no << ": #include <...> with '..'");
+      continue;
+    }
+    fs::path resolved = (fs::path(f.path).parent_path() / target).lexically_normal();
+    KFORGE_CHECK(!resolved.empty() && *resolved.begin() != "..", spec,
+                 f.path << ":" << line_no << ": #include \"" << target << "\" leaves the candidate's files");
+  }
+}
+
+std::string tool_version(const std::string& tool) {
+  // Identifies the compiler for the caches (a changed compiler is a changed object).
+  std::error_code ec;
+  return tool + "@" + std::to_string(fs::exists(tool, ec) ? static_cast<long long>(fs::file_size(tool, ec)) : -1);
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+  KFORGE_CHECK(fs::exists(p), io, "cannot write " << p.string());
+}
+
+struct Job {
+  BuildStep step;
+  std::vector<std::string> argv;
+  std::string output;  // the object or library it makes
+  std::string log;     // stdout and stderr
+};
+
+pid_t spawn(const Job& j) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, j.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: killed whole on a timeout
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> args;
+  for (const auto& a : j.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  KFORGE_CHECK(rc == 0, runtime, "cannot start " << args[0] << ": " << std::strerror(rc));
+  return pid;
+}
+
+// Runs the jobs, `jobs` at a time; the first that fails (or outlasts the limit) stops the rest.
+// Returns its index, or -1 when all succeeded; `timed_out` says which way it failed.
+int run_jobs(std::vector<Job>& jobs, int parallel, double timeout_s, bool* timed_out) {
+  *timed_out = false;
+  std::map<pid_t, size_t> running;
+  std::vector<Clock::time_point> started(jobs.size());
+  size_t next = 0;
+  int failed = -1;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  while ((next < jobs.size() && failed < 0) || !running.empty()) {
+    while (failed < 0 && next < jobs.size() && static_cast<int>(running.size()) < std::max(1, parallel)) {
+      started[next] = Clock::now();
+      running[spawn(jobs[next])] = next;
+      ++next;
+    }
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && running.count(pid)) {
+      size_t i = running[pid];
+      running.erase(pid);
+      jobs[i].step.ms = ms_since(started[i]);
+      if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failed < 0) failed = static_cast<int>(i);
+      continue;
+    }
+    if (Clock::now() > deadline && !running.empty()) {
+      for (const auto& [p, i] : running) kill(-p, SIGKILL);
+      if (failed < 0) {
+        failed = static_cast<int>(running.begin()->second);
+        *timed_out = true;
+      }
+      for (const auto& [p, i] : running) waitpid(p, &status, 0);
+      running.clear();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return failed;
+}
+
+std::string trimmed_log(const std::string& path) {
+  std::string s = try_read_file(path).value_or("");
+  constexpr size_t kMax = 16 * 1024;
+  return s.size() > kMax ? s.substr(0, kMax) + "\n[... log cut at 16 KiB]" : s;
+}
+
+}  // namespace
+
+ExtensionToolchain ExtensionToolchain::from_build() {
+  ExtensionToolchain t;
+#ifdef KFORGE_EXT_NVCC
+  t.nvcc = KFORGE_EXT_NVCC;
+  t.cxx = KFORGE_EXT_CXX;
+  t.shim_dir = KFORGE_EXT_SHIM_DIR;
+  t.cuda_include = KFORGE_EXT_CUDA_INCLUDE;
+  t.cuda_lib_dir = KFORGE_EXT_CUDA_LIB_DIR;
+  t.torch_lib_dir = KFORGE_EXT_TORCH_LIB_DIR;
+  t.torch_cxx_flags = KFORGE_EXT_TORCH_CXX_FLAGS;
+  t.torch_includes = split_list(KFORGE_EXT_TORCH_INCLUDES);
+#endif
+  t.jobs = std::max(1u, std::thread::hardware_concurrency());
+  return t;
+}
+
+ExtensionBuilder::ExtensionBuilder(ExtensionToolchain tc, std::string cache_dir) : tc_(std::move(tc)), cache_dir_(std::move(cache_dir)) {
+  KFORGE_CHECK(!tc_.nvcc.empty() && !tc_.cxx.empty(), config, "the extension kind needs nvcc and a C++ compiler (none configured)");
+  std::string shim;
+  for (const auto& e : fs::recursive_directory_iterator(tc_.shim_dir))
+    if (e.is_regular_file()) shim += e.path().string() + "\n" + read_file(e.path().string(), "shim header") + "\n";
+  toolchain_id_ = sha256_hex(tool_version(tc_.nvcc) + "|" + tool_version(tc_.cxx) + "|" + tc_.arch + "|" + tc_.torch_cxx_flags + "|" + shim)
+                      .substr(0, 16);
+  fs::create_directories(fs::path(cache_dir_) / "obj");
+}
+
+namespace {
+
+std::vector<std::string> common_includes(const ExtensionToolchain& tc, const std::string& work) {
+  std::vector<std::string> a = {"-I" + work, "-I" + tc.shim_dir};  // the stand-ins shadow torch's binding headers
+  for (const auto& i : tc.torch_includes) a.push_back("-I" + i);
+  a.push_back("-I" + tc.cuda_include);
+  return a;
+}
+
+std::vector<std::string> host_flags(const ExtensionToolchain& tc) {
+  std::vector<std::string> a = {"-O3", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-Winvalid-pch"};
+  for (const auto& f : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) a.push_back(f);
+  return a;
+}
+
+}  // namespace
+
+std::string ExtensionBuilder::pch_dir() {
+  const fs::path dir = fs::path(cache_dir_) / ("pch-" + toolchain_id_);
+  const fs::path header = dir / "kforge_torch_pch.h";
+  const fs::path gch = dir / "kforge_torch_pch.h.gch";
+  if (pch_ready_ || fs::exists(gch)) {
+    pch_ready_ = true;
+    return dir.string();
+  }
+  write_file(header, "#pragma once\n#include <torch/extension.h>\n");
+  Job j;
+  j.step = {"pch", "g++", 0, false};
+  j.argv = {tc_.cxx, "-x", "c++-header"};
+  for (const auto& f : host_flags(tc_)) j.argv.push_back(f);
+  for (const auto& f : common_includes(tc_, dir.string())) j.argv.push_back(f);
+  const std::string tmp = gch.string() + ".tmp" + std::to_string(getpid());  // concurrent builders each write their own
+  j.argv.insert(j.argv.end(), {"-o", tmp, header.string()});
+  j.log = (dir / "pch.log").string();
+  std::vector<Job> jobs{j};
+  bool timed_out = false;
+  int failed = run_jobs(jobs, 1, 600, &timed_out);
+  KFORGE_CHECK(failed < 0, runtime, "the precompiled torch header failed to build:\n" << trimmed_log(j.log));
+  fs::rename(tmp, gch);
+  pch_step_ = jobs[0].step;
+  pch_ready_ = true;
+  return dir.string();
+}
+
+namespace {
+
+// What compiling the files takes: a job per object not in the cache, the objects in link order.
+struct ObjectPlan {
+  std::vector<Job> jobs;
+  std::vector<std::string> objects;
+  std::vector<BuildStep> cached;
+};
+
+struct BuildPlace {
+  const ExtensionToolchain& tc;
+  std::string toolchain_id, work, pch, tmp_suffix, headers;
+};
+
+ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, const std::vector<ExtensionFile>& files,
+                        const std::vector<std::string>& cuda_extra, const std::vector<std::string>& host_extra) {
+  const ExtensionToolchain& tc = at.tc;
+  ObjectPlan plan;
+  const std::string define = "-DTORCH_EXTENSION_NAME=" + module_name;
+  for (const auto& f : files) {
+    const FileKind k = kind_of(f.path);
+    if (k == FileKind::header) continue;
+    Job j;
+    j.step = {f.path, k == FileKind::cuda ? "nvcc" : "g++", 0, false};
+    if (k == FileKind::cuda) {
+      // torch's own load_inline defaults, which KernelBench-style sources expect.
+      j.argv = {tc.nvcc,
+                "-c",
+                "-O3",
+                "-std=c++17",
+                "-arch=" + tc.arch,
+                "-cudart",
+                "shared",
+                "--expt-relaxed-constexpr",
+                "-D__CUDA_NO_HALF_OPERATORS__",
+                "-D__CUDA_NO_HALF_CONVERSIONS__",
+                "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                "-D__CUDA_NO_HALF2_OPERATORS__",
+                "-Xcompiler",
+                "-fPIC,-fvisibility=hidden",
+                define};
+      for (const auto& x : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) j.argv.push_back(x);
+      for (const auto& x : cuda_extra) j.argv.push_back(x);
+    } else {
+      j.argv = {tc.cxx, "-c"};
+      for (const auto& x : host_flags(tc)) j.argv.push_back(x);
+      j.argv.insert(j.argv.end(), {"-include", at.pch + "/kforge_torch_pch.h", define});
+      for (const auto& x : host_extra) j.argv.push_back(x);
+    }
+    for (const auto& x : common_includes(tc, at.work)) j.argv.push_back(x);
+    // The object's key: the toolchain, the command's flags, the file and every candidate header.
+    std::string flags;
+    for (size_t a = 1; a < j.argv.size(); ++a)
+      if (j.argv[a].rfind("-I", 0) != 0 && j.argv[a].rfind(at.pch, 0) != 0) flags += j.argv[a] + " ";
+    const std::string key = sha256_hex(at.toolchain_id + "|" + flags + "|" + f.path + "|" + f.text + "|" +
+                                       (f.path == "kforge_ext_entry.cpp" ? std::string() : at.headers));
+    const fs::path obj = fs::path(at.work).parent_path().parent_path() / "obj" / (key.substr(0, 32) + ".o");
+    plan.objects.push_back(obj.string());
+    if (fs::exists(obj)) {
+      j.step.cached = true;
+      plan.cached.push_back(j.step);
+      continue;
+    }
+    j.output = obj.string();
+    j.argv.insert(j.argv.end(), {"-o", obj.string() + at.tmp_suffix, (fs::path(at.work) / f.path).string()});
+    j.log = (fs::path(at.work) / (f.path + ".log")).string();
+    plan.jobs.push_back(std::move(j));
+  }
+  return plan;
+}
+
+// CUDA Agent's fixed module file (its binding.cpp applies the registry; kforge writes its own).
+std::string cuda_agent_module(const std::string& name) {
+  return "#include \"binding_registry.h\"\nPYBIND11_MODULE(" + name + ", m) { BindingRegistry::getInstance().applyBindings(m); }\n";
+}
+
+}  // namespace
+
+ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
+  const auto t0 = Clock::now();
+  ExtensionBuildResult out;
+  try {
+    KFORGE_CHECK(std::regex_match(req.module_name, std::regex("[A-Za-z_][A-Za-z0-9_]*")), spec,
+                 "extension module name '" << req.module_name << "' is not an identifier");
+    std::vector<ExtensionFile> files = req.files;
+    KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
+    std::string headers;  // every header of the candidate: part of every object's key
+    for (const auto& f : files) {
+      check_path(f.path);
+      KFORGE_CHECK(f.path != "binding_registry.h" && f.path != "kforge_module.cpp", spec,
+                   "'" << f.path << "' is kforge's own file in an extension build: leave it out");
+      check_includes(f);
+      if (kind_of(f.path) == FileKind::header) headers += f.path + "\n" + f.text + "\n";
+    }
+    if (req.cuda_agent_module) {
+      files.push_back({"binding_registry.h", read_file(tc_.shim_dir + "/binding_registry.h", "shim header")});
+      files.push_back({"kforge_module.cpp", cuda_agent_module(req.module_name)});
+    }
+    files.push_back({"kforge_ext_entry.cpp", read_file(tc_.shim_dir + "/kforge_ext_entry.cpp", "shim source")});
+    const std::vector<std::string> cuda_extra = extension_flags(req.extra_cuda_cflags, "extra_cuda_cflags");
+    const std::vector<std::string> host_extra = extension_flags(req.extra_cflags, "extra_cflags");
+    const std::string pch = pch_dir();
+    if (pch_step_.ms > 0) {
+      out.steps.push_back(pch_step_);
+      pch_step_.ms = 0;
+    }
+
+    std::string all_text;
+    for (const auto& f : files) all_text += f.path + "\n" + sha256_hex(f.text) + "\n";
+    const std::string key_all = sha256_hex(toolchain_id_ + "|" + req.module_name + "|" + all_text + "|" +
+                                           nlohmann::json(cuda_extra).dump() + nlohmann::json(host_extra).dump());
+    out.hash = key_all.substr(0, 32);
+    const fs::path work = fs::path(cache_dir_) / "work" / (out.hash + "-" + std::to_string(getpid()));
+    const fs::path lib = fs::path(cache_dir_) / "lib" / ("ext-" + out.hash + ".so");
+    if (fs::exists(lib)) {
+      out.ok = true;
+      out.library = lib.string();
+      out.library_cached = true;
+      out.total_ms = ms_since(t0);
+      return out;
+    }
+    const std::string tmp_suffix = ".tmp" + std::to_string(getpid());
+    fs::remove_all(work);
+    for (const auto& f : files) write_file(work / f.path, f.text);
+
+    ObjectPlan plan =
+        plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers}, req.module_name, files, cuda_extra, host_extra);
+    std::vector<Job>& jobs = plan.jobs;
+    const std::vector<std::string>& objects = plan.objects;
+    for (const auto& st : plan.cached) out.steps.push_back(st);
+    bool timed_out = false;
+    int failed = run_jobs(jobs, tc_.jobs, tc_.timeout_s, &timed_out);
+    for (const auto& j : jobs) out.steps.push_back(j.step);
+    if (failed >= 0) {
+      out.error_kind = timed_out ? "timeout" : "compile_error";
+      out.log = jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + trimmed_log(jobs[failed].log);
+      out.total_ms = ms_since(t0);
+      return out;
+    }
+    for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
+
+    Job link;
+    link.step = {"link", "g++", 0, false};
+    link.argv = {tc_.cxx, "-shared", "-o", lib.string() + tmp_suffix};
+    for (const auto& o : objects) link.argv.push_back(o);
+    link.argv.insert(link.argv.end(), {"-L" + tc_.torch_lib_dir, "-lc10", "-ltorch_cpu", "-lc10_cuda", "-ltorch_cuda",
+                                       "-L" + tc_.cuda_lib_dir, "-lcudart", "-Wl,-rpath," + tc_.torch_lib_dir});
+    link.log = (work / "link.log").string();
+    fs::create_directories(lib.parent_path());
+    std::vector<Job> ljobs{link};
+    failed = run_jobs(ljobs, 1, tc_.timeout_s, &timed_out);
+    out.steps.push_back(ljobs[0].step);
+    if (failed >= 0) {
+      out.error_kind = timed_out ? "timeout" : "compile_error";
+      out.log = "link: " + trimmed_log(link.log);
+      out.total_ms = ms_since(t0);
+      return out;
+    }
+    fs::rename(lib.string() + tmp_suffix, lib);
+    fs::remove_all(work);  // a failed build keeps its folder: the logs
+    out.ok = true;
+    out.library = lib.string();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::spec) throw;
+    out.error_kind = "spec_error";
+    out.log = e.what();
+  }
+  out.total_ms = ms_since(t0);
+  return out;
+}
+
+ExtensionBuildRequest load_inline_request(const std::string& name, const std::string& cpp_sources, const std::string& cuda_sources,
+                                          const std::vector<std::string>& functions) {
+  ExtensionBuildRequest r;
+  r.module_name = name;
+  r.cuda_agent_module = false;
+  std::string main = "#include <torch/extension.h>\n" + cpp_sources + "\n\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
+  for (const auto& f : functions) {
+    KFORGE_CHECK(std::regex_match(f, std::regex("[A-Za-z_][A-Za-z0-9_]*")), spec,
+                 "load_inline function '" << f << "' is not an identifier");
+    main += "  m.def(\"" + f + "\", &" + f + ", \"" + f + "\");\n";
+  }
+  r.files.push_back({"main.cpp", main + "}\n"});
+  if (!cuda_sources.empty())
+    r.files.push_back({"cuda.cu", "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + cuda_sources});
+  return r;
+}
+
+std::vector<std::string> extension_flags(const std::vector<std::string>& flags, const std::string& what) {
+  static const std::regex allowed(
+      R"(-O[0-3s]|-ffast-math|--use_fast_math|-use_fast_math|-funroll-loops|-w|-Wall|-Wextra|-lineinfo|-std=c\+\+(14|17|20)|)"
+      R"(--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=-v|-maxrregcount=[0-9]+|--maxrregcount=[0-9]+|)"
+      R"(-U__CUDA_NO_HALF_OPERATORS__|-U__CUDA_NO_HALF_CONVERSIONS__|-U__CUDA_NO_BFLOAT16_CONVERSIONS__|-U__CUDA_NO_HALF2_OPERATORS__|)"
+      R"(-D[A-Z][A-Z0-9_]*(=[A-Za-z0-9_.]+)?)");
+  std::vector<std::string> out;
+  for (const auto& f : flags) {
+    if (f.empty()) continue;  // KernelBench's extra_cflags=[""]
+    KFORGE_CHECK(
+        std::regex_match(f, allowed) && f.rfind("-D__", 0) != 0 && f.rfind("-DTORCH", 0) != 0, spec,
+        what << ": flag '" << f << "' is not allowed (optimisation, fast math, warnings, -std, register limits and plain -D macros are)");
+    out.push_back(f);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const ExtensionBuildResult& r) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : r.steps) steps.push_back({{"what", s.what}, {"tool", s.tool}, {"ms", s.ms}, {"cached", s.cached}});
+  nlohmann::json j = {{"ok", r.ok}, {"hash", r.hash}, {"total_ms", r.total_ms}, {"library_cached", r.library_cached}, {"steps", steps}};
+  if (!r.ok) j["error"] = {{"kind", r.error_kind}, {"log", r.log}};
+  return j;
+}
+
+}  // namespace kforge

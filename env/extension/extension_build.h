@@ -1,0 +1,89 @@
+#pragma once
+// Builds an extension candidate (issue 28; env/extension/EXTENSION_FORMAT.md) into one shared
+// library the GPU worker loads: the `.cu` files with nvcc (no torch headers in CUDA Agent's format),
+// the host files with g++ against a precompiled torch header set, in parallel, each object cached
+// by the hash of everything that can change it, then one link. The binding headers a candidate
+// includes (pybind11's, torch's extension header, CUDA Agent's binding registry) are kforge's
+// stand-ins (env/extension/shim/): bindings register C++ functions, no Python is involved.
+//
+// Nothing the candidate wrote runs here: the compilers run as child processes with a time limit,
+// in a fresh directory that holds only the candidate's files and the generated ones.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kforge {
+
+// One file of a candidate, by its path inside the candidate (e.g. "kernels/gemm.cu").
+struct ExtensionFile {
+  std::string path;
+  std::string text;
+};
+
+struct ExtensionBuildRequest {
+  std::vector<ExtensionFile> files;            // .cu and .cpp are compiled; headers (.h, .cuh, .hpp, .inl) are included
+  std::string module_name = "cuda_extension";  // TORCH_EXTENSION_NAME
+  bool cuda_agent_module = true;               // add the module that applies CUDA Agent's binding registry
+  std::vector<std::string> extra_cflags;       // load_inline's, after the allow-list (extension_flags)
+  std::vector<std::string> extra_cuda_cflags;
+};
+
+// Where the toolchain and torch are (the build's own, from CMake, by default).
+struct ExtensionToolchain {
+  std::string nvcc, cxx, shim_dir, cuda_include, cuda_lib_dir, torch_lib_dir, torch_cxx_flags;
+  std::vector<std::string> torch_includes;
+  std::string arch = "sm_90a";
+  int jobs = 4;
+  double timeout_s = 120;
+  static ExtensionToolchain from_build();
+};
+
+// One compiler or linker step, for "where the time goes".
+struct BuildStep {
+  std::string what;  // a file's path, "pch" or "link"
+  std::string tool;  // nvcc | g++
+  double ms = 0;
+  bool cached = false;
+};
+
+struct ExtensionBuildResult {
+  bool ok = false;
+  std::string error_kind;  // compile_error | timeout | spec_error (empty when ok)
+  std::string log;         // the failing step's compiler output (trimmed)
+  std::string library;     // the shared library's path (ok only)
+  std::string hash;        // of the library's inputs
+  std::vector<BuildStep> steps;
+  double total_ms = 0;
+  bool library_cached = false;
+};
+
+nlohmann::json to_json(const ExtensionBuildResult& r);
+
+class ExtensionBuilder {
+ public:
+  ExtensionBuilder(ExtensionToolchain tc, std::string cache_dir);
+  ExtensionBuildResult build(const ExtensionBuildRequest& req);
+  const ExtensionToolchain& toolchain() const { return tc_; }
+
+ private:
+  std::string pch_dir();  // the precompiled torch header set, made once per toolchain
+  ExtensionToolchain tc_;
+  std::string cache_dir_;
+  std::string toolchain_id_;
+  BuildStep pch_step_;
+  bool pch_ready_ = false;
+};
+
+// The files torch.utils.cpp_extension.load_inline would build, as kforge builds them: main.cpp
+// (torch's extension header, the C++ sources, a module binding each named function) and, when there
+// are CUDA sources, cuda.cu (torch's types and the CUDA runtime, then the sources).
+ExtensionBuildRequest load_inline_request(const std::string& name, const std::string& cpp_sources, const std::string& cuda_sources,
+                                          const std::vector<std::string>& functions);
+
+// Flags a candidate may pass to its compiles (load_inline's extra_cflags / extra_cuda_cflags):
+// optimisation, architecture-neutral code generation and warnings. Anything else (include paths,
+// -D of reserved names, plugins, output files, linker flags) is a spec error naming the flag.
+std::vector<std::string> extension_flags(const std::vector<std::string>& flags, const std::string& what);
+
+}  // namespace kforge

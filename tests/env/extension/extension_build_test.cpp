@@ -1,0 +1,197 @@
+// The extension kind's build (env/extension/extension_build.h) with the real nvcc and g++: a
+// CUDA-Agent-format candidate builds into one shared library whose bindings land in kforge's
+// registry (env/extension/shim/kforge_ext.h) and can be called by name, with py::arg names and
+// defaults, across dlopen; objects are cached per file; bad paths, includes and flags are refused.
+#include "env/extension/extension_build.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <kforge_ext.h>
+
+#include "configs/error.h"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A kernel file in CUDA Agent's format: a raw kernel and an extern "C" launcher, no torch headers.
+std::string scale_add_cu(const std::string& body) {
+  return R"(#include <cuda_runtime.h>
+__global__ void scale_add_kernel(float* out, const float* a, const float* b, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = )" +
+         body + R"(;
+}
+extern "C" void scale_add_launcher(float* out, const float* a, const float* b, float alpha, int n, cudaStream_t s) {
+  scale_add_kernel<<<(n + 255) / 256, 256, 0, s>>>(out, a, b, alpha, n);
+}
+)";
+}
+
+// Its binding file: torch::Tensor functions registered through the registry, with py::arg names
+// and a default. `host_scale` computes on the host so that the call can be checked without a GPU.
+const char* kBinding = R"(#include <torch/types.h>
+#include <torch/csrc/utils/pybind.h>
+#include <cuda_runtime.h>
+#include <c10/cuda/CUDAStream.h>
+#include "../binding_registry.h"
+
+extern "C" void scale_add_launcher(float* out, const float* a, const float* b, float alpha, int n, cudaStream_t s);
+
+static torch::Tensor scale_add_forward(torch::Tensor a, torch::Tensor b, double alpha, int config = 0) {
+  auto out = torch::empty_like(a);
+  scale_add_launcher(out.data_ptr<float>(), a.data_ptr<float>(), b.data_ptr<float>(), static_cast<float>(alpha),
+                     static_cast<int>(a.numel()), c10::cuda::getCurrentCUDAStream().stream());
+  return out;
+}
+
+static std::tuple<torch::Tensor, torch::Tensor> host_scale(torch::Tensor a, double alpha, int64_t times = 1) {
+  return {a * (alpha * times), a.sum()};
+}
+
+static void register_scale_add(pybind11::module& m) {
+  m.def("scale_add_forward", &scale_add_forward, py::arg("a"), py::arg("b"), py::arg("alpha"), py::arg("config") = 0);
+  m.def("host_scale", &host_scale, "doc", py::arg("a"), py::arg("alpha"), py::arg("times") = 1);
+}
+
+REGISTER_BINDING(scale_add, register_scale_add);
+)";
+
+ExtensionBuildRequest cuda_agent_candidate(const std::string& body = "alpha * a[i] + b[i]") {
+  ExtensionBuildRequest r;
+  r.files = {{"kernels/scale_add.cu", scale_add_cu(body)}, {"kernels/scale_add_binding.cpp", kBinding}};
+  return r;
+}
+
+// One cache for the whole test run (ctest starts a process per test): the precompiled torch
+// header is built once.
+ExtensionBuilder& builder() {
+  static ExtensionBuilder b(ExtensionToolchain::from_build(), KFORGE_EXT_TEST_CACHE);
+  return b;
+}
+
+const BuildStep* step(const ExtensionBuildResult& r, const std::string& what) {
+  for (const auto& s : r.steps)
+    if (s.what == what) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(ExtensionBuild, ACudaAgentCandidateBuildsAndItsBindingsAreCalledByName) {
+  ExtensionBuildResult r = builder().build(cuda_agent_candidate());
+  ASSERT_TRUE(r.ok) << r.log;
+  ASSERT_TRUE(fs::exists(r.library));
+  void* lib = dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  using Entry = std::vector<kforge_ext::Function>* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(lib, "kforge_ext_functions"));
+  ASSERT_NE(entry, nullptr) << "the library exports kforge_ext_functions";
+  const std::vector<kforge_ext::Function>& fns = *entry();
+  ASSERT_EQ(fns.size(), 2u);
+  EXPECT_EQ(fns[0].name, "scale_add_forward");
+  EXPECT_EQ(fns[0].arity, 4u);
+  ASSERT_EQ(fns[0].params.size(), 4u);
+  EXPECT_EQ(fns[0].params[3].name, "config");
+  ASSERT_TRUE(fns[0].params[3].dflt.has_value());
+  EXPECT_EQ(std::get<int64_t>(*fns[0].params[3].dflt), 0);
+  // Only the entry is exported: the candidate's own functions are hidden.
+  EXPECT_EQ(dlsym(lib, "scale_add_launcher"), nullptr);
+
+  const kforge_ext::Function& hs = fns[1];
+  at::Tensor a = at::arange(6, at::kFloat);
+  std::vector<kforge_ext::Value> bound = kforge_ext::bind_arguments(hs, {a}, {{"alpha", 0.5}});
+  ASSERT_EQ(bound.size(), 3u);  // times filled from its default
+  std::vector<at::Tensor> out = hs.call(bound);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(at::allclose(out[0], a * 0.5));
+  EXPECT_FLOAT_EQ(out[1].item<float>(), 15.0f);
+  out = hs.call(kforge_ext::bind_arguments(hs, {a, 2.0, int64_t{3}}, {}));
+  EXPECT_TRUE(at::allclose(out[0], a * 6.0));
+  EXPECT_THROW(kforge_ext::bind_arguments(hs, {a}, {{"beta", 1.0}}), kforge_ext::ArgumentError);
+  EXPECT_THROW(kforge_ext::bind_arguments(hs, {a, 1.0}, {{"alpha", 1.0}}), kforge_ext::ArgumentError);
+  EXPECT_THROW(kforge_ext::bind_arguments(hs, {}, {}), kforge_ext::ArgumentError);
+  EXPECT_THROW(hs.call({a, a, int64_t{1}}), kforge_ext::ArgumentError);  // a tensor where a float goes
+  dlclose(lib);
+}
+
+TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
+  ExtensionBuildResult first = builder().build(cuda_agent_candidate("alpha * a[i] - b[i]"));
+  ASSERT_TRUE(first.ok) << first.log;
+  ExtensionBuildResult same = builder().build(cuda_agent_candidate("alpha * a[i] - b[i]"));
+  ASSERT_TRUE(same.ok);
+  EXPECT_TRUE(same.library_cached);
+  EXPECT_EQ(same.library, first.library);
+  ExtensionBuildResult changed = builder().build(cuda_agent_candidate("alpha * a[i] - 2.0f * b[i]"));
+  ASSERT_TRUE(changed.ok) << changed.log;
+  EXPECT_NE(changed.library, first.library);
+  ASSERT_NE(step(changed, "kernels/scale_add.cu"), nullptr);
+  EXPECT_FALSE(step(changed, "kernels/scale_add.cu")->cached);
+  ASSERT_NE(step(changed, "kernels/scale_add_binding.cpp"), nullptr);
+  EXPECT_TRUE(step(changed, "kernels/scale_add_binding.cpp")->cached);
+  EXPECT_TRUE(step(changed, "kforge_ext_entry.cpp")->cached);
+  ASSERT_NE(step(changed, "link"), nullptr);
+}
+
+TEST(ExtensionBuild, ALoadInlineStyleHostFileRegistersItsModule) {
+  // As torch's load_inline lays it out (host sources only here: nvcc over torch's headers is the
+  // GPU bench's, tools/bench/extension_build_bench.cpp).
+  ExtensionBuildRequest r = load_inline_request("twice_ext", "torch::Tensor twice(torch::Tensor x) { return x + x; }", "", {"twice"});
+  ASSERT_EQ(r.files.size(), 1u);
+  EXPECT_FALSE(r.cuda_agent_module);
+  EXPECT_THROW(load_inline_request("n", "", "", {"not a name"}), Error);
+  ExtensionBuildResult b = builder().build(r);
+  ASSERT_TRUE(b.ok) << b.log;
+  void* lib = dlopen(b.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<std::vector<kforge_ext::Function>* (*)()>(dlsym(lib, "kforge_ext_functions"));
+  ASSERT_NE(entry, nullptr);
+  ASSERT_EQ(entry()->size(), 1u);
+  at::Tensor x = at::ones({3});
+  EXPECT_TRUE(at::allclose((*entry())[0].call({x})[0], x * 2));
+  dlclose(lib);
+}
+
+TEST(ExtensionBuild, ACompileErrorNamesTheFileAndKeepsTheLog) {
+  ExtensionBuildRequest r = cuda_agent_candidate("alpha * a[i] + b[i] +");
+  ExtensionBuildResult b = builder().build(r);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.error_kind, "compile_error");
+  EXPECT_NE(b.log.find("kernels/scale_add.cu"), std::string::npos) << b.log;
+  EXPECT_NE(b.log.find("error"), std::string::npos) << b.log;
+}
+
+TEST(ExtensionBuild, PathsIncludesAndFlagsOutsideTheRulesAreSpecErrors) {
+  auto refused = [](ExtensionBuildRequest r, const std::string& needle) {
+    ExtensionBuildResult b = builder().build(r);
+    EXPECT_FALSE(b.ok);
+    EXPECT_EQ(b.error_kind, "spec_error") << b.log;
+    EXPECT_NE(b.log.find(needle), std::string::npos) << b.log;
+  };
+  ExtensionBuildRequest r = cuda_agent_candidate();
+  r.files.push_back({"../escape.cu", "int x;"});
+  refused(r, "must be relative");
+  r = cuda_agent_candidate();
+  r.files[0].text = "#include \"/etc/passwd\"\n" + r.files[0].text;
+  refused(r, "absolute path");
+  r = cuda_agent_candidate();
+  r.files[1].text = "#include \"../../outside.h\"\n" + r.files[1].text;
+  refused(r, "leaves the candidate's files");
+  r = cuda_agent_candidate();
+  r.files[0].text = "#define F \"x.h\"\n#include F\n" + r.files[0].text;
+  refused(r, "must name a file");
+  r = cuda_agent_candidate();
+  r.extra_cuda_cflags = {"-I/etc"};
+  refused(r, "flag '-I/etc' is not allowed");
+  r = cuda_agent_candidate();
+  r.files.push_back({"binding_registry.h", "// mine"});
+  refused(r, "kforge's own file");
+  r = cuda_agent_candidate();
+  r.files.push_back({"kernels/notes.txt", "hello"});
+  refused(r, "only .cu, .cpp");
+  EXPECT_EQ(extension_flags({"", "-O3", "--use_fast_math", "-DBLOCK=128"}, "x").size(), 3u);
+}

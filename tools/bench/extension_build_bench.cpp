@@ -1,0 +1,157 @@
+// The extension kind's compile times (issue 28's goals), on the machine it runs on:
+//
+//   kforge_extension_build_bench [--candidate DIR] [--inline FILE] [--repeats N] [--jobs J] [--out FILE]
+//
+//   DIR (default datasets/samples/extension_candidates/linear_relu/cuda_agent): a CUDA-Agent-format
+//   candidate, its kernels/*.cu and kernels/*_binding.cpp. FILE (default .../load_inline/model_new.py):
+//   a load_inline candidate whose r"""...""" CUDA source and one-line C++ source are read by pattern
+//   (the glue reader does this properly; the bench needs only the sources).
+//   Figures, each the median of N builds in one warm builder (its precompiled torch header made
+//   first, as a worker does at start): `cuda_agent_cold_ms` (every file new: a comment salted per
+//   build), `cuda_agent_one_cu_changed_ms` (only the .cu differs from the build before),
+//   `cuda_agent_cached_ms` (the same files again), `load_inline_cold_ms`; per step (nvcc, g++, link)
+//   medians, and `pch_ms`. Writes a results record (tools/bench/results_doc.py's shape).
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+
+#include "configs/error.h"
+#include "configs/file_reader.h"
+#include "env/extension/extension_build.h"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == key) return argv[i + 1];
+  return fallback;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+ExtensionBuildRequest read_cuda_agent(const std::string& dir) {
+  ExtensionBuildRequest r;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "kernels"))
+    if (e.is_regular_file()) r.files.push_back({"kernels/" + e.path().filename().string(), read_file(e.path().string(), "candidate file")});
+  std::sort(r.files.begin(), r.files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  KFORGE_CHECK(!r.files.empty(), io, dir << "/kernels holds no files");
+  return r;
+}
+
+ExtensionBuildRequest read_load_inline(const std::string& file) {
+  const std::string py = read_file(file, "model_new.py");
+  std::smatch cpp, name, fns;
+  // (std::regex recurses per character: the long CUDA source is cut out by hand.)
+  const std::string marker = "cuda_source = r\"\"\"";
+  const size_t open = py.find(marker);
+  const size_t close = open == std::string::npos ? open : py.find("\"\"\"", open + marker.size());
+  KFORGE_CHECK(close != std::string::npos, spec, file << ": no cuda_source = r\"\"\"...\"\"\"");
+  const std::string cu = py.substr(open + marker.size(), close - open - marker.size());
+  KFORGE_CHECK(std::regex_search(py, cpp, std::regex(R"re(cpp_source\s*=\s*"([^"]*)")re")), spec, file << ": no cpp_source = \"...\"");
+  KFORGE_CHECK(std::regex_search(py, name, std::regex(R"re(name\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)")re")), spec, file << ": no name=\"...\"");
+  KFORGE_CHECK(std::regex_search(py, fns, std::regex(R"re(functions\s*=\s*\["([A-Za-z_][A-Za-z0-9_]*)"\])re")), spec,
+               file << ": no functions=[\"...\"]");
+  return load_inline_request(name[1], cpp[1], cu, {fns[1]});
+}
+
+// A copy whose every (or only the .cu) file carries a new comment: nothing of it is cached.
+ExtensionBuildRequest salted(ExtensionBuildRequest r, const std::string& salt, bool only_cu) {
+  for (auto& f : r.files)
+    if (!only_cu || (f.path.size() > 3 && f.path.substr(f.path.size() - 3) == ".cu")) f.text += "\n// " + salt + "\n";
+  return r;
+}
+
+struct Series {
+  std::vector<double> total;
+  std::map<std::string, std::vector<double>> by_tool;  // uncached steps only
+  void add(const ExtensionBuildResult& b, const std::string& what) {
+    KFORGE_CHECK(b.ok, runtime, what << " failed (" << b.error_kind << "):\n" << b.log);
+    total.push_back(b.total_ms);
+    for (const auto& s : b.steps)
+      if (!s.cached && s.what != "pch") by_tool[s.what == "link" ? "link" : s.tool].push_back(s.ms);
+  }
+};
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string root = KFORGE_SOURCE_DIR;
+    const std::string dir = arg_value(argc, argv, "--candidate", root + "/datasets/samples/extension_candidates/linear_relu/cuda_agent");
+    const std::string inl =
+        arg_value(argc, argv, "--inline", root + "/datasets/samples/extension_candidates/linear_relu/load_inline/model_new.py");
+    const int repeats = std::stoi(arg_value(argc, argv, "--repeats", "5"));
+    ExtensionToolchain tc = ExtensionToolchain::from_build();
+    tc.jobs = std::stoi(arg_value(argc, argv, "--jobs", std::to_string(tc.jobs)));
+    const std::string cache = (fs::temp_directory_path() / ("kforge-extbench-" + std::to_string(getpid()))).string();
+    ExtensionBuilder builder(tc, cache);
+    const ExtensionBuildRequest agent = read_cuda_agent(dir), inline_req = read_load_inline(inl);
+
+    ExtensionBuildResult first = builder.build(salted(agent, "warm", false));  // makes the precompiled header
+    KFORGE_CHECK(first.ok, runtime, "the first build failed:\n" << first.log);
+    double pch_ms = 0;
+    for (const auto& s : first.steps)
+      if (s.what == "pch") pch_ms = s.ms;
+    Series cold, one_cu, cached, inline_cold;
+    for (int i = 0; i < repeats; ++i) {
+      const std::string salt = "build " + std::to_string(i) + " of " + std::to_string(getpid());
+      ExtensionBuildRequest c = salted(agent, salt, false);
+      cold.add(builder.build(c), "cold");
+      cached.add(builder.build(c), "cached");
+      one_cu.add(builder.build(salted(c, "changed", true)), "one .cu changed");
+      inline_cold.add(builder.build(salted(inline_req, salt, false)), "load_inline cold");
+      std::fprintf(stderr, "build %d: cold %.0f ms, one .cu changed %.0f ms, cached %.1f ms, load_inline cold %.0f ms\n", i,
+                   cold.total.back(), one_cu.total.back(), cached.total.back(), inline_cold.total.back());
+    }
+    Json fig = {{"pch_ms", pch_ms},
+                {"cuda_agent_cold_ms_p50", median(cold.total)},
+                {"cuda_agent_one_cu_changed_ms_p50", median(one_cu.total)},
+                {"cuda_agent_cached_ms_p50", median(cached.total)},
+                {"load_inline_cold_ms_p50", median(inline_cold.total)},
+                {"cuda_agent_files_count", agent.files.size()},
+                {"jobs_count", tc.jobs},
+                {"repeats_count", repeats}};
+    for (const auto& [tool, v] : cold.by_tool)
+      fig["cuda_agent_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
+    for (const auto& [tool, v] : inline_cold.by_tool)
+      fig["load_inline_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
+    std::cout << fig.dump(2) << "\n";
+    const Json doc = {
+        {"gpu", std::getenv("KFORGE_GPU") ? std::getenv("KFORGE_GPU") : "none (compile only)"},
+        {"driver", ""},
+        {"cuda", "13.0"},
+        {"torch", "2.11.0"},
+        {"date", utc_now()},
+        {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
+        {"command", "kforge_extension_build_bench --repeats " + std::to_string(repeats) + " --jobs " + std::to_string(tc.jobs)},
+        {"figures", fig}};
+    std::ofstream(arg_value(argc, argv, "--out", "extension_build.json")) << doc.dump(2) << "\n";
+    fs::remove_all(cache);
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "kforge_extension_build_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
