@@ -232,7 +232,9 @@ void RolloutServer::Impl::finalize(const std::shared_ptr<Session>& sp, const std
             {"episode_reward", s.episode_reward},
             {"final_reward", s.final_reward},
             {"reset", std::move(s.reset_record)},
-            {"turns", std::move(s.turns)}};
+            {"turns", std::move(s.turns)},
+            {"reward_from", reward_from_name(s.env.config().history.reward_from)},
+            {"history", s.env.history().to_json(true)}};
   s.turns = Json::array();
   ++trajectories;
   std::vector<uint8_t> bytes = Json::to_msgpack(t);

@@ -94,6 +94,21 @@ ToolConfig ToolConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
+const char* reward_from_name(RewardFrom r) { return r == RewardFrom::best_verified ? "best_verified" : "last_submission"; }
+
+HistoryConfig HistoryConfig::from_yaml(const YamlNode& node) {
+  HistoryConfig c;
+  std::string from = node.get<std::string>("reward_from", reward_from_name(c.reward_from));
+  if (from == "last_submission")
+    c.reward_from = RewardFrom::last_submission;
+  else if (from == "best_verified")
+    c.reward_from = RewardFrom::best_verified;
+  else
+    node.at("reward_from").fail("'" + from + "' is not last_submission or best_verified");
+  node.check_no_unknown_keys();
+  return c;
+}
+
 PromptConfig EnvConfig::default_prompt() {
   PromptConfig p;
   p.template_path = resource_path("configs/prompt/kernel.md");
@@ -108,6 +123,7 @@ EnvConfig EnvConfig::from_yaml(const YamlNode& node, const std::string& base_dir
   if (auto n = node.find("workspace")) c.workspace = WorkspaceLimits::from_yaml(*n);
   if (auto n = node.find("prompt")) c.prompt = PromptConfig::from_yaml(*n, base_dir);
   if (auto n = node.find("tools")) c.tools = ToolConfig::from_yaml(*n);
+  if (auto n = node.find("history")) c.history = HistoryConfig::from_yaml(*n);
   node.check_no_unknown_keys();
   return c;
 }

@@ -8,6 +8,10 @@
 
 namespace kforge {
 
+// How the episode's reward is chosen (configs/env.yaml history.reward_from).
+enum class RewardFrom { last_submission, best_verified };
+const char* reward_from_name(RewardFrom r);
+
 class YamlNode;
 
 struct EpisodeLimits {
@@ -49,11 +53,20 @@ struct ToolConfig {
   static ToolConfig from_yaml(const YamlNode& node);
 };
 
+// The candidate history (env/episode/candidate_history.h) and what the episode's reward is taken from.
+struct HistoryConfig {
+  // last_submission: the submitted candidate's reward (CUDA Agent's scheme); best_verified: the
+  // highest of that and the reward of every version all of whose judgings passed.
+  RewardFrom reward_from = RewardFrom::last_submission;
+  static HistoryConfig from_yaml(const YamlNode& node);
+};
+
 struct EnvConfig {
   EpisodeLimits limits;
   WorkspaceLimits workspace;
   PromptConfig prompt = default_prompt();
   ToolConfig tools;
+  HistoryConfig history;
 
   static PromptConfig default_prompt();
   static EnvConfig from_yaml(const YamlNode& node, const std::string& base_dir = ".");

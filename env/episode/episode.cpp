@@ -104,6 +104,7 @@ ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& op
   running_ = true;
   compiled_once_ = verified_once_ = false;
   caught_cheats_.clear();
+  history_.clear();
   gpu_time_s_ = 0;
   total_reward_ = 0;
   termination_.clear();
@@ -181,11 +182,24 @@ KernelEnv::ToolResult KernelEnv::tool_compile() {
   return r;
 }
 
-KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool) {
+KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool, const Json& arguments) {
   ToolResult r;
   const std::string& name = tool_spec(tool).name;
   std::string why;
-  auto cand = workspace_.candidate("workspace", why);
+  std::optional<Candidate> cand;
+  if (arguments.contains("version")) {  // submit(version=N): that version's files, the workspace untouched
+    int number = arguments["version"].get<int>();
+    const CandidateVersion* v = history_.find(number);
+    if (!v) {
+      r.observation = name + ": there is no version " + std::to_string(number) + " (" + std::to_string(history_.versions().size()) +
+                      " so far; history() lists them); nothing was submitted\n";
+      return r;
+    }
+    cand = v->files;
+    cand->dir = "v" + std::to_string(number);
+  } else {
+    cand = workspace_.candidate("workspace", why);
+  }
   if (!cand) {
     r.observation = name + ": " + why + "\n";
     if (tool == Tool::submit) {
@@ -197,7 +211,6 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool) {
       o.reason = why;
       o.earlier_cheat = earlier_cheat("");
       r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
-      r.observation += reward_text(*r.submission);
     }
     return r;
   }
@@ -231,11 +244,12 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool) {
   if (passed && (tool == Tool::profile || tool == Tool::submit)) os << timing_text(report, task_->baselines);
   if (passed && tool == Tool::profile) os << profile_text(report);
   std::string content_hash = candidate_content_hash(*cand);
+  r.version = history_.record(*cand, content_hash, name, turn_, report);
+  os << "(version v" << *r.version << (history_.find(*r.version)->judgings.size() > 1 ? ", judged before" : "") << ")\n";
   if (tool == Tool::submit) {
     SubmissionOutcome o = submission_outcome(report);
     o.earlier_cheat = earlier_cheat(content_hash);  // a cheat caught earlier is not scored as an honest mistake now
     r.submission = submission_reward(reward_, o, stored_baseline(task_->baselines));
-    os << reward_text(*r.submission);
   }
   remember_cheat(name, report, content_hash);
   r.observation = os.str();
@@ -279,6 +293,66 @@ KernelEnv::ToolResult KernelEnv::tool_list_files() const {
   return r;
 }
 
+KernelEnv::ToolResult KernelEnv::tool_history() {
+  ToolResult r;
+  r.ok = true;
+  r.show_history = true;
+  r.observation = history_.text();
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_restore(const Json& arguments) {
+  ToolResult r;
+  int number = arguments["version"].get<int>();
+  const CandidateVersion* v = history_.find(number);
+  if (!v) {
+    r.observation = "restore: there is no version " + std::to_string(number) + " (" + std::to_string(history_.versions().size()) +
+                    " so far; history() lists them)\n";
+    return r;
+  }
+  // Both files or neither: a half-restored candidate would be a third version nobody wrote.
+  Workspace next = workspace_;
+  std::string why = next.write("kernel.cu", v->files.source);
+  if (why.empty()) why = next.write("launch.yaml", v->files.plan_text);
+  if (!why.empty()) {
+    r.observation = "restore refused: " + why + "\n";
+    return r;
+  }
+  workspace_ = std::move(next);
+  r.ok = true;
+  r.observation = "restored v" + std::to_string(number) + ": kernel.cu (" + std::to_string(v->files.source.size()) +
+                  " bytes) and launch.yaml (" + std::to_string(v->files.plan_text.size()) + " bytes); its last verdict was " +
+                  verdict_name(v->last_verdict()) + "\n";
+  return r;
+}
+
+KernelEnv::ToolResult KernelEnv::tool_diff(const Json& arguments) const {
+  ToolResult r;
+  const CandidateVersion* a = history_.find(arguments["a"].get<int>());
+  const CandidateVersion* b = history_.find(arguments["b"].get<int>());
+  if (!a || !b) {
+    r.observation = "diff: there is no version " + std::to_string(arguments[!a ? "a" : "b"].get<int>()) + " (" +
+                    std::to_string(history_.versions().size()) + " so far; history() lists them)\n";
+    return r;
+  }
+  r.ok = true;
+  r.observation = version_diff(*a, *b);
+  return r;
+}
+
+RewardResult KernelEnv::episode_reward(const RewardResult& last, std::optional<int> last_version) const {
+  std::vector<VersionReward> verified;
+  if (env_.history.reward_from == RewardFrom::best_verified) {
+    for (const CandidateVersion& v : history_.versions()) {
+      if (!v.verified()) continue;
+      SubmissionOutcome o = v.outcome;
+      o.earlier_cheat = earlier_cheat(v.content_hash);  // the same rule as a submission of it
+      verified.push_back({v.number, submission_reward(reward_, o, stored_baseline(task_->baselines))});
+    }
+  }
+  return choose_episode_reward(env_.history.reward_from, last, last_version, verified);
+}
+
 KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
   switch (call.tool) {  // every Tool has a case: the compiler (-Wswitch) names one that is missing
     case Tool::write_file:
@@ -292,7 +366,13 @@ KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
     case Tool::verify:
     case Tool::profile:
     case Tool::submit:
-      return tool_evaluate(call.tool);
+      return tool_evaluate(call.tool, call.arguments);
+    case Tool::history:
+      return tool_history();
+    case Tool::restore:
+      return tool_restore(call.arguments);
+    case Tool::diff:
+      return tool_diff(call.arguments);
   }
   KFORGE_FAIL(internal, "no handler for the tool " << call.name);
 }
@@ -342,8 +422,10 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
   if (result.submission) {
     s.terminated = true;
     termination_ = termination::submitted;
-    s.reward += result.submission->value;
-    reward_info = plain_json(result.submission->evidence);
+    RewardResult chosen = episode_reward(*result.submission, result.version);
+    s.reward += chosen.value;
+    reward_info = plain_json(chosen.evidence);
+    result.observation += reward_text(chosen);
   } else if (turn_ >= limits_.max_turns) {
     termination_ = termination::max_turns;
   } else if (limits_.wall_clock_s > 0 && elapsed_s() >= limits_.wall_clock_s) {
@@ -354,11 +436,14 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
   if (!s.terminated && !termination_.empty()) {
     s.truncated = true;
     RewardResult none = no_submission_reward(reward_, termination_, earlier_cheat(""));
-    s.reward += none.value;
-    reward_info = plain_json(none.evidence);
+    RewardResult chosen = episode_reward(none, std::nullopt);
+    s.reward += chosen.value;
+    reward_info = plain_json(chosen.evidence);
     std::ostringstream os;
-    os << "the episode ended: " << termination_ << " reached without a submission; reward " << none.value;
+    os << "the episode ended: " << termination_ << " reached without a submission; reward " << chosen.value;
     if (none.rule == "cheat") os << " (cheat: " << none.evidence.value("why", std::string()) << ")";
+    if (chosen.evidence.contains("last"))
+      os << " (" << chosen.rule << ", from v" << chosen.evidence["version"].get<int>() << ", the best verified version)";
     os << "\n";
     result.observation += os.str();
   }
@@ -377,6 +462,9 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
     s.info["verdict"] = nullptr;
     s.info["report"] = {{"harness_error", result.harness_error}};
   }
+  if (result.version) s.info["version"] = *result.version;
+  // The history changes only on a judging step, so a client that keeps the latest list it saw is current.
+  if (result.show_history || result.version || !running_) s.info["history"] = history_.to_json(false);
   if (!shaping.evidence.empty()) s.info["shaping"] = plain_json(shaping.evidence);
   if (!reward_info.is_null()) s.info["reward"] = reward_info;
   return s;

@@ -20,6 +20,7 @@
 
 #include "configs/eval_config.h"
 #include "data_synth/task/task_spec.h"
+#include "env/episode/candidate_history.h"
 #include "env/episode/env_config.h"
 #include "env/episode/tool_call.h"
 #include "env/episode/workspace.h"
@@ -85,8 +86,8 @@ constexpr const char* wall_clock = "wall_clock_budget";
 constexpr const char* gpu_time = "gpu_time_budget";
 }  // namespace termination
 
-// What a final evaluation report says, as the reward rules read it.
-SubmissionOutcome submission_outcome(const EvalReport& report);
+// submission_outcome(report), what a report says as the reward rules read it, is declared in
+// env/episode/candidate_history.h (a version's reward is read the same way).
 StoredBaseline stored_baseline(const Baselines& baselines);
 
 class KernelEnv {
@@ -109,6 +110,8 @@ class KernelEnv {
   int turn() const { return turn_; }
   const std::string& termination_reason() const { return termination_; }
   const Workspace& workspace() const { return workspace_; }
+  // Every candidate verify, profile and submit judged in this episode (reset clears it).
+  const CandidateHistory& history() const { return history_; }
   const EnvConfig& config() const { return env_; }
   const RewardConfig& reward_config() const { return reward_; }
 
@@ -121,6 +124,8 @@ class KernelEnv {
     bool compiled = false;             // the report shows a successful compile
     bool verified = false;             // the report shows a passing verification
     std::optional<RewardResult> submission;
+    std::optional<int> version;  // the history's version of the candidate judged
+    bool show_history = false;   // info["history"] on this step
   };
   // An anti-cheat refusal seen in the episode, and the content it refused (candidate_content_hash).
   struct CaughtCheat {
@@ -133,7 +138,13 @@ class KernelEnv {
   ToolResult tool_read_file(const Json& arguments);
   ToolResult tool_list_files() const;
   ToolResult tool_compile();
-  ToolResult tool_evaluate(Tool tool);
+  ToolResult tool_evaluate(Tool tool, const Json& arguments);
+  ToolResult tool_history();
+  ToolResult tool_restore(const Json& arguments);
+  ToolResult tool_diff(const Json& arguments) const;
+  // The episode's reward from the submission's (or no submission's) reward `last`, by
+  // env_.history.reward_from (choose_episode_reward over the verified versions' rewards).
+  RewardResult episode_reward(const RewardResult& last, std::optional<int> last_version) const;
   // Remembers the report's anti-cheat refusal, if it has one.
   void remember_cheat(const std::string& tool, const EvalReport& report, const std::string& content_hash);
   // The catch that decides the reward: the latest of the content `content_hash` (same_candidate),
@@ -161,6 +172,7 @@ class KernelEnv {
   double gpu_time_s_ = 0;
   double total_reward_ = 0;
   std::vector<CaughtCheat> caught_cheats_;  // every anti-cheat refusal of the episode, in order
+  CandidateHistory history_;
   std::string termination_;
   std::chrono::steady_clock::time_point start_;
 };

@@ -133,6 +133,10 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
                                                       " % confidence interval clears the threshold, not one lucky measurement.\n"
                                                 : std::string("Faster is decided on the median speedup.\n"))
      << "Ending without submit() gives " << number(fl.no_submission) << ".";
+  if (env.history.reward_from == RewardFrom::best_verified)
+    rw << "\nEvery candidate verify(), profile() or submit() judges is kept as a version (history()). The episode's reward is "
+       << "the highest of the submission's and that of every version all of whose checks passed, scored as if submitted "
+       << "(profile() a version to count its speed); a caught cheat still gets " << number(fl.cheat) << ".";
   if (!task.baselines.compile_ms) rw << " (This task stores no torch.compile time.)";
   f["reward"] = rw.str();
   return f;

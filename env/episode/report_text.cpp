@@ -182,6 +182,10 @@ std::string reward_text(const RewardResult& r) {
   }
   if (e.contains("why") && e["why"].is_string()) os << "\n  " << e["why"].get<std::string>();
   if (e.contains("check") && e["check"].is_string()) os << "\n  caught by the anti-cheat check '" << e["check"].get<std::string>() << "'";
+  if (e.contains("last") && e["last"].is_object() && e.contains("version") && e["version"].is_number())
+    os << "\n  the reward of v" << e["version"].get<int>() << ", the best verified version (history.reward_from: best_verified); the "
+       << (e["last"].value("rule", std::string()) == "no_submission" ? "episode's own" : "submission's own") << " was "
+       << e["last"].value("reward", 0.0) << " (" << e["last"].value("rule", std::string()) << ")";
   os << "\n";
   return os.str();
 }

@@ -24,6 +24,7 @@ Json function(const char* name, const char* description, Json properties, Json r
 
 std::vector<ToolSpec> build_table() {
   Json path = {{"type", "string"}, {"description", "a relative path in the workspace, e.g. kernel.cu or launch.yaml"}};
+  auto version = [](const char* what) { return Json{{"type", "integer"}, {"description", what}}; };
   auto tool = [](Tool t, const char* name, Lane lane, const char* description, Json properties, Json required) {
     return ToolSpec{t, name, lane, function(name, description, std::move(properties), std::move(required))};
   };
@@ -46,9 +47,18 @@ std::vector<ToolSpec> build_table() {
            "baseline) and report what each kernel did on the GPU.",
            Json::object(), Json::array()),
       tool(Tool::submit, "submit", Lane::gpu,
-           "Submit the workspace's candidate for the final evaluation (more trials, full timing). "
-           "This ends the episode and gives the reward.",
+           "Submit the workspace's candidate (or the version named by `version`, from history()) for the "
+           "final evaluation (more trials, full timing). This ends the episode and gives the reward.",
+           {{"version", version("a version number from history(); omitted: the workspace's candidate")}}, Json::array()),
+      tool(Tool::history, "history", Lane::front,
+           "List the versions of the candidate judged so far (every verify, profile and submit keeps one), "
+           "each with its verdicts and its speedup over eager with its confidence interval.",
            Json::object(), Json::array()),
+      tool(Tool::restore, "restore", Lane::front,
+           "Put a version's kernel.cu and launch.yaml back into the workspace (other files are kept).",
+           {{"version", version("the version number, from history()")}}, {"version"}),
+      tool(Tool::diff, "diff", Lane::front, "Show what changed between two versions: a unified diff of kernel.cu and launch.yaml.",
+           {{"a", version("the older version's number")}, {"b", version("the newer version's number")}}, Json::array({"a", "b"})),
   };
 }
 
@@ -100,6 +110,16 @@ BoundedJson parse_call_json(const std::string& text) {
   return parse_json_bounded(text, limits);
 }
 
+// An integer argument as a model writes it: 3, "3" or "v3" (history() names versions v1, v2, ...).
+std::optional<int64_t> integer_argument(const Json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (!v.is_string()) return std::nullopt;
+  std::string s = v.get<std::string>();
+  if (!s.empty() && (s[0] == 'v' || s[0] == 'V')) s.erase(0, 1);
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(s);
+}
+
 // Checks a call against its tool's schema.
 ParsedAction checked(const std::string& name, Json arguments) {
   ParsedAction out;
@@ -131,7 +151,7 @@ ParsedAction checked(const std::string& name, Json arguments) {
   }
   const Json& parameters = spec->schema["function"]["parameters"];
   const Json& props = parameters["properties"];
-  for (const auto& [key, value] : arguments.items()) {
+  for (auto& [key, value] : arguments.items()) {
     if (!props.contains(key)) {
       std::vector<std::string> known;
       for (const auto& [k, v] : props.items()) known.push_back(k);
@@ -143,6 +163,15 @@ ParsedAction checked(const std::string& name, Json arguments) {
     if (props[key]["type"] == "string" && !value.is_string()) {
       out.error = name + ": argument '" + key + "' must be a string, not " + json_type_name(value);
       return out;
+    }
+    if (props[key]["type"] == "integer") {  // the integer arguments are version numbers, from 1
+      std::optional<int64_t> n = integer_argument(value);
+      if (!n || *n < 1 || *n > 1000000000) {
+        out.error = name + ": argument '" + key + "' must be an integer >= 1 (a version number from history()), not " +
+                    (value.is_string() ? "'" + excerpt(value.get<std::string>()) + "'" : value.dump());
+        return out;
+      }
+      value = *n;
     }
   }
   for (const auto& req : parameters["required"]) {

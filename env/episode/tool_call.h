@@ -25,7 +25,7 @@ constexpr size_t kMaxToolCallJsonBytes = size_t{16} << 20;
 // The tools a policy may call. Each has one row in tool_table() (its name, lane and schema); the
 // parser sets a call's Tool from that row and the episode runs the call by it (KernelEnv::run_tool),
 // so no code compares tool names.
-enum class Tool { write_file, read_file, list_files, compile, verify, profile, submit };
+enum class Tool { write_file, read_file, list_files, compile, verify, profile, submit, history, restore, diff };
 
 struct ToolCall {
   Tool tool{};

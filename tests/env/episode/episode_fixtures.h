@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the episode suites: the sample tasks, shipped policies, an evaluator set up for tests,
 // and a loop that plays a scripted policy through an episode.
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,14 @@ inline std::vector<PlayedStep> play(KernelEnv& env, ScriptedPolicy& policy, cons
     steps.push_back({*action, env.step(*action)});
   }
   return steps;
+}
+
+// Prints each played step on one line (the GPU suites' log): turn, tool, the observation's start, reward.
+inline void print_steps(const std::string& label, const std::vector<PlayedStep>& steps) {
+  for (const auto& s : steps)
+    std::printf("[%s] turn %d %s -> %.60s... reward %g\n", label.c_str(), s.result.info["turn"].get<int>(),
+                s.result.info["tool"].is_null() ? "(no tool)" : s.result.info["tool"].get<std::string>().c_str(),
+                s.result.observation.c_str(), s.result.reward);
 }
 
 }  // namespace kforge::testing

@@ -51,10 +51,7 @@ class EpisodeGpuTest : public ::testing::Test {
     if (baselines) task.baselines = *baselines;
     env = std::make_unique<KernelEnv>(test_env_config(), reward, *judge);
     auto steps = play(*env, p, task, 42, options);
-    for (const auto& s : steps)
-      std::printf("[%s] turn %d %s -> %.60s... reward %g\n", policy.c_str(), s.result.info["turn"].get<int>(),
-                  s.result.info["tool"].is_null() ? "(no tool)" : s.result.info["tool"].get<std::string>().c_str(),
-                  s.result.observation.c_str(), s.result.reward);
+    print_steps(policy, steps);
     return steps;
   }
   std::unique_ptr<Evaluator> evaluator;

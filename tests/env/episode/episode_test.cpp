@@ -25,7 +25,7 @@ TEST_F(EpisodeTest, ResetGivesThePromptAndTheCommonInfo) {
   EXPECT_EQ(r.info["turn"], 0);
   EXPECT_EQ(r.info["max_turns"], 24);
   EXPECT_TRUE(r.info["termination_reason"].is_null());
-  EXPECT_EQ(r.info["tools"].size(), 7u);
+  EXPECT_EQ(r.info["tools"].size(), tool_table().size());
   EXPECT_TRUE(env.running());
 }
 

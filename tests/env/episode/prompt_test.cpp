@@ -89,7 +89,7 @@ TEST(TaskPrompt, HasTheProgramArgumentsOutputsToleranceFormatPageAndTools) {
   for (const auto& o : task.outputs) EXPECT_NE(p.find("| " + o.name + " | " + shape_str(o.meta.shape)), std::string::npos);
   EXPECT_NE(p.find("Tolerance: atol = 0.01, rtol = 0.01"), std::string::npos);
   EXPECT_NE(p.find("# Writing a `kernel` candidate"), std::string::npos) << "the format page, read at run time";
-  EXPECT_NE(p.find("- submit(): "), std::string::npos);
+  EXPECT_NE(p.find("- submit(version): "), std::string::npos);
   EXPECT_NE(p.find("at most 24 turns"), std::string::npos);
   EXPECT_NE(p.find("stores no torch.compile time"), std::string::npos);
   EXPECT_EQ(p.find("{{"), std::string::npos) << "every placeholder filled, the comment dropped";

@@ -19,10 +19,12 @@ TEST(ToolSchemas, AreFlatOpenAiFunctionSchemas) {
     EXPECT_FALSE(f["description"].get<std::string>().empty());
     EXPECT_EQ(f["parameters"]["type"], "object");
     EXPECT_EQ(f["parameters"]["additionalProperties"], false);
-    for (const auto& [k, v] : f["parameters"]["properties"].items()) EXPECT_EQ(v["type"], "string") << "flat parameters only: " << k;
+    for (const auto& [k, v] : f["parameters"]["properties"].items())
+      EXPECT_TRUE(v["type"] == "string" || v["type"] == "integer") << "flat parameters only: " << k;
     for (const auto& r : f["parameters"]["required"]) EXPECT_TRUE(f["parameters"]["properties"].contains(r.get<std::string>()));
   }
-  EXPECT_EQ(names, (std::set<std::string>{"write_file", "read_file", "list_files", "compile", "verify", "profile", "submit"}));
+  EXPECT_EQ(names, (std::set<std::string>{"write_file", "read_file", "list_files", "compile", "verify", "profile", "submit", "history",
+                                          "restore", "diff"}));
   EXPECT_NE(tool_summary().find("- write_file(path, content): "), std::string::npos);
 }
 
@@ -125,6 +127,8 @@ TEST(ToolCall, EveryToolHasOneRowAndAParsedCallCarriesIt) {
     ParsedAction p = parse_action(Json{{"name", t.name},
                                        {"arguments", t.name == "write_file"  ? Json{{"path", "a"}, {"content", ""}}
                                                      : t.name == "read_file" ? Json{{"path", "a"}}
+                                                     : t.name == "restore"   ? Json{{"version", 1}}
+                                                     : t.name == "diff"      ? Json{{"a", 1}, {"b", 2}}
                                                                              : Json::object()}});
     ASSERT_TRUE(p.call) << t.name << ": " << p.error;
     EXPECT_EQ(p.call->tool, t.tool);
