@@ -3,6 +3,7 @@
 #include "env/extension/extension_build.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -83,6 +84,15 @@ void check_includes(const ExtensionFile& f) {
     KFORGE_CHECK(!resolved.empty() && *resolved.begin() != "..", spec,
                  f.path << ":" << line_no << ": #include \"" << target << "\" leaves the candidate's files");
   }
+}
+
+// std::filesystem::remove_all, by hand: in a process that has libtorch loaded the call resolves to
+// an entry of libtorch.so's that crashes (seen with torch 2.11.0's wheel).
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+
+void remove_tree(const fs::path& p) {
+  std::error_code ec;
+  if (fs::exists(p, ec)) nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::string tool_version(const std::string& tool) {
@@ -364,7 +374,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
       return out;
     }
     const std::string tmp_suffix = ".tmp" + std::to_string(getpid());
-    fs::remove_all(work);
+    remove_tree(work);
     for (const auto& f : files) write_file(work / f.path, f.text);
 
     ObjectPlan plan =
@@ -401,7 +411,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
       return out;
     }
     fs::rename(lib.string() + tmp_suffix, lib);
-    fs::remove_all(work);  // a failed build keeps its folder: the logs
+    remove_tree(work);  // a failed build keeps its folder: the logs
     out.ok = true;
     out.library = lib.string();
   } catch (const Error& e) {

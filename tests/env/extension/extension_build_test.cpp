@@ -5,6 +5,7 @@
 #include "env/extension/extension_build.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -120,13 +121,23 @@ TEST(ExtensionBuild, ACudaAgentCandidateBuildsAndItsBindingsAreCalledByName) {
 }
 
 TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
-  ExtensionBuildResult first = builder().build(cuda_agent_candidate("alpha * a[i] - b[i]"));
+  // New to the shared cache: every file carries this run's process id.
+  const std::string run = "\n// run " + std::to_string(getpid()) + "\n";
+  auto candidate = [&](const std::string& body) {
+    ExtensionBuildRequest r = cuda_agent_candidate(body);
+    for (auto& f : r.files) f.text += run;
+    return r;
+  };
+  ExtensionBuildResult first = builder().build(candidate("alpha * a[i] - b[i]"));
   ASSERT_TRUE(first.ok) << first.log;
-  ExtensionBuildResult same = builder().build(cuda_agent_candidate("alpha * a[i] - b[i]"));
+  EXPECT_FALSE(first.library_cached);
+  ASSERT_NE(step(first, "kernels/scale_add_binding.cpp"), nullptr);
+  EXPECT_FALSE(step(first, "kernels/scale_add_binding.cpp")->cached);
+  ExtensionBuildResult same = builder().build(candidate("alpha * a[i] - b[i]"));
   ASSERT_TRUE(same.ok);
   EXPECT_TRUE(same.library_cached);
   EXPECT_EQ(same.library, first.library);
-  ExtensionBuildResult changed = builder().build(cuda_agent_candidate("alpha * a[i] - 2.0f * b[i]"));
+  ExtensionBuildResult changed = builder().build(candidate("alpha * a[i] - 2.0f * b[i]"));
   ASSERT_TRUE(changed.ok) << changed.log;
   EXPECT_NE(changed.library, first.library);
   ASSERT_NE(step(changed, "kernels/scale_add.cu"), nullptr);
