@@ -27,7 +27,7 @@ ROWS = os.path.join(MODULES, "cuda_agent", "rows.jsonl")
 MAX_BYTES, TIMEOUT_S = 4_000_000, 120
 FOLDERS = ("level1", "level2", "level3", "skip")  # slow/ has a run of its own, with a short time limit
 REASONS = {"load_error", "stochastic", "non_tensor_output", "data_dependent_shape", "custom_cuda", "constant_output",
-           "trace_mismatch", "unsupported_dtype", "too_large"}
+           "trace_mismatch", "unsupported_dtype", "too_large", "needs_network"}
 
 
 def run_import(*args, out):

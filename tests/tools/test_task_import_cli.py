@@ -157,6 +157,10 @@ def test_an_imported_task_whose_input_never_matters_is_skipped(tmp_path):
     r = kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only", "--input-check-max-bytes", "1000")
     assert "input checks: 0 task(s) checked, 0 refused (input_matters), 2 left unchecked (too large for the CPU check)" \
         in r.stdout.splitlines(), r.stdout
+    # too costly a forward (issue 29: KernelBench at its own sizes): unchecked too
+    r = kforge("tasks", "import", "--format", "kernelbench", "--out", out, "--pack-only", "--input-check-max-flops", "100")
+    assert "input checks: 0 task(s) checked, 0 refused (input_matters), 2 left unchecked (too large for the CPU check)" \
+        in r.stdout.splitlines(), r.stdout
 
 
 def test_imported_rows_read_back_through_the_tasks_commands(import_dir, fixture_dir):

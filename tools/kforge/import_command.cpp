@@ -40,22 +40,27 @@ namespace {
 struct ImportArgs {
   std::string format, out, tolerance, split;
   std::vector<std::string> paths;
-  int64_t seed = -1, limit = -1;
+  int64_t seed = -1, limit = -1, jobs = -1;
   bool pack_only = false, no_input_check = false;
-  double input_check_max_bytes = 256e6;
+  double input_check_max_bytes = 256e6, input_check_max_flops = 2e9;
+  double gpu_memory_gib = -1;  // the importer's default (an H200's) when not given
 };
 
 // The input checks of data_synth/reference/sensitivity.h, (a)-(c), on the CPU at the task's own
 // size (an imported task has no check dims): a task with an argument, a row or a channel that does
 // not move its answer beyond tolerance is skipped as input_matters. A task whose arguments and
-// outputs exceed `max_bytes` is packed unchecked (kforge tasks sensitivity --device cuda checks it).
-ImportCheck input_check(double max_bytes) {
+// outputs exceed `max_bytes`, or whose forward takes more than `max_flops` (the checks run it a few
+// times per argument; a task of unknown flops counts as too costly past a sixteenth of max_bytes), is
+// packed unchecked (kforge tasks sensitivity --device cuda checks it): KernelBench's tasks at their
+// own sizes are minutes of CPU each (issue 29).
+ImportCheck input_check(double max_bytes, double max_flops) {
   apply_reference_precision();
-  return [max_bytes](const TaskSpec& t, std::string& detail) -> std::string {
+  return [max_bytes, max_flops](const TaskSpec& t, std::string& detail) -> std::string {
     double bytes = 0;
     for (const auto& a : t.arguments) bytes += static_cast<double>(numel(a.decl.meta.shape)) * dtype_size(a.decl.meta.dtype);
     for (const auto& o : t.outputs) bytes += static_cast<double>(numel(o.meta.shape)) * dtype_size(o.meta.dtype);
     if (bytes > max_bytes) return kImportUnchecked;
+    if (t.cost.flops ? *t.cost.flops > max_flops : bytes > max_bytes / 16) return kImportUnchecked;
     SensitivityOptions o;
     o.ablation_trials = 0;
     o.stop_early = true;
@@ -121,6 +126,8 @@ void run_importer(const ImportArgs& a) {
   if (!a.split.empty()) argv.insert(argv.end(), {"--split", a.split});
   if (a.seed >= 0) argv.insert(argv.end(), {"--seed", std::to_string(a.seed)});
   if (a.limit >= 0) argv.insert(argv.end(), {"--limit", std::to_string(a.limit)});
+  if (a.jobs > 0) argv.insert(argv.end(), {"--jobs", std::to_string(a.jobs)});
+  if (a.gpu_memory_gib > 0) argv.insert(argv.end(), {"--gpu-memory-gib", std::to_string(a.gpu_memory_gib)});
   argv.insert(argv.end(), a.paths.begin(), a.paths.end());
   int rc = run_python(argv);
   KFORGE_CHECK(rc != 2, usage, "the importer refused its arguments (exit 2; its message is above)");
@@ -137,7 +144,8 @@ int import_tasks(const ImportArgs& a, const std::string& command_line) {
   KFORGE_CHECK(a.pack_only || !a.paths.empty(), usage, "give the files or folders to import (or --pack-only)");
   auto t0 = std::chrono::steady_clock::now();
   if (!a.pack_only) run_importer(a);
-  ImportPack p = pack_import_dir(a.out, command_line, a.no_input_check ? ImportCheck{} : input_check(a.input_check_max_bytes));
+  ImportPack p = pack_import_dir(a.out, command_line,
+                                 a.no_input_check ? ImportCheck{} : input_check(a.input_check_max_bytes, a.input_check_max_flops));
   double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Modules per second over the importer's own time when it said, else this command's.
   std::cout << p.table(p.importer_seconds > 0 ? p.importer_seconds : pack_s);
@@ -166,6 +174,12 @@ void add_import_command(CLI::App& app) {
   imp->add_option("--input-check-max-bytes", a.input_check_max_bytes,
                   "tasks whose arguments and outputs take more bytes are packed unchecked")
       ->capture_default_str();
+  imp->add_option("--input-check-max-flops", a.input_check_max_flops,
+                  "tasks whose forward takes more flops are packed unchecked (unknown flops: past a sixteenth of the bytes)")
+      ->capture_default_str();
+  imp->add_option("--gpu-memory-gib", a.gpu_memory_gib,
+                  "memory of the GPU the tasks are judged on (the importer's default: an H200's); arguments may take a quarter");
+  imp->add_option("--jobs", a.jobs, "modules the importer examines at once (its default: the CPUs it may use)");
   set_action(imp, [] {
     command_line = "kforge tasks import --format " + a.format + " --out " + a.out;
     for (const auto& p : a.paths) command_line += " " + p;

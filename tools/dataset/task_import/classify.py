@@ -6,17 +6,17 @@ import dataclasses
 
 import torch
 
-from . import artifact, draws
+from . import artifact, draws, sizing
 from .common import FLOAT_DTYPES, Skip, dtype_name, one_line
 from .cost import CostRun, tensor_bytes
-from .loading import Timeout, custom_cuda_use, cuda_device_use, load_module, parse, seed_all, time_limit
-from .running import as_outputs, call, same
+from .loading import Timeout, custom_cuda_use, cuda_device_use, load_module, network_use, parse, seed_all, time_limit
+from .running import WithScalars, as_outputs, call, same
 
 
 @dataclasses.dataclass
 class Options:
     seed: int = 0
-    max_bytes: int = 4 << 30
+    max_bytes: int = int(139 * (1 << 30) // 4)
     timeout_s: float = 300.0
     memory_mb: int = 16384  # the worker's address space (isolation.py, sandbox.py)
     max_processes: int = 256  # the worker's RLIMIT_NPROC
@@ -34,6 +34,7 @@ class Analysis:
     artifact: bytes
     description: str
     notes: list
+    rules: dict = None  # the rule each argument's draw came from (draws.infer)
 
 
 def describe(tree, item):
@@ -53,13 +54,26 @@ def get_inputs_text(tree, source):
     return ""
 
 
-def tensors_of(value, what):
+SCALARS = (bool, int, float)
+
+
+def entries_of(value, what):
+    """get_inputs()'s entries: tensors, and Python scalars (bool, int, float) that the model takes as
+    they are (running.WithScalars)."""
     if not isinstance(value, (list, tuple)):
         raise Skip("load_error", f"{what} returns {type(value).__name__}, not a list")
     for i, v in enumerate(value):
-        if not isinstance(v, torch.Tensor):
-            raise Skip("load_error", f"{what} entry {i} is {type(v).__name__}: non-tensor inputs are not supported")
+        if not isinstance(v, (torch.Tensor, *SCALARS)):
+            raise Skip("load_error", f"{what} entry {i} is {type(v).__name__}: only tensors and Python scalars "
+                       "(bool, int, float) are supported")
     return list(value)
+
+
+def scalars_note(model):
+    if not isinstance(model, WithScalars):
+        return None
+    return ("scalar argument(s) of get_inputs() passed to the reference as constants of the artifact: "
+            + ", ".join(f"x{i} = {v!r}" for i, v in sorted(model.scalars.items())))
 
 
 def check_tensor(name, t, cuda_note):
@@ -69,20 +83,6 @@ def check_tensor(name, t, cuda_note):
     if dtype_name(t.dtype) is None:
         raise Skip("unsupported_dtype", f"{name} is {str(t.dtype).replace('torch.', '')} "
                    "(tasks hold float32, float16, bfloat16, int32, int64, bool)")
-
-
-def meta_bytes(module, seed):
-    """The argument bytes, found on the meta device (no memory taken), or None when the module does
-    not build there: a module too large to hold is skipped before its tensors are made."""
-    try:
-        seed_all(seed)
-        with torch.device("meta"):
-            model = module.Model(*module.get_init_inputs())
-            inputs = module.get_inputs()
-        tensors = [t for t in inputs if isinstance(t, torch.Tensor)] + list(model.state_dict().values())
-        return sum(t.numel() * t.element_size() for t in tensors)
-    except Exception:  # noqa: BLE001  (the real build reports what is wrong)
-        return None
 
 
 def build(module, seed, cuda_note):
@@ -97,16 +97,23 @@ def build(module, seed, cuda_note):
         if not isinstance(model, torch.nn.Module):
             raise Skip("load_error", f"Model(...) is a {type(model).__name__}, not an nn.Module")
         seed_all(seed + 1)
-        inputs = tensors_of(module.get_inputs(), "get_inputs()")
+        entries = entries_of(module.get_inputs(), "get_inputs()")
         seed_all(seed + 2)
-        inputs_b = tensors_of(module.get_inputs(), "get_inputs()")
+        entries_b = entries_of(module.get_inputs(), "get_inputs()")
     except (Skip, Timeout):
         raise
     except Exception as e:
         raise Skip("load_error", f"building the model or its inputs failed: {type(e).__name__}: {one_line(e)}"
                    + (f" (the source {cuda_note})" if cuda_note else "")) from None
-    if [(t.shape, t.dtype) for t in inputs] != [(t.shape, t.dtype) for t in inputs_b]:
-        raise Skip("load_error", "get_inputs() gives other shapes or dtypes on each call")
+
+    def layout(es):
+        return [(t.shape, t.dtype) if isinstance(t, torch.Tensor) else (type(t), t) for t in es]
+    if layout(entries) != layout(entries_b):
+        raise Skip("load_error", "get_inputs() gives other shapes, dtypes or scalars on each call")
+    inputs = [t for t in entries if isinstance(t, torch.Tensor)]
+    inputs_b = [t for t in entries_b if isinstance(t, torch.Tensor)]
+    if len(inputs) != len(entries):
+        model = WithScalars(model, entries)
     state = {k: v.detach() for k, v in model.state_dict().items()}
     params = {n for n, _ in model.named_parameters(remove_duplicate=False)}
     roles = {k: "parameter" if k in params else "buffer" for k in state}
@@ -164,24 +171,88 @@ class Subject:
 
 
 def analyze(item, module_name, opts):
+    if item.level == 4:
+        raise Skip("needs_network", "KernelBench level 4 builds Hugging Face models by name (from_pretrained): "
+                   "it needs the hub's network and weights, which an import does not fetch")
     tree = parse(item)
     why = custom_cuda_use(tree)
     if why:
         raise Skip("custom_cuda", f"the reference {why}")
+    why = network_use(tree)
+    if why:
+        raise Skip("needs_network", f"the module {why}: it needs a model hub's network and weights")
     cuda_note = cuda_device_use(tree)
     module = load_module(item, module_name, opts.timeout_s)
     phase = "building the model"
     try:
         with time_limit(opts.timeout_s):
-            planned = meta_bytes(module, opts.seed)
-            if planned is not None and planned > opts.max_bytes:
-                raise Skip("too_large", f"the arguments would hold {planned} bytes, above --max-bytes {opts.max_bytes}")
-            s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
-            phase = "running the model"
-            return examine(s)
+            refuted = []
+            for sized in sizing.plans(module, tree, opts.seed):
+                check_real_size(sized, opts)
+                if sized.small is None:
+                    s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
+                    phase = "running the model"
+                    return examine(s)
+                try:
+                    with sizing.constants_set(module, sized.small.values):
+                        s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
+                        phase = "running the model"
+                        analysis = examine(s)
+                    return at_real_size(module, sized, s, analysis, opts, cuda_note)
+                except Skip as e:  # a small size the CPU refuses, or a trace S2 or the meta run refutes: the next
+                    if e.reason not in ("trace_mismatch", "load_error"):
+                        raise
+                    refuted.append((e.reason, f"tier {sized.tier} ({sizing.describe(sized.small.values)}): {e.detail}"))
+            reason = "trace_mismatch" if any(r == "trace_mismatch" for r, _ in refuted) else "load_error"
+            raise Skip(reason, "at every small size tried: " + "; ".join(d for _, d in refuted))
     except Timeout:
         reason = "load_error" if phase == "building the model" else "too_large"
         raise Skip(reason, f"{phase} did not finish in {opts.timeout_s:g} s on the CPU") from None
+
+
+def at_real_size(module, sized, s, analysis, opts, cuda_note):
+    """The Analysis made at the small size S1, verified at S2 and restated at the module's size."""
+    if sized.second is not None:
+        # tier A scales what get_inputs() alone reads: the model built at S1 is the one S2 would build
+        check_second_size(module, sized.second, analysis, opts, cuda_note, s.model if sized.tier != "B" else None)
+    return sizing.at_real_size(analysis, sized, draws.module_bound)
+
+
+def check_real_size(sized, opts):
+    """The module's own size, from the meta run: within --max-bytes, and either within the CPU's
+    budget or shrunk (sizing.py). A module the meta device cannot build is built on the CPU as before."""
+    real = sized.real
+    if real.error:
+        return
+    if real.arg_bytes > opts.max_bytes:
+        raise Skip("too_large", f"the arguments hold {real.arg_bytes} bytes at the module's size, above --max-bytes "
+                   f"{opts.max_bytes} (the target GPU's memory less headroom)")
+    if sized.small is None and not real.cheap():
+        cost = f"{real.arg_bytes + real.out_bytes} bytes" + (f", {real.flops:.3g} flops" if real.flops else "")
+        if real.arg_bytes + real.out_bytes > sizing.CPU_MAX_BYTES or (real.flops or 0) > sizing.CPU_MAX_FLOPS:
+            raise Skip("too_large", f"at the module's size ({cost}) the CPU cannot run its checks, and no smaller size "
+                       "of its constants builds" + (f" (meta: {real.forward_error})" if real.forward_error else ""))
+
+
+def check_second_size(module, second, analysis, opts, cuda_note, model=None):
+    """The artifact traced at S1 against eager at S2 (sizing.py): a size or count the trace froze
+    differs there. A difference is a trace_mismatch. `model`: the one built at S1, when S2 builds the same."""
+    with sizing.constants_set(module, second.values):
+        if model is None:
+            model, inputs, _, state, _ = build(module, opts.seed, cuda_note)
+        else:
+            seed_all(opts.seed + 1)
+            inputs = [t for t in entries_of(module.get_inputs(), "get_inputs()") if isinstance(t, torch.Tensor)]
+            state = {k: v.detach() for k, v in model.state_dict().items()}
+        n = len(inputs)
+        tensors = [*inputs, *state.values()]
+        gen = torch.Generator().manual_seed(opts.seed * 1000 + 7)
+        args = [draws.sample(a["draw"], tuple(t.shape), t.dtype, gen) for a, t in zip(analysis.arguments, tensors)]
+        want = run(model, args[:n], dict(zip(state, args[n:])), opts.seed + 3, f"a second size ({sizing.describe(second.values)})")
+    try:
+        artifact.verify(analysis.artifact, [args], [want], opts.tolerance[analysis.dtype])
+    except Skip as e:
+        raise Skip("trace_mismatch", f"at a second size ({sizing.describe(second.values)}): {e.detail}") from None
 
 
 def examine(s):
@@ -197,11 +268,13 @@ def examine(s):
         notes.append("flops omitted: uncounted ops " + ", ".join(sorted(s.cost.recorder.uncounted)))
     if s.cuda_note:
         notes.append(f"the source {s.cuda_note}")
+    if scalars_note(s.model):
+        notes.append(scalars_note(s.model))
     notes += [f"draw of {k}: {r}" for k, r in rules.items()]
     outputs = [{"name": f"y{i}", "shape": list(t.shape), "dtype": dtype_name(t.dtype)} for i, t in enumerate(s.outs)]
     return Analysis(module_mode="train" if s.model.training else "eval", arguments=specs, outputs=outputs, dtype=dtype,
                     flops=s.cost.flops, min_bytes=arg_bytes + sum(tensor_bytes(t) for t in s.outs), artifact=data,
-                    description=describe(s.tree, s.item), notes=notes)
+                    description=describe(s.tree, s.item), notes=notes, rules=rules)
 
 
 def check_arguments(s):

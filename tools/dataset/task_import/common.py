@@ -2,7 +2,7 @@
 
 # Reason codes of DIR/skipped.jsonl (the contract's, in its order).
 REASONS = ("load_error", "stochastic", "non_tensor_output", "data_dependent_shape", "custom_cuda", "constant_output",
-           "trace_mismatch", "unsupported_dtype", "too_large")
+           "trace_mismatch", "unsupported_dtype", "too_large", "needs_network")
 
 # kforge's dtype names (data_synth/task/dtype.h) for the torch dtypes a task may hold.
 DTYPE_NAMES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat16": "bfloat16",

@@ -181,8 +181,10 @@ def sample(draw, shape, dtype, gen):
         return torch.full(shape, draw["value"], dtype=torch.float64).to(dtype)
     if d == "randint":
         return torch.randint(int(draw["low"]), int(draw["high"]), shape, generator=gen, dtype=torch.int64).to(dtype)
+    # float64 only for a float64 tensor: twice the work (a large model's state is drawn several times)
+    work = torch.float64 if dtype == torch.float64 else torch.float32
     if d == "uniform":
-        u = torch.rand(shape, generator=gen, dtype=torch.float64)
+        u = torch.rand(shape, generator=gen, dtype=work)
         return (draw["low"] + (draw["high"] - draw["low"]) * u).to(dtype)
-    z = torch.randn(shape, generator=gen, dtype=torch.float64).clamp(-NORMAL_BOUND, NORMAL_BOUND)
+    z = torch.randn(shape, generator=gen, dtype=work).clamp(-NORMAL_BOUND, NORMAL_BOUND)
     return (draw["mean"] + draw["std"] * z).to(dtype)

@@ -11,11 +11,18 @@ import os
 import pickle
 import select
 import signal
+import threading
 import time
 
 from . import sandbox
 from .common import Skip, one_line
 
+# Workers run side by side (cli.py --jobs), each examined from a thread of the importer: forks and
+# sweeps of stray children take FORK_LOCK, and a sweep spares the workers still running (LIVE). The
+# importer's own output takes it too: a fork while another thread held stderr's lock would leave the
+# child's copy of that lock held for ever.
+FORK_LOCK = threading.Lock()
+LIVE = set()
 OUTPUT_KEPT = 64 << 10  # bytes of a worker's stdout and stderr kept (the rest is read and dropped)
 MiB = 1 << 20
 
@@ -53,20 +60,25 @@ def examine_in_child(item, module_name, opts, threads):
     """Forks a confined worker that runs classify.analyze. Returns the Analysis or raises Skip."""
     ids = sandbox.unprivileged_ids()
     workdir = sandbox.private_dir(ids)
-    r, w = os.pipe()
-    out_r, out_w = os.pipe()
+    pid = None
     try:
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            os.close(out_r)
-            worker(item, module_name, opts, threads, workdir, ids, w, out_w)
-        os.close(w)
-        os.close(out_w)
+        with FORK_LOCK:  # no other worker inherits this one's pipe ends; no sweep sees it unregistered
+            r, w = os.pipe()
+            out_r, out_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                os.close(out_r)
+                worker(item, module_name, opts, threads, workdir, ids, w, out_w)
+            LIVE.add(pid)
+            os.close(w)
+            os.close(out_w)
         limit = 2 * opts.timeout_s + 10  # the load limit, the run limit, and slack
         data, output, status, killed = collect(r, out_r, pid, time.monotonic() + limit)
     finally:
-        sandbox.sweep_strays()  # what the worker left behind (setsid daemons, a fork bomb's rest)
+        with FORK_LOCK:
+            LIVE.discard(pid)
+            sandbox.sweep_strays(keep=set(LIVE))  # what the worker left behind (setsid daemons, a fork bomb's rest)
         sandbox.remove_dir(workdir)
     return outcome(data, output, status, killed, limit)
 
@@ -99,9 +111,10 @@ def collect(fd, out_fd, pid, deadline):
     with os.fdopen(fd, "rb", buffering=0) as f, os.fdopen(out_fd, "rb", buffering=0) as out:
         open_files = [f, out]
         while True:
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = st
+            if status is None:  # once reaped, never again (waitpid would raise ChildProcessError)
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = st
             left = deadline - time.monotonic()
             if status is None and left <= 0:
                 kill_group(pid)

@@ -75,6 +75,23 @@ def custom_cuda_use(tree):
     return None
 
 
+# Packages that build a model from a hub (KernelBench level 4: Hugging Face models by name).
+HUB_PACKAGES = {"transformers", "diffusers", "timm", "huggingface_hub"}
+
+
+def network_use(tree):
+    """What in the source needs a model hub (None when nothing does)."""
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        hit = next((n for n in names if n.split(".")[0] in HUB_PACKAGES), None)
+        if hit:
+            return f"imports {hit}"
+        if isinstance(node, ast.Attribute) and node.attr == "from_pretrained":
+            return "calls .from_pretrained"
+    return None
+
+
 def cuda_device_use(tree):
     """A note when the source names the CUDA device itself ("cuda" strings, .cuda()): such tensors are
     made on the GPU whatever device the importer runs on, and tracing bakes the device in."""

@@ -28,6 +28,26 @@ def state_swapped(model, state):
             table[attr] = old
 
 
+class WithScalars(torch.nn.Module):
+    """A model whose get_inputs() also returned Python scalars (float, int, bool): forward takes the
+    tensors alone and puts each scalar back at its place. It shares the model's parameter, buffer
+    and submodule tables (the same state_dict keys, and state_swapped reaches them), so the scalars
+    become constants of the trace: the reference is called with them as the module was."""
+
+    def __init__(self, model, entries):
+        super().__init__()
+        object.__setattr__(self, "_model", model)
+        self._parameters, self._buffers, self._modules = model._parameters, model._buffers, model._modules
+        self._non_persistent_buffers_set = model._non_persistent_buffers_set
+        self.training = model.training
+        self.scalars = {i: v for i, v in enumerate(entries) if not isinstance(v, torch.Tensor)}
+        self.n_entries = len(entries)
+
+    def forward(self, *tensors):
+        it = iter(tensors)
+        return self._model(*[self.scalars[i] if i in self.scalars else next(it) for i in range(self.n_entries)])
+
+
 def call(model, inputs, state):
     """model(*inputs) with `state`, under no_grad, on copies (the arguments stay as they are)."""
     inputs = [t.clone() for t in inputs]

@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-LEVEL_DIRS = {"level1": 1, "level2": 2, "level3": 3}
+LEVEL_DIRS = {"level1": 1, "level2": 2, "level3": 3, "level4": 4}
 
 
 class InputError(Exception):
