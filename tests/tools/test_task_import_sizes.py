@@ -1,0 +1,105 @@
+"""tools/dataset/task_import at a module's own size without its compute (issue 29): the modules of
+tests/tools/import_modules/sizes/ (written for this suite) are imported under a worker address
+space far below their arguments, so a module imported there was never allocated at its size; the
+task states that size (shapes, flops, bytes) while the artifact, traced at a small size, computes
+the module's function at other sizes; a trace that froze a size is refused; get_inputs()'s Python
+scalars reach the reference; level 4 is skipped; --gpu-memory-gib sets --max-bytes."""
+import base64
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+import yaml
+
+SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+PYTHON = os.environ.get("KFORGE_PYTHON_BIN") or sys.executable
+SIZES = os.path.join("tests", "tools", "import_modules", "sizes")
+
+
+def run_import(*args, out):
+    env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "tools", "dataset"))
+    p = subprocess.run([PYTHON, "-m", "task_import", "--format", "kernelbench", "--out", str(out), *args],
+                       cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    tasks = {f[:-5]: yaml.safe_load(open(out / "tasks" / f)) for f in os.listdir(out / "tasks")}
+    notes = {json.loads(line)["id"]: json.loads(line)["notes"] for line in open(out / "imported.jsonl")}
+    skipped = {os.path.basename(s["file"]): s for s in map(json.loads, open(out / "skipped.jsonl"))}
+    return types.SimpleNamespace(tasks=tasks, notes=notes, skipped=skipped, stderr=p.stderr)
+
+
+@pytest.fixture(scope="module")
+def sizes(tmp_path_factory):
+    # 4 GiB of address space: torch takes about 3 of it, matmul_large's arguments would take 8
+    return run_import("--memory-mb", "4096", "--jobs", "2", "--level", "1", SIZES, out=tmp_path_factory.mktemp("sizes"))
+
+
+def artifact(t):
+    return torch.jit.load(io.BytesIO(base64.b64decode(t["reference"]["artifact"])))
+
+
+def test_every_module_is_imported_or_skipped_for_its_reason(sizes):
+    assert set(sizes.tasks) == {"kb_l1_scalar_argument", "kb_l1_matmul_large", "kb_l1_wide_mlp"}, sizes.stderr
+    assert {k: s["reason"] for k, s in sizes.skipped.items()} == {"frozen_size.py": "trace_mismatch",
+                                                                  "hub_model.py": "needs_network"}
+
+
+def test_a_large_module_states_its_own_size_without_allocating_it(sizes):
+    t, n = sizes.tasks["kb_l1_matmul_large"], 32768
+    assert [a["shape"] for a in t["arguments"]] == [[n, n], [n, n]]
+    assert t["outputs"] == [{"name": "y0", "shape": [n, n], "dtype": "float32"}]
+    assert t["cost"] == {"flops": 2 * n ** 3 + n * n, "min_bytes": 3 * n * n * 4}  # matmul, then relu
+    assert all(a["draw"] == {"dist": "uniform", "low": 0.0, "high": 1.0} for a in t["arguments"])
+    assert any("tier A: N=" in note for note in sizes.notes[t["id"]])
+    a, b = torch.rand(24, 24), torch.rand(24, 24)  # a size the importer never traced at
+    (got,) = artifact(t)(a, b)
+    torch.testing.assert_close(got, torch.relu(a @ b))
+
+
+def test_widths_shrink_with_the_batch_and_the_draws_follow_the_real_fan_in(sizes):
+    t = sizes.tasks["kb_l1_wide_mlp"]
+    shapes = {a["name"]: a["shape"] for a in t["arguments"]}
+    assert shapes == {"x0": [4096, 16384], "fc1.weight": [16384, 16384], "fc1.bias": [16384],
+                      "fc2.weight": [1024, 16384], "fc2.bias": [1024]}
+    bound = 1 / math.sqrt(16384)
+    for name in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+        draw = next(a["draw"] for a in t["arguments"] if a["name"] == name)
+        assert draw == {"dist": "uniform", "low": -bound, "high": bound}, name
+    assert t["outputs"][0]["shape"] == [4096, 1024]
+    assert t["cost"]["flops"] == 2 * 4096 * 16384 * (16384 + 1024) + 4096 * 16384  # the two products, then relu
+    assert any("tier B" in note for note in sizes.notes[t["id"]])
+    torch.manual_seed(0)
+    x, w1, b1, w2, b2 = torch.randn(5, 40), torch.randn(24, 40), torch.randn(24), torch.randn(7, 24), torch.randn(7)
+    (got,) = artifact(t)(x, w1, b1, w2, b2)
+    torch.testing.assert_close(got, torch.relu(x @ w1.T + b1) @ w2.T + b2)
+
+
+def test_a_trace_that_froze_a_size_is_refused(sizes):
+    detail = sizes.skipped["frozen_size.py"]["detail"]
+    assert "at a second size" in detail and "dim=" in detail
+
+
+def test_scalar_arguments_reach_the_reference(sizes):
+    t = sizes.tasks["kb_l1_scalar_argument"]
+    assert [a["name"] for a in t["arguments"]] == ["x0"] and t["arguments"][0]["shape"] == [4, 8]
+    assert any("x1 = 3, x2 = 0.5, x3 = True" in note for note in sizes.notes[t["id"]])
+    x = torch.randn(4, 8)
+    (got,) = artifact(t)(x)
+    torch.testing.assert_close(got, -(x * 3 + 0.5))
+
+
+def test_level4_is_skipped_for_the_network_it_needs(sizes):
+    detail = sizes.skipped["hub_model.py"]["detail"]
+    assert "level 4" in detail and "from_pretrained" in detail
+
+
+def test_the_gpu_memory_sets_the_largest_arguments(tmp_path):
+    r = run_import("--gpu-memory-gib", "16", "--memory-mb", "4096", os.path.join(SIZES, "matmul_large.py"), out=tmp_path)
+    s = r.skipped["matmul_large.py"]
+    assert s["reason"] == "too_large" and f"above --max-bytes {4 << 30}" in s["detail"]
+    assert "8589934592 bytes" in s["detail"]
