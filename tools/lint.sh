@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tree's hygiene, checked (tools/test.sh runs it before ctest; any finding fails it):
 #   clang-format  every C++ file of kforge's own is laid out as .clang-format says (the candidate
-#                 kernels under anticheat/corpus, datasets/ and tools/bench/compile_sources are data)
+#                 kernels under anticheat/corpus, datasets/, tools/bench/compile_sources and
+#                 tests/env/extension/candidates are data)
 #   ruff          the Python passes `ruff check` (ruff.toml)
 #   clang-tidy    every torch-free translation unit of kforge (not the tests) passes .clang-tidy's checks
 #                 (build/compile_commands.json; the libtorch ones take minutes each to parse and
@@ -15,7 +16,7 @@ cd "$root"
 kforge_python "$root" || exit 2
 fix=0; [ "${1:-}" = --fix ] && fix=1
 build=${KFORGE_BUILD_DIR:-$root/build}
-mapfile -t cxx < <(git ls-files '*.cpp' '*.h' '*.cu' | grep -v -E '^(anticheat/corpus|datasets|tools/bench/compile_sources|tests/fuzz/seeds)/')
+mapfile -t cxx < <(git ls-files '*.cpp' '*.h' '*.cu' | grep -v -E '^(anticheat/corpus|datasets|tools/bench/compile_sources|tests/fuzz/seeds|tests/env/extension/candidates)/')
 rc=0
 if [ $fix = 1 ]; then
   clang-format -i "${cxx[@]}"

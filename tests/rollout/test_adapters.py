@@ -78,6 +78,39 @@ def test_make_by_module_path_and_by_id_plays_the_demo_policy_without_a_gpu(serve
     again.close()
 
 
+def test_the_candidate_history_tools_answer_and_every_step_info_carries_the_history(server):
+    # Without a GPU nothing is judged, so the history stays empty: the tools answer, a version that
+    # does not exist is refused, and the history reaches the info, KernelEnv and the trajectory.
+    env = gymnasium.make(ENV_ID, endpoint=server.endpoint, task="gelu_scale_residual")
+    env.reset(seed=3)
+    obs, _, _, _, info = env.step('<tool_call>{"name": "history", "arguments": {}}</tool_call>')
+    assert obs.startswith("history: no version yet") and info["history"] == [] and info["tool_ok"], obs
+    obs, _, _, _, info = env.step({"name": "restore", "arguments": {"version": "v2"}})
+    assert "there is no version 2 (0 so far" in obs and not info["tool_ok"], obs
+    obs, _, _, _, info = env.step({"name": "diff", "arguments": {"a": 1, "b": "two"}})
+    assert "diff: argument 'b' must be an integer >= 1" in info["action_error"], info
+    obs, _, terminated, _, info = env.step({"name": "submit", "arguments": {"version": 1}})
+    assert "there is no version 1" in obs and not terminated, obs
+    assert info["history"] == [] and env.unwrapped.history == [] and env.unwrapped.best_version() is None
+    names = {t["function"]["name"] for t in env.unwrapped.tools}
+    assert {"history", "restore", "diff"} <= names
+    episode = env.unwrapped.episode
+    env.close()
+    [t] = [t for t in read_trajectories(server.record) if t["episode"] == episode]
+    assert t["history"] == [] and t["reward_from"] == "last_submission"
+
+
+def test_best_version_picks_the_fastest_verified_version():
+    from kforge_client import best_version
+    history = [{"version": 1, "verified": True, "speedup": {"point": 2.5}},
+               {"version": 2, "verified": True, "speedup": {"point": 3.2}},
+               {"version": 3, "verified": False, "speedup": {"point": 9.0}},
+               {"version": 4, "verified": True, "speedup": None}]
+    assert best_version(history)["version"] == 2
+    assert best_version(history[2:])["version"] == 4, "an untimed verified version beats none"
+    assert best_version([history[2]]) is None and best_version([]) is None
+
+
 def test_check_env_passes_with_every_warning_an_error(server):
     env = gymnasium.make(ENV_ID, endpoint=server.endpoint, task="softmax_rows")
     w = strict_warnings()

@@ -10,6 +10,7 @@ tests/env/episode/episode_gpu_test.cpp plays them in process:
 
 The two task variants are written into a task directory the server serves; that they are served
 is checked on any machine. Each GPU test skips, saying why, where the server finds no GPU."""
+import json
 import os
 import re
 import sys
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from scripted_policy import SOURCE_DIR, Policy  # noqa: E402
 from client_harness import Server  # noqa: E402
 
-from kforge_client import Client  # noqa: E402
+from kforge_client import Client, read_trajectories  # noqa: E402
 from kforge_client.adapters.gymnasium_env import ENV_ID  # noqa: E402
 import kforge_client.adapters.skyrl_env  # noqa: E402,F401  (registers kforge)
 
@@ -117,3 +118,41 @@ def test_vector_episodes_share_the_gpu_queue_and_each_reach_tier_two(gpu_server)
         obs, rewards, terminations, truncations, infos = envs.step([action, action])
     envs.close()
     assert terminations.all() and list(rewards) == [2.0, 2.0], infos["reward"]
+
+
+@pytest.fixture(scope="module")
+def best_verified_server(tmp_path_factory):
+    """A GPU server whose environment takes the reward from the best verified version (issue 30)."""
+    tmp = tmp_path_factory.mktemp("gpu_history")
+    (tmp / "tasks").mkdir()
+    write_tier_tasks(tmp / "tasks")
+    (tmp / "env.yaml").write_text("history: {reward_from: best_verified}\n")
+    s = Server(tmp, scheduler={"gpus": -1, "compile_workers": 2}, tasks={"dirs": [str(tmp / "tasks")]})
+    s.stop()  # env_config is a top-level path, not a section: written into the config, then served
+    config = json.loads(s.config.read_text())
+    config["env_config"] = str(tmp / "env.yaml")
+    s.config.write_text(json.dumps(config))
+    s.start()
+    with Client(s.endpoint) as c:
+        s.gpus = c.health()["gpus"]
+    yield s
+    s.stop()
+
+
+def test_gymnasium_info_and_the_trajectory_carry_the_history_of_improve_regress_restore(best_verified_server):
+    need_gpu(best_verified_server)
+    env = gymnasium.make(ENV_ID, endpoint=best_verified_server.endpoint, task="gelu_tier2")
+    env.reset(seed=42)
+    # Up to the broken v3's verify (turn 9); closing then records the trajectory.
+    for action in Policy("improve_regress_restore").actions()[:9]:
+        obs, r, terminated, truncated, info = env.step(action)
+        print(f"[gym history] turn {info['turn']} {info['tool']} -> {obs[:60]!r} reward {r}")
+    assert [v["version"] for v in info["history"]] == [1, 2, 3] and info["version"] == 3
+    assert [v["verified"] for v in info["history"]] == [True, True, False]
+    assert info["history"][1]["speedup"]["point"] > info["history"][0]["speedup"]["point"]
+    assert env.unwrapped.best_version()["version"] == 2
+    episode = env.unwrapped.episode
+    env.close()
+    [t] = [t for t in read_trajectories(best_verified_server.record) if t["episode"] == episode]
+    assert t["reward_from"] == "best_verified" and len(t["history"]) == 3
+    assert "float4" in t["history"][1]["files"]["kernel.cu"]

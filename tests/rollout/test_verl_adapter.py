@@ -208,7 +208,8 @@ def test_verl_rows_carry_the_prompt_and_every_tools_create_kwargs(server):
         ("softmax_rows", 0), ("softmax_rows", 1), ("gelu_scale_residual", 0), ("gelu_scale_residual", 1)]
     assert "softmax_rows" in rows[0]["prompt"][0]["content"] and rows[0]["agent_name"] == "tool_agent"
     kwargs = rows[3]["extra_info"]["tools_kwargs"]
-    assert set(kwargs) == {"write_file", "read_file", "list_files", "compile", "verify", "profile", "submit"}
+    assert set(kwargs) == {"write_file", "read_file", "list_files", "compile", "verify", "profile", "submit", "history",
+                           "restore", "diff"}
     assert kwargs["submit"]["create_kwargs"] == {"task": "gelu_scale_residual", "seed": 1, "options": None}
 
 

@@ -17,11 +17,11 @@ __version__ = "0.1.0"
 
 from .errors import KforgeError, ServerUnavailable
 from .client import Client
-from .env import KernelEnv
+from .env import KernelEnv, best_version
 from .async_client import AsyncClient, AsyncEpisode
 from .trajectories import TrajectoryReader, read_trajectories
 
 PROTOCOL_VERSION = 1
 
-__all__ = ["Client", "KernelEnv", "AsyncClient", "AsyncEpisode", "KforgeError", "ServerUnavailable",
+__all__ = ["Client", "KernelEnv", "best_version", "AsyncClient", "AsyncEpisode", "KforgeError", "ServerUnavailable",
            "TrajectoryReader", "read_trajectories", "PROTOCOL_VERSION", "__version__"]

@@ -95,6 +95,9 @@ class KernelGymEnv(KernelEnv, gymnasium.Env):
       it is outside the Text space, and Gymnasium never checks actions against it.
     - ``render_mode`` None only (``metadata["render_modes"]`` is empty): the observation is the
       rendering. ``close()`` closes the episode (its trajectory is recorded) and may be called twice.
+    - Every step's ``info["history"]`` is the episode's candidate history (``KernelEnv.history``: the
+      versions judged so far, with verdicts and speedups); ``info["version"]`` names the one a
+      verify, profile or submit judged.
     - Errors are ``KernelEnv``'s: a failing tool is an observation; ``KforgeError`` (``busy`` after
       ``busy_timeout``, ``unknown_episode`` after a server restart) and ``ServerUnavailable`` raise.
     """
@@ -125,6 +128,8 @@ class KernelGymEnv(KernelEnv, gymnasium.Env):
     def step(self, action) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = KernelEnv.step(self, action)
         self._check_length(observation)
+        info = dict(info)
+        info.setdefault("history", self.history)  # every step's info carries the current candidate history
         return observation, float(reward), bool(terminated), bool(truncated), info
 
     def render(self) -> None:
