@@ -32,13 +32,18 @@ def time_limit(seconds):
     def on_alarm(signum, frame):
         raise Timeout()
 
+    import time
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]  # an enclosing limit keeps its deadline
+    start = time.monotonic()
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
 
 
 def parse(item):

@@ -25,7 +25,7 @@ import torch
 
 from .common import Skip, one_line
 from .cost import CostRun, tensor_bytes
-from .loading import seed_all
+from .loading import Timeout, seed_all, time_limit
 from .running import as_outputs
 
 # Names of constants tier B leaves alone: counts and windows a trace keeps as numbers (a group
@@ -36,6 +36,10 @@ SMALLEST = 8              # a scaled constant goes no lower (kernel sizes, strid
 DIVISORS = (4096, 1024, 256, 64, 16, 4, 2)
 CPU_BYTES = 256 << 20     # arguments and outputs of a size the CPU runs the checks at
 CPU_FLOPS = 2e9           # flops of one forward at a size the CPU runs the checks at
+# A forward on the meta device past this is given up (recurrent layers at long sequences: their
+# meta kernels step in Python, minutes per forward); its output shapes then follow from S1 and S2.
+META_FORWARD_S = 15.0
+SLOW_META = f"the meta device's forward took more than {META_FORWARD_S:g} s"
 # Past these, a module no smaller size of which builds is not run on the CPU at all (too_large).
 CPU_MAX_BYTES = 2 << 30
 CPU_MAX_FLOPS = 100e9
@@ -78,6 +82,7 @@ class Probe:
 @dataclasses.dataclass
 class SizePlan:
     real: Probe
+    constants: dict = None  # the module's own values of the scaled constants
     small: Probe = None   # S1: the checks and the trace run here (None: at the real size)
     second: Probe = None  # S2: the trace is verified here too (None: no second size found)
     tier: str = ""
@@ -112,10 +117,12 @@ def probe(module, seed, values):
             p.error = "the module makes tensors on a device of its own"
             return p
         try:
-            with torch.device("meta"), torch.no_grad(), CostRun() as c:
+            with time_limit(META_FORWARD_S), torch.device("meta"), torch.no_grad(), CostRun() as c:
                 outs = as_outputs(model(*p.inputs))
             p.outputs = [(tuple(t.shape), t.dtype) for t in outs]
             p.flops, p.uncounted = c.flops, tuple(sorted(c.recorder.uncounted))
+        except Timeout:
+            p.forward_error = SLOW_META
         except Skip as s:
             p.forward_error = s.detail
         except Exception as e:  # noqa: BLE001  (ops without a meta kernel, .item())
@@ -242,7 +249,7 @@ def plans(module, tree, seed):
         if names and (tier != "B" or names != tier_a):
             for s1, s2 in small_sizes(module, seed, real, names, same_state, floor, affordable):
                 found = True
-                yield SizePlan(real=real, small=s1, second=s2, tier=tier)
+                yield SizePlan(real=real, small=s1, second=s2, tier=tier, constants={k: module.__dict__[k] for k in names})
     if not found or real.cheap():  # (flops unknown: the real size when its bytes are cheap, if no small size holds)
         yield SizePlan(real=real)
 
@@ -271,7 +278,10 @@ def at_real_size(analysis, sized, draw_bound):
     shapes, flops and bytes from the meta run; draws of PyTorch's default init refitted to the real
     fan-in (`draw_bound(model, name, tensor)`, draws.module_bound)."""
     real = sized.real
-    shapes, err = artifact_shapes_on_meta(analysis.artifact, real)
+    if real.forward_error == SLOW_META:  # the artifact's meta run would be as slow
+        shapes, err = inferred_shapes(sized), "not run: " + SLOW_META
+    else:
+        shapes, err = artifact_shapes_on_meta(analysis.artifact, real)
     if real.outputs is not None and shapes is not None and shapes != real.outputs:
         raise Skip("trace_mismatch", f"at the module's size the artifact gives {fmt(shapes)} on the meta device, "
                    f"the module {fmt(real.outputs)}: the trace froze a size")
@@ -306,6 +316,31 @@ def at_real_size(analysis, sized, draw_bound):
         notes.append("default-init draws refitted to the real fan-in: " + ", ".join(refit))
     analysis.notes = notes
     return analysis
+
+
+def inferred_shapes(sized):
+    """The output shapes at the real size from S1's and S2's (None when they do not tell): an extent
+    the same at both stays; one that follows a scaled constant (its S1 and S2 values, and no other's)
+    takes its real value."""
+    s1, s2 = sized.small, sized.second
+    if s2 is None or s1.outputs is None or s2.outputs is None or len(s1.outputs) != len(s2.outputs):
+        return None
+    ints = {k: (v, s2.values[k]) for k, v in s1.values.items() if isinstance(v, int)}
+    out = []
+    for (a, dtype), (b, _) in zip(s1.outputs, s2.outputs):
+        if len(a) != len(b):
+            return None
+        shape = []
+        for x, y in zip(a, b):
+            if x == y:
+                shape.append(x)
+                continue
+            hits = [k for k, pair in ints.items() if pair == (x, y)]
+            if len(hits) != 1:
+                return None
+            shape.append(sized.constants[hits[0]])
+        out.append((tuple(shape), dtype))
+    return out
 
 
 def fmt(shapes):
