@@ -48,6 +48,30 @@ CompileSection parse_compile_section(const Json& j, const std::string& path) {
   return c;
 }
 
+Json extension_json(const ExtensionSection& e) {
+  Json steps = Json::array();
+  for (const auto& st : e.steps) steps.push_back({{"what", st.what}, {"tool", st.tool}, {"ms", st.ms}, {"cached", st.cached}});
+  return {{"format", e.format}, {"glue_ms", e.glue_ms}, {"build_ms", e.build_ms}, {"library_cached", e.library_cached}, {"steps", steps}};
+}
+
+ExtensionSection parse_extension_section(const Json& j, const std::string& path) {
+  StrictObject o(j, path);
+  ExtensionSection e;
+  e.format = o.req<std::string>("format");
+  e.glue_ms = o.req<double>("glue_ms");
+  e.build_ms = o.req<double>("build_ms");
+  e.library_cached = o.req<bool>("library_cached");
+  const Json& steps = o.raw("steps");
+  KFORGE_CHECK(steps.is_array(), spec, o.path("steps") << " must be a list");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    StrictObject so(steps[i], o.path("steps") + "[" + std::to_string(i) + "]");
+    e.steps.push_back({so.req<std::string>("what"), so.req<std::string>("tool"), so.req<double>("ms"), so.req<bool>("cached")});
+    so.done();
+  }
+  o.done();
+  return e;
+}
+
 Json plan_json(const PlanSection& p) { return {{"launches", p.launches}, {"workspace_bytes", p.workspace_bytes}}; }
 
 AnticheatSection parse_anticheat_section(const Json& j, const std::string& path) {
@@ -103,6 +127,7 @@ Json to_json(const EvalReport& r) {
   Json j = {{"schema", kSchema},
             {"task", r.task},
             {"candidate", r.candidate},
+            {"kind", r.kind},
             {"verdict", verdict_name(r.verdict)},
             {"error", r.error ? Json{{"kind", r.error->kind}, {"message", r.error->message}} : Json(nullptr)},
             {"compile", r.compile ? compile_json(*r.compile) : Json(nullptr)},
@@ -112,6 +137,7 @@ Json to_json(const EvalReport& r) {
             {"timing", section(r.timing)},
             {"anticheat", section(r.anticheat)}};
   if (r.device) j["device"] = to_json(*r.device);
+  if (r.extension) j["extension"] = extension_json(*r.extension);
   if (r.profile) j["profile"] = to_json(*r.profile);
   if (r.phases) j["phases"] = measured_map_json(*r.phases);
   if (r.cold_start) j["cold_start"] = *r.cold_start;
@@ -127,6 +153,8 @@ EvalReport parse_eval_report(const Json& j) {
   EvalReport r;
   r.task = o.req<std::string>("task");
   r.candidate = o.req<std::string>("candidate");
+  if (auto k = o.opt<std::string>("kind")) r.kind = *k;  // reports before the extension kind have none
+  KFORGE_CHECK(r.kind == "kernel" || r.kind == "extension", spec, "report.kind is '" << r.kind << "', not kernel or extension");
   r.verdict = parse_verdict(o.req<std::string>("verdict"));
   if (auto e = o.opt<Json>("error")) {
     StrictObject eo(*e, o.path("error"));
@@ -135,6 +163,7 @@ EvalReport parse_eval_report(const Json& j) {
   }
   if (auto d = o.opt<Json>("device")) r.device = parse_gpu_device(*d, o.path("device"));
   if (auto c = o.opt<Json>("compile")) r.compile = parse_compile_section(*c, o.path("compile"));
+  if (auto e = o.opt<Json>("extension")) r.extension = parse_extension_section(*e, o.path("extension"));
   if (auto p = o.opt<Json>("plan")) {
     StrictObject po(*p, o.path("plan"));
     r.plan = PlanSection{po.req<int64_t>("launches"), po.req<int64_t>("workspace_bytes")};
@@ -157,7 +186,7 @@ EvalReport parse_eval_report(const Json& j) {
 std::string format_report(const EvalReport& r) {
   std::ostringstream os;
   os << std::fixed;
-  os << "task " << r.task << ", candidate " << r.candidate << "\n";
+  os << "task " << r.task << ", candidate " << r.candidate << (r.kind == "extension" ? " (extension)" : "") << "\n";
   if (r.device) os << "device: " << r.device->name << " (" << r.device->arch << ")\n";
   if (r.compile) {
     const CompileSection& c = *r.compile;
@@ -170,6 +199,14 @@ std::string format_report(const EvalReport& r) {
            << k.static_shared_bytes << " B, local " << k.local_bytes << " B, spills " << k.spill_store_bytes << "/" << k.spill_load_bytes
            << " B\n";
     if (!c.log.empty() && !c.ok) os << c.log << (c.log.back() == '\n' ? "" : "\n");
+  }
+  if (r.extension) {
+    const ExtensionSection& e = *r.extension;
+    os << "extension (" << e.format << "): model_new.py read in " << std::setprecision(1) << e.glue_ms << " ms, built in " << e.build_ms
+       << " ms" << (e.library_cached ? " (library cached)" : "") << "\n";
+    for (const auto& st : e.steps)
+      os << "  " << std::left << std::setw(32) << st.what << std::right << " " << st.tool << " " << st.ms << " ms"
+         << (st.cached ? " (cached)" : "") << "\n";
   }
   if (r.load)
     for (const auto& k : r.load->kernels) os << "  loaded " << k.name << ": max threads per block " << k.max_threads_per_block << "\n";

@@ -10,6 +10,7 @@
 
 #include "anticheat/dynamic_checks.h"
 #include "env/compile/compile_request.h"
+#include "env/extension/extension_build.h"
 #include "env/judge/gpu_reply.h"
 
 namespace kforge {
@@ -36,6 +37,15 @@ struct CompileSection {
   std::optional<CompileResult> result;
 };
 
+// The extension kind's front stages (env/extension/extension_candidate.h): model_new.py read by
+// model_glue.py, and the library's build with where its time went.
+struct ExtensionSection {
+  std::string format;  // cuda_agent | load_inline | cpp_extension_load
+  double glue_ms = 0, build_ms = 0;
+  bool library_cached = false;
+  std::vector<BuildStep> steps;
+};
+
 struct PlanSection {
   int64_t launches = 0;
   int64_t workspace_bytes = 0;
@@ -49,11 +59,13 @@ struct AnticheatSection {
 
 struct EvalReport {
   std::string task, candidate;
+  std::string kind = "kernel";  // the candidate's kind: kernel | extension
   Verdict verdict = Verdict::error;
   std::optional<ReportError> error;
   std::optional<GpuDevice> device;  // evaluate() only
   std::optional<CompileSection> compile;
-  std::optional<PlanSection> plan;
+  std::optional<ExtensionSection> extension;  // the extension kind only
+  std::optional<PlanSection> plan;            // the extension kind: `launches` counts the plan's calls
   std::optional<LoadSection> load;
   std::optional<VerifySection> verify;
   std::optional<TimingSection> timing;

@@ -6,6 +6,7 @@
 #include "configs/checked_file.h"
 #include "configs/error.h"
 #include "env/compile/compile_request.h"
+#include "env/extension/extension_candidate.h"
 #include "env/judge/gpu_request.h"
 #include "env/launch/kernel_signature.h"
 #include "env/launch/launch_plan.h"
@@ -91,6 +92,22 @@ CheckOutcome static_check(const StaticReport& st) {
 
 }  // namespace
 
+const char* candidate_kind_name(CandidateKind k) { return k == CandidateKind::extension ? "extension" : "kernel"; }
+
+CandidateKind parse_candidate_kind(const std::string& name) {
+  if (name == "kernel") return CandidateKind::kernel;
+  if (name == "extension") return CandidateKind::extension;
+  KFORGE_FAIL(usage, "'" << name << "' is not a candidate kind (kernel or extension)");
+}
+
+Candidate Candidate::load_extension(const std::string& path) {
+  Candidate c;
+  c.kind = CandidateKind::extension;
+  c.dir = path;
+  c.files = read_extension_files(path);
+  return c;
+}
+
 Candidate Candidate::load(const std::string& dir) {
   KFORGE_CHECK(fs::is_directory(dir), io, dir << ": no such candidate directory");
   Candidate c;
@@ -175,11 +192,50 @@ EvalReport Evaluator::front_stages(const TaskSpec& task, const Candidate& cand, 
   return report;
 }
 
+ExtensionBuilder& Evaluator::extension_builder() {
+  if (!extension_builder_) {
+    ExtensionToolchain tc = ExtensionToolchain::from_build();
+    if (!config_.worker.arch.empty()) tc.arch = config_.worker.arch;
+    extension_builder_ = std::make_unique<ExtensionBuilder>(tc, default_extension_cache_dir());
+  }
+  return *extension_builder_;
+}
+
+EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& cand, std::optional<GpuExtension>& gpu) {
+  EvalReport report;
+  report.task = task.id;
+  report.candidate = cand.dir;
+  report.kind = "extension";
+  report.verdict = Verdict::error;
+  auto t0 = Clock::now();
+  ExtensionFront f = prepare_extension(cand.files, extension_builder());
+  const std::string arch = extension_builder().toolchain().arch;
+  report.compile = CompileSection{f.ok, f.ok ? f.build.log : f.message, arch, ms_since(t0), std::nullopt};
+  if (!f.plan_json.is_null() || f.build.total_ms > 0)
+    report.extension = ExtensionSection{f.plan.format, f.glue_ms, f.build.total_ms, f.build.library_cached, f.build.steps};
+  if (!f.ok) {
+    report.error = ReportError{f.error_kind == "timeout" ? worker_error::timeout : worker_error::compile_error, f.message};
+    return report;
+  }
+  report.plan = PlanSection{static_cast<int64_t>(f.plan.calls.size()), 0};
+  gpu = GpuExtension{std::move(f.library), f.build.hash, std::move(f.plan_json)};
+  return report;
+}
+
 EvalReport Evaluator::check(const TaskSpec& task, const Candidate& cand) {
-  std::optional<GpuInputs> gpu;
-  std::string arch = config_.worker.arch.empty() ? "sm_90a" : config_.worker.arch;
-  EvalReport report = front_stages(task, cand, arch, gpu);
-  if (gpu) report.verdict = Verdict::checked;
+  EvalReport report;
+  bool front_ok = false;
+  if (cand.kind == CandidateKind::extension) {
+    std::optional<GpuExtension> gpu;
+    report = extension_stages(task, cand, gpu);
+    front_ok = gpu.has_value();
+  } else {
+    std::optional<GpuInputs> gpu;
+    std::string arch = config_.worker.arch.empty() ? "sm_90a" : config_.worker.arch;
+    report = front_stages(task, cand, arch, gpu);
+    front_ok = gpu.has_value();
+  }
+  if (front_ok) report.verdict = Verdict::checked;
   return report;
 }
 
@@ -230,25 +286,34 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
     return report;
   }
   std::string arch = !config_.worker.arch.empty() ? config_.worker.arch : device ? device->arch : std::string("sm_90a");
-  std::optional<GpuInputs> gpu;
-  EvalReport report = front_stages(task, cand, arch, gpu);
+  GpuEvalRequest req;
+  EvalReport report;
+  if (cand.kind == CandidateKind::extension) {
+    std::optional<GpuExtension> ext;
+    report = extension_stages(task, cand, ext);
+    if (ext) req.extension = std::move(ext);
+  } else {
+    std::optional<GpuInputs> gpu;
+    report = front_stages(task, cand, arch, gpu);
+    if (gpu) {
+      req.cubin = std::move(gpu->cubin);
+      req.cubin_hash = gpu->cubin_hash + "/" + arch;
+      req.plan = std::move(gpu->plan);
+      req.kernel_names = report.compile->result->kernels;
+    }
+  }
   report.device = device;
-  if (!gpu) {
+  if (!report.compiled()) {
     report.wall_ms = ms_since(t0);
     return report;
   }
-  GpuEvalRequest req;
   req.task_yaml = task_to_yaml(task);
-  req.cubin = std::move(gpu->cubin);
-  req.cubin_hash = gpu->cubin_hash + "/" + arch;
-  req.plan = std::move(gpu->plan);
   req.max_workspace_bytes = config_.worker.max_workspace_bytes;
   req.verify = {opt.trials, opt.salt, config_.verify.report_mismatches, opt.probe_words};
   if (opt.time) req.time = config_.timing;
   req.profile = opt.profile;
   req.counters = opt.counters;
   req.counter_metrics = opt.counter_metrics;
-  req.kernel_names = report.compile->result->kernels;
   req.anticheat = anticheat_.dynamic;
   WorkerReply r = gpu_->call(to_json(req), config_.worker.request_timeout_s);
   add_gpu_stages(report, r, config_.worker.request_timeout_s);

@@ -4,6 +4,7 @@
 // (launch.yaml resolved against the task and the kernels' signatures), then load, verify and time
 // in a GPU worker. The report is an EvalReport (eval_report.h; its JSON schema is
 // env/evaluator/EVAL_REPORT.md).
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,15 +14,26 @@
 #include "configs/eval_config.h"
 #include "data_synth/task/task_spec.h"
 #include "env/evaluator/eval_report.h"
+#include "env/extension/extension_build.h"
+#include "env/judge/gpu_request.h"
 #include "env/launch/plan_wire.h"
 #include "env/process/worker_client.h"
 
 namespace kforge {
 
+// The two kinds of candidate (../shared/DESIGN.md, Candidates): device kernels and a launch plan,
+// or a PyTorch extension (env/extension/EXTENSION_FORMAT.md).
+enum class CandidateKind { kernel, extension };
+const char* candidate_kind_name(CandidateKind k);
+// Throws a usage error for a name that is not a kind.
+CandidateKind parse_candidate_kind(const std::string& name);
+
 struct Candidate {
+  CandidateKind kind = CandidateKind::kernel;
   std::string dir;
-  std::string source;     // kernel.cu
-  std::string plan_text;  // launch.yaml
+  std::string source;                        // kernel.cu
+  std::string plan_text;                     // launch.yaml
+  std::map<std::string, std::string> files;  // the extension kind's, by path inside the candidate
   // The most either file may hold when read from a directory: four times the episode workspace's
   // default max_file_bytes (env/episode/env_config.h), so that a kernel an episode accepts is
   // accepted here too, while a 10 MB one is refused before it is read.
@@ -29,6 +41,9 @@ struct Candidate {
   // Throws an io error naming the file: missing, a symbolic link, not a regular file (a FIFO), or
   // larger than kMaxFileBytes (configs/checked_file.h).
   static Candidate load(const std::string& dir);
+  // The extension kind: a CUDA Agent workdir (a directory) or a model_new.py (a file);
+  // read_extension_files (extension_candidate.h) says what is read and refused.
+  static Candidate load_extension(const std::string& path);
 };
 
 struct EvalOptions {
@@ -74,11 +89,16 @@ class Evaluator {
   };
   // The static scan, compile and plan stages. The report's verdict is final unless `gpu` is set.
   EvalReport front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, std::optional<GpuInputs>& gpu);
+  // The extension kind's: glue, plan, build (extension_candidate.h). The report's verdict is final
+  // unless `gpu` is set.
+  EvalReport extension_stages(const TaskSpec& task, const Candidate& candidate, std::optional<GpuExtension>& gpu);
+  ExtensionBuilder& extension_builder();
 
   EvalConfig config_;
   AnticheatConfig anticheat_;
   std::unique_ptr<WorkerProcess> compile_;
   std::unique_ptr<WorkerProcess> gpu_;
+  std::unique_ptr<ExtensionBuilder> extension_builder_;  // made on the first extension candidate
 };
 
 }  // namespace kforge

@@ -86,14 +86,7 @@ void check_includes(const ExtensionFile& f) {
   }
 }
 
-// std::filesystem::remove_all, by hand: in a process that has libtorch loaded the call resolves to
-// an entry of libtorch.so's that crashes (seen with torch 2.11.0's wheel).
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
-
-void remove_tree(const fs::path& p) {
-  std::error_code ec;
-  if (fs::exists(p, ec)) nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 std::string tool_version(const std::string& tool) {
   // Identifies the compiler for the caches (a changed compiler is a changed object).
@@ -181,6 +174,11 @@ std::string trimmed_log(const std::string& path) {
 }
 
 }  // namespace
+
+void remove_tree(const std::string& p) {
+  std::error_code ec;
+  if (fs::exists(p, ec)) nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 ExtensionToolchain ExtensionToolchain::from_build() {
   ExtensionToolchain t;
@@ -374,7 +372,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
       return out;
     }
     const std::string tmp_suffix = ".tmp" + std::to_string(getpid());
-    remove_tree(work);
+    remove_tree(work.string());
     for (const auto& f : files) write_file(work / f.path, f.text);
 
     ObjectPlan plan =
@@ -411,7 +409,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
       return out;
     }
     fs::rename(lib.string() + tmp_suffix, lib);
-    remove_tree(work);  // a failed build keeps its folder: the logs
+    remove_tree(work.string());  // a failed build keeps its folder: the logs
     out.ok = true;
     out.library = lib.string();
   } catch (const Error& e) {

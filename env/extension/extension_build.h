@@ -86,4 +86,8 @@ ExtensionBuildRequest load_inline_request(const std::string& name, const std::st
 // -D of reserved names, plugins, output files, linker flags) is a spec error naming the flag.
 std::vector<std::string> extension_flags(const std::vector<std::string>& flags, const std::string& what);
 
+// std::filesystem::remove_all, by hand: in a process that has libtorch loaded the call resolves to
+// an entry of libtorch.so's that crashes (seen with torch 2.11.0's wheel).
+void remove_tree(const std::string& path);
+
 }  // namespace kforge

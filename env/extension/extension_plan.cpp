@@ -15,15 +15,15 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-PlanArg parse_arg(const Json& j, const std::string& path) {
+ExtensionArg parse_arg(const Json& j, const std::string& path) {
   StrictObject o(j, path);
-  PlanArg a;
+  ExtensionArg a;
   int kinds = 0;
-  auto take = [&](const char* key, PlanArg::Kind k) {
+  auto take = [&](const char* key, ExtensionArg::Kind k) {
     if (!o.has(key)) return;
     ++kinds;
     a.kind = k;
-    if (k == PlanArg::Kind::literal) {
+    if (k == ExtensionArg::Kind::literal) {
       a.literal = o.raw(key);
       KFORGE_CHECK(a.literal.is_number() || a.literal.is_boolean() || a.literal.is_null(), spec,
                    o.path(key) << " must be a number, a bool or null");
@@ -31,23 +31,23 @@ PlanArg parse_arg(const Json& j, const std::string& path) {
       a.name = o.req<std::string>(key);
     }
   };
-  take("input", PlanArg::Kind::input);
-  take("init_arg", PlanArg::Kind::init_arg);
-  take("parameter", PlanArg::Kind::parameter);
-  take("literal", PlanArg::Kind::literal);
-  take("value", PlanArg::Kind::value);
+  take("input", ExtensionArg::Kind::input);
+  take("init_arg", ExtensionArg::Kind::init_arg);
+  take("parameter", ExtensionArg::Kind::parameter);
+  take("literal", ExtensionArg::Kind::literal);
+  take("value", ExtensionArg::Kind::value);
   KFORGE_CHECK(kinds == 1, spec, path << " must have exactly one of input, init_arg, parameter, literal, value");
   a.index = o.opt<int64_t>("index");
-  KFORGE_CHECK(!a.index || a.kind == PlanArg::Kind::init_arg || a.kind == PlanArg::Kind::value, spec,
+  KFORGE_CHECK(!a.index || a.kind == ExtensionArg::Kind::init_arg || a.kind == ExtensionArg::Kind::value, spec,
                path << ".index applies to init_arg and value only");
   a.contiguous = o.opt<bool>("contiguous").value_or(false);
   o.done();
   return a;
 }
 
-PlanCall parse_call(const Json& j, const std::string& path, const std::set<std::string>& made) {
+ExtensionCall parse_call(const Json& j, const std::string& path, const std::set<std::string>& made) {
   StrictObject o(j, path);
-  PlanCall c;
+  ExtensionCall c;
   c.fn = o.req<std::string>("fn");
   const Json& args = o.raw("args");
   KFORGE_CHECK(args.is_array(), spec, o.path("args") << " must be a list");
@@ -59,8 +59,9 @@ PlanCall parse_call(const Json& j, const std::string& path, const std::set<std::
   c.result = o.req<std::string>("result");
   c.line = o.req<int64_t>("line");
   o.done();
-  auto check_made = [&](const PlanArg& a) {
-    KFORGE_CHECK(a.kind != PlanArg::Kind::value || made.count(a.name), spec, path << " reads '" << a.name << "' before a call made it");
+  auto check_made = [&](const ExtensionArg& a) {
+    KFORGE_CHECK(a.kind != ExtensionArg::Kind::value || made.count(a.name), spec,
+                 path << " reads '" << a.name << "' before a call made it");
   };
   for (const auto& a : c.args) check_made(a);
   for (const auto& [k, a] : c.kwargs) check_made(a);
@@ -71,8 +72,8 @@ PlanCall parse_call(const Json& j, const std::string& path, const std::set<std::
 
 std::vector<std::string> ExtensionPlan::parameters() const {
   std::vector<std::string> out;
-  auto add = [&](const PlanArg& a) {
-    if (a.kind == PlanArg::Kind::parameter && std::find(out.begin(), out.end(), a.name) == out.end()) out.push_back(a.name);
+  auto add = [&](const ExtensionArg& a) {
+    if (a.kind == ExtensionArg::Kind::parameter && std::find(out.begin(), out.end(), a.name) == out.end()) out.push_back(a.name);
   };
   for (const auto& c : calls) {
     for (const auto& a : c.args) add(a);
@@ -97,7 +98,7 @@ ExtensionPlan parse_extension_plan(const Json& j) {
   KFORGE_CHECK(init.is_array(), spec, "plan.init_args must be a list");
   for (size_t i = 0; i < init.size(); ++i) {
     StrictObject a(init[i], "plan.init_args[" + std::to_string(i) + "]");
-    PlanInitArg ia{a.req<std::string>("name"), std::nullopt};
+    ExtensionInitArg ia{a.req<std::string>("name"), std::nullopt};
     if (a.has("default")) ia.dflt = a.raw("default");
     a.done();
     p.init_args.push_back(ia);
@@ -122,10 +123,10 @@ ExtensionPlan parse_extension_plan(const Json& j) {
   for (size_t i = 0; i < ret.size(); ++i) {
     const std::string path = "plan.returns[" + std::to_string(i) + "]";
     p.returns.push_back(parse_arg(ret[i], path));
-    const PlanArg& r = p.returns.back();
-    KFORGE_CHECK(r.kind == PlanArg::Kind::input || r.kind == PlanArg::Kind::parameter || r.kind == PlanArg::Kind::value, spec,
-                 path << " must be a tensor: an input, a parameter or a call's value");
-    KFORGE_CHECK(r.kind != PlanArg::Kind::value || made.count(r.name), spec, path << " reads '" << r.name << "', which no call made");
+    const ExtensionArg& r = p.returns.back();
+    KFORGE_CHECK(r.kind == ExtensionArg::Kind::input || r.kind == ExtensionArg::Kind::parameter || r.kind == ExtensionArg::Kind::value,
+                 spec, path << " must be a tensor: an input, a parameter or a call's value");
+    KFORGE_CHECK(r.kind != ExtensionArg::Kind::value || made.count(r.name), spec, path << " reads '" << r.name << "', which no call made");
   }
   o.done();
   return p;

@@ -16,7 +16,7 @@
 namespace kforge {
 
 // An argument or a returned value (EXTENSION_PLAN.md, "ARG").
-struct PlanArg {
+struct ExtensionArg {
   enum class Kind { input, init_arg, parameter, literal, value };
   Kind kind = Kind::input;
   std::string name;              // input, init_arg, parameter or value name
@@ -25,15 +25,15 @@ struct PlanArg {
   bool contiguous = false;
 };
 
-struct PlanCall {
+struct ExtensionCall {
   std::string fn;
-  std::vector<PlanArg> args;
-  std::vector<std::pair<std::string, PlanArg>> kwargs;
+  std::vector<ExtensionArg> args;
+  std::vector<std::pair<std::string, ExtensionArg>> kwargs;
   std::string result;
   int64_t line = 0;
 };
 
-struct PlanInitArg {
+struct ExtensionInitArg {
   std::string name;
   std::optional<nlohmann::json> dflt;
 };
@@ -42,10 +42,10 @@ struct ExtensionPlan {
   std::string format;  // cuda_agent | load_inline | cpp_extension_load
   std::string module;  // the name model_new.py gives the extension
   nlohmann::json sources = nlohmann::json::object();
-  std::vector<PlanInitArg> init_args;
+  std::vector<ExtensionInitArg> init_args;
   std::vector<std::string> forward_args;
-  std::vector<PlanCall> calls;
-  std::vector<PlanArg> returns;
+  std::vector<ExtensionCall> calls;
+  std::vector<ExtensionArg> returns;
   // Every parameter (state_dict) name the plan reads, in first-use order.
   std::vector<std::string> parameters() const;
 };

@@ -15,7 +15,7 @@ const kforge_ext::Function* find_function(const std::vector<kforge_ext::Function
   return nullptr;
 }
 
-std::string where(const PlanCall& c) { return "model_new.py:" + std::to_string(c.line) + ": " + c.fn; }
+std::string where(const ExtensionCall& c) { return "model_new.py:" + std::to_string(c.line) + ": " + c.fn; }
 
 kforge_ext::Value literal_value(const nlohmann::json& v) {
   if (v.is_null()) return std::monostate{};
@@ -40,30 +40,30 @@ struct Frame {
   const PlanBindings& b;
   std::map<std::string, std::vector<at::Tensor>> values;
 
-  kforge_ext::Value resolve(const PlanArg& a, const std::string& who) const {
+  kforge_ext::Value resolve(const ExtensionArg& a, const std::string& who) const {
     kforge_ext::Value v;
     switch (a.kind) {
-      case PlanArg::Kind::input: {
+      case ExtensionArg::Kind::input: {
         size_t i = 0;
         while (i < plan.forward_args.size() && plan.forward_args[i] != a.name) ++i;
         KFORGE_CHECK(i < plan.forward_args.size() && i < b.inputs.size(), spec, who << ": '" << a.name << "' is not an input of forward");
         v = b.inputs[i];
         break;
       }
-      case PlanArg::Kind::init_arg:
+      case ExtensionArg::Kind::init_arg:
         v = init_value(plan, b, a.name, who);
         // A scalar stands for every element of a tuple-valued constructor argument (torch's _pair).
         break;
-      case PlanArg::Kind::parameter: {
+      case ExtensionArg::Kind::parameter: {
         auto it = b.parameters.find(a.name);
         KFORGE_CHECK(it != b.parameters.end(), spec, who << ": the task has no parameter '" << a.name << "'");
         v = it->second;
         break;
       }
-      case PlanArg::Kind::literal:
+      case ExtensionArg::Kind::literal:
         v = literal_value(a.literal);
         break;
-      case PlanArg::Kind::value: {
+      case ExtensionArg::Kind::value: {
         const std::vector<at::Tensor>& t = values.at(a.name);
         if (a.index) {
           KFORGE_CHECK(*a.index >= 0 && static_cast<size_t>(*a.index) < t.size(), spec,
@@ -116,7 +116,7 @@ std::vector<at::Tensor> run_plan(const ExtensionPlan& plan, const std::vector<kf
   }
   std::vector<at::Tensor> out;
   for (const auto& r : plan.returns) {
-    if (r.kind == PlanArg::Kind::value && !r.index) {
+    if (r.kind == ExtensionArg::Kind::value && !r.index) {
       for (auto t : f.values.at(r.name)) out.push_back(r.contiguous ? t.contiguous() : t);
       continue;
     }

@@ -58,9 +58,9 @@ struct CallBench::Log {
   }
 };
 
-CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<std::string, CUfunction>& funcs, const BenchDevice& device,
-                     const DynamicCheckConfig& config, uint64_t salt, CallIds& ids)
-    : task_(task), plan_(plan), funcs_(funcs), device_(device), config_(config), salt_(salt), ids_(ids), log_(std::make_unique<Log>()) {
+CallBench::CallBench(const TaskSpec& task, CandidateProgram& program, const BenchDevice& device, const DynamicCheckConfig& config,
+                     uint64_t salt, CallIds& ids)
+    : task_(task), program_(program), device_(device), config_(config), salt_(salt), ids_(ids), log_(std::make_unique<Log>()) {
   const int64_t guard = config_.guard_bytes;
   struct Buf {
     at::ScalarType type;
@@ -73,7 +73,8 @@ CallBench::CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<
         {to_scalar_type(a.decl.meta.dtype), a.decl.meta.shape, numel(a.decl.meta.shape) * int64_t(dtype_size(a.decl.meta.dtype))});
   for (const auto& o : task_.outputs)
     bufs.push_back({to_scalar_type(o.meta.dtype), o.meta.shape, numel(o.meta.shape) * int64_t(dtype_size(o.meta.dtype))});
-  for (const auto& w : plan_.workspace) bufs.push_back({to_scalar_type(w.dtype), {w.elements}, w.elements * int64_t(dtype_size(w.dtype))});
+  for (const auto& w : program_.workspace())
+    bufs.push_back({to_scalar_type(w.dtype), {w.elements}, w.elements * int64_t(dtype_size(w.dtype))});
   int64_t total = guard;
   for (const auto& b : bufs) total += round_up(b.bytes) + guard;
   const size_t na = task_.arguments.size(), no = task_.outputs.size();
@@ -211,7 +212,10 @@ void CallBench::prepare(const CallSpec& in) {
   mark(4);
 }
 
-void CallBench::run_candidate() { launch_plan(plan_, funcs_, slots_[current_]->buffers, device_.stream); }
+void CallBench::run_candidate() {
+  const Slot& s = *slots_[current_];
+  program_.run({s.buffers, s.args, s.outputs}, device_.stream);
+}
 
 void CallBench::after_candidate() {
   Slot& s = *slots_[current_];
@@ -239,6 +243,7 @@ void CallBench::after_candidate() {
   for (size_t i = 0; i < na; ++i)
     if (ref_args_[i].numel() > 0)
       KFORGE_CUDA(cudaMemcpyAsync(ref_args_[i].data_ptr(), s.args[i].data_ptr(), bytes_of(s.args[i]), cudaMemcpyDeviceToDevice, st));
+  program_.retire(st);
   mark(7);
 }
 

@@ -34,9 +34,9 @@
 #include "data_synth/reference/draw_family.h"
 #include "data_synth/task/task_spec.h"
 #include "env/cuda/cuda_events.h"
+#include "env/judge/candidate_program.h"
 #include "env/judge/check_kernel.h"
 #include "env/judge/draw_kernel.h"
-#include "env/judge/plan_launcher.h"
 
 namespace kforge {
 
@@ -85,16 +85,16 @@ struct BenchDevice {
 
 class CallBench {
  public:
-  CallBench(const TaskSpec& task, const WirePlan& plan, const std::map<std::string, CUfunction>& funcs, const BenchDevice& device,
-            const DynamicCheckConfig& config, uint64_t salt, CallIds& ids);
+  CallBench(const TaskSpec& task, CandidateProgram& program, const BenchDevice& device, const DynamicCheckConfig& config, uint64_t salt,
+            CallIds& ids);
   ~CallBench();
   CallBench(const CallBench&) = delete;
   CallBench& operator=(const CallBench&) = delete;
 
   // One call, in this order (each enqueues on the harness stream):
   void prepare(const CallSpec& spec);          // draw into a buffer set, poison, workspace, guards, fingerprints
-  void run_candidate();                        // the plan's launches on that buffer set
-  void after_candidate();                      // fingerprints again; the inputs copied for the reference
+  void run_candidate();                        // the candidate's call (candidate_program.h) on that buffer set
+  void after_candidate();                      // fingerprints again; the inputs copied for the reference; the call retired
   std::vector<at::Tensor> run_reference();     // on the harness-owned inputs
   void compare(std::vector<at::Tensor>& ref);  // outputs against `ref`; the call's words to the host
 
@@ -124,8 +124,7 @@ class CallBench {
   void mark(int boundary);  // a stage boundary of the current call (stage timing on)
 
   const TaskSpec& task_;
-  const WirePlan& plan_;
-  const std::map<std::string, CUfunction>& funcs_;
+  CandidateProgram& program_;
   BenchDevice device_;
   DynamicCheckConfig config_;
   uint64_t salt_;

@@ -11,6 +11,7 @@
 #include "env/cuda/cuda_check.h"
 #include "env/cuda/cuda_driver.h"
 #include "env/judge/candidate_error.h"
+#include "env/judge/extension_program.h"
 #include "env/judge/kernel_counters.h"
 #include "env/process/clock.h"
 
@@ -64,6 +65,33 @@ void Judgement::add_check(const std::string& name, bool passed, const std::strin
 
 void Judgement::load() {
   auto t_load = std::chrono::steady_clock::now();
+  if (req_.extension)
+    load_extension();
+  else
+    load_module();
+  bench_ = std::make_unique<CallBench>(task_, *program_, s_.bench_device(), req_.anticheat, req_.verify.salt, s_.ids);
+  bench_->set_probe_words(req_.verify.probe_words);
+  phases_["load_ms"] = ms_since(t_load);
+}
+
+void Judgement::load_extension() {
+  const GpuExtension& x = *req_.extension;
+  ExtensionPlan plan;
+  try {
+    plan = parse_extension_plan(x.plan);
+  } catch (const Error& e) {
+    throw CandidateError(worker_error::launch_error, e.what(), false);
+  }
+  auto it = s_.extensions.find(x.library_hash);
+  const bool cached = it != s_.extensions.end();
+  if (!cached) it = s_.extensions.emplace(x.library_hash, load_extension_library(x.library)).first;
+  Json functions = Json::array();
+  for (const auto& f : *it->second.functions) functions.push_back(f.name);
+  reply_["load"] = {{"kernels", Json::array()}, {"module_cached", cached}, {"extension_functions", functions}};
+  program_ = std::make_unique<ExtensionProgram>(task_, it->second, std::move(plan));
+}
+
+void Judgement::load_module() {
   check_plan(req_.plan, task_, req_.max_workspace_bytes);
   plan_ = req_.plan;
   CUmodule mod = nullptr;
@@ -120,9 +148,7 @@ void Judgement::load() {
       cuda_check(r, l.where + ": raising the shared memory limit of " + l.kernel, CudaBlame::candidate_launch);
     }
   }
-  bench_ = std::make_unique<CallBench>(task_, plan_, funcs_, s_.bench_device(), req_.anticheat, req_.verify.salt, s_.ids);
-  bench_->set_probe_words(req_.verify.probe_words);
-  phases_["load_ms"] = ms_since(t_load);
+  program_ = std::make_unique<PlanProgram>(plan_, funcs_);
 }
 
 Json Judgement::kernel_json(const KernelRecord& k, CUfunction f) {
@@ -163,7 +189,7 @@ void Judgement::profile() {
     std::vector<KernelRecord> recs = window.finish();
     uint64_t first = 0, last = 0, busy = 0;
     for (const auto& k : recs) {
-      if (!module_kernels_.count(k.name)) continue;
+      if (!req_.extension && !module_kernels_.count(k.name)) continue;  // an extension's call is all that ran in the window
       prof["kernels"].push_back(kernel_json(k, funcs_.count(k.name) ? funcs_[k.name] : nullptr));
       first = first ? std::min(first, k.start_ns) : k.start_ns;
       last = std::max(last, k.end_ns);

@@ -1,6 +1,7 @@
 #pragma once
 // One evaluate request inside the GPU worker, as a table of stages (GpuWorker::evaluate):
-//   load()     the module, its kernels' attributes, launch limits checked before anything runs
+//   load()     the candidate: the kernel kind's module, its kernels' attributes and launch limits
+//              checked before anything runs; or the extension kind's library and plan
 //   verify()   plain, state and robustness calls, each read back and judged on its own
 //   time()     candidate and reference interleaved, every timed call checked like a verified one
 //   profile()  one more call under CUPTI (activity, then hardware counters when asked)
@@ -15,6 +16,7 @@
 #include <cuda.h>
 
 #include "env/judge/call_bench.h"
+#include "env/judge/candidate_program.h"
 #include "env/judge/gpu_request.h"
 #include "env/judge/gpu_worker_state.h"
 #include "env/judge/kernel_activity.h"
@@ -64,6 +66,8 @@ class Judgement {
   void sync_candidate(const char* when);
   void scrub(std::vector<at::Tensor>& ref);
   void add_check(const std::string& name, bool passed, const std::string& message, Json evidence);
+  void load_module();     // the kernel kind
+  void load_extension();  // the extension kind
   Json kernel_json(const KernelRecord& k, CUfunction f);
 
   GpuWorker::State& s_;
@@ -71,7 +75,8 @@ class Judgement {
   const TaskSpec& task_;
   WirePlan plan_;
   std::map<std::string, CUfunction> funcs_;
-  std::set<std::string> module_kernels_;
+  std::set<std::string> module_kernels_;  // the kernel kind's (the extension kind's are every kernel its call launches)
+  std::unique_ptr<CandidateProgram> program_;
   std::unique_ptr<CallBench> bench_;
   std::vector<VariantCondition> usable_;  // well-conditioned members of the draw family other than plain, with their seeds
   std::vector<CallSpec> timed_block_;     // what is left of the current block of timed members

@@ -278,13 +278,18 @@ std::optional<GpuDevice> hello_device(const Json& hello) {
   return parse_gpu_device(hello["device"], "hello.device");
 }
 
-Json to_json(const LoadSection& s) { return {{"kernels", list_json(s.kernels)}, {"module_cached", s.module_cached}}; }
+Json to_json(const LoadSection& s) {
+  Json j = {{"kernels", list_json(s.kernels)}, {"module_cached", s.module_cached}};
+  if (s.extension_functions) j["extension_functions"] = *s.extension_functions;
+  return j;
+}
 
 LoadSection parse_load_section(const Json& j, const std::string& path) {
   StrictObject o(j, path);
   LoadSection s;
   s.kernels = parse_list<LoadedKernel>(o.raw("kernels"), o.path("kernels"), parse_loaded_kernel);
   s.module_cached = o.req<bool>("module_cached");
+  if (o.has("extension_functions")) s.extension_functions = o.req<std::vector<std::string>>("extension_functions");
   o.done();
   return s;
 }

@@ -42,8 +42,9 @@ struct LoadedKernel {
   int registers = 0, static_shared_bytes = 0, local_bytes = 0, const_bytes = 0, max_threads_per_block = 0;
 };
 struct LoadSection {
-  std::vector<LoadedKernel> kernels;
-  bool module_cached = false;
+  std::vector<LoadedKernel> kernels;                            // the kernel kind's (none for an extension)
+  bool module_cached = false;                                   // the module or the extension library was loaded by an earlier request
+  std::optional<std::vector<std::string>> extension_functions;  // the extension kind: what its library registered
 };
 
 struct MismatchExample {

@@ -63,23 +63,30 @@ DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
 }  // namespace
 
 Json to_json(const GpuEvalRequest& r) {
-  return {{"type", "evaluate"},
-          {"task_yaml", r.task_yaml},
-          {"cubin", Json::binary(r.cubin)},
-          {"cubin_hash", r.cubin_hash},
-          {"plan", to_json(r.plan)},
-          {"max_workspace_bytes", r.max_workspace_bytes},
-          {"verify",
-           {{"trials", r.verify.trials},
-            {"salt", r.verify.salt},
-            {"report_mismatches", r.verify.report_mismatches},
-            {"probe_words", r.verify.probe_words}}},
-          {"time", r.time ? timing_json(*r.time) : Json(nullptr)},
-          {"profile", r.profile},
-          {"counters", r.counters},
-          {"counter_metrics", r.counter_metrics},
-          {"kernel_names", r.kernel_names},
-          {"anticheat", anticheat_json(r.anticheat)}};
+  Json j = {{"type", "evaluate"},
+            {"task_yaml", r.task_yaml},
+            {"kind", r.extension ? "extension" : "kernel"},
+            {"max_workspace_bytes", r.max_workspace_bytes},
+            {"verify",
+             {{"trials", r.verify.trials},
+              {"salt", r.verify.salt},
+              {"report_mismatches", r.verify.report_mismatches},
+              {"probe_words", r.verify.probe_words}}},
+            {"time", r.time ? timing_json(*r.time) : Json(nullptr)},
+            {"profile", r.profile},
+            {"counters", r.counters},
+            {"counter_metrics", r.counter_metrics},
+            {"anticheat", anticheat_json(r.anticheat)}};
+  if (r.extension) {
+    j["extension"] = {
+        {"library", Json::binary(r.extension->library)}, {"library_hash", r.extension->library_hash}, {"plan", r.extension->plan}};
+  } else {
+    j["cubin"] = Json::binary(r.cubin);
+    j["cubin_hash"] = r.cubin_hash;
+    j["plan"] = to_json(r.plan);
+    j["kernel_names"] = r.kernel_names;
+  }
+  return j;
 }
 
 GpuEvalRequest parse_gpu_eval_request(const Json& j) {
@@ -87,11 +94,27 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
   GpuEvalRequest r;
   KFORGE_CHECK(o.req<std::string>("type") == "evaluate", spec, "request.type must be evaluate");
   r.task_yaml = o.req<std::string>("task_yaml");
-  const Json& bin = o.raw("cubin");
-  KFORGE_CHECK(bin.is_binary(), spec, "request.cubin must be binary");
-  r.cubin = bin.get_binary();
-  r.cubin_hash = o.req<std::string>("cubin_hash");
-  r.plan = parse_wire_plan(o.raw("plan"), o.path("plan"));
+  const std::string kind = o.req<std::string>("kind");
+  KFORGE_CHECK(kind == "kernel" || kind == "extension", spec, "request.kind must be kernel or extension, not '" << kind << "'");
+  if (kind == "kernel") {
+    const Json& bin = o.raw("cubin");
+    KFORGE_CHECK(bin.is_binary(), spec, "request.cubin must be binary");
+    r.cubin = bin.get_binary();
+    r.cubin_hash = o.req<std::string>("cubin_hash");
+    r.plan = parse_wire_plan(o.raw("plan"), o.path("plan"));
+    r.kernel_names = o.req<std::vector<std::string>>("kernel_names");
+  } else {
+    StrictObject e(o.raw("extension"), o.path("extension"));
+    GpuExtension x;
+    const Json& lib = e.raw("library");
+    KFORGE_CHECK(lib.is_binary(), spec, "request.extension.library must be binary");
+    x.library = lib.get_binary();
+    x.library_hash = e.req<std::string>("library_hash");
+    x.plan = e.raw("plan");
+    KFORGE_CHECK(x.plan.is_object(), spec, "request.extension.plan must be an object");
+    e.done();
+    r.extension = std::move(x);
+  }
   r.max_workspace_bytes = o.req<int64_t>("max_workspace_bytes");
   {
     StrictObject v(o.raw("verify"), o.path("verify"));
@@ -108,7 +131,6 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
   r.profile = o.req<bool>("profile");
   r.counters = o.req<bool>("counters");
   r.counter_metrics = o.req<std::vector<std::string>>("counter_metrics");
-  r.kernel_names = o.req<std::vector<std::string>>("kernel_names");
   r.anticheat = anticheat_from(o.raw("anticheat"), o.path("anticheat"));
   o.done();
   return r;

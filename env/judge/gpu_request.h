@@ -33,8 +33,19 @@ struct GpuVerifyRequest {
   int probe_words = 0;
 };
 
+// The extension kind's candidate (issue 28): the shared library the extension build made and the
+// plan model_glue.py read from model_new.py (env/extension/EXTENSION_PLAN.md).
+struct GpuExtension {
+  std::vector<uint8_t> library;
+  std::string library_hash;
+  Json plan;
+};
+
 struct GpuEvalRequest {
   std::string task_yaml;
+  // The candidate: the kernel kind's module and launch plan (kind "kernel" on the wire), or an
+  // extension (kind "extension": cubin, cubin_hash, plan and kernel_names are not sent).
+  std::optional<GpuExtension> extension;
   std::vector<uint8_t> cubin;
   std::string cubin_hash;
   WirePlan plan;  // resolve_plan()'s output (plan_wire.h)

@@ -16,6 +16,7 @@
 #include "env/judge/call_bench.h"
 #include "env/judge/check_kernel.h"
 #include "env/judge/draw_kernel.h"
+#include "env/judge/extension_program.h"
 #include "env/judge/gpu_worker.h"
 #include "env/judge/timing.h"
 
@@ -30,10 +31,11 @@ struct GpuWorker::State {
   std::string arch;
   std::unique_ptr<DeviceDrawer> drawer;
   std::unique_ptr<DeviceChecker> checker;
-  CallIds ids;                                       // every draw seed, poison, key and slot choice
-  std::map<std::string, CUmodule> modules;           // by cubin hash
-  std::map<std::string, TaskSpec> tasks;             // by spec text
-  std::map<std::string, TaskConditions> conditions;  // by spec text and margin
+  CallIds ids;                                        // every draw seed, poison, key and slot choice
+  std::map<std::string, CUmodule> modules;            // by cubin hash
+  std::map<std::string, LoadedExtension> extensions;  // by library hash (never unloaded)
+  std::map<std::string, TaskSpec> tasks;              // by spec text
+  std::map<std::string, TaskConditions> conditions;   // by spec text and margin
   int64_t max_optin_smem = 0;
   std::unique_ptr<L2Flush> l2_flush;  // verification calls are flushed as timed ones are
 

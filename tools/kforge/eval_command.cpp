@@ -1,4 +1,5 @@
-// kforge eval --task TASK --candidate DIR [--json]: compile, verify and time one kernel candidate.
+// kforge eval --task TASK --candidate DIR|FILE [--kind kernel|extension] [--json]: compile, verify and
+// time one candidate.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -85,12 +86,17 @@ std::string format_cold_start(const Json& c) {
 
 void add_eval_command(CLI::App& app) {
   auto* eval = app.add_subcommand("eval", "Judge a kernel candidate: compile, verify and time it against eager PyTorch");
-  static std::string task_name, candidate_dir, config_path, anticheat_path, dims;
+  static std::string task_name, candidate_dir, config_path, anticheat_path, dims, kind = "kernel";
   static bool json = false, no_time = false, check_only = false;
   static int trials = 0;
   static uint64_t salt = 0;
   eval->add_option("--task", task_name, "task file or sample name")->required();
-  eval->add_option("--candidate", candidate_dir, "directory with kernel.cu and launch.yaml")->required();
+  eval->add_option("--candidate", candidate_dir,
+                   "kernel kind: a directory with kernel.cu and launch.yaml; extension kind: a CUDA Agent workdir (model_new.py, "
+                   "kernels/) or a model_new.py with load_inline sources")
+      ->required();
+  eval->add_option("--kind", kind, "kernel (default) or extension (env/extension/EXTENSION_FORMAT.md)")
+      ->check(CLI::IsMember({"kernel", "extension"}));
   eval->add_option("--config", config_path, "evaluation config (configs/eval.yaml); defaults when omitted");
   eval->add_option("--anticheat-config", anticheat_path, "anti-cheat config (configs/anticheat.yaml); every check on when omitted");
   eval->add_option("--trials", trials, "verification trials (default: verify.trials of the config)");
@@ -104,7 +110,8 @@ void add_eval_command(CLI::App& app) {
   set_action(eval, [] {
     EvalConfig cfg = config_path.empty() ? EvalConfig{} : EvalConfig::load(config_path);
     TaskSpec task = load_task(resolve_task_path(task_name));
-    Candidate cand = Candidate::load(candidate_dir);
+    Candidate cand =
+        parse_candidate_kind(kind) == CandidateKind::extension ? Candidate::load_extension(candidate_dir) : Candidate::load(candidate_dir);
     Evaluator evaluator(cfg);
     if (!anticheat_path.empty()) evaluator.set_anticheat(AnticheatConfig::load(anticheat_path));
     // Both workers start at once: the GPU worker's libtorch and CUDA context while the compile

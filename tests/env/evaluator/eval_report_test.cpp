@@ -21,6 +21,7 @@ Json full_report() {
       {"schema", "kforge.eval/1"},
       {"task", "t"},
       {"candidate", "c"},
+      {"kind", "kernel"},
       {"verdict", "pass"},
       {"error", nullptr},
       {"device",

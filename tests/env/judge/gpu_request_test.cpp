@@ -140,3 +140,36 @@ TEST(GpuRequest, APlanWithAnUnknownOrMissingKeyIsRefusedByPath) {
   j["plan"]["launches"][0]["grid"][1] = 0;
   EXPECT_NE(error_of(j).find("empty grid or block"), std::string::npos) << error_of(j);
 }
+
+// The extension kind (issue 28): the library's bytes, its hash and the plan travel instead of the
+// module, the launch plan and the kernel names; a request of one kind carrying the other kind's
+// keys, or an unknown kind, is refused by name.
+TEST(GpuRequest, AnExtensionRequestRoundTripsAndCarriesNoModule) {
+  GpuEvalRequest r = sample();
+  r.extension = GpuExtension{{0x7f, 'E', 'L', 'F', 0}, "libhash", Json{{"version", 1}, {"format", "cuda_agent"}}};
+  const Json j = to_json(r);
+  EXPECT_EQ(j["kind"], "extension");
+  for (const char* k : {"cubin", "cubin_hash", "plan", "kernel_names"}) EXPECT_FALSE(j.contains(k)) << k;
+  GpuEvalRequest back = parse_gpu_eval_request(j);
+  ASSERT_TRUE(back.extension);
+  EXPECT_EQ(back.extension->library, r.extension->library);
+  EXPECT_EQ(back.extension->library_hash, "libhash");
+  EXPECT_EQ(back.extension->plan, r.extension->plan);
+  EXPECT_TRUE(back.cubin.empty());
+  EXPECT_TRUE(back.plan.launches.empty());
+  EXPECT_EQ(back.verify.trials, 7);
+
+  Json mixed = j;
+  mixed["cubin"] = Json::binary({1});
+  EXPECT_NE(error_of(mixed).find("request.cubin is not a key"), std::string::npos) << error_of(mixed);
+  Json text_library = j;
+  text_library["extension"]["library"] = "not bytes";
+  EXPECT_NE(error_of(text_library).find("request.extension.library must be binary"), std::string::npos) << error_of(text_library);
+  Json unknown = j;
+  unknown["kind"] = "triton";
+  EXPECT_NE(error_of(unknown).find("request.kind must be kernel or extension"), std::string::npos) << error_of(unknown);
+  Json kernel = to_json(sample());
+  EXPECT_EQ(kernel["kind"], "kernel");
+  kernel["extension"] = j["extension"];
+  EXPECT_NE(error_of(kernel).find("request.extension is not a key"), std::string::npos) << error_of(kernel);
+}

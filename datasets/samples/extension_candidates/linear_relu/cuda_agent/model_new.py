@@ -7,7 +7,7 @@ import cuda_extension
 class ModelNew(nn.Module):
     """relu(fc(x)) through the extension: the parameters are the task's (fc.weight, fc.bias)."""
 
-    def __init__(self, in_features: int, out_features: int) -> None:
+    def __init__(self, in_features: int = 4096, out_features: int = 4096) -> None:
         super().__init__()
         self.fc = nn.Linear(in_features, out_features)
 

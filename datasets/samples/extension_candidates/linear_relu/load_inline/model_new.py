@@ -143,7 +143,7 @@ linear_relu = load_inline(
 
 
 class ModelNew(nn.Module):
-    def __init__(self, in_features, out_features):
+    def __init__(self, in_features=4096, out_features=4096):
         super().__init__()
         self.fc = nn.Linear(in_features, out_features)
         self.linear_relu = linear_relu

@@ -1,0 +1,114 @@
+// The extension kind's calls in the GPU worker (extension_program.h).
+#include "env/judge/extension_program.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <ATen/core/grad_mode.h>
+#include <cuda_runtime_api.h>
+
+#include "configs/error.h"
+#include "env/cuda/cuda_check.h"
+#include "env/cuda/cuda_driver.h"
+#include "env/extension/plan_runner.h"
+#include "env/judge/candidate_error.h"
+
+namespace kforge {
+
+namespace {
+
+std::string shape_text(at::IntArrayRef s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+LoadedExtension load_extension_library(const std::vector<uint8_t>& library) {
+  const int fd = memfd_create("kforge-extension", MFD_CLOEXEC);
+  KFORGE_CHECK(fd >= 0, runtime, "memfd_create failed for the extension library");
+  size_t done = 0;
+  while (done < library.size()) {
+    ssize_t n = write(fd, library.data() + done, library.size() - done);
+    if (n <= 0) {
+      close(fd);
+      KFORGE_FAIL(runtime, "writing the extension library to its memory file failed");
+    }
+    done += static_cast<size_t>(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  close(fd);  // the mapping stays
+  if (!h) throw CandidateError(worker_error::launch_error, std::string("the extension library does not load: ") + dlerror(), false);
+  using Entry = std::vector<kforge_ext::Function>* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(h, "kforge_ext_functions"));
+  if (!entry)
+    throw CandidateError(worker_error::launch_error, "the extension library exports no kforge_ext_functions (not built by kforge)", false);
+  return {h, entry()};
+}
+
+ExtensionProgram::ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan)
+    : task_(task), lib_(lib), plan_(std::move(plan)) {}
+
+void ExtensionProgram::run(const CallView& view, CUstream stream) {
+  at::NoGradGuard no_grad;
+  PlanBindings b;
+  args_.clear();
+  for (size_t i = 0; i < task_.arguments.size(); ++i) {
+    const at::Tensor& slot = view.arguments[i];
+    // Over exactly the argument's bytes: its storage is not the buffer set's block.
+    at::Tensor t = at::from_blob(slot.data_ptr(), slot.sizes(), slot.options());
+    args_.emplace_back(reinterpret_cast<uintptr_t>(slot.data_ptr()), reinterpret_cast<uintptr_t>(slot.data_ptr()) + slot.nbytes());
+    if (task_.arguments[i].decl.role == ArgRole::input)
+      b.inputs.push_back(t);
+    else
+      b.parameters[task_.arguments[i].decl.name] = t;
+  }
+  std::vector<at::Tensor> out;
+  try {
+    out = run_plan(plan_, *lib_.functions, b);
+  } catch (const Error& e) {
+    throw CandidateError(e.kind() == ErrorKind::spec ? worker_error::launch_error : worker_error::runtime_error, e.what(), false);
+  }
+  if (out.size() != task_.outputs.size())
+    throw CandidateError(worker_error::runtime_error,
+                         "model_new.py: forward returns " + std::to_string(out.size()) + " tensors; the task has " +
+                             std::to_string(task_.outputs.size()) + " outputs",
+                         false);
+  for (size_t o = 0; o < out.size(); ++o) {
+    const TensorMeta& m = task_.outputs[o].meta;
+    const at::Tensor& r = out[o];
+    const bool right = r.defined() && r.device() == view.outputs[o].device() && r.scalar_type() == view.outputs[o].scalar_type() &&
+                       r.sizes() == view.outputs[o].sizes();
+    if (!right)
+      throw CandidateError(worker_error::runtime_error,
+                           "model_new.py: forward's result " + std::to_string(o) + " is " +
+                               (r.defined() ? std::string(c10::toString(r.scalar_type())) + " " + shape_text(r.sizes()) + " on " + r.device().str()
+                                            : std::string("undefined")) +
+                               "; the task's output '" + task_.outputs[o].name + "' is " + dtype_name(m.dtype) + " " +
+                               shape_text(view.outputs[o].sizes()) + " on " + view.outputs[o].device().str(),
+                           false);
+    at::Tensor c = r.is_contiguous() ? r : r.contiguous();
+    if (c.nbytes() > 0)
+      KFORGE_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(view.buffers.outputs[o]), c.data_ptr(), c.nbytes(), cudaMemcpyDeviceToDevice,
+                                  reinterpret_cast<cudaStream_t>(stream)));
+    held_.push_back(r);
+    if (!c.is_same(r)) held_.push_back(c);
+  }
+}
+
+void ExtensionProgram::retire(CUstream stream) {
+  for (const at::Tensor& t : held_) {
+    if (!t.defined() || !t.is_cuda() || !t.has_storage()) continue;
+    const auto base = reinterpret_cast<uintptr_t>(t.storage().data());
+    const size_t bytes = t.storage().nbytes();
+    bool is_argument = false;
+    for (const auto& [lo, hi] : args_) is_argument = is_argument || (base < hi && base + bytes > lo);
+    if (!is_argument && bytes > 0) KFORGE_CUDA(cuda_driver().MemsetD8Async(static_cast<CUdeviceptr>(base), 0xFF, bytes, stream));
+  }
+  held_.clear();
+}
+
+}  // namespace kforge

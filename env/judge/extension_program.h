@@ -1,0 +1,54 @@
+#pragma once
+// The extension kind in the GPU worker (issue 28; env/extension/EXTENSION_FORMAT.md): the
+// candidate's shared library, loaded from the request's bytes through an anonymous memory file
+// (nothing is written to disk), and its plan (extension_plan.h) run through the functions the
+// library registered (plan_runner.h). Every call goes through CallBench like a kernel-kind call:
+// the task's arguments are the drawn buffers of the call's buffer set (as tensors over exactly
+// their bytes, on the harness stream, which is torch's current stream), and what forward returns
+// is copied into the set's output buffers, where the harness compares it. That copy is inside a
+// timed call's region (a cost of output bytes over the device's copy rate, against the candidate).
+#include <cstdint>
+#include <vector>
+
+#include <kforge_ext.h>
+
+#include "data_synth/task/task_spec.h"
+#include "env/extension/extension_plan.h"
+#include "env/judge/candidate_program.h"
+
+namespace kforge {
+
+struct LoadedExtension {
+  void* handle = nullptr;
+  const std::vector<kforge_ext::Function>* functions = nullptr;
+};
+
+// Loads `library` (a shared object the extension build made). One that does not load (a missing
+// symbol, not an ELF file) or exports no kforge_ext_functions is a launch_error CandidateError.
+LoadedExtension load_extension_library(const std::vector<uint8_t>& library);
+
+class ExtensionProgram final : public CandidateProgram {
+ public:
+  ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan);
+  const std::vector<WireWorkspace>& workspace() const override { return no_workspace_; }
+  // Runs the plan; forward's results must be the task's outputs (count, shape, dtype, on the
+  // device), else a runtime_error naming the output. An exception inside a call is the call's
+  // runtime_error with model_new.py's line.
+  void run(const CallView& view, CUstream stream) override;
+  // The memory of every tensor the call returned is overwritten (0xFF bytes: NaN in floating
+  // point) before it goes back to torch's caching allocator: an output left uninitialised in a
+  // later call cannot be handed this call's answer.
+  void retire(CUstream stream) override;
+  int64_t launches_per_call() const override { return -1; }
+  const ExtensionPlan& plan() const { return plan_; }
+
+ private:
+  const TaskSpec& task_;
+  LoadedExtension lib_;
+  ExtensionPlan plan_;
+  std::vector<WireWorkspace> no_workspace_;
+  std::vector<at::Tensor> held_;                          // the last call's results, until retire()
+  std::vector<std::pair<uintptr_t, uintptr_t>> args_;     // the last call's argument ranges (never poisoned)
+};
+
+}  // namespace kforge

@@ -1,0 +1,83 @@
+// The extension kind's front stages through the evaluator, on the CPU (issue 28): a CUDA Agent
+// workdir read, glued, planned and built by `Evaluator::check` (the report says which kind it judged
+// and where the build's time went); what the glue or the reader refuses is a typed error naming the
+// file, with nothing built.
+#include "env/extension/extension_candidate.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "configs/error.h"
+#include "env/evaluator/evaluator.h"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSamples = std::string(KFORGE_SOURCE_DIR_TEST) + "/datasets/samples/";
+
+TaskSpec linear_relu() { return load_task(kSamples + "linear_relu.yaml"); }
+
+}  // namespace
+
+TEST(ExtensionCandidate, TheEvaluatorChecksACudaAgentWorkdir) {
+  setenv("KFORGE_EXTENSION_CACHE", KFORGE_EXT_TEST_CACHE, 1);
+  Evaluator ev(EvalConfig{});
+  Candidate c = Candidate::load_extension(kSamples + "extension_candidates/linear_relu/cuda_agent");
+  EXPECT_EQ(c.kind, CandidateKind::extension);
+  EXPECT_TRUE(c.files.count("model_new.py") && c.files.count("kernels/linear_relu.cu") && c.files.count("kernels/linear_relu_binding.cpp"));
+  EvalReport r = ev.check(linear_relu(), c);
+  ASSERT_EQ(r.verdict, Verdict::checked) << format_report(r);
+  EXPECT_EQ(r.kind, "extension");
+  ASSERT_TRUE(r.extension);
+  EXPECT_EQ(r.extension->format, "cuda_agent");
+  EXPECT_GT(r.extension->glue_ms, 0);
+  std::set<std::string> built;
+  for (const auto& s : r.extension->steps) built.insert(s.what);
+  // A library already in the cache (an earlier run) is not built again: no steps then.
+  EXPECT_TRUE(r.extension->library_cached || (built.count("kernels/linear_relu.cu") && built.count("link"))) << format_report(r);
+  ASSERT_TRUE(r.plan);
+  EXPECT_EQ(r.plan->launches, 1);  // one extension call
+  // The report says so in its JSON and reads back.
+  const Json j = to_json(r);
+  EXPECT_EQ(j["kind"], "extension");
+  EXPECT_EQ(parse_eval_report(j).extension->steps.size(), r.extension->steps.size());
+}
+
+TEST(ExtensionCandidate, GlueAndReaderRefusalsAreTypedErrors) {
+  setenv("KFORGE_EXTENSION_CACHE", KFORGE_EXT_TEST_CACHE, 1);
+  Evaluator ev(EvalConfig{});
+  Candidate c;
+  c.kind = CandidateKind::extension;
+  c.dir = "inline";
+  // A ModelNew that falls back to PyTorch: outside the format, refused by the glue before any build.
+  c.files["model_new.py"] =
+      "import torch\nimport cuda_extension\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+      "        try:\n            return cuda_extension.f(x)\n        except Exception:\n            return torch.relu(x)\n";
+  c.files["kernels/f_binding.cpp"] = "// unused\n";
+  EvalReport r = ev.check(linear_relu(), c);
+  EXPECT_EQ(r.verdict, Verdict::error);
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->kind, "compile_error");
+  EXPECT_NE(r.error->message.find("model_new.py:"), std::string::npos) << r.error->message;
+  EXPECT_FALSE(r.compiled());
+
+  EXPECT_THROW(Candidate::load_extension("/nonexistent/candidate"), Error);
+  const fs::path dir = fs::path(KFORGE_EXT_TEST_CACHE) / ("reader-" + std::to_string(getpid()));
+  fs::create_directories(dir / "kernels");
+  EXPECT_THROW(Candidate::load_extension(dir.string()), Error);  // no model_new.py
+  std::ofstream(dir / "model_new.py") << "x = 1\n";
+  fs::create_symlink("/etc/passwd", dir / "kernels" / "leak.cu");
+  EXPECT_THROW(Candidate::load_extension(dir.string()), Error);  // a symbolic link is refused
+  fs::remove(dir / "kernels" / "leak.cu");
+  EXPECT_EQ(Candidate::load_extension(dir.string()).files.size(), 1u);
+  remove_tree(dir.string());  // not fs::remove_all: libtorch is loaded here (extension_build.h)
+  EXPECT_THROW(parse_candidate_kind("triton"), Error);
+}

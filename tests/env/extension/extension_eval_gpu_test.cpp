@@ -1,0 +1,118 @@
+// The extension kind judged end to end on the GPU (issue 28): the two honest linear_relu samples
+// (CUDA Agent's workdir and load_inline) through `Evaluator::evaluate` with timing, and every entry
+// of the extension exploit corpus (anticheat/corpus/extension/) refused by the check it names. The
+// same evaluator, GPU worker, verification, timed-call checks and timing as the kernel kind.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "configs/yaml_reader.h"
+#include "env/evaluator/evaluator.h"
+#include "env/extension/extension_candidate.h"
+#include "tests/env/evaluator/candidates.h"
+#include "tests/skip_without_cuda.h"
+#include "tests/test_paths.h"
+
+using namespace kforge;
+using namespace kforge::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+EvalConfig config() {
+  EvalConfig cfg;
+  cfg.worker.compile_timeout_s = 60;
+  cfg.worker.request_timeout_s = 120;
+  cfg.timing.budget_ms = 1500;
+  return cfg;
+}
+
+// What refused it, as the kernel kind's audit names it.
+std::string fired(const EvalReport& r) {
+  if (r.verdict == Verdict::cheat) return r.anticheat && r.anticheat->failed() ? r.anticheat->failed()->name : "cheat";
+  if (r.verdict == Verdict::error) return r.error ? r.error->kind : "error";
+  if (r.verdict == Verdict::fail) return r.verify && !r.verify->inputs_modified.empty() ? "inputs_unchanged" : "verify";
+  return "-";
+}
+
+void print_row(const std::string& name, const EvalReport& r) {
+  double speedup = r.timing ? r.timing->speedup.point : 0;
+  std::printf("%-28s %-6s %-18s speedup %.3f  build %.0f ms  wall %.0f ms\n", name.c_str(), verdict_name(r.verdict), fired(r).c_str(),
+              speedup, r.extension ? r.extension->build_ms : 0.0, r.wall_ms.value_or(0));
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+TEST(ExtensionEvalGpu, BothFormatsOfAnHonestCandidatePassAndAreTimed) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(config());
+  ev.set_anticheat(AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml"));
+  const TaskSpec task = load_task(task_path("linear_relu"));
+  const std::string root = source_dir() + "/datasets/samples/extension_candidates/linear_relu/";
+  for (const std::string fmt : {"cuda_agent", "load_inline"}) {
+    SCOPED_TRACE(fmt);
+    const std::string path = fmt == "cuda_agent" ? root + fmt : root + fmt + "/model_new.py";
+    EvalOptions opt;
+    opt.trials = 5;
+    opt.profile = true;
+    EvalReport r = ev.evaluate(task, Candidate::load_extension(path), opt);
+    print_row(fmt, r);
+    ASSERT_EQ(r.verdict, Verdict::pass) << format_report(r);
+    EXPECT_EQ(r.kind, "extension");
+    ASSERT_TRUE(r.extension);
+    EXPECT_EQ(r.extension->format, fmt);
+    ASSERT_TRUE(r.load && r.load->extension_functions);
+    EXPECT_FALSE(r.load->extension_functions->empty());
+    ASSERT_TRUE(r.timing) << format_report(r);
+    EXPECT_GT(r.timing->speedup.point, 0.05);
+    EXPECT_TRUE(r.timing->outputs_right_after_timing);
+    // Every check the kernel kind runs ran here too, and passed.
+    ASSERT_TRUE(r.anticheat);
+    std::set<std::string> ran;
+    for (const auto& c : r.anticheat->checks) ran.insert(c.name);
+    for (const char* c : {"inputs_unchanged", "buffer_bounds", "kernel_activity", "timed_calls_verified"})
+      EXPECT_TRUE(ran.count(c)) << c << " did not run\n" << format_report(r);
+    // The profile sees the candidate's own kernel (an extension's kernels are whatever its call launched).
+    ASSERT_TRUE(r.profile);
+    EXPECT_FALSE(r.profile->kernels.empty()) << format_report(r);
+    std::cout << format_report(r);
+    // The second request reuses the library the worker loaded, and the build's cache.
+    EvalReport again = ev.evaluate(task, Candidate::load_extension(path), opt);
+    EXPECT_EQ(again.verdict, Verdict::pass) << format_report(again);
+    ASSERT_TRUE(again.load && again.extension);
+    EXPECT_TRUE(again.load->module_cached);
+    EXPECT_TRUE(again.extension->library_cached);
+  }
+}
+
+TEST(ExtensionEvalGpu, EveryExtensionExploitIsRefusedByItsCheck) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(config());
+  ev.set_anticheat(AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml"));
+  int entries = 0;
+  for (const auto& d : fs::directory_iterator(fs::path(source_dir()) / "anticheat" / "corpus" / "extension")) {
+    if (!fs::exists(d.path() / "expect.yaml")) continue;
+    ++entries;
+    const std::string name = d.path().filename().string();
+    SCOPED_TRACE(name);
+    YamlNode e = YamlNode::load_file((d.path() / "expect.yaml").string());
+    const std::string verdict = e.req<std::string>("verdict"), check = e.req<std::string>("check"), base = e.req<std::string>("base");
+    const TaskSpec task = load_task(task_path(e.req<std::string>("task")));
+    e.check_no_unknown_keys();
+    Candidate c = Candidate::load_extension(source_dir() + "/" + base);
+    for (const auto& [rel, text] : read_extension_files(d.path().string() + "/")) c.files[rel] = text;
+    c.dir = d.path().string();
+    EvalOptions opt;
+    opt.trials = 5;
+    EvalReport r = ev.evaluate(task, c, opt);
+    print_row(name, r);
+    EXPECT_EQ(verdict_name(r.verdict), verdict) << format_report(r);
+    EXPECT_EQ(fired(r), check) << format_report(r);
+  }
+  EXPECT_GE(entries, 4);
+}
