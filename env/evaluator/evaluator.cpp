@@ -208,8 +208,27 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
   report.kind = "extension";
   report.verdict = Verdict::error;
   auto t0 = Clock::now();
-  ExtensionFront f = prepare_extension(cand.files, extension_builder());
+  ExtensionFront f = glue_extension(cand.files);
   const std::string arch = extension_builder().toolchain().arch;
+  // The static scan reads the device code the plan builds (its .cu files), as it reads a kernel kind's
+  // kernel.cu: the same rules, each finding naming its file.
+  StaticReport scan;
+  for (const auto& file : f.request.files) {
+    const std::string ext = fs::path(file.path).extension().string();
+    if (ext != ".cu" && ext != ".cuh") continue;
+    StaticReport one = run_static_checks(file.text, "", anticheat_.static_checks);
+    for (auto& finding : one.findings) {
+      finding.file = file.path;
+      scan.findings.push_back(std::move(finding));
+    }
+    scan.passed = scan.passed && one.passed;
+  }
+  report.anticheat = AnticheatSection{{static_check(scan)}};
+  if (report.anticheat->failed()) {
+    report.verdict = Verdict::cheat;
+    return report;
+  }
+  if (f.ok) build_extension(f, extension_builder());
   report.compile = CompileSection{f.ok, f.ok ? f.build.log : f.message, arch, ms_since(t0), std::nullopt};
   if (!f.plan_json.is_null() || f.build.total_ms > 0)
     report.extension = ExtensionSection{f.plan.format, f.glue_ms, f.build.total_ms, f.build.library_cached, f.build.steps};
@@ -268,6 +287,7 @@ void add_gpu_stages(EvalReport& report, const WorkerReply& r, double timeout_s) 
     report.verdict = Verdict::pass;
   }
   // The anti-cheat section: the static scan, then what the worker checked.
+  if (!report.anticheat) report.anticheat = AnticheatSection{};
   for (auto& c : reply.anticheat_checks) report.anticheat->checks.push_back(std::move(c));
 }
 

@@ -46,7 +46,7 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::map<std::string, std::string> read_extension_files(const std::string& path) {
+std::map<std::string, std::string> read_extension_files(const std::string& path, bool need_model_new) {
   std::map<std::string, std::string> files;
   struct stat st {};
   KFORGE_CHECK(lstat(path.c_str(), &st) == 0, io, path << ": no such file or directory");
@@ -68,7 +68,7 @@ std::map<std::string, std::string> read_extension_files(const std::string& path)
     KFORGE_CHECK(files.size() < kMaxFiles, io, path << " holds more than " << kMaxFiles << " candidate files");
     files[rel] = read_untrusted_file(it->path().string(), kMaxFileBytes, rel);
   }
-  KFORGE_CHECK(files.count("model_new.py"), io, path << " has no model_new.py");
+  KFORGE_CHECK(!need_model_new || files.count("model_new.py"), io, path << " has no model_new.py");
   return files;
 }
 
@@ -79,7 +79,7 @@ std::string default_extension_cache_dir() {
   return "/tmp/kforge-extensions-" + std::to_string(getuid());
 }
 
-ExtensionFront prepare_extension(const std::map<std::string, std::string>& files, ExtensionBuilder& builder, double glue_timeout_s) {
+ExtensionFront glue_extension(const std::map<std::string, std::string>& files, double glue_timeout_s) {
   ExtensionFront f;
   f.error_kind = "compile_error";
   // model_glue.py reads a directory: the files go to a private one, removed after.
@@ -124,22 +124,35 @@ ExtensionFront prepare_extension(const std::map<std::string, std::string>& files
   try {
     f.plan = parse_extension_plan(j);
     f.plan_json = j;
-    f.build = builder.build(plan_build_request(f.plan, files));
+    f.request = plan_build_request(f.plan, files);
   } catch (const Error& e) {
     f.message = e.what();
     return f;
   }
+  f.ok = true;
+  f.error_kind.clear();
+  return f;
+}
+
+void build_extension(ExtensionFront& f, ExtensionBuilder& builder) {
+  f.ok = false;
+  f.error_kind = "compile_error";
+  try {
+    f.build = builder.build(f.request);
+  } catch (const Error& e) {
+    f.message = e.what();
+    return;
+  }
   if (!f.build.ok) {
     f.error_kind = f.build.error_kind == "timeout" ? "timeout" : "compile_error";
     f.message = "the extension does not build:\n" + f.build.log;
-    return f;
+    return;
   }
   std::ifstream lib(f.build.library, std::ios::binary);
   f.library.assign(std::istreambuf_iterator<char>(lib), std::istreambuf_iterator<char>());
   KFORGE_CHECK(!f.library.empty(), io, "cannot read the built library " << f.build.library);
   f.ok = true;
   f.error_kind.clear();
-  return f;
 }
 
 }  // namespace kforge

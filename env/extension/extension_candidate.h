@@ -19,7 +19,9 @@ namespace kforge {
 // A candidate's files by path inside it. A directory: model_new.py and every file under kernels/
 // (and .cu/.cpp/.h/.cuh at the top); a file: that file as model_new.py. At most 64 files of at most
 // 1 MiB each; symbolic links, FIFOs and paths with ".." are refused (an io error naming the file).
-std::map<std::string, std::string> read_extension_files(const std::string& path);
+// A directory without model_new.py is refused unless need_model_new is false (files to lay over
+// another candidate's, as the extension exploit corpus does).
+std::map<std::string, std::string> read_extension_files(const std::string& path, bool need_model_new = true);
 
 struct ExtensionFront {
   bool ok = false;
@@ -27,13 +29,16 @@ struct ExtensionFront {
   std::string message;
   ExtensionPlan plan;
   nlohmann::json plan_json;
+  ExtensionBuildRequest request;  // what the plan builds (its .cu files are the device code the static scan reads)
   ExtensionBuildResult build;
   std::vector<uint8_t> library;
   double glue_ms = 0;
 };
 
-// Glue, plan, build; the library's bytes when everything succeeded.
-ExtensionFront prepare_extension(const std::map<std::string, std::string>& files, ExtensionBuilder& builder, double glue_timeout_s = 30);
+// model_glue.py on the files, the plan read, the build request made: ok, or the typed refusal.
+ExtensionFront glue_extension(const std::map<std::string, std::string>& files, double glue_timeout_s = 30);
+// The build of a glued front; the library's bytes when it succeeded.
+void build_extension(ExtensionFront& front, ExtensionBuilder& builder);
 
 // Where extension builds are cached: $KFORGE_EXTENSION_CACHE, else $XDG_CACHE_HOME/kforge/extensions,
 // else ~/.cache/kforge/extensions.

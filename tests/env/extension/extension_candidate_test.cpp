@@ -51,6 +51,26 @@ TEST(ExtensionCandidate, TheEvaluatorChecksACudaAgentWorkdir) {
   EXPECT_EQ(parse_eval_report(j).extension->steps.size(), r.extension->steps.size());
 }
 
+// The static scan reads an extension's device code as it reads a kernel.cu, before anything is built:
+// a kernel that reads the global timer is refused, the finding naming its file and line.
+TEST(ExtensionCandidate, TheStaticScanReadsTheExtensionsDeviceCode) {
+  setenv("KFORGE_EXTENSION_CACHE", KFORGE_EXT_TEST_CACHE, 1);
+  Evaluator ev(EvalConfig{});
+  Candidate c = Candidate::load_extension(kSamples + "extension_candidates/linear_relu/cuda_agent");
+  c.files["kernels/timer.cu"] =
+      "__global__ void spin(unsigned long long* t) {\n"
+      "  unsigned long long v;\n"
+      "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(v));\n"
+      "  *t = v;\n"
+      "}\n";
+  EvalReport r = ev.check(linear_relu(), c);
+  EXPECT_EQ(r.verdict, Verdict::cheat) << format_report(r);
+  ASSERT_TRUE(r.anticheat && r.anticheat->failed());
+  EXPECT_EQ(r.anticheat->failed()->name, "static");
+  EXPECT_NE(r.anticheat->failed()->message.find("kernels/timer.cu:3"), std::string::npos) << r.anticheat->failed()->message;
+  EXPECT_FALSE(r.compile);  // refused before the build
+}
+
 TEST(ExtensionCandidate, GlueAndReaderRefusalsAreTypedErrors) {
   setenv("KFORGE_EXTENSION_CACHE", KFORGE_EXT_TEST_CACHE, 1);
   Evaluator ev(EvalConfig{});

@@ -105,7 +105,7 @@ TEST(ExtensionEvalGpu, EveryExtensionExploitIsRefusedByItsCheck) {
     const TaskSpec task = load_task(task_path(e.req<std::string>("task")));
     e.check_no_unknown_keys();
     Candidate c = Candidate::load_extension(source_dir() + "/" + base);
-    for (const auto& [rel, text] : read_extension_files(d.path().string() + "/")) c.files[rel] = text;
+    for (const auto& [rel, text] : read_extension_files(d.path().string(), false)) c.files[rel] = text;
     c.dir = d.path().string();
     EvalOptions opt;
     opt.trials = 5;
