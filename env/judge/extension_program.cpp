@@ -83,13 +83,14 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
     const bool right = r.defined() && r.device() == view.outputs[o].device() && r.scalar_type() == view.outputs[o].scalar_type() &&
                        r.sizes() == view.outputs[o].sizes();
     if (!right)
-      throw CandidateError(worker_error::runtime_error,
-                           "model_new.py: forward's result " + std::to_string(o) + " is " +
-                               (r.defined() ? std::string(c10::toString(r.scalar_type())) + " " + shape_text(r.sizes()) + " on " + r.device().str()
-                                            : std::string("undefined")) +
-                               "; the task's output '" + task_.outputs[o].name + "' is " + dtype_name(m.dtype) + " " +
-                               shape_text(view.outputs[o].sizes()) + " on " + view.outputs[o].device().str(),
-                           false);
+      throw CandidateError(
+          worker_error::runtime_error,
+          "model_new.py: forward's result " + std::to_string(o) + " is " +
+              (r.defined() ? std::string(c10::toString(r.scalar_type())) + " " + shape_text(r.sizes()) + " on " + r.device().str()
+                           : std::string("undefined")) +
+              "; the task's output '" + task_.outputs[o].name + "' is " + dtype_name(m.dtype) + " " + shape_text(view.outputs[o].sizes()) +
+              " on " + view.outputs[o].device().str(),
+          false);
     at::Tensor c = r.is_contiguous() ? r : r.contiguous();
     if (c.nbytes() > 0)
       KFORGE_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(view.buffers.outputs[o]), c.data_ptr(), c.nbytes(), cudaMemcpyDeviceToDevice,

@@ -47,8 +47,8 @@ class ExtensionProgram final : public CandidateProgram {
   LoadedExtension lib_;
   ExtensionPlan plan_;
   std::vector<WireWorkspace> no_workspace_;
-  std::vector<at::Tensor> held_;                          // the last call's results, until retire()
-  std::vector<std::pair<uintptr_t, uintptr_t>> args_;     // the last call's argument ranges (never poisoned)
+  std::vector<at::Tensor> held_;                       // the last call's results, until retire()
+  std::vector<std::pair<uintptr_t, uintptr_t>> args_;  // the last call's argument ranges (never poisoned)
 };
 
 }  // namespace kforge

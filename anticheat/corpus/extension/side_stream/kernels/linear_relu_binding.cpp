@@ -1,6 +1,6 @@
 // Exploit: the kernel runs on a stream of the candidate's own, outside the harness's stream order
-// (a timer on the harness stream could miss work left running there); here it even waits, so the
-// answer is right.
+// (a timer on the harness stream could miss work left running there). Adaptive: it first waits for
+// everything queued (the harness's draws), then waits for its own stream, so the answer is right.
 // Refused by: kernel_activity (CUPTI sees every kernel; each must run on the harness stream).
 #include <torch/types.h>
 #include <torch/csrc/utils/pybind.h>
@@ -16,6 +16,7 @@ static torch::Tensor linear_relu_forward(torch::Tensor x, torch::Tensor weight, 
   if (!side) cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
   const int M = static_cast<int>(x.size(0)), K = static_cast<int>(x.size(1)), N = static_cast<int>(weight.size(0));
   auto out = torch::empty({M, N}, x.options());
+  cudaDeviceSynchronize();
   linear_relu_launcher(x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(), M, N, K, side);
   cudaStreamSynchronize(side);
   return out;
