@@ -1,10 +1,6 @@
 // The extension kind's calls in the GPU worker (extension_program.h).
 #include "env/judge/extension_program.h"
 
-#include <dlfcn.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <ATen/core/grad_mode.h>
 #include <cuda_runtime_api.h>
 
@@ -26,27 +22,13 @@ std::string shape_text(at::IntArrayRef s) {
 
 }  // namespace
 
-LoadedExtension load_extension_library(const std::vector<uint8_t>& library) {
-  const int fd = memfd_create("kforge-extension", MFD_CLOEXEC);
-  KFORGE_CHECK(fd >= 0, runtime, "memfd_create failed for the extension library");
-  size_t done = 0;
-  while (done < library.size()) {
-    ssize_t n = write(fd, library.data() + done, library.size() - done);
-    if (n <= 0) {
-      close(fd);
-      KFORGE_FAIL(runtime, "writing the extension library to its memory file failed");
-    }
-    done += static_cast<size_t>(n);
+LoadedExtension load_candidate_library(const std::vector<uint8_t>& library) {
+  try {
+    return load_extension_library(library);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::internal) throw;
+    throw CandidateError(worker_error::launch_error, e.what(), false);
   }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd);  // the mapping stays
-  if (!h) throw CandidateError(worker_error::launch_error, std::string("the extension library does not load: ") + dlerror(), false);
-  using Entry = std::vector<kforge_ext::Function>* (*)();
-  auto entry = reinterpret_cast<Entry>(dlsym(h, "kforge_ext_functions"));
-  if (!entry)
-    throw CandidateError(worker_error::launch_error, "the extension library exports no kforge_ext_functions (not built by kforge)", false);
-  return {h, entry()};
 }
 
 ExtensionProgram::ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan)

@@ -13,19 +13,15 @@
 #include <kforge_ext.h>
 
 #include "data_synth/task/task_spec.h"
+#include "env/extension/extension_library.h"
 #include "env/extension/extension_plan.h"
 #include "env/judge/candidate_program.h"
 
 namespace kforge {
 
-struct LoadedExtension {
-  void* handle = nullptr;
-  const std::vector<kforge_ext::Function>* functions = nullptr;
-};
-
-// Loads `library` (a shared object the extension build made). One that does not load (a missing
-// symbol, not an ELF file) or exports no kforge_ext_functions is a launch_error CandidateError.
-LoadedExtension load_extension_library(const std::vector<uint8_t>& library);
+// Loads the request's library (extension_library.h); what does not load is a launch_error
+// CandidateError.
+LoadedExtension load_candidate_library(const std::vector<uint8_t>& library);
 
 class ExtensionProgram final : public CandidateProgram {
  public:

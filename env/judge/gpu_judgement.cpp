@@ -84,7 +84,7 @@ void Judgement::load_extension() {
   }
   auto it = s_.extensions.find(x.library_hash);
   const bool cached = it != s_.extensions.end();
-  if (!cached) it = s_.extensions.emplace(x.library_hash, load_extension_library(x.library)).first;
+  if (!cached) it = s_.extensions.emplace(x.library_hash, load_candidate_library(x.library)).first;
   Json functions = Json::array();
   for (const auto& f : *it->second.functions) functions.push_back(f.name);
   reply_["load"] = {{"kernels", Json::array()}, {"module_cached", cached}, {"extension_functions", functions}};

@@ -3,11 +3,13 @@
 // registry (env/extension/shim/kforge_ext.h) and can be called by name, with py::arg names and
 // defaults, across dlopen; objects are cached per file; bad paths, includes and flags are refused.
 #include "env/extension/extension_build.h"
+#include "env/extension/extension_library.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <kforge_ext.h>
@@ -165,6 +167,32 @@ TEST(ExtensionBuild, ALoadInlineStyleHostFileRegistersItsModule) {
   at::Tensor x = at::ones({3});
   EXPECT_TRUE(at::allclose((*entry())[0].call({x})[0], x * 2));
   dlclose(lib);
+}
+
+// Libraries loaded from memory, one after another, as the GPU worker loads candidates: each runs
+// its own code. (With the memory file closed after dlopen, the next library's "/proc/self/fd/N"
+// reused the number and the loader handed back the first library: every later candidate of a
+// worker ran the first one's code, seen on the H200.) Salted per run so that no earlier test
+// process's cached library is reused.
+TEST(ExtensionBuild, LibrariesLoadedFromMemoryEachRunTheirOwnCode) {
+  const std::string salt = "// run " + std::to_string(getpid()) + "\n";
+  std::vector<LoadedExtension> loaded;
+  for (int k = 2; k <= 4; ++k) {
+    ExtensionBuildRequest r = load_inline_request(
+        "scale_ext", salt + "torch::Tensor scale(torch::Tensor x) { return x * " + std::to_string(k) + "; }", "", {"scale"});
+    ExtensionBuildResult b = builder().build(r);
+    ASSERT_TRUE(b.ok) << b.log;
+    std::ifstream in(b.library, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    loaded.push_back(load_extension_library(bytes));
+  }
+  const at::Tensor x = at::ones({3});
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    ASSERT_EQ(loaded[i].functions->size(), 1u);
+    EXPECT_TRUE(at::allclose((*loaded[i].functions)[0].call({x})[0], x * static_cast<double>(i + 2))) << "library " << i;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(loaded[i].handle, loaded[j].handle);
+  }
+  EXPECT_THROW(load_extension_library({1, 2, 3}), Error);  // not a shared object: a spec error naming why
 }
 
 TEST(ExtensionBuild, ACompileErrorNamesTheFileAndKeepsTheLog) {
