@@ -49,7 +49,10 @@ Json summary_json(const ImportPack& p) {
   Json skipped = Json::object();
   for (const auto& [k, v] : p.skipped_by_reason()) skipped[k] = v;
   Json j = {{"imported", p.dataset.rows.size()}, {"skipped", skipped}, {"importer_seconds", p.importer_seconds}};
-  if (p.check_ran) j["input_checks"] = {{"checked", p.checked}, {"unchecked", p.unchecked}};
+  if (p.check_ran) {
+    j["input_checks"] = {{"checked", p.checked}, {"unchecked", p.unchecked}};
+    if (!p.unchecked_by_reason.empty()) j["input_checks"]["unchecked_by_reason"] = p.unchecked_by_reason;
+  }
   return j;
 }
 
@@ -110,7 +113,16 @@ std::string ImportPack::table(double seconds) const {
     const auto by = skipped_by_reason();
     os << "input checks: " << checked << " task(s) checked, " << (by.count("input_matters") ? by.at("input_matters") : 0)
        << " refused (input_matters)";
-    if (unchecked) os << ", " << unchecked << " left unchecked (too large for the CPU check)";
+    if (unchecked) {
+      os << ", " << unchecked << " left unchecked (";
+      bool first = true;
+      for (const auto& [why, n] : unchecked_by_reason) {
+        os << (first ? "" : ", ") << n << " " << why;
+        first = false;
+      }
+      if (unchecked_by_reason.empty()) os << "too large for the CPU check";
+      os << "; the GPU sensitivity check is left to check them)";
+    }
     os << "\n";
   }
   return os.str();
@@ -161,6 +173,7 @@ ImportPack pack_import_dir(const std::string& dir_text, const std::string& comma
         std::string detail, reason = check(t, detail);
         if (reason == kImportUnchecked) {
           ++p.unchecked;
+          ++p.unchecked_by_reason[detail.empty() ? std::string("too large for the CPU check") : detail];
         } else {
           ++p.checked;
           if (!reason.empty()) {

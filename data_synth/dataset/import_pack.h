@@ -40,6 +40,7 @@ struct ImportPack {
   // The check's counts (pack_import_dir's `check`): tasks it ran on, and tasks it left unchecked
   // (it returned kImportUnchecked: e.g. too large to run on this machine).
   int64_t checked = 0, unchecked = 0;
+  std::map<std::string, int64_t> unchecked_by_reason;  // the check's `detail` ("flops unknown", ...)
   bool check_ran = false;
 
   std::map<std::string, int64_t> skipped_by_reason() const;

@@ -103,3 +103,28 @@ def test_the_gpu_memory_sets_the_largest_arguments(tmp_path):
     s = r.skipped["matmul_large.py"]
     assert s["reason"] == "too_large" and f"above --max-bytes {4 << 30}" in s["detail"]
     assert "8589934592 bytes" in s["detail"]
+
+
+def test_the_meta_probes_of_a_module_share_one_time_budget(monkeypatch):
+    """A module's meta-device forwards together stop at META_MODULE_S (issue 29: a recurrent module
+    spent 235 s probing candidate sizes at 15 s each); the one past it is not run, and says why."""
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
+    import time
+
+    from task_import import sizing
+    monkeypatch.setattr(sizing, "META_FORWARD_S", 0.3)
+    monkeypatch.setattr(sizing, "META_MODULE_S", 0.5)
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            time.sleep(10)
+            return x
+
+    module = types.ModuleType("slow_meta")
+    module.Model, module.get_init_inputs, module.get_inputs = Model, lambda: [], lambda: [torch.randn(4)]
+    sizing._meta_spent[0] = 0.0
+    start = time.monotonic()
+    first, second, third = (sizing.probe(module, 0, {}) for _ in range(3))
+    assert time.monotonic() - start < 5  # three 10 s sleeps cut to 0.5 s in all (a loaded machine: margin)
+    assert first.forward_error == sizing.SLOW_META and first.outputs is None
+    assert second.forward_error == sizing.SPENT_META and third.forward_error == sizing.SPENT_META

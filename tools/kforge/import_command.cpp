@@ -50,17 +50,27 @@ struct ImportArgs {
 // size (an imported task has no check dims): a task with an argument, a row or a channel that does
 // not move its answer beyond tolerance is skipped as input_matters. A task whose arguments and
 // outputs exceed `max_bytes`, or whose forward takes more than `max_flops` (the checks run it a few
-// times per argument; a task of unknown flops counts as too costly past a sixteenth of max_bytes), is
-// packed unchecked (kforge tasks sensitivity --device cuda checks it): KernelBench's tasks at their
-// own sizes are minutes of CPU each (issue 29).
+// times per argument), or whose flops are unknown (recurrent layers: minutes of CPU each at their
+// own sizes, 242 s of the import in s16), is packed unchecked (kforge tasks sensitivity --device
+// cuda checks it); `detail` says why (issue 29).
 ImportCheck input_check(double max_bytes, double max_flops) {
   apply_reference_precision();
   return [max_bytes, max_flops](const TaskSpec& t, std::string& detail) -> std::string {
     double bytes = 0;
     for (const auto& a : t.arguments) bytes += static_cast<double>(numel(a.decl.meta.shape)) * dtype_size(a.decl.meta.dtype);
     for (const auto& o : t.outputs) bytes += static_cast<double>(numel(o.meta.shape)) * dtype_size(o.meta.dtype);
-    if (bytes > max_bytes) return kImportUnchecked;
-    if (t.cost.flops ? *t.cost.flops > max_flops : bytes > max_bytes / 16) return kImportUnchecked;
+    if (bytes > max_bytes) {
+      detail = "too large for the CPU check";
+      return kImportUnchecked;
+    }
+    if (!t.cost.flops) {
+      detail = "flops unknown";
+      return kImportUnchecked;
+    }
+    if (*t.cost.flops > max_flops) {
+      detail = "too costly for the CPU check";
+      return kImportUnchecked;
+    }
     SensitivityOptions o;
     o.ablation_trials = 0;
     o.stop_early = true;

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import math
 import re
+import time
 
 import torch
 
@@ -40,6 +41,11 @@ CPU_FLOPS = 2e9           # flops of one forward at a size the CPU runs the chec
 # meta kernels step in Python, minutes per forward); its output shapes then follow from S1 and S2.
 META_FORWARD_S = 15.0
 SLOW_META = f"the meta device's forward took more than {META_FORWARD_S:g} s"
+# All of one module's meta forwards together (plans() starts the count): past it, the remaining
+# candidate sizes are not run (38_LSTMBidirectional spent 235 s probing sizes at 15 s each, issue 29).
+META_MODULE_S = 45.0
+SPENT_META = f"not run: the module's meta-device forwards took {META_MODULE_S:g} s in all"
+_meta_spent = [0.0]  # seconds the current module's meta forwards took so far
 # Past these, a module no smaller size of which builds is not run on the CPU at all (too_large).
 CPU_MAX_BYTES = 2 << 30
 CPU_MAX_FLOPS = 100e9
@@ -116,17 +122,24 @@ def probe(module, seed, values):
         if any(isinstance(t, torch.Tensor) and t.device.type != "meta" for t in [*p.inputs, *p.state.values()]):
             p.error = "the module makes tensors on a device of its own"
             return p
+        left = min(META_FORWARD_S, META_MODULE_S - _meta_spent[0])
+        if left <= 0:
+            p.forward_error = SPENT_META
+            return p
+        start = time.monotonic()
         try:
-            with time_limit(META_FORWARD_S), torch.device("meta"), torch.no_grad(), CostRun() as c:
+            with time_limit(left), torch.device("meta"), torch.no_grad(), CostRun() as c:
                 outs = as_outputs(model(*p.inputs))
             p.outputs = [(tuple(t.shape), t.dtype) for t in outs]
             p.flops, p.uncounted = c.flops, tuple(sorted(c.recorder.uncounted))
         except Timeout:
-            p.forward_error = SLOW_META
+            p.forward_error = SLOW_META if left >= META_FORWARD_S else SPENT_META
         except Skip as s:
             p.forward_error = s.detail
         except Exception as e:  # noqa: BLE001  (ops without a meta kernel, .item())
             p.forward_error = f"{type(e).__name__}: {one_line(e, 200)}"
+        finally:
+            _meta_spent[0] += time.monotonic() - start
     return p
 
 
@@ -235,6 +248,7 @@ def plans(module, tree, seed):
     """Where the checks may run, best first: the real size when the CPU affords it (the only plan),
     else a small size per tier that has one (a trace that S2 or the meta run refutes at one tier may
     hold at the next), else the real size (check_real_size decides whether the CPU may run it)."""
+    _meta_spent[0] = 0.0  # the budget is per module
     real = probe(module, seed, {})
     if real.error or (real.cheap() and real.flops is not None):
         yield SizePlan(real=real)
