@@ -56,17 +56,6 @@ AnticheatConfig with_overrides(AnticheatConfig c, const std::map<std::string, bo
   return c;
 }
 
-// Whether `fired` is `expected` or one of its alternatives (\"robustness_draws or timed_calls_verified\":
-// a draw-family member catches the shortcut in verification, or only in the timed calls' blocks).
-bool one_of(const std::string& expected, const std::string& fired) {
-  for (size_t at = 0;;) {
-    size_t end = expected.find(" or ", at);
-    if (expected.substr(at, end == std::string::npos ? end : end - at) == fired) return true;
-    if (end == std::string::npos) return false;
-    at = end + 4;
-  }
-}
-
 std::vector<Entry> corpus() {
   std::vector<Entry> out;
   for (const auto& d : fs::directory_iterator(fs::path(source_dir()) / "anticheat" / "corpus")) {

@@ -47,6 +47,17 @@ inline std::vector<ShippedCandidate> shipped_candidates() {
   return out;
 }
 
+// Whether `fired` is `expected` or one of its alternatives ("robustness_draws or timed_calls_verified":
+// one guarantee catches an exploit in either phase), as the exploit corpora's expect.yaml write them.
+inline bool one_of(const std::string& expected, const std::string& fired) {
+  for (size_t at = 0;;) {
+    const size_t end = expected.find(" or ", at);
+    if (expected.substr(at, end == std::string::npos ? end : end - at) == fired) return true;
+    if (end == std::string::npos) return false;
+    at = end + 4;
+  }
+}
+
 inline std::string task_path(const std::string& task) { return source_dir() + "/datasets/samples/" + task + ".yaml"; }
 
 }  // namespace kforge::testing

@@ -39,16 +39,6 @@ std::string fired(const EvalReport& r) {
   return "-";
 }
 
-// Whether `fired` is `expected` or one of its alternatives ("a or b"), as in the kernel kind's audit.
-bool one_of(const std::string& expected, const std::string& fired) {
-  for (size_t at = 0;;) {
-    const size_t end = expected.find(" or ", at);
-    if (expected.substr(at, end == std::string::npos ? end : end - at) == fired) return true;
-    if (end == std::string::npos) return false;
-    at = end + 4;
-  }
-}
-
 void print_row(const std::string& name, const EvalReport& r) {
   double speedup = r.timing ? r.timing->speedup.point : 0;
   std::printf("%-28s %-6s %-18s speedup %.3f  build %.0f ms  wall %.0f ms\n", name.c_str(), verdict_name(r.verdict), fired(r).c_str(),
