@@ -7,6 +7,7 @@
 #include <cupti.h>
 
 #include "configs/error.h"
+#include "env/judge/cupti_error.h"
 
 namespace kforge {
 
@@ -15,17 +16,6 @@ namespace {
 std::mutex g_mu;
 std::vector<KernelRecord> g_records;
 bool g_registered = false;
-
-std::string cupti_text(CUptiResult r) {
-  const char* s = nullptr;
-  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "CUPTI error " + std::to_string(static_cast<int>(r));
-  return s;
-}
-
-void cupti_check(CUptiResult r, const char* what) {
-  if (r == CUPTI_SUCCESS) return;
-  KFORGE_FAIL(runtime, "CUPTI " << what << " failed: " << cupti_text(r));
-}
 
 constexpr size_t kBufferBytes = size_t{8} << 20;
 

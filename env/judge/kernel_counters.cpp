@@ -12,6 +12,7 @@
 #include <cupti_target.h>
 
 #include "configs/error.h"
+#include "env/judge/cupti_error.h"
 #include "env/process/clock.h"
 
 namespace kforge {
@@ -19,9 +20,7 @@ namespace kforge {
 namespace {
 
 std::string cupti_text(CUptiResult r) {
-  const char* s = nullptr;
-  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "CUPTI error " + std::to_string(static_cast<int>(r));
-  std::string out = s;
+  std::string out = cupti_message(r);
   if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) out += " (the driver keeps GPU performance counters to administrators on this machine)";
   return out;
 }
