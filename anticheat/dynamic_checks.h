@@ -26,6 +26,12 @@
 //                        calls, races that usually pass
 //   kernel_activity      CUPTI activity records of the candidate's calls: every kernel it launched
 //                        on the harness stream, as many as the plan launches, nothing else
+//   library_kernels      (extension kind) every kernel that ran during the candidate's calls was
+//                        launched by its own code, as the stack of the launching API call shows
+//                        (env/judge/launch_origin.h): ATen's, cuBLAS's and cuDNN's kernels only
+//                        where extension_libraries allows them, other libraries' and other
+//                        threads' never
+//   host_threads         (extension kind) no thread of the candidate's host code outlives a call
 //   robustness_draws     a call on a member of the draw family other than the declared draw
 //                        (data_synth/reference/draw_family.h: scaled, shifted, row and channel
 //                        scales, element scales, outliers, sign flips), each member used only
@@ -64,9 +70,15 @@ struct DynamicCheckConfig {
   int address_pool = 3;            // buffer sets each call's addresses are picked from at random
   int64_t guard_bytes = 65536;     // guard region before and after every candidate buffer
   double sol_headroom = 1.5;       // measured ceilings x this = the ceilings the floor uses
+  // Libraries whose kernels an extension candidate's host code may launch (library_kernels):
+  // any of "aten", "cublas", "cudnn". None by default.
+  std::vector<std::string> extension_libraries;
 
   static DynamicCheckConfig from_yaml(const YamlNode& node);
 };
+
+// The names extension_libraries accepts.
+const std::vector<std::string>& extension_library_names();
 
 // Ceilings measured once per GPU worker start (env/judge/gpu_worker.cpp: the best of 1 GiB copies
 // and of 8192^3 at::mm; on the H200: 4.2 TB/s, 51 TFLOP/s float32, 764 TFLOP/s float16,

@@ -13,6 +13,7 @@
 #include "anticheat/static_checks.h"
 #include "configs/eval_config.h"
 #include "data_synth/task/task_spec.h"
+#include "env/evaluator/candidate_kind.h"
 #include "env/evaluator/eval_report.h"
 #include "env/extension/extension_build.h"
 #include "env/judge/gpu_request.h"
@@ -20,13 +21,6 @@
 #include "env/process/worker_client.h"
 
 namespace kforge {
-
-// The two kinds of candidate (../shared/DESIGN.md, Candidates): device kernels and a launch plan,
-// or a PyTorch extension (env/extension/EXTENSION_FORMAT.md).
-enum class CandidateKind { kernel, extension };
-const char* candidate_kind_name(CandidateKind k);
-// Throws a usage error for a name that is not a kind.
-CandidateKind parse_candidate_kind(const std::string& name);
 
 struct Candidate {
   CandidateKind kind = CandidateKind::kernel;

@@ -209,6 +209,7 @@ void CallBench::prepare(const CallSpec& in) {
   for (size_t o = 0; o < s.outputs.size(); ++o) poison_output(s.outputs[o], task_.outputs[o].meta.dtype, poison_id_);
   for (size_t w = 0; w < s.workspace.size(); ++w)
     KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(s.workspace[w]), 0xFF, bytes_of(s.workspace[w]), st));
+  program_.before_call();
   mark(4);
 }
 

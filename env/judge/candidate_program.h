@@ -25,6 +25,13 @@ struct CallView {
   const std::vector<at::Tensor>& outputs;
 };
 
+// Threads of the candidate's host code still running after its calls (extension kind): how many
+// calls left any, and the most left after one call.
+struct HostThreads {
+  int64_t calls = 0;
+  int64_t most = 0;
+};
+
 class CandidateProgram {
  public:
   virtual ~CandidateProgram() = default;
@@ -36,6 +43,10 @@ class CandidateProgram {
   // After the call, outside the timed region: what the candidate allocated for the call is
   // poisoned and released (extension kind). Stream-ordered on `stream`.
   virtual void retire(CUstream stream) { (void)stream; }
+  // Before the call, outside the timed region (the extension kind counts the process's threads).
+  virtual void before_call() {}
+  // Threads the candidate's host code left running after its calls, since the program was made.
+  virtual HostThreads host_threads() const { return {}; }
   // Kernel launches per call, when the candidate states them (kernel_activity checks the count);
   // -1 when it does not (an extension launches what its host code decides).
   virtual int64_t launches_per_call() const = 0;

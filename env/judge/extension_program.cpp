@@ -1,6 +1,8 @@
 // The extension kind's calls in the GPU worker (extension_program.h).
 #include "env/judge/extension_program.h"
 
+#include <algorithm>
+
 #include <ATen/core/grad_mode.h>
 #include <cuda_runtime_api.h>
 
@@ -9,6 +11,7 @@
 #include "env/cuda/cuda_driver.h"
 #include "env/extension/plan_runner.h"
 #include "env/judge/candidate_error.h"
+#include "env/judge/launch_origin.h"
 
 namespace kforge {
 
@@ -23,12 +26,22 @@ std::string shape_text(at::IntArrayRef s) {
 }  // namespace
 
 LoadedExtension load_candidate_library(const std::vector<uint8_t>& library) {
+  const int threads = process_thread_count();
+  LoadedExtension lib;
   try {
-    return load_extension_library(library);
+    lib = load_extension_library(library);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::internal) throw;
     throw CandidateError(worker_error::launch_error, e.what(), false);
   }
+  const int now = process_thread_count();
+  if (threads >= 0 && now > threads)
+    throw CandidateError(worker_error::launch_error,
+                         "the extension library started " + std::to_string(now - threads) +
+                             " thread(s) when it was loaded: the candidate's host code runs only inside its calls",
+                         true);
+  LaunchOrigins::add_candidate_object(lib.functions);
+  return lib;
 }
 
 ExtensionProgram::ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan)
@@ -37,7 +50,7 @@ ExtensionProgram::ExtensionProgram(const TaskSpec& task, const LoadedExtension& 
 void ExtensionProgram::run(const CallView& view, CUstream stream) {
   // Calls without an after_candidate between them (timing with verify_timed_calls off) retire the
   // previous call's results here, inside the timed region, rather than keep every call's.
-  if (!held_.empty()) retire(stream);
+  if (!held_.empty()) poison_held(stream);
   at::NoGradGuard no_grad;
   PlanBindings b;
   args_.clear();
@@ -53,6 +66,7 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
   }
   std::vector<at::Tensor> out;
   try {
+    CandidateScope scope;
     out = run_plan(plan_, *lib_.functions, b);
   } catch (const Error& e) {
     throw CandidateError(e.kind() == ErrorKind::spec ? worker_error::launch_error : worker_error::runtime_error, e.what(), false);
@@ -85,7 +99,26 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
   }
 }
 
+void ExtensionProgram::before_call() {
+  if (threads_before_ >= 0) count_threads();  // a call without retire (timing with verify_timed_calls off)
+  threads_before_ = process_thread_count();
+}
+
+void ExtensionProgram::count_threads() {
+  const int now = process_thread_count();
+  if (threads_before_ >= 0 && now > threads_before_) {
+    ++threads_.calls;
+    threads_.most = std::max<int64_t>(threads_.most, now - threads_before_);
+  }
+  threads_before_ = -1;
+}
+
 void ExtensionProgram::retire(CUstream stream) {
+  count_threads();
+  poison_held(stream);
+}
+
+void ExtensionProgram::poison_held(CUstream stream) {
   for (const at::Tensor& t : held_) {
     if (!t.defined() || !t.is_cuda() || !t.has_storage()) continue;
     const auto base = reinterpret_cast<uintptr_t>(t.storage().data());

@@ -19,22 +19,27 @@
 
 namespace kforge {
 
-// Loads the request's library (extension_library.h); what does not load is a launch_error
-// CandidateError.
+// Loads the request's library (extension_library.h) and registers its code as the candidate's
+// (launch_origin.h); what does not load is a launch_error CandidateError, and a library that starts
+// threads when loaded is a fatal one (they would run on in the worker).
 LoadedExtension load_candidate_library(const std::vector<uint8_t>& library);
 
 class ExtensionProgram final : public CandidateProgram {
  public:
   ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan);
   const std::vector<WireWorkspace>& workspace() const override { return no_workspace_; }
-  // Runs the plan; forward's results must be the task's outputs (count, shape, dtype, on the
-  // device), else a runtime_error naming the output. An exception inside a call is the call's
-  // runtime_error with model_new.py's line.
+  // Runs the plan, its CUDA API calls attributed to the candidate's host code (CandidateScope).
+  // forward's results must be the task's outputs (count, shape, dtype, on the device), else a
+  // runtime_error naming the output. An exception inside a call is the call's runtime_error with
+  // model_new.py's line.
   void run(const CallView& view, CUstream stream) override;
   // The memory of every tensor the call returned is overwritten (0xFF bytes: NaN in floating
   // point) before it goes back to torch's caching allocator: an output left uninitialised in a
   // later call cannot be handed this call's answer.
+  // Also counts the threads left running since before_call (host_threads).
   void retire(CUstream stream) override;
+  void before_call() override;
+  HostThreads host_threads() const override { return threads_; }
   int64_t launches_per_call() const override { return -1; }
   const ExtensionPlan& plan() const { return plan_; }
 
@@ -45,6 +50,10 @@ class ExtensionProgram final : public CandidateProgram {
   std::vector<WireWorkspace> no_workspace_;
   std::vector<at::Tensor> held_;                       // the last call's results, until retire()
   std::vector<std::pair<uintptr_t, uintptr_t>> args_;  // the last call's argument ranges (never poisoned)
+  int threads_before_ = -1;                            // the process's threads at before_call, until counted again
+  HostThreads threads_;
+  void count_threads();
+  void poison_held(CUstream stream);
 };
 
 }  // namespace kforge

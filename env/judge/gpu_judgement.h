@@ -20,6 +20,7 @@
 #include "env/judge/gpu_request.h"
 #include "env/judge/gpu_worker_state.h"
 #include "env/judge/kernel_activity.h"
+#include "env/judge/launch_origin.h"
 #include "env/judge/plan_launcher.h"
 #include "env/judge/timing.h"
 #include "reward/speedup.h"
@@ -37,6 +38,8 @@ class Judgement {
   void profile();
   // Whether verification passed and no check failed (timing and profile run only then).
   bool clean() const;
+  // Whether the candidate left threads running in the worker (host_threads): the worker must end.
+  bool left_threads() const { return program_ && program_->host_threads().calls > 0; }
   Json& reply() { return reply_; }
   Json& phases() { return phases_; }
 
@@ -66,6 +69,8 @@ class Judgement {
   void sync_candidate(const char* when);
   void scrub(std::vector<at::Tensor>& ref);
   void add_check(const std::string& name, bool passed, const std::string& message, Json evidence);
+  void check_kernel_origins(const std::vector<KernelRecord>& kernels, OriginWindow& origins);
+  void check_host_threads(const char* phase);
   void load_module();     // the kernel kind
   void load_extension();  // the extension kind
   Json kernel_json(const KernelRecord& k, CUfunction f);

@@ -1,5 +1,7 @@
 #include "env/judge/gpu_request.h"
 
+#include <algorithm>
+
 #include "configs/error.h"
 #include "env/process/strict_json.h"
 
@@ -38,7 +40,8 @@ Json anticheat_json(const DynamicCheckConfig& d) {
           {"robustness_margin", d.robustness_margin},
           {"address_pool", d.address_pool},
           {"guard_bytes", d.guard_bytes},
-          {"sol_headroom", d.sol_headroom}};
+          {"sol_headroom", d.sol_headroom},
+          {"extension_libraries", d.extension_libraries}};
 }
 
 DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
@@ -54,7 +57,11 @@ DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
   d.address_pool = o.req<int>("address_pool");
   d.guard_bytes = o.req<int64_t>("guard_bytes");
   d.sol_headroom = o.req<double>("sol_headroom");
+  d.extension_libraries = o.req<std::vector<std::string>>("extension_libraries");
   o.done();
+  for (const auto& name : d.extension_libraries)
+    KFORGE_CHECK(std::find(extension_library_names().begin(), extension_library_names().end(), name) != extension_library_names().end(),
+                 spec, path << ".extension_libraries: '" << name << "' is not aten, cublas or cudnn");
   KFORGE_CHECK(d.address_pool >= 2 && d.address_pool <= 8, spec, path << ".address_pool must be 2..8");
   KFORGE_CHECK(d.guard_bytes >= 256 && d.guard_bytes % 256 == 0, spec, path << ".guard_bytes must be a multiple of 256");
   return d;

@@ -211,6 +211,7 @@ bool Judgement::check_timed_calls(size_t first, size_t last) {
               {{"phase", "timing"}, {"calls", n}, {"calls_with_guard_writes", guard_calls}, {"guard_bytes", req_.anticheat.guard_bytes}});
   }
   const bool right = mism == 0 && unchecked == 0;
+  if (program_->launches_per_call() < 0) check_host_threads("timing");
   if (each)
     add_check("timed_calls_verified", right,
               "outputs of timed calls were wrong although verification passed: every call must compute the task on its own inputs",

@@ -64,6 +64,8 @@ void Judgement::verify() {
   }
   std::vector<Planned> calls = plan_verification();
   verify_ = {{"passed", true}, {"trials_run", 0}, {"failed_trial", nullptr}, {"reason", ""}};
+  const bool extension = program_->launches_per_call() < 0;
+  OriginWindow origins(extension && ac.kernel_activity);  // opened first: it sees every launch the activity records
   ActivityWindow activity(ac.kernel_activity);
   const size_t first = bench_->calls();
   bool all_ok = true;
@@ -102,7 +104,6 @@ void Judgement::verify() {
       // An extension's host code launches what it decides, under names kforge does not know: every
       // kernel that ran is then held to the harness stream (the harness's and the reference's run
       // there too), and the kernels seen elsewhere are the ones named.
-      const bool extension = program_->launches_per_call() < 0;
       for (const auto& k : recs) {
         if (!extension && !module_kernels_.count(k.name)) continue;
         const bool off = k.stream_id != harness_stream || k.device_launched;
@@ -124,16 +125,39 @@ void Judgement::verify() {
                  {"launched_from_device", from_device},
                  {"harness_stream", harness_stream},
                  {"records_total", recs.size()}});
+      if (extension) check_kernel_origins(recs, origins);
     } else {
       add_check("kernel_activity", true, "", {{"unavailable", activity.unavailable}});
     }
   }
+  if (extension) check_host_threads("verification");
   phases_["verify_ms"] = ms_since(t_verify);
   phases_["verify_candidate_gpu_ms"] = cand_ms_;
   phases_["verify_reference_gpu_ms"] = ref_ms_;
   phases_["verify_harness_gpu_ms"] = harness_ms_;
   reply_["verify"] = verify_;
   reply_["anticheat_checks"] = checks_;
+}
+
+// library_kernels: which code launched every kernel of the verification calls (launch_origin.h).
+void Judgement::check_kernel_origins(const std::vector<KernelRecord>& kernels, OriginWindow& origins) {
+  if (!origins.on) {
+    add_check("library_kernels", true, "", {{"unavailable", origins.unavailable}});
+    return;
+  }
+  const OriginVerdict v = judge_kernel_origins(kernels, origins.finish(), req_.anticheat.extension_libraries);
+  add_check("library_kernels", v.ok,
+            "kernels that the candidate's own code did not launch ran during its calls (ATen, cuBLAS or cuDNN compute the config "
+            "does not allow, another library, or another thread): the task must be computed by the candidate's kernels",
+            v.evidence);
+}
+
+// host_threads: no thread of the candidate's host code outlived a call. Such a thread runs on in
+// the worker, so the worker ends after replying (evaluate).
+void Judgement::check_host_threads(const char* phase) {
+  const HostThreads t = program_->host_threads();
+  add_check("host_threads", t.calls == 0, "the candidate's host code left threads running after its calls: work must end with the call",
+            {{"phase", phase}, {"calls_leaving_threads", t.calls}, {"most_threads_left", t.most}});
 }
 
 // Runs one verification call and judges its outputs; the record, the outputs' report and the first

@@ -222,6 +222,8 @@ Json GpuWorker::evaluate(const Json& request) {
   }
   j.phases()["worker_ms"] = ms_since(t_req);
   j.reply()["phases"] = j.phases();
+  // A candidate's thread would run on into the next request: the worker ends after this reply.
+  if (j.left_threads()) throw FatalWorkerError(j.reply());
   return j.reply();
 }
 

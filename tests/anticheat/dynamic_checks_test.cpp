@@ -27,10 +27,12 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_DOUBLE_EQ(c.dynamic.robustness_margin, d.robustness_margin);
   EXPECT_EQ(c.dynamic.address_pool, d.address_pool);
   EXPECT_EQ(c.dynamic.guard_bytes, d.guard_bytes);
+  EXPECT_EQ(c.dynamic.extension_libraries, d.extension_libraries);
+  EXPECT_TRUE(d.extension_libraries.empty());
   AnticheatConfig o = AnticheatConfig::from_yaml(
       YamlNode::parse("dynamic: {state_checks: false, verify_timed_calls: false, scrub_reference: false, kernel_activity: false,"
                       " speed_of_light: false, sol_headroom: 2.5, robustness_draws: false,"
-                      " robustness_margin: 0.25, address_pool: 4, guard_bytes: 4096}\n",
+                      " robustness_margin: 0.25, address_pool: 4, guard_bytes: 4096, extension_libraries: [cublas, cudnn]}\n",
                       "a.yaml"));
   EXPECT_FALSE(o.dynamic.state_checks);
   EXPECT_FALSE(o.dynamic.verify_timed_calls);
@@ -42,6 +44,7 @@ TEST(DynamicCheckConfig, ShippedFileHasTheDefaultsAndEveryKeyIsRead) {
   EXPECT_DOUBLE_EQ(o.dynamic.robustness_margin, 0.25);
   EXPECT_EQ(o.dynamic.address_pool, 4);
   EXPECT_EQ(o.dynamic.guard_bytes, 4096);
+  EXPECT_EQ(o.dynamic.extension_libraries, (std::vector<std::string>{"cublas", "cudnn"}));
 }
 
 TEST(DynamicCheckConfig, TheOldPrecisionProbeKeyNamesItsSuccessor) {
@@ -54,8 +57,9 @@ TEST(DynamicCheckConfig, TheOldPrecisionProbeKeyNamesItsSuccessor) {
 }
 
 TEST(DynamicCheckConfig, RobustnessAndPoolBoundsAreChecked) {
-  for (const char* bad : {"dynamic: {robustness_timed_share: 0.25}\n", "dynamic: {robustness_margin: 0}\n", "dynamic: {address_pool: 1}\n",
-                          "dynamic: {guard_bytes: 100}\n"}) {
+  for (const char* bad :
+       {"dynamic: {robustness_timed_share: 0.25}\n", "dynamic: {robustness_margin: 0}\n", "dynamic: {address_pool: 1}\n",
+        "dynamic: {guard_bytes: 100}\n", "dynamic: {extension_libraries: [cufft]}\n", "dynamic: {extension_libraries: cublas}\n"}) {
     EXPECT_THROW(AnticheatConfig::from_yaml(YamlNode::parse(bad, "a.yaml")), Error) << bad;
   }
 }

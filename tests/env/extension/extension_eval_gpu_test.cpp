@@ -75,8 +75,17 @@ TEST(ExtensionEvalGpu, BothFormatsOfAnHonestCandidatePassAndAreTimed) {
     ASSERT_TRUE(r.anticheat);
     std::set<std::string> ran;
     for (const auto& c : r.anticheat->checks) ran.insert(c.name);
-    for (const char* c : {"inputs_unchanged", "buffer_bounds", "kernel_activity", "timed_calls_verified"})
+    for (const char* c :
+         {"inputs_unchanged", "buffer_bounds", "kernel_activity", "timed_calls_verified", "library_kernels", "host_threads"})
       EXPECT_TRUE(ran.count(c)) << c << " did not run\n" << format_report(r);
+    // Every kernel of the calls was attributed: the candidate's own, launched from its library.
+    for (const auto& c : r.anticheat->checks) {
+      if (c.name != "library_kernels") continue;
+      std::cout << "library_kernels evidence: " << c.evidence.dump() << "\n";
+      ASSERT_FALSE(c.evidence.contains("unavailable")) << c.evidence.dump();
+      EXPECT_GT(c.evidence["kernels_by_origin"].value("candidate", 0), 0) << c.evidence.dump();
+      EXPECT_EQ(c.evidence["refused_kernels"], 0) << c.evidence.dump();
+    }
     // The profile sees the candidate's own kernel (an extension's kernels are whatever its call launched).
     ASSERT_TRUE(r.profile);
     EXPECT_FALSE(r.profile->kernels.empty()) << format_report(r);
@@ -116,5 +125,44 @@ TEST(ExtensionEvalGpu, EveryExtensionExploitIsRefusedByItsCheck) {
                              << format_report(r) << "\nanti-cheat: " << (r.anticheat ? to_json(*r.anticheat).dump() : "none")
                              << "\nverify: " << (r.verify ? to_json(*r.verify).dump().substr(0, 4000) : "none");
   }
-  EXPECT_GE(entries, 4);
+  EXPECT_GE(entries, 9);
+}
+
+// ATen and cuBLAS compute inside C++ is refused by default and passes where the config allows those
+// libraries (CUDA Agent's rules allow cuBLAS for GEMMs): the decision is the config's, made from
+// what ran, with the launching libraries named in the evidence.
+TEST(ExtensionEvalGpu, LibraryKernelsPassOnlyWhereTheConfigAllowsThem) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  const TaskSpec task = load_task(task_path("linear_relu"));
+  const fs::path dir = fs::path(source_dir()) / "anticheat" / "corpus" / "extension" / "aten_compute";
+  Candidate c = Candidate::load_extension(source_dir() + "/datasets/samples/extension_candidates/linear_relu/cuda_agent");
+  for (const auto& [rel, text] : read_extension_files(dir.string(), false)) c.files[rel] = text;
+  c.dir = dir.string();
+  EvalOptions opt;
+  opt.trials = 5;
+  for (const bool allowed : {false, true}) {
+    SCOPED_TRACE(allowed ? "aten and cublas allowed" : "default config");
+    AnticheatConfig ac = AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml");
+    if (allowed) ac.dynamic.extension_libraries = {"aten", "cublas"};
+    Evaluator ev(config());
+    ev.set_anticheat(ac);
+    EvalReport r = ev.evaluate(task, c, opt);
+    print_row(allowed ? "aten_compute (allowed)" : "aten_compute (default)", r);
+    ASSERT_TRUE(r.anticheat) << format_report(r);
+    const CheckOutcome* lk = nullptr;
+    for (const auto& k : r.anticheat->checks)
+      if (k.name == "library_kernels") lk = &k;
+    ASSERT_TRUE(lk) << format_report(r);
+    std::cout << "library_kernels evidence: " << lk->evidence.dump() << "\n";
+    EXPECT_GT(lk->evidence["kernels_by_origin"].value("aten", 0) + lk->evidence["kernels_by_origin"].value("cublas", 0), 0)
+        << lk->evidence.dump();
+    EXPECT_EQ(lk->evidence["kernels_by_origin"].value("candidate", 0), 0) << lk->evidence.dump();
+    if (allowed) {
+      EXPECT_EQ(r.verdict, Verdict::pass) << format_report(r);
+      EXPECT_TRUE(lk->passed);
+    } else {
+      EXPECT_EQ(r.verdict, Verdict::cheat) << format_report(r);
+      EXPECT_EQ(fired(r), "library_kernels");
+    }
+  }
 }

@@ -40,6 +40,7 @@ GpuEvalRequest sample() {
   r.anticheat.address_pool = 4;
   r.anticheat.guard_bytes = 512;
   r.anticheat.state_checks = false;
+  r.anticheat.extension_libraries = {"cublas"};
   return r;
 }
 
@@ -80,6 +81,7 @@ TEST(GpuRequest, RoundTripsEveryField) {
   EXPECT_EQ(b.anticheat.address_pool, 4);
   EXPECT_EQ(b.anticheat.guard_bytes, 512);
   EXPECT_FALSE(b.anticheat.state_checks);
+  EXPECT_EQ(b.anticheat.extension_libraries, a.anticheat.extension_libraries);
 }
 
 TEST(GpuRequest, NoTimingIsNull) {
@@ -109,6 +111,13 @@ TEST(GpuRequest, RejectsAnUnknownAnticheatSwitch) {
   Json j = to_json(sample());
   j["anticheat"]["precision_probe"] = true;
   EXPECT_NE(error_of(j).find("request.anticheat.precision_probe is not a key"), std::string::npos) << error_of(j);
+}
+
+TEST(GpuRequest, RejectsALibraryKforgeDoesNotTellApart) {
+  Json j = to_json(sample());
+  j["anticheat"]["extension_libraries"] = {"cublas", "cufft"};
+  EXPECT_NE(error_of(j).find("request.anticheat.extension_libraries: 'cufft' is not aten, cublas or cudnn"), std::string::npos)
+      << error_of(j);
 }
 
 TEST(GpuRequest, RejectsAWrongType) {
