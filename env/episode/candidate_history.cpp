@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "configs/error.h"
+#include "env/episode/workspace.h"
 
 namespace kforge {
 
@@ -138,8 +140,10 @@ int CandidateHistory::record(const Candidate& candidate, const std::string& cont
     CandidateVersion v;
     v.number = static_cast<int>(versions_.size()) + 1;
     v.content_hash = content_hash;
+    v.files.kind = candidate.kind;
     v.files.source = candidate.source;
     v.files.plan_text = candidate.plan_text;
+    v.files.files = candidate.files;
     versions_.push_back(std::move(v));
     it = versions_.end() - 1;
   }
@@ -192,7 +196,10 @@ Json CandidateHistory::to_json(bool with_files) const {
               {"candidate_ms", v.candidate_ms ? Json(*v.candidate_ms) : Json()},
               {"eager_ms", v.eager_ms ? Json(*v.eager_ms) : Json()},
               {"counters", v.counters}};
-    if (with_files) e["files"] = {{"kernel.cu", v.files.source}, {"launch.yaml", v.files.plan_text}};
+    if (with_files) {
+      e["kind"] = candidate_kind_name(v.files.kind);
+      e["files"] = judged_files(v.files);
+    }
     out.push_back(std::move(e));
   }
   return out;
@@ -251,11 +258,18 @@ std::string version_diff(const CandidateVersion& a, const CandidateVersion& b) {
   std::string va = "v" + std::to_string(a.number), vb = "v" + std::to_string(b.number);
   std::ostringstream os;
   os << "diff " << va << " " << vb << "\n";
-  const std::pair<const char*, std::pair<const std::string*, const std::string*>> files[] = {
-      {"kernel.cu", {&a.files.source, &b.files.source}}, {"launch.yaml", {&a.files.plan_text, &b.files.plan_text}}};
-  for (const auto& [name, texts] : files) {
-    std::string d = unified_diff(*texts.first, *texts.second, va + "/" + name, vb + "/" + name);
-    os << (d.empty() ? std::string(name) + ": unchanged\n" : d);
+  const std::map<std::string, std::string> fa = judged_files(a.files), fb = judged_files(b.files);
+  std::set<std::string> names;
+  for (const auto& [name, text] : fa) names.insert(name);
+  for (const auto& [name, text] : fb) names.insert(name);
+  for (const std::string& name : names) {
+    auto ia = fa.find(name), ib = fb.find(name);
+    if (ia == fa.end() || ib == fb.end()) {
+      os << name << ": only in " << (ia == fa.end() ? vb : va) << "\n";
+      continue;
+    }
+    std::string d = unified_diff(ia->second, ib->second, va + "/" + name, vb + "/" + name);
+    os << (d.empty() ? name + ": unchanged\n" : d);
   }
   return os.str();
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The candidate history of one episode (issue 30): every candidate a GPU tool judged (verify,
 // profile, submit) is a version, numbered from 1 in the order first judged, with its files
-// (kernel.cu and launch.yaml: all the candidate format judges), every verdict it got and its
+// (judged_files: kernel.cu and launch.yaml, or an extension's model_new.py and sources), every verdict it got and its
 // figures: the speedup over eager with its interval and the profile's key counters. A candidate
 // judged again with the same bytes (candidate_content_hash) is the same version. The policy reads
 // it through history(), restore(version), diff(a, b) and submit(version=N); the reward may come
@@ -32,7 +32,7 @@ struct VersionJudging {
 struct CandidateVersion {
   int number = 0;
   std::string content_hash;  // candidate_content_hash of its files
-  Candidate files;           // kernel.cu (source) and launch.yaml (plan_text)
+  Candidate files;           // its kind and judged files (workspace.h, judged_files)
   std::vector<VersionJudging> judgings;
   // The report its figures and its reward come from: the latest passing timed one, else the
   // latest passing one, else the latest one.

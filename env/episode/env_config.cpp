@@ -44,7 +44,7 @@ WorkspaceLimits WorkspaceLimits::from_yaml(const YamlNode& node) {
   c.max_depth = node.get<int>("max_depth", c.max_depth);
   c.allowed_names = node.get<std::vector<std::string>>("allowed_names", c.allowed_names);
   c.allowed_extensions = node.get<std::vector<std::string>>("allowed_extensions", c.allowed_extensions);
-  if (c.max_files < 2) node.at("max_files").fail("must be >= 2 (kernel.cu and launch.yaml)");
+  if (c.max_files < 2) node.at("max_files").fail("must be >= 2 (kernel.cu and launch.yaml; model_new.py and a source)");
   if (c.max_file_bytes < 1024) node.at("max_file_bytes").fail("must be >= 1024");
   if (c.max_total_bytes < c.max_file_bytes) node.at("max_total_bytes").fail("must be >= max_file_bytes");
   if (c.max_path_chars < 16) node.at("max_path_chars").fail("must be >= 16");
@@ -70,6 +70,8 @@ PromptConfig PromptConfig::from_yaml(const YamlNode& node, const std::string& ba
   };
   resolve("template", c.template_path);
   resolve("format_page", c.format_page);
+  resolve("extension_template", c.extension_template_path);
+  resolve("extension_format_page", c.extension_format_page);
   node.check_no_unknown_keys();
   return c;
 }
@@ -113,12 +115,19 @@ PromptConfig EnvConfig::default_prompt() {
   PromptConfig p;
   p.template_path = resource_path("configs/prompt/kernel.md");
   p.format_page = resource_path("env/launch/KERNEL_FORMAT.md");
+  p.extension_template_path = resource_path("configs/prompt/extension.md");
+  p.extension_format_page = resource_path("env/extension/EXTENSION_FORMAT.md");
   return p;
 }
 
 EnvConfig EnvConfig::from_yaml(const YamlNode& node, const std::string& base_dir) {
   EnvConfig c;
   if (node.is_null()) return c;
+  if (node.has("kind")) {
+    const std::string kind = node.req<std::string>("kind");
+    if (kind != "kernel" && kind != "extension") node.at("kind").fail("'" + kind + "' is not kernel or extension");
+    c.kind = parse_candidate_kind(kind);
+  }
   if (auto n = node.find("limits")) c.limits = EpisodeLimits::from_yaml(*n);
   if (auto n = node.find("workspace")) c.workspace = WorkspaceLimits::from_yaml(*n);
   if (auto n = node.find("prompt")) c.prompt = PromptConfig::from_yaml(*n, base_dir);

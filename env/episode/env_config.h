@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "env/evaluator/candidate_kind.h"
+
 namespace kforge {
 
 // How the episode's reward is chosen (configs/env.yaml history.reward_from).
@@ -30,8 +32,8 @@ struct WorkspaceLimits {
   int max_path_chars = 96;
   int max_depth = 3;  // path components, file name included
   // Names the policy may write: these exact names anywhere, and any name with these extensions.
-  std::vector<std::string> allowed_names = {"kernel.cu", "launch.yaml"};
-  std::vector<std::string> allowed_extensions = {".cu", ".cuh", ".h", ".yaml", ".md", ".txt"};
+  std::vector<std::string> allowed_names = {"kernel.cu", "launch.yaml", "model_new.py"};
+  std::vector<std::string> allowed_extensions = {".cu", ".cuh", ".h", ".cpp", ".yaml", ".md", ".txt"};
   static WorkspaceLimits from_yaml(const YamlNode& node);
 };
 
@@ -40,6 +42,10 @@ struct PromptConfig {
   // defaults against the kforge resource directory, see resource_path).
   std::string template_path;  // the task prompt, with {{placeholders}} (configs/prompt/kernel.md)
   std::string format_page;    // the candidate format page (env/launch/KERNEL_FORMAT.md)
+  // The same two for an episode of the extension kind (configs/prompt/extension.md,
+  // env/extension/EXTENSION_FORMAT.md).
+  std::string extension_template_path;
+  std::string extension_format_page;
   static PromptConfig from_yaml(const YamlNode& node, const std::string& base_dir);
 };
 
@@ -62,6 +68,9 @@ struct HistoryConfig {
 };
 
 struct EnvConfig {
+  // The kind of candidate an episode asks for unless reset's option `kind` names one: the kernel
+  // kind (kernel.cu + launch.yaml) or the extension kind (model_new.py and a PyTorch extension).
+  CandidateKind kind = CandidateKind::kernel;
   EpisodeLimits limits;
   WorkspaceLimits workspace;
   PromptConfig prompt = default_prompt();

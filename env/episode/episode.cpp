@@ -71,6 +71,7 @@ KernelEnv::KernelEnv(EnvConfig env, RewardConfig reward, CandidateJudge& judge)
 ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& options) {
   KFORGE_CHECK(options.is_null() || options.is_object(), usage, "reset options must be an object");
   EpisodeLimits limits = env_.limits;
+  CandidateKind kind = env_.kind;
   Workspace ws(env_.workspace);
   if (options.is_object()) {
     for (const auto& [key, value] : options.items()) {
@@ -87,13 +88,18 @@ ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& op
           std::string why = ws.write(path, content.get<std::string>());
           KFORGE_CHECK(why.empty(), usage, "reset option files: " << why);
         }
+      } else if (key == "kind") {
+        KFORGE_CHECK(value.is_string() && (value == "kernel" || value == "extension"), usage,
+                     "reset option kind must be \"kernel\" or \"extension\"");
+        kind = parse_candidate_kind(value.get<std::string>());
       } else {
-        KFORGE_FAIL(usage, "unknown reset option '" << key << "' (known: max_turns, wall_clock_s, gpu_time_s, files)");
+        KFORGE_FAIL(usage, "unknown reset option '" << key << "' (known: max_turns, wall_clock_s, gpu_time_s, files, kind)");
       }
     }
   }
-  std::string prompt = trim_middle(render_prompt(task, env_, reward_), static_cast<size_t>(limits.prompt_max_chars));
+  std::string prompt = trim_middle(render_prompt(task, env_, reward_, kind), static_cast<size_t>(limits.prompt_max_chars));
   task_ = task;
+  kind_ = kind;
   limits_ = limits;
   workspace_ = std::move(ws);
   seed_ = seed;
@@ -169,7 +175,7 @@ std::optional<EarlierCheat> KernelEnv::earlier_cheat(const std::string& content_
 KernelEnv::ToolResult KernelEnv::tool_compile() {
   ToolResult r;
   std::string why;
-  auto cand = workspace_.candidate("workspace", why);
+  auto cand = workspace_.candidate("workspace", kind_, why);
   if (!cand) {
     r.observation = "compile: " + why + "\n";
     return r;
@@ -198,7 +204,7 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool, const Json& arguments)
     cand = v->files;
     cand->dir = "v" + std::to_string(number);
   } else {
-    cand = workspace_.candidate("workspace", why);
+    cand = workspace_.candidate("workspace", kind_, why);
   }
   if (!cand) {
     r.observation = name + ": " + why + "\n";
@@ -310,19 +316,21 @@ KernelEnv::ToolResult KernelEnv::tool_restore(const Json& arguments) {
                     " so far; history() lists them)\n";
     return r;
   }
-  // Both files or neither: a half-restored candidate would be a third version nobody wrote.
+  // Every judged file or none: a half-restored candidate would be a third version nobody wrote.
   Workspace next = workspace_;
-  std::string why = next.write("kernel.cu", v->files.source);
-  if (why.empty()) why = next.write("launch.yaml", v->files.plan_text);
+  std::string why, written;
+  for (const auto& [path, content] : judged_files(v->files)) {
+    if (why.empty()) why = next.write(path, content);
+    written += (written.empty() ? "" : ", ") + path + " (" + std::to_string(content.size()) + " bytes)";
+  }
   if (!why.empty()) {
     r.observation = "restore refused: " + why + "\n";
     return r;
   }
   workspace_ = std::move(next);
   r.ok = true;
-  r.observation = "restored v" + std::to_string(number) + ": kernel.cu (" + std::to_string(v->files.source.size()) +
-                  " bytes) and launch.yaml (" + std::to_string(v->files.plan_text.size()) + " bytes); its last verdict was " +
-                  verdict_name(v->last_verdict()) + "\n";
+  r.observation =
+      "restored v" + std::to_string(number) + ": " + written + "; its last verdict was " + verdict_name(v->last_verdict()) + "\n";
   return r;
 }
 

@@ -95,8 +95,9 @@ class KernelEnv {
   KernelEnv(EnvConfig env, RewardConfig reward, CandidateJudge& judge);
 
   // Starts an episode. `seed` picks the hidden draw salt of its evaluations. `options` may
-  // override limits for this episode ({"max_turns", "wall_clock_s", "gpu_time_s"}) and seed the
-  // workspace ({"files": {path: content}}); anything else is a usage error.
+  // override limits for this episode ({"max_turns", "wall_clock_s", "gpu_time_s"}), seed the
+  // workspace ({"files": {path: content}}) and choose the candidate kind ({"kind": "kernel" |
+  // "extension"}, else EnvConfig::kind); anything else is a usage error.
   ResetResult reset(const TaskSpec& task, uint64_t seed, const Json& options = Json::object());
   // One tool call. Throws a usage error when no episode is running (before reset, after the end).
   StepResult step(const Json& action);
@@ -110,6 +111,7 @@ class KernelEnv {
   int turn() const { return turn_; }
   const std::string& termination_reason() const { return termination_; }
   const Workspace& workspace() const { return workspace_; }
+  CandidateKind kind() const { return kind_; }
   // Every candidate verify, profile and submit judged in this episode (reset clears it).
   const CandidateHistory& history() const { return history_; }
   const EnvConfig& config() const { return env_; }
@@ -160,6 +162,7 @@ class KernelEnv {
 
   // Episode state.
   std::optional<TaskSpec> task_;
+  CandidateKind kind_ = CandidateKind::kernel;  // the episode's (EnvConfig::kind or reset's option)
   EpisodeLimits limits_;
   Workspace workspace_;
   uint64_t seed_ = 0;

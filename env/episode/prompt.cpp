@@ -142,10 +142,15 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
   return f;
 }
 
-std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward) {
-  std::string tmpl = read_file(env.prompt.template_path, "the prompt template (prompt.template)");
-  std::string page = read_file(env.prompt.format_page, "the candidate format page (prompt.format_page)");
-  return fill_template(tmpl, env.prompt.template_path, prompt_fields(task, page, env, reward));
+std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward, CandidateKind kind) {
+  const bool ext = kind == CandidateKind::extension;
+  const std::string& template_path = ext ? env.prompt.extension_template_path : env.prompt.template_path;
+  const std::string& page_path = ext ? env.prompt.extension_format_page : env.prompt.format_page;
+  std::string tmpl =
+      read_file(template_path, ext ? "the extension prompt template (prompt.extension_template)" : "the prompt template (prompt.template)");
+  std::string page = read_file(
+      page_path, ext ? "the extension format page (prompt.extension_format_page)" : "the candidate format page (prompt.format_page)");
+  return fill_template(tmpl, template_path, prompt_fields(task, page, env, reward));
 }
 
 }  // namespace kforge

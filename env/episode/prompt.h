@@ -1,5 +1,5 @@
 #pragma once
-// The task prompt: a template (configs/prompt/kernel.md) with {{placeholders}} filled from the
+// The task prompt: a template (configs/prompt/kernel.md; extension.md for the extension kind) with {{placeholders}} filled from the
 // task, the candidate format page, the tools, the limits and the reward rules. Researchers change
 // the wording in the template, not in code. `{{!-- ... --}}` is a comment and is dropped.
 #include <map>
@@ -20,7 +20,9 @@ std::string fill_template(const std::string& text, const std::string& origin, co
 std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page, const EnvConfig& env,
                                                  const RewardConfig& reward);
 
-// Reads the template and the format page named by the config and fills them in for the task.
-std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward);
+// Reads the template and the format page the config names for the candidate kind and fills them
+// in for the task.
+std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const RewardConfig& reward,
+                          CandidateKind kind = CandidateKind::kernel);
 
 }  // namespace kforge

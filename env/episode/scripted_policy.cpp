@@ -49,6 +49,8 @@ ScriptedPolicy ScriptedPolicy::load(const std::string& dir) {
   p.task_ = root.get<std::string>("task", "");
   p.description_ = root.get<std::string>("description", "");
   p.loop_ = root.get<bool>("loop", false);
+  p.kind_ = root.get<std::string>("kind", "");
+  if (!p.kind_.empty() && p.kind_ != "kernel" && p.kind_ != "extension") root.at("kind").fail("must be kernel or extension");
   YamlNode turns = root.at("turns");
   if (!turns.is_sequence() || turns.size() == 0) turns.fail("must be a non-empty list of turns");
   for (const YamlNode& t : turns.items()) {
@@ -89,6 +91,12 @@ std::optional<Json> ScriptedPolicy::next() {
     cursor_ = 0;
   }
   return actions_[cursor_++];
+}
+
+Json ScriptedPolicy::reset_options() const {
+  Json o = Json::object();
+  if (!kind_.empty()) o["kind"] = kind_;
+  return o;
 }
 
 }  // namespace kforge

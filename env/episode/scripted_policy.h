@@ -6,6 +6,7 @@
 //   task: gelu_scale_residual            # the sample task it was written for (optional)
 //   description: one line
 //   loop: false                          # true: start over after the last turn (until a limit)
+//   kind: extension                      # the candidate kind it writes (reset option kind; optional)
 //   turns:
 //     - {write: kernel.cu, from: ../../candidates/gelu_scale_residual/fused/kernel.cu}
 //     - {write: notes.md, content: "inline text"}
@@ -36,11 +37,15 @@ class ScriptedPolicy {
   const std::string& name() const { return name_; }
   const std::string& task() const { return task_; }
   const std::string& description() const { return description_; }
+  // "kernel", "extension", or "" (the environment's default): the reset option `kind` to play it with.
+  const std::string& kind() const { return kind_; }
+  // The reset options the policy needs ({"kind": ...} when it names one).
+  Json reset_options() const;
   const std::vector<Json>& actions() const { return actions_; }
   bool loops() const { return loop_; }
 
  private:
-  std::string name_, task_, description_;
+  std::string name_, task_, description_, kind_;
   std::vector<Json> actions_;
   bool loop_ = false;
   size_t cursor_ = 0;

@@ -23,7 +23,7 @@ Json function(const char* name, const char* description, Json properties, Json r
 }
 
 std::vector<ToolSpec> build_table() {
-  Json path = {{"type", "string"}, {"description", "a relative path in the workspace, e.g. kernel.cu or launch.yaml"}};
+  Json path = {{"type", "string"}, {"description", "a relative path in the workspace, e.g. kernel.cu, launch.yaml or model_new.py"}};
   auto version = [](const char* what) { return Json{{"type", "integer"}, {"description", what}}; };
   auto tool = [](Tool t, const char* name, Lane lane, const char* description, Json properties, Json required) {
     return ToolSpec{t, name, lane, function(name, description, std::move(properties), std::move(required))};
@@ -35,8 +35,9 @@ std::vector<ToolSpec> build_table() {
       tool(Tool::list_files, "list_files", Lane::front, "List the files of the candidate workspace with their sizes.", Json::object(),
            Json::array()),
       tool(Tool::compile, "compile", Lane::compile,
-           "Compile kernel.cu with NVRTC and check launch.yaml against the task: compiler errors, "
-           "and per kernel its registers, shared memory, local memory and spills.",
+           "Compile the candidate without running it (kernel.cu with NVRTC and launch.yaml checked against the task; "
+           "or model_new.py read and the extension built): compiler errors, and per kernel its registers, shared memory, "
+           "local memory and spills.",
            Json::object(), Json::array()),
       tool(Tool::verify, "verify", Lane::gpu,
            "Compile and run the candidate on the GPU over several trials with fresh random inputs "
@@ -55,9 +56,9 @@ std::vector<ToolSpec> build_table() {
            "each with its verdicts and its speedup over eager with its confidence interval.",
            Json::object(), Json::array()),
       tool(Tool::restore, "restore", Lane::front,
-           "Put a version's kernel.cu and launch.yaml back into the workspace (other files are kept).",
+           "Put a version's files (kernel.cu and launch.yaml, or the extension's) back into the workspace (other files are kept).",
            {{"version", version("the version number, from history()")}}, {"version"}),
-      tool(Tool::diff, "diff", Lane::front, "Show what changed between two versions: a unified diff of kernel.cu and launch.yaml.",
+      tool(Tool::diff, "diff", Lane::front, "Show what changed between two versions: a unified diff of each of their files.",
            {{"a", version("the older version's number")}, {"b", version("the newer version's number")}}, Json::array({"a", "b"})),
   };
 }

@@ -89,7 +89,22 @@ std::optional<std::string> Workspace::read(const std::string& path) const {
   return it->second;
 }
 
-std::optional<Candidate> Workspace::candidate(const std::string& label, std::string& why) const {
+std::optional<Candidate> Workspace::candidate(const std::string& label, CandidateKind kind, std::string& why) const {
+  Candidate c;
+  c.kind = kind;
+  c.dir = label;
+  if (kind == CandidateKind::extension) {
+    if (!files_.count("model_new.py")) {
+      why = "the workspace has no model_new.py; write it (and the extension's sources) with write_file first";
+      return std::nullopt;
+    }
+    for (const auto& [path, content] : files_) {
+      const size_t dot = path.rfind('.');
+      const std::string ext = dot == std::string::npos ? "" : path.substr(dot);
+      if (path == "model_new.py" || ext == ".cu" || ext == ".cuh" || ext == ".cpp" || ext == ".h") c.files[path] = content;
+    }
+    return c;
+  }
   auto k = files_.find("kernel.cu");
   auto l = files_.find("launch.yaml");
   if (k == files_.end() || l == files_.end()) {
@@ -100,17 +115,22 @@ std::optional<Candidate> Workspace::candidate(const std::string& label, std::str
           "; write them with write_file first";
     return std::nullopt;
   }
-  Candidate c;
-  c.dir = label;
   c.source = k->second;
   c.plan_text = l->second;
   return c;
 }
 
+std::map<std::string, std::string> judged_files(const Candidate& c) {
+  if (c.kind == CandidateKind::extension) return c.files;
+  return {{"kernel.cu", c.source}, {"launch.yaml", c.plan_text}};
+}
+
 std::string candidate_content_hash(const Candidate& c) {
-  // Length-prefixed, so no split of the same bytes between the two files hashes alike.
-  return sha256_hex("kernel.cu " + std::to_string(c.source.size()) + "\n" + c.source + "launch.yaml " + std::to_string(c.plan_text.size()) +
-                    "\n" + c.plan_text);
+  // Length-prefixed, so no split of the same bytes between files hashes alike. In path order: the
+  // kernel kind's hash is the one it always had (kernel.cu, then launch.yaml, no kind).
+  std::string text = c.kind == CandidateKind::extension ? "extension\n" : "";
+  for (const auto& [path, content] : judged_files(c)) text += path + " " + std::to_string(content.size()) + "\n" + content;
+  return sha256_hex(text);
 }
 
 }  // namespace kforge

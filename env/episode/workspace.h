@@ -10,6 +10,7 @@
 #include <string>
 
 #include "env/episode/env_config.h"
+#include "env/evaluator/candidate_kind.h"
 
 namespace kforge {
 
@@ -29,16 +30,21 @@ class Workspace {
   int64_t total_bytes() const;
   void clear() { files_.clear(); }
 
-  // The kernel candidate in the workspace (kernel.cu + launch.yaml), or nullopt with `why` set.
-  std::optional<Candidate> candidate(const std::string& label, std::string& why) const;
+  // The workspace's candidate of the episode's kind, or nullopt with `why` set: the kernel kind's
+  // kernel.cu and launch.yaml; the extension kind's model_new.py and every code file beside it
+  // (.cu, .cuh, .cpp, .h: what the build may read; notes are left out).
+  std::optional<Candidate> candidate(const std::string& label, CandidateKind kind, std::string& why) const;
 
  private:
   WorkspaceLimits limits_;
   std::map<std::string, std::string> files_;
 };
 
-// The identity of a candidate within an episode: SHA-256 (hex) of its judged files, kernel.cu and
-// launch.yaml, byte for byte (the workspace's other files are notes and do not count).
+// The files a candidate is judged by, by path: kernel.cu and launch.yaml, or the extension's files.
+std::map<std::string, std::string> judged_files(const Candidate& candidate);
+
+// The identity of a candidate within an episode: SHA-256 (hex) of its kind and its judged files,
+// byte for byte (the workspace's other files are notes and do not count).
 std::string candidate_content_hash(const Candidate& candidate);
 
 }  // namespace kforge

@@ -82,7 +82,7 @@ void add_demo_command(CLI::App& app) {
     const size_t show = static_cast<size_t>(std::max(show_chars, 64));
 
     std::cout << "kforge demo: policy " << p.name() << " (" << p.description() << ") on task " << task.id << ", seed " << seed << "\n\n";
-    ResetResult r = env.reset(task, seed);
+    ResetResult r = env.reset(task, seed, p.reset_options());
     std::cout << "== reset: the task prompt (" << r.observation.size() << " characters)\n"
               << indent(trim_middle(r.observation, show)) << "\n";
     StepResult last;

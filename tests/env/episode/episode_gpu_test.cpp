@@ -50,7 +50,9 @@ class EpisodeGpuTest : public ::testing::Test {
     TaskSpec task = load_task(sample_task(p.task()));
     if (baselines) task.baselines = *baselines;
     env = std::make_unique<KernelEnv>(test_env_config(), reward, *judge);
-    auto steps = play(*env, p, task, 42, options);
+    Json opts = p.reset_options();
+    opts.update(options);
+    auto steps = play(*env, p, task, 42, opts);
     print_steps(policy, steps);
     return steps;
   }
@@ -199,4 +201,19 @@ TEST_F(EpisodeGpuTest, AMisbehavingPolicyCostsItsTurnsAndTheGpuWorkerSurvivesAFa
   EXPECT_NE(ok.observation.find("verify: passed"), std::string::npos) << ok.observation;
   StepResult s = e.step(Json("<tool_call>{\"name\": \"submit\", \"arguments\": {}}</tool_call>"));
   EXPECT_EQ(s.reward, 2) << s.info["reward"].dump(2);
+}
+
+// The extension kind in a whole episode (issue 28): CUDA Agent's workdir written file by file,
+// built by compile(), judged by verify() and submit() like a kernel: correct and slower than eager
+// (the shared-memory SGEMM against cuBLAS) earns tier 1, and the history keeps the extension's files.
+TEST_F(EpisodeGpuTest, AnExtensionEpisodeEarnsItsTier) {
+  auto steps = run("linear_relu_extension");
+  ASSERT_GE(steps.size(), 6u);
+  EXPECT_TRUE(steps[3].result.info["compiled"].get<bool>()) << steps[3].result.observation;
+  EXPECT_NE(steps[4].result.observation.find("verify: passed"), std::string::npos) << steps[4].result.observation;
+  EXPECT_TRUE(last(steps).terminated);
+  EXPECT_EQ(last(steps).reward, 1) << last(steps).info["reward"].dump(2);
+  ASSERT_EQ(env->history().versions().size(), 1u);
+  EXPECT_EQ(env->history().versions()[0].files.kind, CandidateKind::extension);
+  EXPECT_EQ(env->history().versions()[0].files.files.size(), 3u);
 }

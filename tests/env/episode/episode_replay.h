@@ -29,6 +29,7 @@ class ReplayJudge final : public CandidateJudge {
   EvalReport check(const TaskSpec& t, const Candidate& c) override { return ev_.check(t, c); }
   EvalReport evaluate(const TaskSpec& t, const Candidate& c, const EvalOptions& o) override {
     options.push_back(o);
+    candidates.push_back(c);
     EXPECT_FALSE(reports.empty()) << "an evaluation nobody expected";
     if (reports.empty()) {
       EvalReport none;
@@ -42,6 +43,7 @@ class ReplayJudge final : public CandidateJudge {
   const EvalConfig& eval_config() const override { return ev_.config(); }
   std::deque<Json> reports;
   std::vector<EvalOptions> options;
+  std::vector<Candidate> candidates;  // what the episode sent, in order
 
  private:
   Evaluator& ev_;

@@ -67,6 +67,18 @@ TEST(ScriptedPolicy, EveryShippedPolicyLoadsAndItsCallsNameKnownTools) {
   EXPECT_GE(n, 6);
 }
 
+TEST(ScriptedPolicy, APolicyNamesTheCandidateKindItPlaysAs) {
+  ScriptedPolicy ext = ScriptedPolicy::load(policy_dir("linear_relu_extension"));
+  EXPECT_EQ(ext.kind(), "extension");
+  EXPECT_EQ(ext.reset_options(), (Json{{"kind", "extension"}}));
+  EXPECT_EQ(ScriptedPolicy::load(policy_dir("gelu_fused")).reset_options(), Json::object()) << "no kind: the environment's default";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kforge_policy_kind_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "policy.yaml") << "task: linear_relu\nkind: triton\nturns:\n  - {call: compile}\n";
+  EXPECT_THROW(ScriptedPolicy::load(dir.string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ScriptedPolicy, ALoopingPolicyStartsOver) {
   ScriptedPolicy p = ScriptedPolicy::load(policy_dir("endless_compile"));
   ASSERT_TRUE(p.loops());

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/sha256.h"
 #include "env/evaluator/evaluator.h"
 
 using namespace kforge;
@@ -77,13 +78,13 @@ TEST(Workspace, EnforcesFileSizeCountAndTotalLimits) {
 TEST(Workspace, ACandidateNeedsBothKernelAndLaunchPlan) {
   Workspace ws;
   std::string why;
-  EXPECT_FALSE(ws.candidate("w", why).has_value());
+  EXPECT_FALSE(ws.candidate("w", CandidateKind::kernel, why).has_value());
   EXPECT_NE(why.find("no kernel.cu and no launch.yaml"), std::string::npos);
   ws.write("kernel.cu", "k");
-  EXPECT_FALSE(ws.candidate("w", why).has_value());
+  EXPECT_FALSE(ws.candidate("w", CandidateKind::kernel, why).has_value());
   EXPECT_NE(why.find("no launch.yaml"), std::string::npos);
   ws.write("launch.yaml", "p");
-  auto c = ws.candidate("w", why);
+  auto c = ws.candidate("w", CandidateKind::kernel, why);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->source, "k");
   EXPECT_EQ(c->plan_text, "p");
@@ -94,12 +95,12 @@ TEST(Workspace, ACandidateIsIdentifiedByTheContentOfItsJudgedFilesOnly) {
   ws.write("kernel.cu", "extern \"C\" __global__ void k() {}\n");
   ws.write("launch.yaml", "launches: []\n");
   std::string why;
-  std::string first = candidate_content_hash(*ws.candidate("a", why));
+  std::string first = candidate_content_hash(*ws.candidate("a", CandidateKind::kernel, why));
   EXPECT_EQ(first.size(), 64u);
   ws.write("notes/plan.md", "try float4");
-  EXPECT_EQ(candidate_content_hash(*ws.candidate("b", why)), first) << "notes and labels are not the candidate";
+  EXPECT_EQ(candidate_content_hash(*ws.candidate("b", CandidateKind::kernel, why)), first) << "notes and labels are not the candidate";
   ws.write("kernel.cu", "extern \"C\" __global__ void k() {}\n// v2\n");
-  EXPECT_NE(candidate_content_hash(*ws.candidate("a", why)), first);
+  EXPECT_NE(candidate_content_hash(*ws.candidate("a", CandidateKind::kernel, why)), first);
   // The same bytes split differently between the two files are another candidate.
   Candidate x, y;
   x.source = "ab";
@@ -107,4 +108,44 @@ TEST(Workspace, ACandidateIsIdentifiedByTheContentOfItsJudgedFilesOnly) {
   y.source = "a";
   y.plan_text = "bc";
   EXPECT_NE(candidate_content_hash(x), candidate_content_hash(y));
+  // The kernel kind's hash is the one versions were recorded under before the extension kind.
+  EXPECT_EQ(candidate_content_hash(x), sha256_hex("kernel.cu 2\nablaunch.yaml 1\nc"));
+}
+
+// The extension kind (issue 28): model_new.py and every code file beside it are the candidate;
+// notes, plans and the kernel kind's files are not.
+TEST(Workspace, AnExtensionCandidateIsModelNewAndTheCodeBesideIt) {
+  Workspace ws;
+  std::string why;
+  EXPECT_FALSE(ws.candidate("w", CandidateKind::extension, why).has_value());
+  EXPECT_NE(why.find("no model_new.py"), std::string::npos) << why;
+  for (const auto& [path, text] : std::map<std::string, std::string>{{"model_new.py", "import cuda_extension\n"},
+                                                                     {"kernels/gemm.cu", "__global__ void k() {}\n"},
+                                                                     {"kernels/gemm_binding.cpp", "// binding\n"},
+                                                                     {"kernels/common.cuh", "#pragma once\n"},
+                                                                     {"kernels/util.h", "#pragma once\n"},
+                                                                     {"notes.md", "try tiles of 128"},
+                                                                     {"launch.yaml", "launches: []\n"}})
+    ASSERT_EQ(ws.write(path, text), "") << path;
+  auto c = ws.candidate("w", CandidateKind::extension, why);
+  ASSERT_TRUE(c.has_value()) << why;
+  EXPECT_EQ(c->kind, CandidateKind::extension);
+  std::vector<std::string> paths;
+  for (const auto& [path, text] : c->files) paths.push_back(path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"kernels/common.cuh", "kernels/gemm.cu", "kernels/gemm_binding.cpp", "kernels/util.h",
+                                             "model_new.py"}));
+  EXPECT_EQ(judged_files(*c), c->files);
+  const std::string first = candidate_content_hash(*c);
+  ws.write("notes.md", "tiles of 64");
+  EXPECT_EQ(candidate_content_hash(*ws.candidate("w", CandidateKind::extension, why)), first);
+  ws.write("kernels/util.h", "#pragma once\n// v2\n");
+  EXPECT_NE(candidate_content_hash(*ws.candidate("w", CandidateKind::extension, why)), first);
+  // The same bytes as a kernel candidate's are another candidate.
+  Candidate k;
+  k.source = "a";
+  k.plan_text = "b";
+  Candidate e = k;
+  e.kind = CandidateKind::extension;
+  e.files = {{"kernel.cu", "a"}, {"launch.yaml", "b"}};
+  EXPECT_NE(candidate_content_hash(k), candidate_content_hash(e));
 }

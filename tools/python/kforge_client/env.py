@@ -23,8 +23,8 @@ class KernelEnv:
     ``step(action) -> (observation, reward, terminated, truncated, info)``.
 
     ``action`` is a tool call ``{"name", "arguments"}``, an OpenAI tool call, or assistant text with a
-    Hermes ``<tool_call>``. ``options`` are the episode's (max_turns, wall_clock_s, gpu_time_s, files)
-    plus ``task`` to switch tasks. Observations are text; ``info`` is the server's structured info.
+    Hermes ``<tool_call>``. ``options`` are the episode's (max_turns, wall_clock_s, gpu_time_s, files,
+    ``kind``: "kernel" or "extension") plus ``task`` to switch tasks. Observations are text; ``info`` is the server's structured info.
 
     ``history`` is the episode's candidate history as the server last listed it (``info["history"]``:
     one dict per version judged by verify, profile or submit, with ``version``, ``verdict``,
