@@ -9,7 +9,7 @@
 #   - the CUDA toolkit pieces the build needs (NVRTC, CUPTI, runtime, driver stub), taken from the
 #     CUDA toolkit when one is installed, else from NVIDIA's pip wheels.
 # Re-running it does nothing that is already done. Prints one line per step.
-#   tools/setup.sh [STEP...]     steps: debs venv python cuda (default: all four, in this order)
+#   tools/setup.sh [STEP...]     steps: debs venv python trainers cuda (default: all five, in this order)
 #
 # The venv is isolated: it sees only what is installed in it, so a package missing from it fails
 # here and in CI, not on the next fresh machine (a package once installed system-wide would hide it).
@@ -96,10 +96,15 @@ sys.exit(0 if (matplotlib.__version__, pyarrow.__version__, m.version('ruff'), e
   else
     echo "setup: Python packages present"
   fi
-  # The trainer adapters' packages, pinned as tools/python/pyproject.toml's extras (gymnasium, skyrl,
-  # verl, verifiers), in one resolve with torch held: skyrl-gym brings pandas, omegaconf and
-  # func_timeout; cachetools and fastapi are what verl's ToolAgentLoop imports beyond verl's own
-  # requirements. About 2 min into a fresh venv.
+}
+
+# The trainer adapters' packages, pinned as tools/python/pyproject.toml's extras (gymnasium, skyrl,
+# verl, verifiers), in one resolve with torch held: skyrl-gym brings pandas, omegaconf and
+# func_timeout; cachetools and fastapi are what verl's ToolAgentLoop imports beyond verl's own
+# requirements. About 4 min into a fresh venv, nearly all of it downloads: nothing is built against
+# them, so tools/test.sh runs this step beside the build and waits for it before the tests.
+setup_trainers() {
+  [ -x "$py" ] || { echo "setup: no venv at $venv (the venv step makes it)" >&2; exit 2; }
   local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 verl_version=0.9.1 verifiers_version=0.3.1
   local trainers=("gymnasium==$gymnasium_version" "skyrl-gym==$skyrl_gym_version" "verl==$verl_version"
                   cachetools==8.0.2 fastapi==0.165.0 "verifiers==$verifiers_version")
@@ -128,11 +133,11 @@ setup_cuda() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(debs venv python cuda)
+[ ${#steps[@]} -gt 0 ] || steps=(debs venv python trainers cuda)
 for s in "${steps[@]}"; do
   case $s in
-    debs|venv|python|cuda) ;;
-    *) echo "setup: unknown step '$s' (debs, venv, python, cuda)" >&2; exit 2 ;;
+    debs|venv|python|trainers|cuda) ;;
+    *) echo "setup: unknown step '$s' (debs, venv, python, trainers, cuda)" >&2; exit 2 ;;
   esac
 done
 for s in "${steps[@]}"; do "setup_$s"; done

@@ -7,26 +7,39 @@
 # It needs only the Debian packages, so it runs in the background from there on, beside the rest of
 # the setup (on a fresh machine mostly downloads) and the build, and its output is printed when it
 # ends: on a cold 2-core runner its ~170 CPU-s build and 36 s of fuzzing then cost little wall time.
-# KFORGE_FUZZ=0 skips that step. Under CI=true a build folder configured here leaves out the
+# KFORGE_FUZZ=0 skips that step. The trainer adapters' packages (setup.sh's `trainers` step) install
+# beside the build too, and the tests wait for them. Under CI=true a build folder configured here leaves out the
 # benchmarks of tools/bench, which no test runs (KFORGE_BUILD_BENCH=OFF). Extra arguments go to
 # ctest.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/tools/setup.sh" debs venv
-fuzz_pid=""
+fuzz_pid="" trainers_pid=""
+# Background steps run in process groups of their own, stopped whole if this script ends early.
+trap '[ -z "$fuzz_pid" ] || kill -- -"$fuzz_pid" 2>/dev/null || true; [ -z "$trainers_pid" ] || kill -- -"$trainers_pid" 2>/dev/null || true' EXIT
 if [ "${KFORGE_FUZZ:-1}" != 0 ]; then
   fuzz_log=$(mktemp)
-  setsid "$root/tools/fuzz.sh" >"$fuzz_log" 2>&1 &  # its own process group: stopped whole below
+  setsid "$root/tools/fuzz.sh" >"$fuzz_log" 2>&1 &
   fuzz_pid=$!
-  trap '[ -z "$fuzz_pid" ] || kill -- -"$fuzz_pid" 2>/dev/null || true' EXIT
 fi
 "$root/tools/setup.sh" python cuda
+# The trainer adapters' packages (downloads, about 4 min fresh) install beside the build: only the
+# adapter tests need them, and nothing is built against them.
+trainers_log=$(mktemp)
+setsid "$root/tools/setup.sh" trainers >"$trainers_log" 2>&1 &
+trainers_pid=$!
 if [ "${CI:-}" = true ]; then
   export CMAKE_ARGS="-DKFORGE_BUILD_BENCH=OFF ${CMAKE_ARGS:-}"
 fi
 "$root/tools/build.sh"
 build=${KFORGE_BUILD_DIR:-$root/build}
 "$root/tools/lint.sh"
+trainers_rc=0
+wait "$trainers_pid" || trainers_rc=$?
+trainers_pid=""
+cat "$trainers_log"
+rm -f "$trainers_log"
+[ "$trainers_rc" = 0 ] || exit "$trainers_rc"
 if [ -n "$fuzz_pid" ]; then
   rc=0
   wait "$fuzz_pid" || rc=$?
