@@ -99,18 +99,19 @@ sys.exit(0 if (matplotlib.__version__, pyarrow.__version__, m.version('ruff'), e
 }
 
 # The trainer adapters' packages, pinned as tools/python/pyproject.toml's extras (gymnasium, skyrl,
-# verl, verifiers), in one resolve with torch held: skyrl-gym brings pandas, omegaconf and
+# verl, verifiers, ray: verl needs it too; kforge_client.ray and its test python.rollout_ray run on it),
+# in one resolve with torch held: skyrl-gym brings pandas, omegaconf and
 # func_timeout; cachetools and fastapi are what verl's ToolAgentLoop imports beyond verl's own
 # requirements. About 4 min into a fresh venv, nearly all of it downloads: nothing is built against
 # them, so tools/test.sh runs this step beside the build and waits for it before the tests.
 setup_trainers() {
   [ -x "$py" ] || { echo "setup: no venv at $venv (the venv step makes it)" >&2; exit 2; }
-  local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 verl_version=0.9.1 verifiers_version=0.3.1
+  local gymnasium_version=1.4.0 skyrl_gym_version=0.4.0 verl_version=0.9.1 verifiers_version=0.3.1 ray_version=2.60.0
   local trainers=("gymnasium==$gymnasium_version" "skyrl-gym==$skyrl_gym_version" "verl==$verl_version"
-                  cachetools==8.0.2 fastapi==0.165.0 "verifiers==$verifiers_version")
+                  cachetools==8.0.2 fastapi==0.165.0 "verifiers==$verifiers_version" "ray[default]==$ray_version")
   if ! "$py" -c "import importlib.metadata as m, sys, cachetools, fastapi
-want = ('$gymnasium_version', '$skyrl_gym_version', '$verl_version', '$verifiers_version')
-sys.exit(0 if tuple(m.version(p) for p in ('gymnasium', 'skyrl-gym', 'verl', 'verifiers')) == want else 1)" 2>/dev/null; then
+want = ('$gymnasium_version', '$skyrl_gym_version', '$verl_version', '$verifiers_version', '$ray_version')
+sys.exit(0 if tuple(m.version(p) for p in ('gymnasium', 'skyrl-gym', 'verl', 'verifiers', 'ray')) == want else 1)" 2>/dev/null; then
     echo "setup: installing the trainer adapters' packages: ${trainers[*]} (torch held at $torch_version)"
     local hold; hold=$(mktemp); echo "torch==$torch_version" > "$hold"
     "$py" -m pip install -q -c "$hold" "${trainers[@]}"; rm -f "$hold"

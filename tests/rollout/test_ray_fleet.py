@@ -14,7 +14,7 @@ import pytest
 
 from client_harness import KFORGE, call, client_env, write
 
-ray = pytest.importorskip("ray")
+ray = pytest.importorskip("ray", reason="ray is not installed (tools/setup.sh's trainers step installs it)")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from kforge_client import Client, KforgeError, TrajectoryReader, read_trajectories  # noqa: E402

@@ -1,4 +1,4 @@
-"""kforge on a Ray cluster (RAY.md beside this file): one `kforge serve` per judging node, started as
+"""kforge on a Ray cluster (tools/python/docs/ray.md): one `kforge serve` per judging node, started as
 a Ray actor in a placement group that reserves the node's GPUs and CPUs (``ServerFleet``,
 ``ServerShape``); a router that spreads new episodes by free capacity and health and ends a lost
 server's episodes with ``end_cause: server_lost`` (``Router``, ``RoutedEpisode``, ``ServerLost``);
