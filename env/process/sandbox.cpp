@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <seccomp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,18 +14,21 @@
 
 namespace kforge {
 
-void install_worker_seccomp() {
+namespace {
+
+// The filter both sandboxes share: no sockets, tracing, reading other processes, mounts,
+// namespaces, BPF, modules or reboots; the worker's also refuses new processes.
+scmp_filter_ctx make_filter(bool refuse_processes) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   KFORGE_CHECK(ctx != nullptr, runtime, "seccomp_init failed");
   auto deny = [&](int syscall_nr, int err = EPERM) {
     int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), syscall_nr, 0);
-    if (rc != 0 && rc != -EDOM) KFORGE_FAIL(runtime, "seccomp rule for syscall " << syscall_nr << " failed: " << std::strerror(-rc));
+    if (rc != 0 && rc != -EDOM) {
+      seccomp_release(ctx);
+      KFORGE_FAIL(runtime, "seccomp rule for syscall " << syscall_nr << " failed: " << std::strerror(-rc));
+    }
   };
-  for (int nr : {SCMP_SYS(execve),
-                 SCMP_SYS(execveat),
-                 SCMP_SYS(fork),
-                 SCMP_SYS(vfork),
-                 SCMP_SYS(socket),
+  for (int nr : {SCMP_SYS(socket),
                  SCMP_SYS(socketpair),
                  SCMP_SYS(connect),
                  SCMP_SYS(bind),
@@ -50,6 +54,8 @@ void install_worker_seccomp() {
                  SCMP_SYS(swapon),
                  SCMP_SYS(swapoff)})
     deny(nr);
+  if (!refuse_processes) return ctx;
+  for (int nr : {SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(fork), SCMP_SYS(vfork)}) deny(nr);
   // clone3 takes its flags in a struct the filter cannot read: refuse it with ENOSYS so the C
   // library falls back to clone, whose flags it can: threads (CLONE_THREAD) pass, processes do not.
   deny(SCMP_SYS(clone3), ENOSYS);
@@ -58,9 +64,37 @@ void install_worker_seccomp() {
     seccomp_release(ctx);
     KFORGE_FAIL(runtime, "seccomp rule for clone failed: " << std::strerror(-rc));
   }
-  rc = seccomp_load(ctx);
+  return ctx;
+}
+
+}  // namespace
+
+void install_worker_seccomp() {
+  scmp_filter_ctx ctx = make_filter(true);
+  int rc = seccomp_load(ctx);
   seccomp_release(ctx);
   KFORGE_CHECK(rc == 0, runtime, "seccomp_load failed: " << std::strerror(-rc));
+}
+
+std::string tool_seccomp_program() {
+  scmp_filter_ctx ctx = make_filter(false);
+  // libseccomp writes the program to a descriptor: a memory file, read back whole.
+  int fd = ::memfd_create("kforge-seccomp", MFD_CLOEXEC);
+  if (fd < 0) {
+    seccomp_release(ctx);
+    KFORGE_FAIL(runtime, "memfd_create failed: " << std::strerror(errno));
+  }
+  int rc = seccomp_export_bpf(ctx, fd);
+  seccomp_release(ctx);
+  std::string program;
+  if (rc == 0) {
+    char buf[4096];
+    ::lseek(fd, 0, SEEK_SET);
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) program.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  KFORGE_CHECK(rc == 0 && !program.empty(), runtime, "seccomp_export_bpf failed: " << std::strerror(-rc));
+  return program;
 }
 
 std::string probe_sandbox() {

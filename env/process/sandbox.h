@@ -11,6 +11,11 @@ namespace kforge {
 // Throws a runtime error if the filter cannot be installed.
 void install_worker_seccomp();
 
+// The same filter less its refusal of new processes (compilers run their stages as processes), as
+// the program the kernel loads: the bytes of a struct sock_filter[] (child_sandbox.h installs it
+// in a child between fork and exec, where libseccomp cannot run).
+std::string tool_seccomp_program();
+
 // What the sandbox lets through, tried for real (for tests): "fork: EPERM; socket: EPERM; ...".
 std::string probe_sandbox();
 
