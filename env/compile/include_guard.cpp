@@ -1,6 +1,8 @@
 #include "env/compile/include_guard.h"
 
 #include <cctype>
+#include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -32,10 +34,24 @@ bool file_pragma(const std::vector<CudaToken>& toks, size_t b, size_t e, std::st
   return false;
 }
 
+// The assembler's directives that read a file, in a string literal (inline asm): `.incbin`,
+// `.include`, any case, as a word.
+bool assembler_file_directive(const std::string& text) {
+  std::string lower;
+  for (char ch : text) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  for (const char* d : {".incbin", ".include"}) {
+    for (size_t at = lower.find(d); at != std::string::npos; at = lower.find(d, at + 1)) {
+      const size_t after = at + std::strlen(d);
+      if (after >= lower.size() || !(std::isalnum(static_cast<unsigned char>(lower[after])) || lower[after] == '_')) return true;
+    }
+  }
+  return false;
+}
+
 class Scanner {
  public:
-  Scanner(const SplicedText& text, const std::string& file, SourceScan& out)
-      : t_(text), toks_(lex_cuda(text).tokens), file_(file), out_(out) {}
+  Scanner(const SplicedText& text, const std::string& file, IncludePolicy policy, SourceScan& out)
+      : t_(text), toks_(lex_cuda(text).tokens), file_(file), policy_(policy), out_(out) {}
 
   void run() {
     for (size_t i = 0; i < toks_.size();) {
@@ -97,6 +113,19 @@ class Scanner {
     }
   }
 
+  // A quoted header name under IncludePolicy::quoted_in_candidate: a file of the candidate.
+  void check_quoted_name(int line, const std::string& literal, const std::string& what) {
+    const std::string name = literal.size() >= 2 ? literal.substr(1, literal.size() - 2) : "";
+    const std::string shown = what + " \"" + name + "\"";
+    if (name.empty() || name[0] == '/' || name.find('\\') != std::string::npos) {
+      error(line,
+            shown + ": absolute paths, backslashes and empty names are not allowed; name a file of the candidate by its relative path");
+      return;
+    }
+    std::filesystem::path resolved = (std::filesystem::path(file_).parent_path() / name).lexically_normal();
+    if (resolved.empty() || *resolved.begin() == "..") error(line, shown + ": leaves the candidate's files");
+  }
+
   // What names the header after `#include` or `__has_include(`: the token at k (end: none).
   enum class NameKind { angle, quoted, computed, unterminated };
   NameKind header_name(size_t k, size_t end) const {
@@ -110,6 +139,8 @@ class Scanner {
   // A token of code (or of a directive's tail; `end` is past its last token) at k.
   void code_token(size_t k, size_t end) {
     const CudaToken& t = toks_[k];
+    if (t.kind == TokenKind::string && assembler_file_directive(t.value))
+      error(t.line, "a string holding the assembler's '.incbin' or '.include' (it reads a file) is not allowed");
     if (t.kind != TokenKind::identifier) return;
     const std::string& word = t.text;
     const bool call = k + 1 < end && toks_[k + 1].is("(");
@@ -126,6 +157,8 @@ class Scanner {
       NameKind kind = header_name(k + 2, end);
       if (kind == NameKind::angle) {
         check_header_name(t.line, toks_[k + 2].value, word + "(");
+      } else if (kind == NameKind::quoted && policy_.quoted_in_candidate) {
+        check_quoted_name(t.line, spelling(toks_[k + 2]), word + "(");
       } else if (kind == NameKind::quoted) {
         error(t.line, word + "(\"...\"): quoted header names are not allowed (a candidate is a single file)");
       } else {
@@ -149,6 +182,8 @@ class Scanner {
       size_t before = out_.errors.size();
       check_header_name(line, toks_[k].value, "#include");
       if (out_.errors.size() == before) out_.includes.push_back({line, toks_[k].value});
+    } else if (kind == NameKind::quoted && policy_.quoted_in_candidate) {
+      check_quoted_name(line, spelling(toks_[k]), "#include");
     } else if (kind == NameKind::quoted) {
       error(line,
             "#include \"...\": quoted includes are not allowed (a candidate is a single file; "
@@ -178,7 +213,7 @@ class Scanner {
     if (name != "pragma") mark_other(line);
     if (name == "define" || name == "undef") {
       std::string macro = k < end && toks_[k].kind == TokenKind::identifier ? toks_[k].text : "";
-      if (reserved_macro(macro))
+      if (policy_.reserved_macros && reserved_macro(macro))
         error(line, "#" + name + " " + macro +
                         ": macro names starting with '_', THRUST_, CUB_, CCCL_ or LIBCUDACXX_ "
                         "configure the toolkit headers and may not be defined by a candidate");
@@ -195,15 +230,16 @@ class Scanner {
   const SplicedText& t_;
   const std::vector<CudaToken> toks_;
   const std::string& file_;
+  const IncludePolicy policy_;
   SourceScan& out_;
 };
 
 }  // namespace
 
-SourceScan scan_kernel_source(const std::string& source, const std::string& file_name) {
+SourceScan scan_kernel_source(const std::string& source, const std::string& file_name, IncludePolicy policy) {
   SourceScan out;
   SplicedText text = splice_lines(source);
-  Scanner(text, file_name, out).run();
+  Scanner(text, file_name, policy, out).run();
   return out;
 }
 

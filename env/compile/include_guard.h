@@ -47,7 +47,19 @@ struct SourceScan {
   bool ok() const { return errors.empty(); }
 };
 
-// Scans a candidate's source; `file_name` prefixes the messages.
-SourceScan scan_kernel_source(const std::string& source, const std::string& file_name = "kernel.cu");
+// What a scan allows beyond the kernel kind's one file (the extension kind's sources,
+// env/extension/source_rules.h).
+struct IncludePolicy {
+  // `#include "x.h"` and `__has_include("x.h")` naming a file of the candidate: resolved next to
+  // `file_name`, never leaving the candidate, no absolute path. The kernel kind allows none.
+  bool quoted_in_candidate = false;
+  // Refuse `#define` of names that configure the toolkit's headers (`_*`, THRUST_, CUB_, ...).
+  bool reserved_macros = true;
+};
+
+// Scans a candidate's source; `file_name` prefixes the messages (and places quoted includes).
+// Whatever the policy, string literals that hold the assembler's file directives (`.incbin`,
+// `.include`) are refused.
+SourceScan scan_kernel_source(const std::string& source, const std::string& file_name = "kernel.cu", IncludePolicy policy = {});
 
 }  // namespace kforge

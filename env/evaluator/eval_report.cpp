@@ -51,7 +51,9 @@ CompileSection parse_compile_section(const Json& j, const std::string& path) {
 Json extension_json(const ExtensionSection& e) {
   Json steps = Json::array();
   for (const auto& st : e.steps) steps.push_back({{"what", st.what}, {"tool", st.tool}, {"ms", st.ms}, {"cached", st.cached}});
-  return {{"format", e.format}, {"glue_ms", e.glue_ms}, {"build_ms", e.build_ms}, {"library_cached", e.library_cached}, {"steps", steps}};
+  return {{"format", e.format},     {"glue_ms", e.glue_ms},
+          {"build_ms", e.build_ms}, {"library_cached", e.library_cached},
+          {"steps", steps},         {"build_filesystem", e.build_filesystem}};
 }
 
 ExtensionSection parse_extension_section(const Json& j, const std::string& path) {
@@ -61,6 +63,7 @@ ExtensionSection parse_extension_section(const Json& j, const std::string& path)
   e.glue_ms = o.req<double>("glue_ms");
   e.build_ms = o.req<double>("build_ms");
   e.library_cached = o.req<bool>("library_cached");
+  e.build_filesystem = o.opt<std::string>("build_filesystem").value_or("");  // absent in reports before it existed
   const Json& steps = o.raw("steps");
   KFORGE_CHECK(steps.is_array(), spec, o.path("steps") << " must be a list");
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -204,6 +207,7 @@ std::string format_report(const EvalReport& r) {
     const ExtensionSection& e = *r.extension;
     os << "extension (" << e.format << "): model_new.py read in " << std::setprecision(1) << e.glue_ms << " ms, built in " << e.build_ms
        << " ms" << (e.library_cached ? " (library cached)" : "") << "\n";
+    if (e.build_filesystem.rfind("unconfined", 0) == 0) os << "  the compilers' file system was " << e.build_filesystem << "\n";
     for (const auto& st : e.steps)
       os << "  " << std::left << std::setw(32) << st.what << std::right << " " << st.tool << " " << st.ms << " ms"
          << (st.cached ? " (cached)" : "") << "\n";

@@ -44,6 +44,9 @@ struct ExtensionSection {
   double glue_ms = 0, build_ms = 0;
   bool library_cached = false;
   std::vector<BuildStep> steps;
+  // Where the compilers could read and write: "confined" (Landlock: the toolchain, torch and the
+  // build cache only) or "unconfined: why" (env/process/child_sandbox.h).
+  std::string build_filesystem;
 };
 
 struct PlanSection {

@@ -231,7 +231,9 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
   if (f.ok) build_extension(f, extension_builder());
   report.compile = CompileSection{f.ok, f.ok ? f.build.log : f.message, arch, ms_since(t0), std::nullopt};
   if (!f.plan_json.is_null() || f.build.total_ms > 0)
-    report.extension = ExtensionSection{f.plan.format, f.glue_ms, f.build.total_ms, f.build.library_cached, f.build.steps};
+    report.extension =
+        ExtensionSection{f.plan.format,          f.glue_ms,     f.build.total_ms,
+                         f.build.library_cached, f.build.steps, f.build.sandbox.is_object() ? f.build.sandbox.value("filesystem", "") : ""};
   if (!f.ok) {
     report.error = ReportError{f.error_kind == "timeout" ? worker_error::timeout : worker_error::compile_error, f.message};
     return report;

@@ -2,10 +2,8 @@
 // nvcc and g++ children with a time limit, one link.
 #include "env/extension/extension_build.h"
 
-#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,8 +19,8 @@
 #include "configs/error.h"
 #include "configs/file_reader.h"
 #include "configs/sha256.h"
-
-extern char** environ;
+#include "env/extension/source_rules.h"
+#include "env/process/child_sandbox.h"
 
 namespace kforge {
 namespace fs = std::filesystem;
@@ -54,38 +52,6 @@ FileKind kind_of(const std::string& path) {
   KFORGE_FAIL(spec, "extension file '" << path << "': only .cu, .cpp (.cc, .cxx) and headers (.h, .cuh, .hpp, .inl) are built");
 }
 
-// A path inside the candidate: relative, no "..", plain characters.
-void check_path(const std::string& path) {
-  static const std::regex ok(R"([A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*)");
-  KFORGE_CHECK(std::regex_match(path, ok) && path.find("..") == std::string::npos, spec,
-               "extension file path '" << path << "' must be relative, inside the candidate, of letters, digits, '_', '-', '.'");
-}
-
-// Every #include names a file: <system or torch header> without "..", or "a file of the
-// candidate" that stays inside it. Computed includes (#include MACRO) are refused.
-void check_includes(const ExtensionFile& f) {
-  static const std::regex directive(R"(^\s*#\s*include\b\s*(.*)$)");
-  static const std::regex named(R"(^([<"])([^>"]+)[>"].*$)");
-  std::istringstream in(f.text);
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    std::smatch m, n;
-    if (!std::regex_match(line, m, directive)) continue;
-    const std::string rest = m[1];
-    KFORGE_CHECK(std::regex_match(rest, n, named), spec, f.path << ":" << line_no << ": #include must name a file in <> or \"\"");
-    std::string target = n[2];
-    KFORGE_CHECK(!target.empty() && target[0] != '/', spec, f.path << ":" << line_no << ": #include of an absolute path");
-    if (n[1] == "<") {
-      KFORGE_CHECK(target.find("..") == std::string::npos, spec, f.path << ":" << line_no << ": #include <...> with '..'");
-      continue;
-    }
-    fs::path resolved = (fs::path(f.path).parent_path() / target).lexically_normal();
-    KFORGE_CHECK(!resolved.empty() && *resolved.begin() != "..", spec,
-                 f.path << ":" << line_no << ": #include \"" << target << "\" leaves the candidate's files");
-  }
-}
-
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
 
 std::string tool_version(const std::string& tool) {
@@ -107,30 +73,9 @@ struct Job {
   std::string log;     // stdout and stderr
 };
 
-pid_t spawn(const Job& j) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, j.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: killed whole on a timeout
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const auto& a : j.argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  KFORGE_CHECK(rc == 0, runtime, "cannot start " << args[0] << ": " << std::strerror(rc));
-  return pid;
-}
-
 // Runs the jobs, `jobs` at a time; the first that fails (or outlasts the limit) stops the rest.
 // Returns its index, or -1 when all succeeded; `timed_out` says which way it failed.
-int run_jobs(std::vector<Job>& jobs, int parallel, double timeout_s, bool* timed_out) {
+int run_jobs(const ChildSandbox& sandbox, std::vector<Job>& jobs, int parallel, double timeout_s, bool* timed_out) {
   *timed_out = false;
   std::map<pid_t, size_t> running;
   std::vector<Clock::time_point> started(jobs.size());
@@ -140,7 +85,7 @@ int run_jobs(std::vector<Job>& jobs, int parallel, double timeout_s, bool* timed
   while ((next < jobs.size() && failed < 0) || !running.empty()) {
     while (failed < 0 && next < jobs.size() && static_cast<int>(running.size()) < std::max(1, parallel)) {
       started[next] = Clock::now();
-      running[spawn(jobs[next])] = next;
+      running[sandbox.spawn({jobs[next].argv, jobs[next].log, ""})] = next;
       ++next;
     }
     int status = 0;
@@ -180,6 +125,37 @@ void remove_tree(const std::string& p) {
   if (fs::exists(p, ec)) nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+namespace {
+
+// Where the compilers may read: the system's tools and libraries, the toolchain's and torch's
+// folders, kforge's stand-ins; where they may write: the cache (objects, libraries, the work
+// folders, the compilers' temporary files). Nothing else: not the task set, configs or home.
+ChildSandboxSpec compiler_sandbox(const ExtensionToolchain& tc, const std::string& cache_dir) {
+  ChildSandboxSpec s;
+  std::error_code ec;
+  auto add = [&](std::vector<std::string>& to, const fs::path& p) {
+    if (p.empty() || !fs::exists(p, ec)) return;
+    const std::string c = fs::canonical(p, ec).string();
+    if (!ec && std::find(to.begin(), to.end(), c) == to.end()) to.push_back(c);
+  };
+  for (const char* sys : {"/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/alternatives"}) add(s.read_paths, sys);
+  const fs::path nvcc = fs::canonical(tc.nvcc, ec), cxx = fs::canonical(tc.cxx, ec);
+  add(s.read_paths, nvcc.parent_path().parent_path());  // the CUDA toolkit's root
+  add(s.read_paths, cxx.parent_path().parent_path());
+  for (const auto& p : {tc.cuda_include, tc.cuda_lib_dir, tc.torch_lib_dir, tc.shim_dir}) add(s.read_paths, p);
+  for (const auto& p : tc.torch_includes) add(s.read_paths, p);
+  fs::create_directories(fs::path(cache_dir) / "tmp");
+  add(s.write_paths, cache_dir);
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/urandom"}) add(s.write_paths, dev);
+  const std::string tmp = fs::canonical(fs::path(cache_dir) / "tmp", ec).string();
+  s.env = {"PATH=" + nvcc.parent_path().string() + ":" + cxx.parent_path().string() + ":/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp,
+           "LC_ALL=C"};
+  s.limits.cpu_s = std::max(tc.timeout_s, 600.0) + 10;  // the precompiled header's limit is 600 s
+  return s;
+}
+
+}  // namespace
+
 ExtensionToolchain ExtensionToolchain::from_build() {
   ExtensionToolchain t;
 #ifdef KFORGE_EXT_NVCC
@@ -204,7 +180,10 @@ ExtensionBuilder::ExtensionBuilder(ExtensionToolchain tc, std::string cache_dir)
   toolchain_id_ = sha256_hex(tool_version(tc_.nvcc) + "|" + tool_version(tc_.cxx) + "|" + tc_.arch + "|" + tc_.torch_cxx_flags + "|" + shim)
                       .substr(0, 16);
   fs::create_directories(fs::path(cache_dir_) / "obj");
+  sandbox_ = std::make_unique<ChildSandbox>(compiler_sandbox(tc_, cache_dir_));
 }
+
+ExtensionBuilder::~ExtensionBuilder() = default;
 
 namespace {
 
@@ -242,7 +221,7 @@ std::string ExtensionBuilder::pch_dir() {
   j.log = (dir / "pch.log").string();
   std::vector<Job> jobs{j};
   bool timed_out = false;
-  int failed = run_jobs(jobs, 1, 600, &timed_out);
+  int failed = run_jobs(*sandbox_, jobs, 1, 600, &timed_out);
   KFORGE_CHECK(failed < 0, runtime, "the precompiled torch header failed to build:\n" << trimmed_log(j.log));
   fs::rename(tmp, gch);
   pch_step_ = jobs[0].step;
@@ -331,6 +310,9 @@ std::string cuda_agent_module(const std::string& name) {
 ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
   const auto t0 = Clock::now();
   ExtensionBuildResult out;
+  out.sandbox = sandbox_->confinement();
+  out.sandbox.erase("read_paths");
+  out.sandbox.erase("write_paths");
   try {
     KFORGE_CHECK(std::regex_match(req.module_name, std::regex("[A-Za-z_][A-Za-z0-9_]*")), spec,
                  "extension module name '" << req.module_name << "' is not an identifier");
@@ -338,10 +320,10 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
     KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
     std::string headers;  // every header of the candidate: part of every object's key
     for (const auto& f : files) {
-      check_path(f.path);
+      check_extension_path(f.path);
       KFORGE_CHECK(f.path != "binding_registry.h" && f.path != "kforge_module.cpp", spec,
                    "'" << f.path << "' is kforge's own file in an extension build: leave it out");
-      check_includes(f);
+      check_extension_includes(f.path, f.text);
       if (kind_of(f.path) == FileKind::header) headers += f.path + "\n" + f.text + "\n";
     }
     if (req.cuda_agent_module) {
@@ -381,7 +363,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
     const std::vector<std::string>& objects = plan.objects;
     for (const auto& st : plan.cached) out.steps.push_back(st);
     bool timed_out = false;
-    int failed = run_jobs(jobs, tc_.jobs, tc_.timeout_s, &timed_out);
+    int failed = run_jobs(*sandbox_, jobs, tc_.jobs, tc_.timeout_s, &timed_out);
     for (const auto& j : jobs) out.steps.push_back(j.step);
     if (failed >= 0) {
       out.error_kind = timed_out ? "timeout" : "compile_error";
@@ -400,7 +382,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
     link.log = (work / "link.log").string();
     fs::create_directories(lib.parent_path());
     std::vector<Job> ljobs{link};
-    failed = run_jobs(ljobs, 1, tc_.timeout_s, &timed_out);
+    failed = run_jobs(*sandbox_, ljobs, 1, tc_.timeout_s, &timed_out);
     out.steps.push_back(ljobs[0].step);
     if (failed >= 0) {
       out.error_kind = timed_out ? "timeout" : "compile_error";
@@ -438,27 +420,11 @@ ExtensionBuildRequest load_inline_request(const std::string& name, const std::st
   return r;
 }
 
-std::vector<std::string> extension_flags(const std::vector<std::string>& flags, const std::string& what) {
-  static const std::regex allowed(
-      R"(-O[0-3s]|-ffast-math|--use_fast_math|-use_fast_math|-funroll-loops|-w|-Wall|-Wextra|-lineinfo|-std=c\+\+(14|17|20)|)"
-      R"(--expt-relaxed-constexpr|--expt-extended-lambda|-Xptxas=-v|-maxrregcount=[0-9]+|--maxrregcount=[0-9]+|)"
-      R"(-U__CUDA_NO_HALF_OPERATORS__|-U__CUDA_NO_HALF_CONVERSIONS__|-U__CUDA_NO_BFLOAT16_CONVERSIONS__|-U__CUDA_NO_HALF2_OPERATORS__|)"
-      R"(-D[A-Z][A-Z0-9_]*(=[A-Za-z0-9_.]+)?)");
-  std::vector<std::string> out;
-  for (const auto& f : flags) {
-    if (f.empty()) continue;  // KernelBench's extra_cflags=[""]
-    KFORGE_CHECK(
-        std::regex_match(f, allowed) && f.rfind("-D__", 0) != 0 && f.rfind("-DTORCH", 0) != 0, spec,
-        what << ": flag '" << f << "' is not allowed (optimisation, fast math, warnings, -std, register limits and plain -D macros are)");
-    out.push_back(f);
-  }
-  return out;
-}
-
 nlohmann::json to_json(const ExtensionBuildResult& r) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : r.steps) steps.push_back({{"what", s.what}, {"tool", s.tool}, {"ms", s.ms}, {"cached", s.cached}});
-  nlohmann::json j = {{"ok", r.ok}, {"hash", r.hash}, {"total_ms", r.total_ms}, {"library_cached", r.library_cached}, {"steps", steps}};
+  nlohmann::json j = {{"ok", r.ok},     {"hash", r.hash},      {"total_ms", r.total_ms}, {"library_cached", r.library_cached},
+                      {"steps", steps}, {"sandbox", r.sandbox}};
   if (!r.ok) j["error"] = {{"kind", r.error_kind}, {"log", r.log}};
   return j;
 }

@@ -6,14 +6,22 @@
 // includes (pybind11's, torch's extension header, CUDA Agent's binding registry) are kforge's
 // stand-ins (env/extension/shim/): bindings register C++ functions, no Python is involved.
 //
-// Nothing the candidate wrote runs here: the compilers run as child processes with a time limit,
-// in a fresh directory that holds only the candidate's files and the generated ones.
+// Nothing the candidate wrote runs here: the compilers run as sandboxed child processes
+// (env/process/child_sandbox.h: a clean environment, limits, no sockets, and where the kernel has
+// Landlock, a file system that holds only the toolchain, torch's headers and libraries, kforge's
+// stand-ins and the cache), with a time limit, in a fresh directory that holds only the
+// candidate's files and the generated ones.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "env/extension/source_rules.h"
+
 namespace kforge {
+
+class ChildSandbox;
 
 // One file of a candidate, by its path inside the candidate (e.g. "kernels/gemm.cu").
 struct ExtensionFile {
@@ -56,6 +64,7 @@ struct ExtensionBuildResult {
   std::vector<BuildStep> steps;
   double total_ms = 0;
   bool library_cached = false;
+  nlohmann::json sandbox;  // how the compilers were confined (ChildSandbox::confinement, less its paths)
 };
 
 nlohmann::json to_json(const ExtensionBuildResult& r);
@@ -63,13 +72,16 @@ nlohmann::json to_json(const ExtensionBuildResult& r);
 class ExtensionBuilder {
  public:
   ExtensionBuilder(ExtensionToolchain tc, std::string cache_dir);
+  ~ExtensionBuilder();
   ExtensionBuildResult build(const ExtensionBuildRequest& req);
   const ExtensionToolchain& toolchain() const { return tc_; }
+  const ChildSandbox& sandbox() const { return *sandbox_; }
 
  private:
   std::string pch_dir();  // the precompiled torch header set, made once per toolchain
   ExtensionToolchain tc_;
   std::string cache_dir_;
+  std::unique_ptr<ChildSandbox> sandbox_;
   std::string toolchain_id_;
   BuildStep pch_step_;
   bool pch_ready_ = false;
@@ -80,11 +92,6 @@ class ExtensionBuilder {
 // are CUDA sources, cuda.cu (torch's types and the CUDA runtime, then the sources).
 ExtensionBuildRequest load_inline_request(const std::string& name, const std::string& cpp_sources, const std::string& cuda_sources,
                                           const std::vector<std::string>& functions);
-
-// Flags a candidate may pass to its compiles (load_inline's extra_cflags / extra_cuda_cflags):
-// optimisation, architecture-neutral code generation and warnings. Anything else (include paths,
-// -D of reserved names, plugins, output files, linker flags) is a spec error naming the flag.
-std::vector<std::string> extension_flags(const std::vector<std::string>& flags, const std::string& what);
 
 // std::filesystem::remove_all, by hand: in a process that has libtorch loaded the call resolves to
 // an entry of libtorch.so's that crashes (seen with torch 2.11.0's wheel).

@@ -160,6 +160,19 @@ TEST(NvrtcCompiler, RefusesIncludesThatReachOutsideTheToolkit) {
   expect_refused("_Pragma(\"GCC dependency \\\"/etc/hostname\\\"\")\n" + k, "kernel.cu:1:", "pragmas that name files");
   expect_refused("#if __has_include(\"/etc/hostname\")\n#endif\n" + k, "kernel.cu:1:", "quoted header names");
   expect_refused("#define THRUST_MR_STD_MR_HEADER </etc/hostname>\n" + k, "kernel.cu:1:", "configure the toolkit headers");
+  expect_refused("__device__ void f() { asm(\".INCBIN \\\"/etc/hostname\\\"\"); }\n" + k, "kernel.cu:1:", "'.incbin' or '.include'");
+}
+
+// The extension kind's policy (env/extension/source_rules.h): quoted names of the candidate's own
+// files pass, anything that leaves it does not; the kernel kind's refusals stay.
+TEST(NvrtcIncludeGuard, TheExtensionPolicyAllowsQuotedFilesOfTheCandidateOnly) {
+  const IncludePolicy ext{true, false};
+  EXPECT_TRUE(scan_kernel_source("#include \"../common.cuh\"\n#include \"tile.h\"\n#define _MY 1\n", "kernels/a.cu", ext).ok());
+  EXPECT_FALSE(scan_kernel_source("#include \"../../x.h\"\n", "kernels/a.cu", ext).ok());
+  EXPECT_FALSE(scan_kernel_source("#include \"/etc/hostname\"\n", "kernels/a.cu", ext).ok());
+  EXPECT_FALSE(scan_kernel_source("#if __has_include(\"../../x.h\")\n#endif\n", "kernels/a.cu", ext).ok());
+  EXPECT_FALSE(scan_kernel_source("#include_next \"tile.h\"\n", "kernels/a.cu", ext).ok());
+  EXPECT_FALSE(scan_kernel_source("#include \"tile.h\"\n", "kernel.cu").ok()) << "the kernel kind is one file";
 }
 
 TEST(NvrtcIncludeGuard, SeesDirectivesThroughContinuationsCommentsAndDigraphs) {

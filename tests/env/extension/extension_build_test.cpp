@@ -4,6 +4,7 @@
 // defaults, across dlopen; objects are cached per file; bad paths, includes and flags are refused.
 #include "env/extension/extension_build.h"
 #include "env/extension/extension_library.h"
+#include "env/process/child_sandbox.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -216,13 +217,13 @@ TEST(ExtensionBuild, PathsIncludesAndFlagsOutsideTheRulesAreSpecErrors) {
   refused(r, "must be relative");
   r = cuda_agent_candidate();
   r.files[0].text = "#include \"/etc/passwd\"\n" + r.files[0].text;
-  refused(r, "absolute path");
+  refused(r, "absolute paths");
   r = cuda_agent_candidate();
   r.files[1].text = "#include \"../../outside.h\"\n" + r.files[1].text;
   refused(r, "leaves the candidate's files");
   r = cuda_agent_candidate();
   r.files[0].text = "#define F \"x.h\"\n#include F\n" + r.files[0].text;
-  refused(r, "must name a file");
+  refused(r, "computed include");
   r = cuda_agent_candidate();
   r.extra_cuda_cflags = {"-I/etc"};
   refused(r, "flag '-I/etc' is not allowed");
@@ -233,4 +234,46 @@ TEST(ExtensionBuild, PathsIncludesAndFlagsOutsideTheRulesAreSpecErrors) {
   r.files.push_back({"kernels/notes.txt", "hello"});
   refused(r, "only .cu, .cpp");
   EXPECT_EQ(extension_flags({"", "-O3", "--use_fast_math", "-DBLOCK=128"}, "x").size(), 3u);
+}
+
+// The forms a line-by-line reading misses are read as the preprocessor reads them.
+TEST(ExtensionBuild, IncludesHiddenBySplicesCommentsAndDigraphsAreRefusedToo) {
+  auto refused = [](const std::string& prefix, const std::string& needle) {
+    ExtensionBuildRequest r = cuda_agent_candidate();
+    r.files[0].text = prefix + r.files[0].text;
+    ExtensionBuildResult b = builder().build(r);
+    EXPECT_EQ(b.error_kind, "spec_error") << prefix;
+    EXPECT_NE(b.log.find(needle), std::string::npos) << prefix << " -> " << b.log;
+  };
+  refused("#\\\ninclude </etc/passwd>\n", "kernels/scale_add.cu:1: #include </etc/passwd>: absolute paths are not allowed");
+  refused("// one\n/* a\n comment */ #include \"/etc/passwd\"\n", "kernels/scale_add.cu:3: #include \"/etc/passwd\": absolute paths");
+  refused("%:include </etc/passwd>\n", "absolute paths are not allowed");
+  refused("#include_next <../../etc/passwd>\n", "#include_next is not allowed");
+  refused("#import \"/etc/passwd\"\n", "#import is not allowed");
+  refused("#if __has_include(\"/home/user/.ssh/id_rsa\")\n#endif\n", "__has_include( \"/home/user/.ssh/id_rsa\": absolute paths");
+  refused("asm(\".incbin \\\"/etc/passwd\\\"\");\n", "the assembler's '.incbin' or '.include'");
+  // What looks like a directive inside a raw string is not one; a header of the candidate is fine.
+  EXPECT_NO_THROW(check_extension_includes("a.cu", "const char* s = R\"(\n#include </etc/passwd>\n)\";\n"));
+  EXPECT_NO_THROW(check_extension_includes("kernels/a.cu", "#include \"../common/tile.cuh\"\n#include <torch/extension.h>\n"));
+}
+
+// The guarantee behind the text rules: the compilers cannot read outside the toolchain, torch and
+// the cache. The assembler's .include, its name assembled from two string pieces (no text rule
+// sees it), names a file beside the cache: with Landlock the assembler is refused it, so its
+// contents never reach the log the policy reads.
+TEST(ExtensionBuild, TheCompilersCannotReadOutsideTheirSandbox) {
+  const nlohmann::json c = builder().sandbox().confinement();
+  if (c["landlock_abi"].get<int>() == 0) GTEST_SKIP() << "compilers unconfined here: " << c["filesystem"].get<std::string>();
+  const fs::path secret = fs::path(KFORGE_EXT_TEST_CACHE).parent_path() / ("extension_secret_" + std::to_string(getpid()) + ".txt");
+  std::ofstream(secret) << "the held out answer is 42\n";
+  ExtensionBuildRequest r = cuda_agent_candidate();
+  r.files.push_back({"kernels/probe.cpp", "asm(\".in\" \"clude \\\"" + secret.string() + "\\\"\");\nint kforge_probe = 1;\n"});
+  ExtensionBuildResult b = builder().build(r);
+  fs::remove(secret);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.error_kind, "compile_error") << b.log;
+  EXPECT_NE(b.log.find("kernels/probe.cpp"), std::string::npos) << b.log;
+  EXPECT_NE(b.log.find("Permission denied"), std::string::npos) << b.log;
+  EXPECT_EQ(b.log.find("held out"), std::string::npos) << b.log;
+  EXPECT_EQ(b.sandbox["filesystem"], "confined");
 }
