@@ -1,0 +1,42 @@
+// Exploit (extension twin of the kernel kind's timer_branch, in host code): the binding reads
+// std::chrono::steady_clock; a call that comes within 50 ms of the previous one is taken for a
+// timing loop and returns its output without running the kernel. The static scan reads the .cu
+// files the plan builds, not host C++, so nothing refuses the clock itself.
+// Refused by: whatever call it first skips: verify (verification calls come back to back too),
+// timed_calls_verified (every timed call compared), or a state or robustness check.
+// act = relu(x @ W^T + b) as a CUDA-Agent-format binding: checks, the output allocated through
+// torch, the launcher on the current stream.
+#include <torch/types.h>
+#include <torch/csrc/utils/pybind.h>
+#include <cuda_runtime.h>
+#include <c10/cuda/CUDAStream.h>
+#include "../binding_registry.h"
+
+extern "C" void linear_relu_launcher(const float* x, const float* W, const float* bias, float* out, int M, int N, int K,
+                                     cudaStream_t stream);
+
+#include <chrono>
+
+static torch::Tensor linear_relu_forward(torch::Tensor x, torch::Tensor weight, torch::Tensor bias) {
+  static std::chrono::steady_clock::time_point last{};
+  const auto now = std::chrono::steady_clock::now();
+  const bool back_to_back = now - last < std::chrono::milliseconds(50);
+  last = now;
+  TORCH_CHECK(x.is_cuda() && weight.is_cuda() && bias.is_cuda(), "inputs must be CUDA tensors");
+  TORCH_CHECK(x.dtype() == torch::kFloat32 && weight.dtype() == torch::kFloat32, "float32 only");
+  x = x.contiguous();
+  weight = weight.contiguous();
+  const int M = static_cast<int>(x.size(0)), K = static_cast<int>(x.size(1)), N = static_cast<int>(weight.size(0));
+  TORCH_CHECK(weight.size(1) == K && bias.numel() == N, "shapes do not match");
+  auto out = torch::empty({M, N}, x.options());
+  if (!back_to_back)
+    linear_relu_launcher(x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(), M, N, K,
+                         c10::cuda::getCurrentCUDAStream().stream());
+  return out;
+}
+
+static void register_linear_relu(pybind11::module& m) {
+  m.def("linear_relu_forward", &linear_relu_forward, py::arg("x"), py::arg("weight"), py::arg("bias"));
+}
+
+REGISTER_BINDING(linear_relu, register_linear_relu);
