@@ -143,6 +143,14 @@ ReferenceKind read_reference_kind(const YamlNode& ref) {
 
 void read_graph_reference(const YamlNode& ref) { ref.check_no_unknown_keys(); }
 
+InitValue read_init_value(const YamlNode& v) {
+  if (!v.is_scalar() || v.is_null()) v.fail("an init input is a bool or a number");
+  const std::string text = v.raw().Scalar();
+  if (text == "true" || text == "false") return text == "true";
+  if (text.find_first_of(".eEnN") == std::string::npos) return v.as<int64_t>();  // no point, exponent, nan or inf
+  return v.as<double>();
+}
+
 void read_imported_body(const YamlNode& root, const YamlNode& ref, TaskSpec& t) {
   for (const char* key : {"dims", "check_dims", "graph"})
     if (auto n = root.find(key))
@@ -155,6 +163,10 @@ void read_imported_body(const YamlNode& root, const YamlNode& ref, TaskSpec& t) 
   read_arguments(root.at("arguments"), t, names);
   read_outputs(root.at("outputs"), t, names);
   read_cost(root.find("cost"), t);
+  if (auto init = root.find("init_inputs")) {
+    if (!init->is_sequence()) init->fail("init_inputs must be a list of bools and numbers (get_init_inputs())");
+    for (const YamlNode& v : init->items()) t.init_inputs.push_back(read_init_value(v));
+  }
 }
 
 namespace {
@@ -200,6 +212,10 @@ void emit_imported_body(YAML::Emitter& e, const TaskSpec& t) {
   e << YAML::EndSeq;
   e << YAML::Key << "outputs" << YAML::Value << YAML::BeginSeq;
   for (const auto& o : t.outputs) emit_output(e, o);
+  e << YAML::EndSeq;
+  if (t.init_inputs.empty()) return;
+  e << YAML::Key << "init_inputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const InitValue& v : t.init_inputs) std::visit([&](auto x) { e << x; }, v);
   e << YAML::EndSeq;
 }
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "configs/eval_config.h"
@@ -80,6 +81,10 @@ struct TaskCost {
   double min_bytes = 0;  // every argument read once, every output written once
 };
 
+// An imported task's constructor argument (the module's get_init_inputs()): a bool, an integer
+// or a number. An extension candidate's ModelNew.__init__ receives them in order.
+using InitValue = std::variant<bool, int64_t, double>;
+
 struct TaskSpec {
   static constexpr int kFormatVersion = 1;
 
@@ -94,6 +99,9 @@ struct TaskSpec {
   OpGraph graph;                     // graph tasks only
   TaskReference reference;
   std::string program;  // imported tasks: the module's Python source, verbatim (render_python returns it)
+  // Imported tasks: get_init_inputs() at the module's size when every value is a bool or a number
+  // (the file's `init_inputs`); empty otherwise and for graph tasks (their Model() takes none).
+  std::vector<InitValue> init_inputs;
 
   // Derived from the graph (and checked against the file when it states them); an imported
   // task's arguments, outputs and cost are its file's, `resolved` is empty.

@@ -64,6 +64,7 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
     else
       b.parameters[task_.arguments[i].decl.name] = t;
   }
+  for (const InitValue& v : task_.init_inputs) b.init_values.push_back(std::visit([](auto x) { return kforge_ext::Value(x); }, v));
   std::vector<at::Tensor> out;
   try {
     CandidateScope scope;

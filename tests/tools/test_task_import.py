@@ -136,8 +136,11 @@ def test_task_fields_follow_the_module(kb, rel):
     inputs = mod.get_inputs()
     state = model.state_dict()
     params = {n for n, _ in model.named_parameters()}
+    init = list(mod.get_init_inputs())
+    recorded = bool(init) and all(isinstance(v, (bool, int, float)) for v in init)
     assert list(t) == ["kforge_task", "id", "source", "split", "description", "seed", "dtype", "arguments", "outputs",
-                       "tolerance", "cost", "provenance", "program", "reference"]
+                       "tolerance", "cost", "provenance", "program", "reference"] + (["init_inputs"] if recorded else [])
+    assert t.get("init_inputs") == (init if recorded else None)
     assert t["kforge_task"] == 1 and t["source"] == "kernelbench" and t["split"] == "train"
     assert isinstance(t["seed"], int) and t["description"]
     names = [f"x{i}" for i in range(len(inputs))] + list(state)
@@ -238,6 +241,16 @@ def test_modes_dtypes_and_flops(kb):
         assert "flops" not in t[tid]["cost"] and t[tid]["cost"]["min_bytes"] > 0
     notes = {json.loads(line)["id"]: json.loads(line)["notes"] for line in open(kb.out / "imported.jsonl")}
     assert any("linalg_inv" in n for n in notes["kb_l2_inverse_matmul"])
+
+
+def test_init_inputs_are_recorded_when_every_value_is_a_bool_or_a_number(kb):
+    """get_init_inputs() becomes the task's init_inputs (an extension's ModelNew gets them in order):
+    Conv2d's [3, 8] is recorded; LayerNorm's [(6, 8)] is not (a tuple), and a note says why."""
+    t = kb.tasks
+    assert t["kb_l1_conv2d_basic"]["init_inputs"] == [3, 8]
+    assert "init_inputs" not in t["kb_l1_layernorm_op"] and "init_inputs" not in t["kb_l1_relu_op"]
+    notes = {json.loads(line)["id"]: json.loads(line)["notes"] for line in open(kb.out / "imported.jsonl")}
+    assert any("init_inputs not recorded: get_init_inputs() holds tuple" in n for n in notes["kb_l1_layernorm_op"])
 
 
 def test_tensors_made_in_forward_follow_the_arguments_device(kb):

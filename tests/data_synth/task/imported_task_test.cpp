@@ -102,6 +102,31 @@ TEST(ImportedTask, RoundTripsThroughTaskToYaml) {
   EXPECT_EQ(task_to_yaml(back), text);  // a fixed point
 }
 
+// get_init_inputs() as the file's init_inputs: bools, integers and numbers, in order, kept by
+// kind through a round trip; anything else is a spec error naming the key.
+TEST(ImportedTask, InitInputsKeepTheirOrderAndKinds) {
+  TaskSpec t = parse_task(imported_yaml("init_inputs: [4096, 0.5, true, -3, 1e-05]\n"), "t.yaml");
+  ASSERT_EQ(t.init_inputs.size(), 5u);
+  EXPECT_EQ(std::get<int64_t>(t.init_inputs[0]), 4096);
+  EXPECT_EQ(std::get<double>(t.init_inputs[1]), 0.5);
+  EXPECT_EQ(std::get<bool>(t.init_inputs[2]), true);
+  EXPECT_EQ(std::get<int64_t>(t.init_inputs[3]), -3);
+  EXPECT_EQ(std::get<double>(t.init_inputs[4]), 1e-05);
+  TaskSpec back = parse_task(task_to_yaml(t), "again.yaml");
+  EXPECT_EQ(back.init_inputs, t.init_inputs);
+  EXPECT_TRUE(parse_task(imported_yaml(), "t.yaml").init_inputs.empty());
+  EXPECT_EQ(task_to_yaml(parse_task(imported_yaml(), "t.yaml")).find("\ninit_inputs:"), std::string::npos);
+  for (const char* bad : {"init_inputs: [[3, 3]]\n", "init_inputs: [relu]\n", "init_inputs: 3\n", "init_inputs: [~]\n"}) {
+    try {
+      parse_task(imported_yaml(bad), "t.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::spec) << bad;
+      EXPECT_NE(std::string(e.what()).find("init_inputs"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ImportedTask, ProgramSurvivesVerbatimWhateverItsWhitespace) {
   for (std::string program : {kProgram, kProgram.substr(0, kProgram.size() - 1), kProgram + "\n\n", std::string("  x = 1\n"),
                               std::string("a = 1\r\nb = '\xc3\xa9'\r\n"), std::string("x = 1\n   \n\ty = 2\n"), std::string("\tx = 1\n"),

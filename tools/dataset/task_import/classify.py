@@ -35,6 +35,7 @@ class Analysis:
     description: str
     notes: list
     rules: dict = None  # the rule each argument's draw came from (draws.infer)
+    init_inputs: list = None  # get_init_inputs() at the module's size, when all are bools and numbers
 
 
 def describe(tree, item):
@@ -192,13 +193,13 @@ def analyze(item, module_name, opts):
                 if sized.small is None:
                     s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
                     phase = "running the model"
-                    return examine(s)
+                    return with_init_inputs(examine(s), module)
                 try:
                     with sizing.constants_set(module, sized.small.values):
                         s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
                         phase = "running the model"
                         analysis = examine(s)
-                    return at_real_size(module, sized, s, analysis, opts, cuda_note)
+                    return with_init_inputs(at_real_size(module, sized, s, analysis, opts, cuda_note), module)
                 except Skip as e:  # a small size the CPU refuses, or a trace S2 or the meta run refutes: the next
                     if e.reason not in ("trace_mismatch", "load_error"):
                         raise
@@ -208,6 +209,19 @@ def analyze(item, module_name, opts):
     except Timeout:
         reason = "load_error" if phase == "building the model" else "too_large"
         raise Skip(reason, f"{phase} did not finish in {opts.timeout_s:g} s on the CPU") from None
+
+
+def with_init_inputs(analysis, module):
+    """The Analysis with get_init_inputs() at the module's own size (outside any small size) as the
+    task's init_inputs, when every value is a bool, an int or a float; else a note says why none."""
+    values = list(module.get_init_inputs())
+    kinds = sorted({type(v).__name__ for v in values if not isinstance(v, (bool, int, float))})
+    if kinds:
+        analysis.notes.append("init_inputs not recorded: get_init_inputs() holds " + ", ".join(kinds)
+                              + " (an extension's ModelNew needs defaults)")
+    elif values:
+        analysis.init_inputs = values
+    return analysis
 
 
 def at_real_size(module, sized, s, analysis, opts, cuda_note):

@@ -87,7 +87,7 @@ def task_document(tid, fmt, item, analysis, opts):
     cost["min_bytes"] = analysis.min_bytes
     arguments = Block(Flow(name=a["name"], role=a["role"], shape=a["shape"], dtype=a["dtype"], draw=Flow(a["draw"]))
                       for a in analysis.arguments)
-    return {
+    doc = {
         "kforge_task": 1,
         "id": tid,
         "source": SOURCES[fmt],
@@ -104,6 +104,9 @@ def task_document(tid, fmt, item, analysis, opts):
         "program": Literal(item.source),
         "reference": {"kind": "torchscript", "module_mode": analysis.module_mode, "sha256": sha, "artifact": b64},
     }
+    if analysis.init_inputs:
+        doc["init_inputs"] = list(analysis.init_inputs)
+    return doc
 
 
 def dump(doc):
