@@ -123,7 +123,14 @@ class Scanner {
       return;
     }
     std::filesystem::path resolved = (std::filesystem::path(file_).parent_path() / name).lexically_normal();
-    if (resolved.empty() || *resolved.begin() == "..") error(line, shown + ": leaves the candidate's files");
+    if (resolved.empty() || *resolved.begin() == "..") {
+      error(line, shown + ": leaves the candidate's files");
+      return;
+    }
+    // Only headers: a .cu or .cpp included would bring code the scans read as another kind of file.
+    const std::string ext = resolved.extension().string();
+    if (ext != ".h" && ext != ".cuh" && ext != ".hpp" && ext != ".inl")
+      error(line, shown + ": only headers (.h, .cuh, .hpp, .inl) of the candidate may be included");
   }
 
   // What names the header after `#include` or `__has_include(`: the token at k (end: none).

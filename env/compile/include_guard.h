@@ -50,8 +50,9 @@ struct SourceScan {
 // What a scan allows beyond the kernel kind's one file (the extension kind's sources,
 // env/extension/source_rules.h).
 struct IncludePolicy {
-  // `#include "x.h"` and `__has_include("x.h")` naming a file of the candidate: resolved next to
-  // `file_name`, never leaving the candidate, no absolute path. The kernel kind allows none.
+  // `#include "x.h"` and `__has_include("x.h")` naming a header of the candidate (.h, .cuh, .hpp,
+  // .inl): resolved next to `file_name`, never leaving the candidate, no absolute path. The kernel
+  // kind allows none.
   bool quoted_in_candidate = false;
   // Refuse `#define` of names that configure the toolkit's headers (`_*`, THRUST_, CUB_, ...).
   bool reserved_macros = true;

@@ -195,13 +195,13 @@ EvalReport Evaluator::front_stages(const TaskSpec& task, const Candidate& cand, 
 ExtensionBuilder& Evaluator::extension_builder() {
   if (!extension_builder_) {
     ExtensionToolchain tc = ExtensionToolchain::from_build();
-    if (!config_.worker.arch.empty()) tc.arch = config_.worker.arch;
     extension_builder_ = std::make_unique<ExtensionBuilder>(tc, default_extension_cache_dir());
   }
   return *extension_builder_;
 }
 
-EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& cand, std::optional<GpuExtension>& gpu) {
+EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& cand, const std::string& arch,
+                                       std::optional<GpuExtension>& gpu) {
   EvalReport report;
   report.task = task.id;
   report.candidate = cand.dir;
@@ -209,13 +209,13 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
   report.verdict = Verdict::error;
   auto t0 = Clock::now();
   ExtensionFront f = glue_extension(cand.files);
-  const std::string arch = extension_builder().toolchain().arch;
   // The static scan reads the device code the plan builds (its .cu files), as it reads a kernel kind's
-  // kernel.cu: the same rules, each finding naming its file.
+  // kernel.cu: the same rules, each finding naming its file. Headers too, whatever their extension:
+  // a .cu may include any of them (only headers: source_rules.h), so device code can sit in one.
   StaticReport scan;
   for (const auto& file : f.request.files) {
     const std::string ext = fs::path(file.path).extension().string();
-    if (ext != ".cu" && ext != ".cuh") continue;
+    if (ext != ".cu" && ext != ".cuh" && ext != ".h" && ext != ".hpp" && ext != ".inl") continue;
     StaticReport one = run_static_checks(file.text, "", anticheat_.static_checks);
     for (auto& finding : one.findings) {
       finding.file = file.path;
@@ -228,6 +228,7 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
     report.verdict = Verdict::cheat;
     return report;
   }
+  f.request.arch = arch;  // the device's: the build for the GPU that runs it
   if (f.ok) build_extension(f, extension_builder());
   report.compile = CompileSection{f.ok, f.ok ? f.build.log : f.message, arch, ms_since(t0), std::nullopt};
   if (!f.plan_json.is_null() || f.build.total_ms > 0)
@@ -246,13 +247,13 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
 EvalReport Evaluator::check(const TaskSpec& task, const Candidate& cand) {
   EvalReport report;
   bool front_ok = false;
+  const std::string arch = config_.worker.arch.empty() ? "sm_90a" : config_.worker.arch;
   if (cand.kind == CandidateKind::extension) {
     std::optional<GpuExtension> gpu;
-    report = extension_stages(task, cand, gpu);
+    report = extension_stages(task, cand, arch, gpu);
     front_ok = gpu.has_value();
   } else {
     std::optional<GpuInputs> gpu;
-    std::string arch = config_.worker.arch.empty() ? "sm_90a" : config_.worker.arch;
     report = front_stages(task, cand, arch, gpu);
     front_ok = gpu.has_value();
   }
@@ -312,7 +313,7 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   EvalReport report;
   if (cand.kind == CandidateKind::extension) {
     std::optional<GpuExtension> ext;
-    report = extension_stages(task, cand, ext);
+    report = extension_stages(task, cand, arch, ext);
     if (ext) req.extension = std::move(ext);
   } else {
     std::optional<GpuInputs> gpu;

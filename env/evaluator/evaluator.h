@@ -85,7 +85,7 @@ class Evaluator {
   EvalReport front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, std::optional<GpuInputs>& gpu);
   // The extension kind's: glue, plan, build (extension_candidate.h). The report's verdict is final
   // unless `gpu` is set.
-  EvalReport extension_stages(const TaskSpec& task, const Candidate& candidate, std::optional<GpuExtension>& gpu);
+  EvalReport extension_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, std::optional<GpuExtension>& gpu);
   ExtensionBuilder& extension_builder();
 
   EvalConfig config_;

@@ -240,7 +240,7 @@ struct ObjectPlan {
 
 struct BuildPlace {
   const ExtensionToolchain& tc;
-  std::string toolchain_id, work, pch, tmp_suffix, headers;
+  std::string toolchain_id, work, pch, tmp_suffix, headers, arch;
 };
 
 ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, const std::vector<ExtensionFile>& files,
@@ -259,7 +259,7 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
                 "-c",
                 "-O3",
                 "-std=c++17",
-                "-arch=" + tc.arch,
+                "-arch=" + at.arch,
                 "-cudart",
                 "shared",
                 "--expt-relaxed-constexpr",
@@ -331,6 +331,8 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
       files.push_back({"kforge_module.cpp", cuda_agent_module(req.module_name)});
     }
     files.push_back({"kforge_ext_entry.cpp", read_file(tc_.shim_dir + "/kforge_ext_entry.cpp", "shim source")});
+    const std::string arch = req.arch.empty() ? tc_.arch : req.arch;
+    KFORGE_CHECK(std::regex_match(arch, std::regex("sm_[0-9]+[a-z]?")), spec, "extension build architecture '" << arch << "' is not sm_NN");
     const std::vector<std::string> cuda_extra = extension_flags(req.extra_cuda_cflags, "extra_cuda_cflags");
     const std::vector<std::string> host_extra = extension_flags(req.extra_cflags, "extra_cflags");
     const std::string pch = pch_dir();
@@ -341,7 +343,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
 
     std::string all_text;
     for (const auto& f : files) all_text += f.path + "\n" + sha256_hex(f.text) + "\n";
-    const std::string key_all = sha256_hex(toolchain_id_ + "|" + req.module_name + "|" + all_text + "|" +
+    const std::string key_all = sha256_hex(toolchain_id_ + "|" + arch + "|" + req.module_name + "|" + all_text + "|" +
                                            nlohmann::json(cuda_extra).dump() + nlohmann::json(host_extra).dump());
     out.hash = key_all.substr(0, 32);
     const fs::path work = fs::path(cache_dir_) / "work" / (out.hash + "-" + std::to_string(getpid()));
@@ -358,7 +360,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
     for (const auto& f : files) write_file(work / f.path, f.text);
 
     ObjectPlan plan =
-        plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers}, req.module_name, files, cuda_extra, host_extra);
+        plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers, arch}, req.module_name, files, cuda_extra, host_extra);
     std::vector<Job>& jobs = plan.jobs;
     const std::vector<std::string>& objects = plan.objects;
     for (const auto& st : plan.cached) out.steps.push_back(st);

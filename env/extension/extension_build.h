@@ -35,13 +35,14 @@ struct ExtensionBuildRequest {
   bool cuda_agent_module = true;               // add the module that applies CUDA Agent's binding registry
   std::vector<std::string> extra_cflags;       // load_inline's, after the allow-list (extension_flags)
   std::vector<std::string> extra_cuda_cflags;
+  std::string arch;  // the device's (sm_90a: the evaluator's worker reports it); empty: the toolchain's
 };
 
 // Where the toolchain and torch are (the build's own, from CMake, by default).
 struct ExtensionToolchain {
   std::string nvcc, cxx, shim_dir, cuda_include, cuda_lib_dir, torch_lib_dir, torch_cxx_flags;
   std::vector<std::string> torch_includes;
-  std::string arch = "sm_90a";
+  std::string arch = "sm_90a";  // when a request names none
   int jobs = 4;
   double timeout_s = 120;
   static ExtensionToolchain from_build();

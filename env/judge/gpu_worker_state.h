@@ -31,11 +31,15 @@ struct GpuWorker::State {
   std::string arch;
   std::unique_ptr<DeviceDrawer> drawer;
   std::unique_ptr<DeviceChecker> checker;
-  CallIds ids;                                        // every draw seed, poison, key and slot choice
-  std::map<std::string, CUmodule> modules;            // by cubin hash
-  std::map<std::string, LoadedExtension> extensions;  // by library hash (never unloaded)
-  std::map<std::string, TaskSpec> tasks;              // by spec text
-  std::map<std::string, TaskConditions> conditions;   // by spec text and margin
+  CallIds ids;                              // every draw seed, poison, key and slot choice
+  std::map<std::string, CUmodule> modules;  // by cubin hash
+  // By library hash. A library cannot be unloaded safely (torch's registrations, its static
+  // destructors), so a worker that holds kMaxExtensionLibraries ends after its reply and the
+  // supervisor starts a fresh one for the next request (gpu_worker.cpp).
+  std::map<std::string, LoadedExtension> extensions;
+  static constexpr size_t kMaxExtensionLibraries = 32;
+  std::map<std::string, TaskSpec> tasks;             // by spec text
+  std::map<std::string, TaskConditions> conditions;  // by spec text and margin
   int64_t max_optin_smem = 0;
   std::unique_ptr<L2Flush> l2_flush;  // verification calls are flushed as timed ones are
 

@@ -172,6 +172,8 @@ TEST(NvrtcIncludeGuard, TheExtensionPolicyAllowsQuotedFilesOfTheCandidateOnly) {
   EXPECT_FALSE(scan_kernel_source("#include \"/etc/hostname\"\n", "kernels/a.cu", ext).ok());
   EXPECT_FALSE(scan_kernel_source("#if __has_include(\"../../x.h\")\n#endif\n", "kernels/a.cu", ext).ok());
   EXPECT_FALSE(scan_kernel_source("#include_next \"tile.h\"\n", "kernels/a.cu", ext).ok());
+  EXPECT_FALSE(scan_kernel_source("#include \"helper.cpp\"\n", "kernels/a.cu", ext).ok()) << "only headers";
+  EXPECT_FALSE(scan_kernel_source("#include \"other.cu\"\n", "kernels/a.cu", ext).ok()) << "only headers";
   EXPECT_FALSE(scan_kernel_source("#include \"tile.h\"\n", "kernel.cu").ok()) << "the kernel kind is one file";
 }
 

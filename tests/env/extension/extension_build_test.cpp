@@ -233,6 +233,9 @@ TEST(ExtensionBuild, PathsIncludesAndFlagsOutsideTheRulesAreSpecErrors) {
   r = cuda_agent_candidate();
   r.files.push_back({"kernels/notes.txt", "hello"});
   refused(r, "only .cu, .cpp");
+  r = cuda_agent_candidate();
+  r.arch = "sm_90a -Xcompiler -fplugin=x.so";
+  refused(r, "is not sm_NN");
   EXPECT_EQ(extension_flags({"", "-O3", "--use_fast_math", "-DBLOCK=128"}, "x").size(), 3u);
 }
 

@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/yaml_reader.h"
 #include "env/evaluator/evaluator.h"
+#include "tests/env/evaluator/candidates.h"
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -100,4 +102,28 @@ TEST(ExtensionCandidate, GlueAndReaderRefusalsAreTypedErrors) {
   EXPECT_EQ(Candidate::load_extension(dir.string()).files.size(), 1u);
   remove_tree(dir.string());  // not fs::remove_all: libtorch is loaded here (extension_build.h)
   EXPECT_THROW(parse_candidate_kind("triton"), Error);
+}
+
+// The extension corpus's entries that the static scan refuses are refused without a GPU, by the
+// check their expect.yaml names (the GPU test judges every entry end to end); nothing is built.
+TEST(ExtensionCandidate, CorpusEntriesOfTheStaticScanAreRefusedBeforeAnyBuild) {
+  setenv("KFORGE_EXTENSION_CACHE", KFORGE_EXT_TEST_CACHE, 1);
+  Evaluator ev(EvalConfig{});
+  ev.set_anticheat(AnticheatConfig::load(std::string(KFORGE_SOURCE_DIR_TEST) + "/configs/anticheat.yaml"));
+  int static_entries = 0;
+  for (const auto& d : fs::directory_iterator(fs::path(KFORGE_SOURCE_DIR_TEST) / "anticheat" / "corpus" / "extension")) {
+    if (!fs::exists(d.path() / "expect.yaml")) continue;
+    YamlNode e = YamlNode::load_file((d.path() / "expect.yaml").string());
+    if (e.req<std::string>("check") != "static") continue;
+    ++static_entries;
+    SCOPED_TRACE(d.path().filename().string());
+    Candidate c = Candidate::load_extension(std::string(KFORGE_SOURCE_DIR_TEST) + "/" + e.req<std::string>("base"));
+    for (const auto& [rel, text] : read_extension_files(d.path().string(), false)) c.files[rel] = text;
+    EvalReport r = ev.check(load_task(kSamples + e.req<std::string>("task") + ".yaml"), c);
+    EXPECT_TRUE(kforge::testing::one_of(e.req<std::string>("verdict"), verdict_name(r.verdict))) << format_report(r);
+    ASSERT_TRUE(r.anticheat && r.anticheat->failed()) << format_report(r);
+    EXPECT_EQ(r.anticheat->failed()->name, "static");
+    EXPECT_FALSE(r.compile) << "refused before the build";
+  }
+  EXPECT_GE(static_entries, 9);
 }
