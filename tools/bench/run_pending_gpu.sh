@@ -52,6 +52,10 @@
 #   imported_eval     the test modules imported, baselined by the GPU stage, served, and judged by
 #                     kforge-evaluate --report with stored candidates (python.imported_eval_gpu; its
 #                     listing, rows and report in OUTDIR/imported_eval)
+#   extension         issue 28 on the GPU: launch attribution (launch_origin_tests), the extension kind end to end
+#                     (extension_eval_gpu_tests: both honest formats, every entry of anticheat/corpus/extension/,
+#                     ATen/cuBLAS by config), its episode (EpisodeGpuTest.AnExtension*) and the build's sandbox
+#                     and compile figures (extension_build_tests; OUTDIR/extension.txt, verbose)
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
 # the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
@@ -186,6 +190,11 @@ for s in $steps; do
       import_test_modules "$d" >"$out/imported_baselines.txt" 2>&1 &&
         timeout 400 "$py" tools/dataset/synth_gpu.py "$d/dataset.h5" --out "$d/gpu" --time-budget-s 380 >>"$out/imported_baselines.txt" 2>&1 &&
         "$py" tools/dataset/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/imported_baselines.txt" 2>&1 ;;
+    extension) cmake --build "$b" -j "$(nproc)" --target launch_origin_tests extension_eval_gpu_tests episode_gpu_tests \
+        extension_build_tests child_sandbox_tests >"$out/extension_build.txt" 2>&1
+      timeout 480 ctest --test-dir "$b" -V --timeout 420 \
+        -R 'LaunchOrigin|ExtensionEvalGpu|EpisodeGpuTest.AnExtension|ExtensionBuild|ExtensionCandidate|ChildSandbox' \
+        >"$out/extension.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
               } >"$out/python.txt" 2>&1 ;;
