@@ -61,6 +61,7 @@ def written():
     uniform = {"dist": "uniform", "low": -bound, "high": bound}
     analysis = types.SimpleNamespace(
         artifact=data, flops=None, min_bytes=4 * (16 + 32 + 4 + 8), dtype="float32", module_mode="train",
+        init_inputs=[8, 4, 0.5, True],
         description=None, outputs=[{"name": "y0", "shape": [2, 4], "dtype": "float32"}],
         arguments=[{"name": "x0", "role": "input", "shape": [2, 8], "dtype": "float32",
                     "draw": {"dist": "normal", "mean": 0, "std": 1}},
@@ -100,6 +101,7 @@ def test_kforge_reads_what_the_importer_writes_to_the_same_fields(tmp_path, writ
     for key in ours:
         assert theirs[key] == ours[key], key
     assert ours["tolerance"] == {"atol": 1e-4, "rtol": 1e-4}  # configs/eval.yaml's default profile, float32
+    assert ours["init_inputs"] == [8, 4, 0.5, True]  # bools stay bools, integers integers, through kforge
 
 
 def test_kforge_reads_its_own_full_form_to_the_same_text(tmp_path, written):
