@@ -9,7 +9,8 @@ build=${KFORGE_BUILD_DIR:-$root/build}
 . "$root/tools/python_env.sh"
 kforge_python "$root" || exit 1
 py=$KFORGE_PYTHON_BIN
-torch_prefix=$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+# KFORGE_TORCH_PREFIX: given by tools/test.sh, which installs other packages into the venv meanwhile.
+torch_prefix=${KFORGE_TORCH_PREFIX:-$("$py" -c 'import torch; print(torch.utils.cmake_prefix_path)')}
 cuda_args=()
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   # No system toolkit: use the pip wheels tools/setup.sh installed.

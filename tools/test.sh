@@ -24,7 +24,12 @@ if [ "${KFORGE_FUZZ:-1}" != 0 ]; then
 fi
 "$root/tools/setup.sh" python cuda
 # The trainer adapters' packages (downloads, about 4 min fresh) install beside the build: only the
-# adapter tests need them, and nothing is built against them.
+# adapter tests need them, and nothing is built against them. torch is imported once before, so
+# that the build never imports it while pip rewrites the venv.
+. "$root/tools/python_env.sh"
+kforge_python "$root"
+KFORGE_TORCH_PREFIX=$("$KFORGE_PYTHON_BIN" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+export KFORGE_TORCH_PREFIX
 trainers_log=$(mktemp)
 setsid "$root/tools/setup.sh" trainers >"$trainers_log" 2>&1 &
 trainers_pid=$!
