@@ -214,7 +214,13 @@ def analyze(item, module_name, opts):
 def with_init_inputs(analysis, module):
     """The Analysis with get_init_inputs() at the module's own size (outside any small size) as the
     task's init_inputs, when every value is a bool, an int or a float; else a note says why none."""
-    values = list(module.get_init_inputs())
+    try:
+        values = list(module.get_init_inputs())
+    except Timeout:
+        raise
+    except Exception as e:  # it ran at the traced size; at the module's own it is the module's business
+        analysis.notes.append(f"init_inputs not recorded: get_init_inputs() failed: {type(e).__name__}: {one_line(e)}")
+        return analysis
     kinds = sorted({type(v).__name__ for v in values if not isinstance(v, (bool, int, float))})
     if kinds:
         analysis.notes.append("init_inputs not recorded: get_init_inputs() holds " + ", ".join(kinds)
