@@ -36,16 +36,13 @@ DynamicCheckConfig DynamicCheckConfig::from_yaml(const YamlNode& node) {
     node.at("sol_headroom").fail("must be between 1 and 100 (the measured ceilings are multiplied by it)");
   c.extension_libraries = node.get<std::vector<std::string>>("extension_libraries", c.extension_libraries);
   for (const auto& name : c.extension_libraries)
-    if (std::find(extension_library_names().begin(), extension_library_names().end(), name) == extension_library_names().end())
+    if (!is_extension_library(name))
       node.at("extension_libraries").fail("'" + name + "' is not a library kforge tells apart (aten, cublas, cudnn)");
   node.check_no_unknown_keys();
   return c;
 }
 
-const std::vector<std::string>& extension_library_names() {
-  static const std::vector<std::string> names = {"aten", "cublas", "cudnn"};
-  return names;
-}
+bool is_extension_library(const std::string& name) { return name == "aten" || name == "cublas" || name == "cudnn"; }
 
 const char* math_precision_name(MathPrecision p) {
   switch (p) {

@@ -77,8 +77,8 @@ struct DynamicCheckConfig {
   static DynamicCheckConfig from_yaml(const YamlNode& node);
 };
 
-// The names extension_libraries accepts.
-const std::vector<std::string>& extension_library_names();
+// Whether extension_libraries accepts `name` (aten, cublas, cudnn).
+bool is_extension_library(const std::string& name);
 
 // Ceilings measured once per GPU worker start (env/judge/gpu_worker.cpp: the best of 1 GiB copies
 // and of 8192^3 at::mm; on the H200: 4.2 TB/s, 51 TFLOP/s float32, 764 TFLOP/s float16,

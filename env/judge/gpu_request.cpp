@@ -1,7 +1,5 @@
 #include "env/judge/gpu_request.h"
 
-#include <algorithm>
-
 #include "configs/error.h"
 #include "env/process/strict_json.h"
 
@@ -60,8 +58,7 @@ DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
   d.extension_libraries = o.req<std::vector<std::string>>("extension_libraries");
   o.done();
   for (const auto& name : d.extension_libraries)
-    KFORGE_CHECK(std::find(extension_library_names().begin(), extension_library_names().end(), name) != extension_library_names().end(),
-                 spec, path << ".extension_libraries: '" << name << "' is not aten, cublas or cudnn");
+    KFORGE_CHECK(is_extension_library(name), spec, path << ".extension_libraries: '" << name << "' is not aten, cublas or cudnn");
   KFORGE_CHECK(d.address_pool >= 2 && d.address_pool <= 8, spec, path << ".address_pool must be 2..8");
   KFORGE_CHECK(d.guard_bytes >= 256 && d.guard_bytes % 256 == 0, spec, path << ".guard_bytes must be a multiple of 256");
   return d;
