@@ -128,9 +128,7 @@ class Scanner {
       return;
     }
     // Only headers: a .cu or .cpp included would bring code the scans read as another kind of file.
-    const std::string ext = resolved.extension().string();
-    if (ext != ".h" && ext != ".cuh" && ext != ".hpp" && ext != ".inl")
-      error(line, shown + ": only headers (.h, .cuh, .hpp, .inl) of the candidate may be included");
+    if (!is_header_path(resolved.string())) error(line, shown + ": only headers (.h, .cuh, .hpp, .inl) of the candidate may be included");
   }
 
   // What names the header after `#include` or `__has_include(`: the token at k (end: none).
@@ -242,6 +240,11 @@ class Scanner {
 };
 
 }  // namespace
+
+bool is_header_path(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".h" || ext == ".cuh" || ext == ".hpp" || ext == ".inl";
+}
 
 SourceScan scan_kernel_source(const std::string& source, const std::string& file_name, IncludePolicy policy) {
   SourceScan out;

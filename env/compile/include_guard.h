@@ -58,6 +58,9 @@ struct IncludePolicy {
   bool reserved_macros = true;
 };
 
+// Whether `path` names a header by its extension: .h, .cuh, .hpp or .inl.
+bool is_header_path(const std::string& path);
+
 // Scans a candidate's source; `file_name` prefixes the messages (and places quoted includes).
 // Whatever the policy, string literals that hold the assembler's file directives (`.incbin`,
 // `.include`) are refused.

@@ -4,6 +4,7 @@
 
 #include "configs/sha256.h"
 #include "env/evaluator/evaluator.h"
+#include "env/extension/source_rules.h"
 
 namespace kforge {
 
@@ -98,11 +99,8 @@ std::optional<Candidate> Workspace::candidate(const std::string& label, Candidat
       why = "the workspace has no model_new.py; write it (and the extension's sources) with write_file first";
       return std::nullopt;
     }
-    for (const auto& [path, content] : files_) {
-      const size_t dot = path.rfind('.');
-      const std::string ext = dot == std::string::npos ? "" : path.substr(dot);
-      if (path == "model_new.py" || ext == ".cu" || ext == ".cuh" || ext == ".cpp" || ext == ".h") c.files[path] = content;
-    }
+    for (const auto& [path, content] : files_)
+      if (path == "model_new.py" || extension_file_kind(path) != ExtensionFileKind::other) c.files[path] = content;
     return c;
   }
   auto k = files_.find("kernel.cu");

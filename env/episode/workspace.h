@@ -31,8 +31,8 @@ class Workspace {
   void clear() { files_.clear(); }
 
   // The workspace's candidate of the episode's kind, or nullopt with `why` set: the kernel kind's
-  // kernel.cu and launch.yaml; the extension kind's model_new.py and every code file beside it
-  // (.cu, .cuh, .cpp, .h: what the build may read; notes are left out).
+  // kernel.cu and launch.yaml; the extension kind's model_new.py and every file the build compiles
+  // or includes (env/extension/source_rules.h, extension_file_kind; notes are left out).
   std::optional<Candidate> candidate(const std::string& label, CandidateKind kind, std::string& why) const;
 
  private:

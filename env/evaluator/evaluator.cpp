@@ -7,6 +7,7 @@
 #include "configs/error.h"
 #include "env/compile/compile_request.h"
 #include "env/extension/extension_candidate.h"
+#include "env/extension/source_rules.h"
 #include "env/judge/gpu_request.h"
 #include "env/launch/kernel_signature.h"
 #include "env/launch/launch_plan.h"
@@ -214,8 +215,8 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
   // a .cu may include any of them (only headers: source_rules.h), so device code can sit in one.
   StaticReport scan;
   for (const auto& file : f.request.files) {
-    const std::string ext = fs::path(file.path).extension().string();
-    if (ext != ".cu" && ext != ".cuh" && ext != ".h" && ext != ".hpp" && ext != ".inl") continue;
+    const ExtensionFileKind kind = extension_file_kind(file.path);
+    if (kind != ExtensionFileKind::cuda && kind != ExtensionFileKind::header) continue;
     StaticReport one = run_static_checks(file.text, "", anticheat_.static_checks);
     for (auto& finding : one.findings) {
       finding.file = file.path;
@@ -233,8 +234,7 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
   report.compile = CompileSection{f.ok, f.ok ? f.build.log : f.message, arch, ms_since(t0), std::nullopt};
   if (!f.plan_json.is_null() || f.build.total_ms > 0)
     report.extension =
-        ExtensionSection{f.plan.format,          f.glue_ms,     f.build.total_ms,
-                         f.build.library_cached, f.build.steps, f.build.sandbox.is_object() ? f.build.sandbox.value("filesystem", "") : ""};
+        ExtensionSection{f.plan.format, f.glue_ms, f.build.total_ms, f.build.library_cached, f.build.steps, f.build.filesystem};
   if (!f.ok) {
     report.error = ReportError{f.error_kind == "timeout" ? worker_error::timeout : worker_error::compile_error, f.message};
     return report;

@@ -38,18 +38,12 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-enum class FileKind { cuda, host, header };
-
-FileKind kind_of(const std::string& path) {
-  if (ends_with(path, ".cu")) return FileKind::cuda;
-  if (ends_with(path, ".cpp") || ends_with(path, ".cc") || ends_with(path, ".cxx")) return FileKind::host;
-  for (const char* h : {".h", ".cuh", ".hpp", ".inl"})
-    if (ends_with(path, h)) return FileKind::header;
-  KFORGE_FAIL(spec, "extension file '" << path << "': only .cu, .cpp (.cc, .cxx) and headers (.h, .cuh, .hpp, .inl) are built");
+// What the build makes of the file; anything but source and headers is a spec error.
+ExtensionFileKind kind_of(const std::string& path) {
+  const ExtensionFileKind k = extension_file_kind(path);
+  KFORGE_CHECK(k != ExtensionFileKind::other, spec,
+               "extension file '" << path << "': only .cu, .cpp (.cc, .cxx) and headers (.h, .cuh, .hpp, .inl) are built");
+  return k;
 }
 
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
@@ -249,11 +243,11 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
   ObjectPlan plan;
   const std::string define = "-DTORCH_EXTENSION_NAME=" + module_name;
   for (const auto& f : files) {
-    const FileKind k = kind_of(f.path);
-    if (k == FileKind::header) continue;
+    const ExtensionFileKind k = kind_of(f.path);
+    if (k == ExtensionFileKind::header) continue;
     Job j;
-    j.step = {f.path, k == FileKind::cuda ? "nvcc" : "g++", 0, false};
-    if (k == FileKind::cuda) {
+    j.step = {f.path, k == ExtensionFileKind::cuda ? "nvcc" : "g++", 0, false};
+    if (k == ExtensionFileKind::cuda) {
       // torch's own load_inline defaults, which KernelBench-style sources expect.
       j.argv = {tc.nvcc,
                 "-c",
@@ -310,9 +304,7 @@ std::string cuda_agent_module(const std::string& name) {
 ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
   const auto t0 = Clock::now();
   ExtensionBuildResult out;
-  out.sandbox = sandbox_->confinement();
-  out.sandbox.erase("read_paths");
-  out.sandbox.erase("write_paths");
+  out.filesystem = sandbox_->filesystem();
   try {
     KFORGE_CHECK(std::regex_match(req.module_name, std::regex("[A-Za-z_][A-Za-z0-9_]*")), spec,
                  "extension module name '" << req.module_name << "' is not an identifier");
@@ -324,7 +316,7 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
       KFORGE_CHECK(f.path != "binding_registry.h" && f.path != "kforge_module.cpp", spec,
                    "'" << f.path << "' is kforge's own file in an extension build: leave it out");
       check_extension_includes(f.path, f.text);
-      if (kind_of(f.path) == FileKind::header) headers += f.path + "\n" + f.text + "\n";
+      if (kind_of(f.path) == ExtensionFileKind::header) headers += f.path + "\n" + f.text + "\n";
     }
     if (req.cuda_agent_module) {
       files.push_back({"binding_registry.h", read_file(tc_.shim_dir + "/binding_registry.h", "shim header")});
@@ -425,8 +417,12 @@ ExtensionBuildRequest load_inline_request(const std::string& name, const std::st
 nlohmann::json to_json(const ExtensionBuildResult& r) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : r.steps) steps.push_back({{"what", s.what}, {"tool", s.tool}, {"ms", s.ms}, {"cached", s.cached}});
-  nlohmann::json j = {{"ok", r.ok},     {"hash", r.hash},      {"total_ms", r.total_ms}, {"library_cached", r.library_cached},
-                      {"steps", steps}, {"sandbox", r.sandbox}};
+  nlohmann::json j = {{"ok", r.ok},
+                      {"hash", r.hash},
+                      {"total_ms", r.total_ms},
+                      {"library_cached", r.library_cached},
+                      {"steps", steps},
+                      {"filesystem", r.filesystem}};
   if (!r.ok) j["error"] = {{"kind", r.error_kind}, {"log", r.log}};
   return j;
 }

@@ -65,7 +65,7 @@ struct ExtensionBuildResult {
   std::vector<BuildStep> steps;
   double total_ms = 0;
   bool library_cached = false;
-  nlohmann::json sandbox;  // how the compilers were confined (ChildSandbox::confinement, less its paths)
+  std::string filesystem;  // the compilers' file system: ChildSandbox::confinement's "filesystem"
 };
 
 nlohmann::json to_json(const ExtensionBuildResult& r);

@@ -1,12 +1,21 @@
 // The extension candidate's source and flag rules (source_rules.h).
 #include "env/extension/source_rules.h"
 
+#include <filesystem>
 #include <regex>
 
 #include "configs/error.h"
 #include "env/compile/include_guard.h"
 
 namespace kforge {
+
+ExtensionFileKind extension_file_kind(const std::string& path) {
+  if (is_header_path(path)) return ExtensionFileKind::header;
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".cu") return ExtensionFileKind::cuda;
+  if (ext == ".cpp" || ext == ".cc" || ext == ".cxx") return ExtensionFileKind::host;
+  return ExtensionFileKind::other;
+}
 
 void check_extension_path(const std::string& path) {
   static const std::regex ok(R"([A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*)");

@@ -9,6 +9,11 @@
 
 namespace kforge {
 
+// What the build makes of a file of the candidate: .cu files go to nvcc, .cpp (.cc, .cxx) to the
+// C++ compiler, headers (include_guard.h, is_header_path) are included; anything else is not built.
+enum class ExtensionFileKind { cuda, host, header, other };
+ExtensionFileKind extension_file_kind(const std::string& path);
+
 // A path inside the candidate: relative, no "..", letters, digits, '_', '-', '.'. Throws a spec error.
 void check_extension_path(const std::string& path);
 

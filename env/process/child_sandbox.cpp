@@ -140,10 +140,12 @@ pid_t ChildSandbox::spawn(const ChildCommand& cmd) const {
   child_fail(argv[0]);
 }
 
+std::string ChildSandbox::filesystem() const { return landlock_abi_ > 0 ? "confined" : "unconfined: " + landlock_why_; }
+
 nlohmann::json ChildSandbox::confinement() const {
   const ChildLimits& l = spec_.limits;
   return {
-      {"filesystem", landlock_abi_ > 0 ? std::string("confined") : "unconfined: " + landlock_why_},
+      {"filesystem", filesystem()},
       {"landlock_abi", landlock_abi_},
       {"seccomp", "no sockets, tracing, mounts, namespaces, BPF or modules"},
       {"limits",

@@ -55,6 +55,7 @@ class ChildSandbox {
   pid_t spawn(const ChildCommand& cmd) const;
 
   int landlock_abi() const { return landlock_abi_; }  // 0: the file system is not confined
+  std::string filesystem() const;                     // "confined" or "unconfined: why"
   // {"filesystem": "confined" | "unconfined: why", "landlock_abi", "seccomp", "limits", "read_paths", "write_paths"}
   nlohmann::json confinement() const;
 

@@ -149,3 +149,21 @@ TEST(Workspace, AnExtensionCandidateIsModelNewAndTheCodeBesideIt) {
   e.files = {{"kernel.cu", "a"}, {"launch.yaml", "b"}};
   EXPECT_NE(candidate_content_hash(k), candidate_content_hash(e));
 }
+
+// Whatever the build compiles or includes is sent, as far as the config lets the policy write it
+// (extension_file_kind, env/extension/source_rules.h): .hpp and .cc here.
+TEST(Workspace, AnExtensionCandidateHoldsEveryFileTheBuildReads) {
+  WorkspaceLimits limits;
+  limits.allowed_extensions.push_back(".hpp");
+  limits.allowed_extensions.push_back(".cc");
+  limits.allowed_extensions.push_back(".py");
+  Workspace ws(limits);
+  for (const char* path : {"model_new.py", "kernels/tile.hpp", "kernels/host.cc", "kernels/helper.py"})
+    ASSERT_EQ(ws.write(path, "x\n"), "") << path;
+  std::string why;
+  auto c = ws.candidate("w", CandidateKind::extension, why);
+  ASSERT_TRUE(c.has_value()) << why;
+  std::vector<std::string> paths;
+  for (const auto& [path, text] : c->files) paths.push_back(path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"kernels/host.cc", "kernels/tile.hpp", "model_new.py"})) << "helper.py is not built";
+}

@@ -278,5 +278,5 @@ TEST(ExtensionBuild, TheCompilersCannotReadOutsideTheirSandbox) {
   EXPECT_NE(b.log.find("kernels/probe.cpp"), std::string::npos) << b.log;
   EXPECT_NE(b.log.find("Permission denied"), std::string::npos) << b.log;
   EXPECT_EQ(b.log.find("held out"), std::string::npos) << b.log;
-  EXPECT_EQ(b.sandbox["filesystem"], "confined");
+  EXPECT_EQ(b.filesystem, "confined");
 }
