@@ -89,9 +89,8 @@ ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& op
           KFORGE_CHECK(why.empty(), usage, "reset option files: " << why);
         }
       } else if (key == "kind") {
-        KFORGE_CHECK(value.is_string() && (value == "kernel" || value == "extension"), usage,
-                     "reset option kind must be \"kernel\" or \"extension\"");
-        kind = parse_candidate_kind(value.get<std::string>());
+        KFORGE_CHECK(value.is_string(), usage, "reset option kind must be \"kernel\" or \"extension\"");
+        kind = parse_candidate_kind(value.get<std::string>());  // a usage error naming the kinds otherwise
       } else {
         KFORGE_FAIL(usage, "unknown reset option '" << key << "' (known: max_turns, wall_clock_s, gpu_time_s, files, kind)");
       }

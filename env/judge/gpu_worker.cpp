@@ -208,7 +208,7 @@ Json GpuWorker::evaluate(const Json& request) {
       if (j.reply().contains(k)) err[k] = j.reply()[k];
     j.phases()["worker_ms"] = ms_since(t_req);
     err["phases"] = j.phases();
-    if (e.fatal || s_->extensions.size() >= State::kMaxExtensionLibraries) throw FatalWorkerError(err);
+    if (e.fatal || s_->extensions_full()) throw FatalWorkerError(err);
     return err;
   } catch (const c10::Error& e) {
     // libtorch failing after the candidate ran means the context may be gone.
@@ -224,7 +224,7 @@ Json GpuWorker::evaluate(const Json& request) {
   j.reply()["phases"] = j.phases();
   // A candidate's thread would run on into the next request, and loaded libraries are never
   // unloaded: either way the worker ends after this reply (the next request starts a fresh one).
-  if (j.left_threads() || s_->extensions.size() >= State::kMaxExtensionLibraries) throw FatalWorkerError(j.reply());
+  if (j.left_threads() || s_->extensions_full()) throw FatalWorkerError(j.reply());
   return j.reply();
 }
 

@@ -38,6 +38,7 @@ struct GpuWorker::State {
   // supervisor starts a fresh one for the next request (gpu_worker.cpp).
   std::map<std::string, LoadedExtension> extensions;
   static constexpr size_t kMaxExtensionLibraries = 32;
+  bool extensions_full() const { return extensions.size() >= kMaxExtensionLibraries; }
   std::map<std::string, TaskSpec> tasks;             // by spec text
   std::map<std::string, TaskConditions> conditions;  // by spec text and margin
   int64_t max_optin_smem = 0;
