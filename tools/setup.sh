@@ -25,6 +25,9 @@ base_python=${KFORGE_BASE_PYTHON:-python3}   # only to make the venv; everything
 system_site=${KFORGE_VENV_SYSTEM_SITE:-0}
 torch_version=2.11.0          # the GPU hosts run torch 2.11.0+cu130: build against the same libtorch
 pyarrow_version=26.0.1        # tools/dataset/task_import reads CUDA-Agent-Ops parquet files with it
+pip_version=26.3              # the venv's own pip (setup_venv says why)
+# pip never prompts (a prompt in CI waits for ever) and gives up on a stalled download.
+export PIP_NO_INPUT=1 PIP_DEFAULT_TIMEOUT=${PIP_DEFAULT_TIMEOUT:-60} PIP_DISABLE_PIP_VERSION_CHECK=1
 sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
 
 setup_debs() {
@@ -72,6 +75,13 @@ setup_venv() {
   fi
   if [ -n "${KFORGE_PYTHON_BIN:-}" ]; then
     echo "setup: note: KFORGE_PYTHON_BIN=$KFORGE_PYTHON_BIN is set: the scripts and tests run it, not $py"
+  fi
+  # pip itself, pinned: the pip a venv starts with is the base interpreter's (23.2.1 on Debian 12's
+  # python 3.11), whose resolver spun for over an hour (100 % CPU, CI's 5400 s limit) on the trainer
+  # step's packages beside torch, where 26.3 resolves them in about a minute.
+  if [ "$("$py" -m pip --version 2>/dev/null | cut -d' ' -f2)" != "$pip_version" ]; then
+    echo "setup: pip $pip_version into $venv"
+    "$py" -m pip install -q "pip==$pip_version"
   fi
 }
 
