@@ -64,6 +64,9 @@ TimingConfig TimingConfig::from_yaml(const YamlNode& node, const TimingConfig& d
   c.budget_ms = node.get<double>("budget_ms", c.budget_ms);
   c.l2_flush = node.get<bool>("l2_flush", c.l2_flush);
   c.l2_flush_factor = node.get<double>("l2_flush_factor", c.l2_flush_factor);
+  c.sequential = node.get<bool>("sequential", c.sequential);
+  c.sequential_confidence = node.get<double>("sequential_confidence", c.sequential_confidence);
+  c.sequential_growth = node.get<double>("sequential_growth", c.sequential_growth);
   if (c.warmup_count < 0) node.at("warmup_count").fail("must be >= 0");
   if (c.warmup_ms < 0) node.at("warmup_ms").fail("must be >= 0");
   if (c.min_reps < 3) node.at("min_reps").fail("must be >= 3 (a median and a spread need samples)");
@@ -71,6 +74,9 @@ TimingConfig TimingConfig::from_yaml(const YamlNode& node, const TimingConfig& d
   if (!(c.target_rse > 0 && c.target_rse < 1)) node.at("target_rse").fail("must be in (0, 1)");
   if (c.budget_ms <= 0) node.at("budget_ms").fail("must be > 0");
   if (c.l2_flush_factor < 2) node.at("l2_flush_factor").fail("must be >= 2 (the flush writes at least twice the L2)");
+  if (!(c.sequential_confidence >= 0.95 && c.sequential_confidence < 1))
+    node.at("sequential_confidence").fail("must be in [0.95, 1) (a look's interval is at least as wide as the reward's)");
+  if (!(c.sequential_growth > 1)) node.at("sequential_growth").fail("must be > 1");
   node.check_no_unknown_keys();
   return c;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kforge {
 
@@ -36,6 +37,15 @@ struct TimingConfig {
   double budget_ms = 3000.0;  // or once this much wall time was spent timing
   bool l2_flush = true;       // write l2_flush_factor x the L2 size before every timed call
   double l2_flush_factor = 2.0;
+  // The sequential rule (reward/sequential.h): where a request names the speedups its reward is
+  // decided at (decide_at), timing stops at the first look whose wide interval settles all of them,
+  // from min_reps on; the budget and max_reps stay the maximum and target_rse is not asked.
+  bool sequential = true;
+  double sequential_confidence = 0.999;  // a look's interval
+  double sequential_growth = 1.5;        // looks at min_reps x growth^k pairs
+  // Per request, not read from YAML: the speedups (candidate over the reference timed beside it)
+  // at which the caller's reward changes (reward/sequential.h, decision_thresholds). Empty: today's rule.
+  std::vector<double> decide_at;
 
   static TimingConfig from_yaml(const YamlNode& node);
   // The same, with `defaults` for the keys the node leaves out (configs/synth.yaml's

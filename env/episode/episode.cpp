@@ -7,6 +7,7 @@
 #include "env/episode/prompt.h"
 #include "env/episode/report_text.h"
 #include "env/process/clock.h"
+#include "reward/sequential.h"
 
 namespace kforge {
 
@@ -140,6 +141,8 @@ EvalOptions KernelEnv::next_eval_options(int trials, bool time) {
   EvalOptions o;
   o.trials = trials;
   o.time = time;
+  // Timing may stop once the reward's decisions are settled (reward/sequential.h).
+  if (time && task_) o.decide_at = decision_thresholds(reward_, stored_baseline(task_->baselines)).value_or(std::vector<double>{});
   o.salt = salt_;  // every call's inputs are drawn afresh by the GPU worker, from seeds it never sends
   ++gpu_calls_;
   return o;

@@ -238,6 +238,7 @@ std::string format_report(const EvalReport& r) {
     const SpeedupSection& sp = t.speedup;
     os << std::setprecision(3) << "  speedup over eager " << sp.point << "x (" << static_cast<int>(sp.confidence * 100) << "% CI " << sp.lo
        << " - " << sp.hi << ")\n";
+    if (!t.stop.empty()) os << "  pairs: " << t.candidate.n << " (stopped: " << t.stop << ")\n";
     os << "  method: " << t.method << "\n";
   }
   if (r.anticheat) {

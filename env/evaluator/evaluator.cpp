@@ -333,7 +333,10 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   req.task_yaml = task_to_yaml(task);
   req.max_workspace_bytes = config_.worker.max_workspace_bytes;
   req.verify = {opt.trials, opt.salt, config_.verify.report_mismatches, opt.probe_words};
-  if (opt.time) req.time = config_.timing;
+  if (opt.time) {
+    req.time = config_.timing;
+    req.time->decide_at = opt.decide_at;
+  }
   req.profile = opt.profile;
   req.counters = opt.counters;
   req.counter_metrics = opt.counter_metrics;

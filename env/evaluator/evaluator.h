@@ -54,6 +54,10 @@ struct EvalOptions {
   std::vector<std::string> counter_metrics;
   // Test hook of the call-classification probe (gpu_request.h, GpuVerifyRequest::probe_words).
   int probe_words = 0;
+  // With time: the speedups over eager at which the caller's reward changes (reward/sequential.h,
+  // decision_thresholds); the timing stops once they are settled (config timing.sequential). Empty:
+  // it stops by the relative-standard-error target.
+  std::vector<double> decide_at;
 };
 
 class Evaluator {

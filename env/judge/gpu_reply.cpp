@@ -348,6 +348,8 @@ Json to_json(const TimingSection& s) {
             {"outputs_right_after_timing", s.outputs_right_after_timing},
             {"inputs_fresh_per_call", s.inputs_fresh_per_call},
             {"method", s.method}};
+  if (!s.stop.empty()) j["stop"] = s.stop;
+  if (s.sequential) j["sequential"] = *s.sequential;
   if (s.probe) j["probe"] = *s.probe;
   if (s.checks_off) j["checks_off"] = *s.checks_off;
   return j;
@@ -374,6 +376,8 @@ TimingSection parse_timing_section(const Json& j, const std::string& path) {
   s.outputs_right_after_timing = o.req<bool>("outputs_right_after_timing");
   s.inputs_fresh_per_call = o.req<bool>("inputs_fresh_per_call");
   s.method = o.req<std::string>("method");
+  s.stop = o.opt<std::string>("stop").value_or("");
+  if (o.has("sequential")) s.sequential = o.raw("sequential");
   if (o.has("probe")) s.probe = o.raw("probe");
   if (o.has("checks_off")) s.checks_off = o.raw("checks_off");
   o.done();

@@ -84,6 +84,8 @@ struct TimingSection {
   bool outputs_right_after_timing = true;
   bool inputs_fresh_per_call = false;
   std::string method;
+  std::string stop;                // why timing stopped: rse | decided | budget | max_reps ("" in older reports)
+  std::optional<Json> sequential;  // the sequential rule's thresholds and looks, where it ran (gpu_time.cpp)
   std::optional<Json> probe;
   std::optional<Json> checks_off;  // {"speed_of_light": why}
 };

@@ -1,5 +1,7 @@
 #include "env/judge/gpu_request.h"
 
+#include <cmath>
+
 #include "configs/error.h"
 #include "env/process/strict_json.h"
 
@@ -8,8 +10,18 @@ namespace kforge {
 namespace {
 
 Json timing_json(const TimingConfig& t) {
-  return {{"warmup_count", t.warmup_count}, {"warmup_ms", t.warmup_ms}, {"min_reps", t.min_reps}, {"max_reps", t.max_reps},
-          {"target_rse", t.target_rse},     {"budget_ms", t.budget_ms}, {"l2_flush", t.l2_flush}, {"l2_flush_factor", t.l2_flush_factor}};
+  return {{"warmup_count", t.warmup_count},
+          {"warmup_ms", t.warmup_ms},
+          {"min_reps", t.min_reps},
+          {"max_reps", t.max_reps},
+          {"target_rse", t.target_rse},
+          {"budget_ms", t.budget_ms},
+          {"l2_flush", t.l2_flush},
+          {"l2_flush_factor", t.l2_flush_factor},
+          {"sequential", t.sequential},
+          {"sequential_confidence", t.sequential_confidence},
+          {"sequential_growth", t.sequential_growth},
+          {"decide_at", t.decide_at}};
 }
 
 TimingConfig timing_from(const Json& j, const std::string& path) {
@@ -23,8 +35,15 @@ TimingConfig timing_from(const Json& j, const std::string& path) {
   t.budget_ms = o.req<double>("budget_ms");
   t.l2_flush = o.req<bool>("l2_flush");
   t.l2_flush_factor = o.req<double>("l2_flush_factor");
+  t.sequential = o.req<bool>("sequential");
+  t.sequential_confidence = o.req<double>("sequential_confidence");
+  t.sequential_growth = o.req<double>("sequential_growth");
+  t.decide_at = o.req<std::vector<double>>("decide_at");
   o.done();
   KFORGE_CHECK(t.min_reps >= 1 && t.max_reps >= t.min_reps, spec, path << ": min_reps and max_reps out of order");
+  KFORGE_CHECK(t.sequential_confidence > 0 && t.sequential_confidence < 1 && t.sequential_growth > 1, spec,
+               path << ": sequential_confidence must be in (0, 1) and sequential_growth above 1");
+  for (double d : t.decide_at) KFORGE_CHECK(std::isfinite(d) && d > 0, spec, path << ": decide_at holds positive speedups");
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include "env/judge/gpu_judgement.h"
 #include "env/judge/timing.h"
 #include "env/process/clock.h"
+#include "reward/sequential.h"
 #include "reward/speedup.h"
 
 namespace kforge {
@@ -99,7 +100,21 @@ void Judgement::time() {
     bench_->prepare({s_.ids.next(), DrawVariant::plain, 0, -1});
     bench_->after_candidate();
   }
-  auto runs = time_interleaved(calls, s_.dev, tc);
+  // The sequential rule (reward/sequential.h): stop at the first look that settles every threshold.
+  Decided decided;
+  Json looks = Json::array();
+  const SequentialOptions seq{tc.sequential_confidence, tc.sequential_growth};
+  if (tc.sequential && !tc.decide_at.empty()) {
+    decided = [&, next = static_cast<int64_t>(tc.min_reps)](const std::vector<std::vector<double>>& s) mutable {
+      const auto n = static_cast<int64_t>(s[0].size());
+      if (n < next) return false;
+      next = next_look(n, seq.growth);
+      const SequentialLook l = sequential_look(s[0], s[1], tc.decide_at, seq);
+      looks.push_back({{"pairs", n}, {"lo", l.interval.lo}, {"hi", l.interval.hi}, {"decided", l.decided}});
+      return l.decided;
+    };
+  }
+  auto runs = time_interleaved(calls, s_.dev, tc, decided);
   sync_candidate("timing");
   if (!check_each) {
     bench_->compare(last_ref);
@@ -131,6 +146,10 @@ void Judgement::time() {
                                                                 "verification call after its pair, and counted; judged by the slowest "
                                                                 "member's speedup"
                                                               : "")}};
+  reply_["timing"]["stop"] = runs[0].stop;
+  if (decided)
+    reply_["timing"]["sequential"] = {
+        {"decide_at", tc.decide_at}, {"confidence", seq.confidence}, {"growth", seq.growth}, {"looks", looks}};
   if (!probe.is_null()) reply_["timing"]["probe"] = probe;
   if (req_.anticheat.speed_of_light && !task_.cost.flops) {
     // No FLOP count (an imported module with ops the importer could not count): no floor to hold it to.

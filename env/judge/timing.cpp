@@ -39,17 +39,20 @@ double stratified_rse(const std::vector<double>& s, const std::vector<int>& stra
 }
 
 // `all`: the samples of each function so far (one per round); `strata`: each round's stratum.
-bool done(const std::vector<std::vector<double>>& all, const std::vector<int>& strata, const TimingConfig& c, Clock::time_point t0) {
+// Sets `stop` to why, when it says stop.
+bool done(const std::vector<std::vector<double>>& all, const std::vector<int>& strata, const TimingConfig& c, Clock::time_point t0,
+          const Decided& decided, std::string& stop) {
   int64_t n = static_cast<int64_t>(all.front().size());
-  if (n >= c.max_reps) return true;
+  if (n >= c.max_reps) return (stop = "max_reps"), true;
   if (n < c.min_reps) return false;
-  if (ms_since(t0) > c.budget_ms) return true;
+  if (ms_since(t0) > c.budget_ms) return (stop = "budget"), true;
+  if (decided) return decided(all) && ((stop = "decided"), true);
   for (const auto& s : all)
     if (stratified_rse(s, strata) >= c.target_rse) return false;
-  return true;
+  return (stop = "rse"), true;
 }
 
-std::string method_text(const TimingConfig& c, const at::Device& device, double flush_bytes, int warmup) {
+std::string method_text(const TimingConfig& c, const at::Device& device, double flush_bytes, int warmup, bool sequential) {
   std::ostringstream os;
   if (device.is_cuda()) {
     os << "cuda-events per call on the current stream; ";
@@ -60,8 +63,12 @@ std::string method_text(const TimingConfig& c, const at::Device& device, double 
   } else {
     os << "steady_clock per call; ";
   }
-  os << warmup << " warm-up calls (>= " << c.warmup_count << " and >= " << c.warmup_ms << " ms); median of n until rse < "
-     << c.target_rse * 100 << "% (n >= " << c.min_reps << ") or " << c.budget_ms << " ms or n = " << c.max_reps;
+  os << warmup << " warm-up calls (>= " << c.warmup_count << " and >= " << c.warmup_ms << " ms); median of n until ";
+  if (sequential)
+    os << "the sequential rule decided (n >= ";
+  else
+    os << "rse < " << c.target_rse * 100 << "% (n >= ";
+  os << c.min_reps << ") or " << c.budget_ms << " ms or n = " << c.max_reps;
   return os.str();
 }
 
@@ -129,7 +136,8 @@ struct RoundSamples {
 
 }  // namespace
 
-std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device, const TimingConfig& c) {
+std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device, const TimingConfig& c,
+                                       const Decided& decided) {
   KFORGE_CHECK(!calls.empty(), internal, "time_interleaved needs at least one function");
   const size_t k = calls.size();
   // Runs call j's `before`; the round's stratum (asked of the first function).
@@ -144,6 +152,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
   rs.stratified = static_cast<bool>(calls[0].stratum);
   int warmup = 0;
   double flush_bytes = 0;
+  std::string stop;
   auto t_warm = Clock::now();
   if (device.is_cpu()) {
     while (warmup < c.warmup_count || ms_since(t_warm) < c.warmup_ms) {
@@ -156,7 +165,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     }
     auto t0 = Clock::now();
     std::vector<double> ms(k);
-    while (!done(rs.samples, rs.strata, c, t0)) {
+    while (!done(rs.samples, rs.strata, c, t0, decided, stop)) {
       int stratum = 0;
       for (size_t j = 0; j < k; ++j) {
         int h = before(j);
@@ -197,7 +206,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
       auto t0 = Clock::now();
       std::vector<int> stratum(kBatch);
       std::vector<double> ms(k);
-      while (!done(rs.samples, rs.strata, c, t0)) {
+      while (!done(rs.samples, rs.strata, c, t0, decided, stop)) {
         int batch = static_cast<int>(std::min<int64_t>(kBatch, c.max_reps - static_cast<int64_t>(rs.samples[0].size())));
         for (int i = 0; i < batch; ++i) {
           for (size_t j = 0; j < k; ++j) {
@@ -233,8 +242,9 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     runs[j].stats = TimingStats::from_samples(rs.samples[j]);
     runs[j].warmup_calls = warmup;
     runs[j].l2_flush_bytes = flush_bytes;
-    runs[j].method =
-        method_text(c, device, flush_bytes, warmup) + (k > 1 ? "; interleaved with " + std::to_string(k - 1) + " other function(s)" : "");
+    runs[j].stop = stop;
+    runs[j].method = method_text(c, device, flush_bytes, warmup, static_cast<bool>(decided)) +
+                     (k > 1 ? "; interleaved with " + std::to_string(k - 1) + " other function(s)" : "");
   }
   return runs;
 }

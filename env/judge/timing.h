@@ -23,6 +23,7 @@ struct TimedRun {
   int warmup_calls = 0;
   double l2_flush_bytes = 0;
   std::string method;  // how it was measured, in one line
+  std::string stop;    // why timing stopped: rse | decided | budget | max_reps
 };
 
 TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& config);
@@ -45,7 +46,12 @@ struct TimedCall {
   std::function<void()> after;
   std::function<int()> stratum;
 };
-std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device, const TimingConfig& config);
+// `decided`, when given, replaces the relative-standard-error target: asked after every batch once
+// min_reps rounds are in, with every function's samples so far, it ends the timing by returning
+// true (gpu_time.cpp's sequential rule, reward/sequential.h); budget_ms and max_reps stay the maximum.
+using Decided = std::function<bool(const std::vector<std::vector<double>>& samples)>;
+std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, const at::Device& device, const TimingConfig& config,
+                                       const Decided& decided = {});
 
 // The L2 flush before a timed call: factor x the device's L2 size written (a byte pattern the
 // caller varies), then persisting L2 lines reset. A factor of 0 flushes nothing. The GPU worker's

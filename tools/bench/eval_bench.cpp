@@ -26,7 +26,10 @@
 //       The TorchScript reference of imported tasks against the graph reference of the same ops
 //       on the same shapes (relu, linear+relu, softmax): median per-call wall time
 //       (tools/bench/reference_overhead.cpp; DIR from tests/data_synth/make_imported_tasks.py).
-//   All but reference take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
+//   kforge_eval_bench sequential [--requests N] [--pairs P] [--out FILE]
+//       The sequential stopping rule on the GPU (tools/bench/sequential_bench.cpp): long runs timed
+//       as timing.h times, replayed through the rule; how many decisions differ, pairs needed.
+//   All but reference and sequential take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
 //   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
 //   light), to measure what the checks cost. aa also reports the wall time per timing request.
 //       One candidate timed in N separate requests: the spread of its median, and how often a
@@ -34,8 +37,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -45,36 +46,15 @@
 #include "reward/timing_stats.h"
 #include "tests/env/evaluator/candidates.h"
 #include "tests/env/evaluator/report_json.h"
+#include "tools/bench/bench_result.h"
 #include "tools/bench/reference_overhead.h"
+#include "tools/bench/sequential_bench.h"
 
 using namespace kforge;
+using kforge::bench::arg_value;
+using kforge::bench::write_result;
 
 namespace {
-
-std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == key) return argv[i + 1];
-  return fallback;
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-void write_result(const std::string& path, const Json& device, const std::string& command, const Json& figures) {
-  Json j = {{"gpu", device.value("name", "")},
-            {"driver", std::getenv("KFORGE_DRIVER") ? std::getenv("KFORGE_DRIVER") : ""},
-            {"cuda", device.value("cuda", "")},
-            {"torch", device.value("torch", "")},
-            {"date", utc_now()},
-            {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
-            {"command", command},
-            {"figures", figures}};
-  std::ofstream(path) << j.dump(2) << "\n";
-}
 
 double median(std::vector<double> v) { return TimingStats::from_samples(std::move(v)).median; }
 
@@ -304,7 +284,9 @@ int main(int argc, char** argv) {
     if (mode == "aa") return aa(argc, argv);
     if (mode == "profile") return profile(argc, argv);
     if (mode == "reference") return kforge::bench::reference_overhead(argc, argv);
-    std::cerr << "usage: kforge_eval_bench overhead|aa|profile|reference [options] (see the header of tools/bench/eval_bench.cpp)\n";
+    if (mode == "sequential") return kforge::bench::sequential(argc, argv);
+    std::cerr
+        << "usage: kforge_eval_bench overhead|aa|profile|reference|sequential [options] (see the header of tools/bench/eval_bench.cpp)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "kforge_eval_bench: " << e.what() << "\n";

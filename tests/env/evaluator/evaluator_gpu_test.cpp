@@ -235,3 +235,38 @@ TEST(EvaluatorGpu, CounterMetricsAreTheOnesAskedFor) {
   EXPECT_EQ(m.size(), want.size()) << c.dump(2);
   EXPECT_GT(m.value("dram__bytes_read.sum", 0.0), 1.0e9) << c.dump(2);
 }
+
+// The sequential rule (reward/sequential.h) in the judge: a candidate far faster than eager, timed
+// with the reward's step at 1.05x, stops at a look that settles it, before max_reps, and says so;
+// the same request without thresholds stops by today's rule and records no looks.
+TEST(EvaluatorGpu, SequentialRuleStopsOnceTheStepIsSettled) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  EvalConfig cfg = test_config();
+  cfg.timing.budget_ms = 3000;
+  Evaluator ev(cfg);
+  const ShippedCandidate* fast = nullptr;
+  for (const auto& c : shipped_candidates())
+    if (c.verdict == "pass" && c.beats_eager) fast = &c;
+  ASSERT_NE(fast, nullptr) << "no shipped candidate beats eager";
+  const TaskSpec task = load_task(task_path(fast->task));
+  EvalOptions opt;
+  opt.trials = 1;
+  opt.decide_at = {1.05};
+  Json r = to_json(ev.evaluate(task, Candidate::load(fast->dir), opt));
+  ASSERT_EQ(report_verdict(r), "pass") << format_report(r);
+  const Json& t = r["timing"];
+  std::cout << fast->dir << ": stopped (" << t["stop"] << ") at " << t["candidate"]["n"] << " pairs; looks " << t["sequential"]["looks"]
+            << std::endl;
+  EXPECT_EQ(t["stop"], "decided") << t.dump(2);
+  EXPECT_LT(t["candidate"]["n"].get<int>(), cfg.timing.max_reps);
+  ASSERT_FALSE(t["sequential"]["looks"].empty());
+  EXPECT_GT(t["sequential"]["looks"].back()["lo"].get<double>(), 1.05);
+  EXPECT_TRUE(t["sequential"]["looks"].back()["decided"].get<bool>());
+  EXPECT_GT(t["speedup"]["lo"].get<double>(), 1.05);  // the report's interval agrees
+
+  opt.decide_at.clear();
+  Json plain = to_json(ev.evaluate(task, Candidate::load(fast->dir), opt));
+  ASSERT_EQ(report_verdict(plain), "pass") << format_report(plain);
+  EXPECT_NE(plain["timing"]["stop"], "decided");
+  EXPECT_FALSE(plain["timing"].contains("sequential"));
+}

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,35 @@ TEST(TimingCpu, StopsEarlyOnceTheNoiseTargetIsMet) {
   EXPECT_GE(r.stats.n, 10);
   EXPECT_LT(r.stats.n, 1000);
   EXPECT_LE(r.stats.rse, c.target_rse);
+}
+
+// The sequential rule's hook replaces the noise target: asked from min_reps on with every
+// function's samples, it stops the timing when it says so ("decided"); while it says no, an easily
+// met noise target does not stop it, and max_reps does ("max_reps").
+TEST(TimingCpu, ADecidedHookReplacesTheNoiseTargetAndMaxRepsStaysTheMaximum) {
+  TimingConfig c;
+  c.warmup_count = 1;
+  c.warmup_ms = 0;
+  c.min_reps = 6;
+  c.max_reps = 40;
+  c.target_rse = 0.9;  // met at once: the hook, not the target, decides
+  auto sleep = [] { std::this_thread::sleep_for(std::chrono::microseconds(100)); };
+  std::vector<size_t> asked;
+  std::vector<TimedCall> calls{{sleep, nullptr, nullptr, nullptr}, {sleep, nullptr, nullptr, nullptr}};
+  auto runs = time_interleaved(calls, at::kCPU, c, [&](const std::vector<std::vector<double>>& s) {
+    EXPECT_EQ(s.size(), 2u);
+    EXPECT_EQ(s[0].size(), s[1].size());
+    asked.push_back(s[0].size());
+    return s[0].size() >= 9;
+  });
+  EXPECT_EQ(runs[0].stop, "decided");
+  EXPECT_EQ(runs[0].stats.n, 9);
+  EXPECT_EQ(asked.front(), 6u);  // first asked at min_reps
+  EXPECT_NE(runs[0].method.find("sequential rule"), std::string::npos) << runs[0].method;
+  auto never = time_interleaved(calls, at::kCPU, c, [](const std::vector<std::vector<double>>&) { return false; });
+  EXPECT_EQ(never[0].stop, "max_reps");
+  EXPECT_EQ(never[0].stats.n, 40);
+  EXPECT_EQ(time_interleaved(calls, at::kCPU, c)[0].stop, "rse");
 }
 
 TEST(TimingCpu, WarmUpRunsForItsMinimumTime) {
