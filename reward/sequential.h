@@ -54,9 +54,10 @@ SequentialLook sequential_look(const std::vector<double>& candidate_ms, const st
 int64_t next_look(int64_t n, double growth);
 
 // Where the rule stops on pairs timed to their end (the long run): the first look, from min_pairs
-// on and then every x growth, that settles every threshold, else all of them. What the GPU worker
-// stops at, given the same pairs; the proofs replay long runs through it (the stopped decision is
-// the reward's on that prefix).
+// on and then every x growth, that settles every threshold, else all of them. The proofs replay
+// long runs through it (the stopped decision is the reward's on that prefix). The GPU worker looks
+// at the first batch boundary at or past each look point (timing.cpp reads events 8 pairs at a
+// time), so on the same pairs it stops at most one batch later than this.
 int64_t sequential_stop(const std::vector<double>& candidate_ms, const std::vector<double>& reference_ms,
                         const std::vector<double>& thresholds, int64_t min_pairs, const SequentialOptions& options = {});
 
