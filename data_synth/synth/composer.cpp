@@ -8,6 +8,7 @@
 
 #include "configs/error.h"
 #include "data_synth/synth/composer_builder.h"
+#include "data_synth/synth/extra_shapes.h"
 
 namespace kforge {
 
@@ -331,6 +332,7 @@ DrawOutcome Composer::draw_with(SynthRng& rng, const std::string& id, uint64_t t
       return out;
     }
     t.check_dims = check_dims_for(t, cfg_.cpu_check);
+    t.extra_dims = draw_extra_dims(t, cfg_.extra_shapes);
     t.provenance.generator = "kforge-synth 1";
     std::string chain;
     for (const auto& o : c.ops) chain += (chain.empty() ? "" : " -> ") + o;

@@ -126,6 +126,14 @@ SynthConfig SynthConfig::from_yaml(const YamlNode& node) {
     if (k.input_draws < 1) n->at("input_draws").fail("must be >= 1");
     n->check_no_unknown_keys();
   }
+  if (auto n = node.find("extra_shapes")) {
+    ExtraShapeConfig& x = c.extra_shapes;
+    x.enabled = n->get<bool>("enabled", x.enabled);
+    x.max_shapes = n->get<int>("max_shapes", x.max_shapes);
+    if (x.max_shapes < 1 || x.max_shapes > 3)
+      n->at("max_shapes").fail("must be in [1, 3] (one shape per kind: odd, batch one, off by one)");
+    n->check_no_unknown_keys();
+  }
   if (auto n = node.find("decontamination")) {
     DecontaminationConfig& d = c.decontamination;
     d.signatures = n->get<std::string>("signatures", d.signatures);

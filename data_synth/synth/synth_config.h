@@ -38,6 +38,14 @@ struct CpuCheckConfig {
   int input_draws = 2;
 };
 
+// Other shapes verification also runs a candidate at (issue 30; data_synth/synth/extra_shapes.h):
+// an odd size, a batch of 1 and every dim one smaller, each only where the graph resolves there and
+// the footprint does not grow.
+struct ExtraShapeConfig {
+  bool enabled = true;
+  int max_shapes = 3;  // at most this many per task (1-3: one per kind)
+};
+
 struct DecontaminationConfig {
   std::string signatures = "datasets/kernelbench_signatures.json";  // "" disables it
   double op_similarity = 1.0;     // LCS(op sequences) / max length at or above which sequences count as similar ...
@@ -65,6 +73,7 @@ struct SynthConfig {
   double heldout_fraction = 0.06;      // at least this share of kept tasks goes to heldout (by operator sequence)
   CostModelConfig cost;
   CpuCheckConfig cpu_check;
+  ExtraShapeConfig extra_shapes;
   DecontaminationConfig decontamination;
   // How the GPU stage (tools/dataset/synth_gpu/) times the eager and torch.compile baselines: env/judge/timing.h's
   // method, with fewer calls than the evaluator's (configs/eval.yaml timing): thousands of tasks.

@@ -93,6 +93,8 @@ std::string SynthSummary::table() const {
   os << "estimated eager runtime (ms, H200 ceilings)\n";
   for (const auto& b : runtime_bins())
     if (runtime_histogram.count(b)) row(b, pct(runtime_histogram.at(b), kept));
+  os << "extra shapes per task (verification also runs these)\n";
+  for (const auto& [n, c] : extra_shapes) row(std::to_string(n), pct(c, kept));
   os << "splits\n";
   for (const auto& [s, c] : splits) row(s, pct(c, kept));
   os << "dtypes\n";
@@ -116,6 +118,9 @@ std::string SynthSummary::json() const {
   nlohmann::ordered_json rt = nlohmann::ordered_json::object();
   for (const auto& b : runtime_bins()) rt[b] = runtime_histogram.count(b) ? runtime_histogram.at(b) : 0;
   j["est_runtime_ms"] = rt;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  for (const auto& [n, c] : extra_shapes) extra[std::to_string(n)] = c;
+  j["extra_shapes"] = extra;
   j["splits"] = splits;
   j["dtypes"] = dtypes;
   j["families"] = families;
@@ -218,6 +223,7 @@ class SynthRun {
     for (const auto& k : kept_) {
       ++summary_.ops_histogram[static_cast<int>(k.task.graph.nodes.size())];
       ++summary_.runtime_histogram[runtime_bin(k.est_ms)];
+      ++summary_.extra_shapes[static_cast<int>(k.task.extra_dims.size())];
       ++summary_.dtypes[dtype_name(k.task.dtype)];
       ++summary_.families[k.family];
       ++summary_.splits[split_name(k.task.split)];

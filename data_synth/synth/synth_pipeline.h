@@ -54,6 +54,7 @@ struct SynthSummary {
   std::map<std::string, int64_t> rejected;           // per filter
   std::map<int, int64_t> ops_histogram;              // operators per kept task
   std::map<std::string, int64_t> runtime_histogram;  // estimated eager ms, by bin label
+  std::map<int, int64_t> extra_shapes;               // kept tasks by their number of extra shapes (extra_dims)
   std::map<std::string, int64_t> dtypes, families, splits, op_counts;
   int64_t shards = 0, shards_resumed = 0;
   double seconds = 0;

@@ -152,7 +152,7 @@ InitValue read_init_value(const YamlNode& v) {
 }
 
 void read_imported_body(const YamlNode& root, const YamlNode& ref, TaskSpec& t) {
-  for (const char* key : {"dims", "check_dims", "graph"})
+  for (const char* key : {"dims", "check_dims", "extra_dims", "graph"})
     if (auto n = root.find(key))
       n->fail(std::string("a task with a torchscript reference has no ") + key + " (its function is the exported module)");
   YamlNode program = root.at("program");

@@ -109,6 +109,11 @@ TaskSpec TaskSpec::with_dims(const DimEnv& overrides) const {
 
 TaskSpec TaskSpec::at_check_dims() const { return check_dims ? with_dims(*check_dims) : *this; }
 
+TaskSpec TaskSpec::at_extra_dims(size_t i) const {
+  KFORGE_CHECK(i < extra_dims.size(), spec, "task " << id << " has " << extra_dims.size() << " extra shapes, not " << i + 1);
+  return with_dims(extra_dims[i]);
+}
+
 TaskSpec make_task(std::string id, OpGraph graph, DimEnv dims, DType dtype, uint64_t seed) {
   TaskSpec t;
   t.id = std::move(id);
@@ -255,6 +260,18 @@ void read_graph_body(const YamlNode& root, const std::optional<YamlNode>& ref, T
       if (!t.dims.count(k)) n->at(k).fail("'" + k + "' is not one of the task's dims");
     t.check_dims = cd;
   }
+  std::vector<YamlNode> extra_items;
+  if (auto n = root.find("extra_dims")) {
+    if (!n->is_sequence()) n->fail("extra_dims is a list of dimension maps, e.g. [{B: 1}, {M: 67, N: 45}]");
+    for (const YamlNode& item : n->items()) {
+      DimEnv extra = read_dims(item);
+      if (extra.empty()) item.fail("an extra shape sets at least one of the task's dims");
+      for (const auto& [k, v] : extra)
+        if (!t.dims.count(k)) item.at(k).fail("'" + k + "' is not one of the task's dims");
+      t.extra_dims.push_back(extra);
+      extra_items.push_back(item);
+    }
+  }
   if (!root.has("graph")) root.fail("missing required key 'graph' (or a `reference: {kind: torchscript, ...}` block for an imported task)");
   YamlNode graph = root.at("graph");
   read_graph(graph, t);
@@ -262,6 +279,16 @@ void read_graph_body(const YamlNode& root, const std::optional<YamlNode>& ref, T
     derive_task(t);
     return 0;
   });
+  for (size_t i = 0; i < extra_items.size(); ++i) {  // every extra shape resolves
+    DimEnv d = t.dims;
+    for (const auto& [k, v] : t.extra_dims[i]) d[k] = v;
+    try {
+      resolve_graph(t.graph, d);
+    } catch (const Error& e) {  // located at the node that refuses: say which extra shape it is
+      throw Error(e.kind() == ErrorKind::shape ? ErrorKind::shape : ErrorKind::spec,
+                  extra_items[i].where() + ": the task does not resolve at this extra shape: " + e.what());
+    }
+  }
   if (auto args = root.find("arguments")) read_stated_arguments(*args, t);
   if (auto outs = root.find("outputs")) check_stated_outputs(*outs, t);
   if (auto cost = root.find("cost")) {
@@ -467,6 +494,11 @@ void emit_graph_body(YAML::Emitter& e, const TaskSpec& t) {
   if (t.check_dims) {
     e << YAML::Key << "check_dims" << YAML::Value;
     emit_dims(e, *t.check_dims);
+  }
+  if (!t.extra_dims.empty()) {
+    e << YAML::Key << "extra_dims" << YAML::Value << YAML::BeginSeq;
+    for (const DimEnv& d : t.extra_dims) emit_dims(e, d);
+    e << YAML::EndSeq;
   }
   e << YAML::Key << "graph" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "inputs" << YAML::Value << YAML::BeginSeq;

@@ -96,7 +96,11 @@ struct TaskSpec {
   DType dtype = DType::float32;
   DimEnv dims;                       // graph tasks only
   std::optional<DimEnv> check_dims;  // small dims for CPU consistency checks (graph tasks only)
-  OpGraph graph;                     // graph tasks only
+  // Other shapes verification also runs the candidate at (issue 30; graph tasks only): each entry
+  // overrides some of `dims`, and the task resolves there (data_synth/synth/extra_shapes.h draws
+  // them: odd sizes, a batch of 1, every dim one smaller). Empty: the task's own shape only.
+  std::vector<DimEnv> extra_dims;
+  OpGraph graph;  // graph tasks only
   TaskReference reference;
   std::string program;  // imported tasks: the module's Python source, verbatim (render_python returns it)
   // Imported tasks: get_init_inputs() at the module's size when every value is a bool or a number
@@ -120,6 +124,8 @@ struct TaskSpec {
   TaskSpec with_dims(const DimEnv& overrides) const;
   // The same task at its check_dims (or itself when it has none, as imported tasks).
   TaskSpec at_check_dims() const;
+  // The same task at extra_dims[i] (a spec error when i is out of range).
+  TaskSpec at_extra_dims(size_t i) const;
 };
 
 // Throws io errors for missing files and spec errors ("file:line:col: key: what") for the rest.

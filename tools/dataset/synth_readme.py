@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the README of a shipped dataset folder (datasets/synth/README.md) from its summary.json:
 what the folder holds, how to read it, the baselines' method and machine, and the counts (the CPU
-stage's funnel, the GPU stage's rejections, the kept tasks per operator count, split, dtype and
-family, eager runtime and torch.compile speedup). `tools/dataset/synth_dataset.sh finish` runs it, so the
+stage's funnel, the GPU stage's rejections, the extra shapes, the kept tasks per operator count,
+split, dtype and family, eager runtime and torch.compile speedup). `tools/dataset/synth_dataset.sh finish` runs it, so the
 figures are always the shipped files' own.
 
     tools/dataset/synth_readme.py SUMMARY_JSON OUT_MD [--files DIR] [--commit SHA]
@@ -157,6 +157,8 @@ def render(s, files_dir=None, commit="", calls=None):
     out.append(table(["stage", "tasks"], funnel) + "\n")
     if ic:
         out.append(input_checks_section(ic))
+    if s.get("extra_shapes"):
+        out.append(extra_shapes_section(s))
     if final.get("kept_ops_per_task"):
         out.append(counts("Operators per task", final["kept_ops_per_task"], kept))
         out.append(counts("Splits (heldout shares no operator sequence with train)", final["kept_splits"], kept))
@@ -212,6 +214,27 @@ def input_checks_section(ic):
     if ops:
         out.append("Rejected tasks by operator (any node): "
                    + ", ".join(f"`{k}` {v}" for k, v in ops.items()) + ".\n")
+    return "\n".join(out) + "\n"
+
+
+def extra_shapes_section(s):
+    """The extra shapes (issue 30) the specs carry: tasks by their number of shapes."""
+    added = s.get("extra_shapes_added") or {}
+    hist = added.get("served") or s["extra_shapes"]
+    n = sum(hist.values())
+    with_any = n - hist.get("0", 0)
+    whose = "kept (status `ok`)" if added.get("served") else "synthesised"
+    how = ("added to the shipped specs by `kforge tasks extra-shapes`" if added else "drawn by `kforge synth`")
+    out = [f"**Extra shapes** (`extra_dims` in each spec, {how}; `data_synth/synth/extra_shapes.h`): verification "
+           "also runs a candidate at each, so that a kernel hard-coded to the task's own shape fails. Up to "
+           f"{added.get('max_shapes', 3)} per task, drawn from its seed: every dim an odd size near 0.3-0.7 of its own "
+           "(`odd`), a batch of 1 (`batch_one`), every dim one smaller (`off_by_one`); each only where the task resolves "
+           "there with its index ranges unchanged and a footprint no larger than its own (shapes only shrink, so the "
+           f"task's stored tolerance still holds). {with_any} of the {n} {whose} tasks ({share(with_any, n)}) have at "
+           "least one" + (f"; shapes by kind over every row (the rejected ones too): "
+                          f"{', '.join(f'`{k}` {v}' for k, v in added['by_kind'].items())}" if added.get("by_kind") else "")
+           + ".\n"]
+    out.append(table(["extra shapes", "tasks", "share"], [(k, v, share(v, n)) for k, v in hist.items()]))
     return "\n".join(out) + "\n"
 
 

@@ -18,10 +18,11 @@ void add_demo_command(CLI::App& app);    // demo: a scripted episode on the GPU
 void add_synth_commands(CLI::App& app);  // synth, tasks
 // tasks export-gpu, tasks set-baselines, task set-baselines (after the task and tasks commands)
 void add_gpu_stage_commands(CLI::App& app);
-void add_import_command(CLI::App& app);       // tasks import (after the tasks commands)
-void add_sensitivity_command(CLI::App& app);  // tasks sensitivity (after the tasks commands)
-void add_serve_commands(CLI::App& app);       // serve, record (rollout/)
-void add_counters_command(CLI::App& app);     // counters: replay passes of a metric list (CUPTI host API)
+void add_import_command(CLI::App& app);        // tasks import (after the tasks commands)
+void add_sensitivity_command(CLI::App& app);   // tasks sensitivity (after the tasks commands)
+void add_extra_shapes_command(CLI::App& app);  // tasks extra-shapes (after the tasks commands)
+void add_serve_commands(CLI::App& app);        // serve, record (rollout/)
+void add_counters_command(CLI::App& app);      // counters: replay passes of a metric list (CUPTI host API)
 void set_action(CLI::App* sub, std::function<int()> action);
 int run_selected(CLI::App& app);
 

@@ -251,3 +251,48 @@ TEST(TaskSpec, SpecWithBaselinesReplacesOnlyTheBlock) {
   b.eager_ms = -1.0;
   EXPECT_THROW(spec_with_baselines(text, b, "task.yaml"), Error);
 }
+
+TEST(TaskSpec, ExtraDimsRoundTripAndResizeTheTask) {
+  TaskSpec t = parse_task(replaced(kMinimal, "dims: {B: 4, D: 8}", "dims: {B: 4, D: 8}\nextra_dims: [{B: 1}, {B: 3, D: 5}]"), "task.yaml");
+  ASSERT_EQ(t.extra_dims, (std::vector<DimEnv>{{{"B", 1}}, {{"B", 3}, {"D", 5}}}));
+  std::string once = task_to_yaml(t);
+  EXPECT_NE(once.find("extra_dims:\n  - {B: 1}\n  - {B: 3, D: 5}\n"), std::string::npos) << once;
+  TaskSpec back = parse_task(once, "again.yaml");
+  EXPECT_EQ(back.extra_dims, t.extra_dims);
+  EXPECT_EQ(task_to_yaml(back), once);
+  TaskSpec at = t.at_extra_dims(1);
+  EXPECT_EQ(at.dims, (DimEnv{{"B", 3}, {"D", 5}}));
+  EXPECT_EQ(at.outputs[0].meta.shape, (Shape{3, 10}));
+  try {
+    t.at_extra_dims(2);
+    ADD_FAILURE() << "a third extra shape was given";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec);
+  }
+  // Without extra_dims the key is not written.
+  EXPECT_EQ(task_to_yaml(parse_task(kMinimal, "task.yaml")).find("extra_dims"), std::string::npos);
+}
+
+TEST(TaskSpec, BadExtraDimsAreErrorsNamingTheKey) {
+  // group_norm's 4 groups must divide the 2*D channels: D = 3 does not resolve.
+  std::string base = replaced(kMinimal, "{id: act, op: gelu, in: [fc]}", "{id: act, op: group_norm, in: [fc], attrs: {groups: 4}}");
+  struct Case {
+    std::string extra, expect;
+  };
+  std::vector<Case> cases = {
+      {"extra_dims: [{Q: 1}]", "'Q' is not one of the task's dims"},
+      {"extra_dims: [{B: 0}]", "dimension B = 0 must be >= 1"},
+      {"extra_dims: {B: 1}", "extra_dims is a list of dimension maps"},
+      {"extra_dims: [{}]", "an extra shape sets at least one of the task's dims"},
+      {"extra_dims: [5]", "extra_dims"},
+      {"extra_dims: [{B: 2}, {D: 3}]", "groups 4 must divide the 6 channels"},
+  };
+  for (const auto& c : cases) {
+    Error e = error_of(replaced(base, "dims: {B: 4, D: 8}", "dims: {B: 4, D: 8}\n" + c.extra));
+    std::string what = e.what();
+    EXPECT_NE(what.find(c.expect), std::string::npos) << "got: " << what << "\nexpected: " << c.expect;
+    EXPECT_NE(what.find("task.yaml:8:"), std::string::npos) << "the line of extra_dims: " << what;
+    EXPECT_NE(what.find("extra_dims"), std::string::npos) << what;
+    EXPECT_TRUE(e.kind() == ErrorKind::spec || e.kind() == ErrorKind::shape) << what;
+  }
+}
