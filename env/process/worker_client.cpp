@@ -167,6 +167,9 @@ bool WorkerProcess::launch() {
 }
 
 const Json& WorkerProcess::hello() {
+  // A worker that ended between requests is reaped and started again here: the request it could
+  // not take is not the next candidate's fault.
+  if (pid_ > 0 && !awaiting_hello_) reap_within(0);
   if (pid_ <= 0 || awaiting_hello_) {
     std::string why = pid_ <= 0 ? start() : await_hello();
     if (!why.empty()) KFORGE_FAIL(runtime, "cannot start " << spawn_.executable << ": " << why);
@@ -206,6 +209,9 @@ WorkerReply WorkerProcess::call(const Json& request, double timeout_s) {
     r.wall_ms = ms_since(t0);
     return r;
   };
+  // A worker that ended between requests is reaped and started again here: the request it could
+  // not take is not the next candidate's fault.
+  if (pid_ > 0 && !awaiting_hello_) reap_within(0);
   if (pid_ <= 0 || awaiting_hello_) {
     std::string why = pid_ <= 0 ? start() : await_hello();
     if (!why.empty()) return fail(worker_error::worker_crashed, "the worker could not start: " + why);

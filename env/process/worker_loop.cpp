@@ -27,6 +27,18 @@ bool test_hook(const std::string& type, const Json& req, Json& reply) {
     return true;
   }
   if (type == "test_fatal") throw FatalWorkerError(error_reply(worker_error::runtime_error, "simulated fatal error", true));
+  // A good answer after which the worker must end (the GPU worker's after a candidate's thread
+  // outlived its call): the reply itself does not say "fatal".
+  if (type == "test_good_then_exit") throw FatalWorkerError(Json{{"ok", true}});
+  // The worker ending between requests (as a candidate's leftover thread could make it do).
+  if (type == "test_exit_soon") {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::_Exit(0);
+    }).detach();
+    reply = {{"ok", true}};
+    return true;
+  }
   return false;
 }
 
@@ -86,6 +98,7 @@ int serve_worker(const WorkerArgs& args, const Json& hello, const std::function<
       }
     } catch (const FatalWorkerError& e) {
       reply = e.reply;
+      reply["fatal"] = true;  // the caller reaps this worker and starts the next request in a fresh one
       exit_after = true;
     } catch (const Error& e) {
       reply = error_reply(e.kind() == ErrorKind::spec ? worker_error::bad_request : worker_error::internal, e.what());

@@ -169,6 +169,27 @@ TEST(WorkerProcess, AFatalReplyRestartsTheWorker) {
   EXPECT_EQ(w.starts(), 2);
 }
 
+// A GPU worker ends after a reply that succeeded (a candidate's thread outlived its call): the reply
+// says fatal, and the next request runs in a fresh worker instead of failing on a closed pipe.
+TEST(WorkerProcess, AWorkerEndingAfterAGoodReplyIsRestartedForTheNextRequest) {
+  WorkerProcess w(compile_worker());
+  WorkerReply r = w.call({{"type", "test_good_then_exit"}}, 30);
+  EXPECT_TRUE(r.ok);
+  EXPECT_TRUE(r.body.value("fatal", false));
+  WorkerReply next = w.call({{"type", "test_sleep"}, {"seconds", 0.01}}, 30);
+  EXPECT_TRUE(next.ok) << next.error_kind << ": " << next.error_message;
+  EXPECT_EQ(w.starts(), 2);
+}
+
+TEST(WorkerProcess, AWorkerThatDiedBetweenRequestsDoesNotFailTheNextOne) {
+  WorkerProcess w(compile_worker());
+  ASSERT_TRUE(w.call({{"type", "test_exit_soon"}}, 30).ok);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it has exited by now
+  WorkerReply next = w.call({{"type", "test_sleep"}, {"seconds", 0.01}}, 30);
+  EXPECT_TRUE(next.ok) << next.error_kind << ": " << next.error_message;
+  EXPECT_EQ(w.starts(), 2);
+}
+
 TEST(WorkerProcess, TestHooksAreOffUnlessEnabled) {
   WorkerProcess w(compile_worker(/*hooks=*/false));
   WorkerReply r = w.call({{"type", "test_crash"}}, 30);
