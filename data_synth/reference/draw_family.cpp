@@ -218,8 +218,11 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
   try {
     std::string reason;
     out.plain_ratio = reference_ratio(task, plain_args, reason);
+  } catch (const c10::OutOfMemoryError& e) {
+    out.unavailable = std::string("no float64 reference of the task's own draw: ") + e.what_without_backtrace();
+    return out;
   } catch (const std::exception&) {
-    out.plain_ratio = 0;  // no float64 reference: every variant says so below
+    out.plain_ratio = 0;  // no float64 reference (an operator without one): every variant says so below
   }
   const double bound = std::min(1.0, std::max(margin, out.plain_ratio));
   const double scaled_bound = task.dtype == DType::float32 ? bound / 2 : bound;
@@ -282,6 +285,10 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
     if (!c.usable) c.reason = last_reason;
     out.variants.push_back(c);
   }
+  for (const auto& c : out.variants)  // a variant the device had no memory for is unknown, not unusable
+    if (!c.usable && c.reason.rfind("no float64 reference", 0) == 0 && c.reason.find("out of memory") != std::string::npos &&
+        out.unavailable.empty())
+      out.unavailable = std::string(variant_name(c.variant)) + ": " + c.reason;
   return out;
 }
 

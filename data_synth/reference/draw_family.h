@@ -67,6 +67,10 @@ struct VariantCondition {
 struct TaskConditions {
   double plain_ratio = 0;  // the same ratio on the task's own draw
   std::vector<VariantCondition> variants;
+  // Non-empty when the harness could not measure a condition (the float64 reference ran out of
+  // device memory), as opposed to a reference found ill-conditioned or without a float64 form. The variants
+  // are then unknown, not unusable: a verification must not run without them (fail closed).
+  std::string unavailable;
 };
 
 // Every robust variant that applies to the task, each tried with `seeds_per_variant` seeds on one

@@ -51,6 +51,13 @@ void Judgement::verify() {
   if (ac.robustness_draws) {
     auto t_cond = std::chrono::steady_clock::now();
     const TaskConditions& tc = s_.conditions_for(task_, req_.task_yaml, ac.robustness_margin);
+    // Fail closed: without the conditions no robustness call would run, and a candidate that relies
+    // on one member's statistics would pass unseen (softmax_rows on an 80 GB H100, 2026-12-05).
+    if (!tc.unavailable.empty())
+      throw CandidateError(worker_error::internal,
+                           "the harness could not condition the robustness draws on this GPU (" + tc.unavailable +
+                               "): the candidate is not judged without them",
+                           false);
     robustness["plain_ratio"] = tc.plain_ratio;
     for (const auto& c : tc.variants) {
       robustness["variants"].push_back({{"name", variant_name(c.variant)},

@@ -79,9 +79,20 @@ const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, con
   std::string key = std::to_string(margin) + "\n" + yaml;
   auto it = conditions.find(key);
   if (it != conditions.end()) return it->second;
-  // One draw of the task's own distribution (a fresh secret trial), then each variant on it.
-  std::vector<at::Tensor> args = draw_arguments_on_device(task, {task.seed, ids.next(), ids.next()}, *drawer, dev, stream());
-  auto c = condition_variants(task, args, ids.next(), margin);
+  // The float64 reference needs several times the task's memory: what earlier requests left in
+  // the caching allocator goes back to the device first.
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  TaskConditions c;
+  {
+    // One draw of the task's own distribution (a fresh secret trial), then each variant on it.
+    std::vector<at::Tensor> args = draw_arguments_on_device(task, {task.seed, ids.next(), ids.next()}, *drawer, dev, stream());
+    c = condition_variants(task, args, ids.next(), margin);
+  }
+  if (!c.unavailable.empty()) {  // not kept: a later request may find the memory
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    unmeasured = std::move(c);
+    return unmeasured;
+  }
   return conditions.emplace(key, std::move(c)).first->second;
 }
 
@@ -196,6 +207,9 @@ Json GpuWorker::evaluate(const Json& request) {
   const GpuEvalRequest req = parse_gpu_eval_request(request);
   c10::cuda::CUDAGuard guard(s_->dev);
   const TaskSpec& task = s_->task_for(req.task_yaml);
+  // The robustness conditions (once per task in a worker) before the call bench holds its buffers:
+  // their float64 reference is the largest allocation a request makes.
+  if (req.anticheat.robustness_draws) s_->conditions_for(task, req.task_yaml, req.anticheat.robustness_margin);
   Judgement j(*s_, req, task);
   try {
     j.load();

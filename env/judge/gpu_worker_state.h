@@ -41,6 +41,7 @@ struct GpuWorker::State {
   bool extensions_full() const { return extensions.size() >= kMaxExtensionLibraries; }
   std::map<std::string, TaskSpec> tasks;             // by spec text
   std::map<std::string, TaskConditions> conditions;  // by spec text and margin
+  TaskConditions unmeasured;                         // the last conditions the harness could not measure (not kept)
   int64_t max_optin_smem = 0;
   std::unique_ptr<L2Flush> l2_flush;  // verification calls are flushed as timed ones are
 

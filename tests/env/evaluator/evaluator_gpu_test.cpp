@@ -4,6 +4,7 @@
 #include "tests/env/evaluator/report_json.h"
 
 #include <iostream>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -244,10 +245,10 @@ TEST(EvaluatorGpu, SequentialRuleStopsOnceTheStepIsSettled) {
   EvalConfig cfg = test_config();
   cfg.timing.budget_ms = 3000;
   Evaluator ev(cfg);
-  const ShippedCandidate* fast = nullptr;
+  std::optional<ShippedCandidate> fast;  // a copy: shipped_candidates() returns a temporary
   for (const auto& c : shipped_candidates())
-    if (c.verdict == "pass" && c.beats_eager) fast = &c;
-  ASSERT_NE(fast, nullptr) << "no shipped candidate beats eager";
+    if (c.verdict == "pass" && c.beats_eager) fast = c;
+  ASSERT_TRUE(fast.has_value()) << "no shipped candidate beats eager";
   const TaskSpec task = load_task(task_path(fast->task));
   EvalOptions opt;
   opt.trials = 1;
@@ -269,4 +270,33 @@ TEST(EvaluatorGpu, SequentialRuleStopsOnceTheStepIsSettled) {
   ASSERT_EQ(report_verdict(plain), "pass") << format_report(plain);
   EXPECT_NE(plain["timing"]["stop"], "decided");
   EXPECT_FALSE(plain["timing"].contains("sequential"));
+}
+
+// Fail closed (H100, 2026-12-05): the robustness draws' float64 reference of a task too large for
+// the device cannot be measured, and then no robustness call would run; a candidate that relies on
+// one member's statistics (the corpus's unsafe_softmax: no max subtraction) must not pass unseen.
+// softmax_rows at 6x its rows (24 GiB of input): its float64 conditioning needs several times that.
+TEST(EvaluatorGpu, RobustnessDrawsThatCannotBeConditionedFailClosed) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  EvalConfig cfg = test_config();
+  cfg.worker.request_timeout_s = 120;
+  Evaluator ev(cfg);
+  ev.set_anticheat(AnticheatConfig::load(source_dir() + "/configs/anticheat.yaml"));
+  TaskSpec task = load_task(task_path("softmax_rows"));
+  task = task.with_dims({{"R", 6 * 131072}});
+  EvalOptions opt;
+  opt.trials = 2;
+  opt.time = false;
+  EvalReport r = ev.evaluate(task, Candidate::load(source_dir() + "/anticheat/corpus/unsafe_softmax"), opt);
+  std::cout << format_report(r);
+  EXPECT_NE(r.verdict, Verdict::pass) << "judged without its robustness draws";
+  if (r.verdict == Verdict::error && r.error) {
+    const bool harness_memory = r.error->message.find("could not condition the robustness draws") != std::string::npos ||
+                                r.error->message.find("out of memory") != std::string::npos;
+    EXPECT_TRUE(harness_memory) << r.error->message;
+  }
+  // The worker is usable afterwards, at the task's own size.
+  EvalReport again = ev.evaluate(load_task(task_path("softmax_rows")),
+                                 Candidate::load(source_dir() + "/datasets/samples/candidates/softmax_rows/online"), opt);
+  EXPECT_EQ(again.verdict, Verdict::pass) << format_report(again);
 }
