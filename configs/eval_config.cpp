@@ -86,6 +86,8 @@ VerifyConfig VerifyConfig::from_yaml(const YamlNode& node) {
   c.trials = node.get<int>("trials", c.trials);
   c.submit_trials = node.get<int>("submit_trials", c.submit_trials);
   c.report_mismatches = node.get<int>("report_mismatches", c.report_mismatches);
+  c.extra_shape_trials = node.get<int>("extra_shape_trials", c.extra_shape_trials);
+  if (c.extra_shape_trials < 0) node.at("extra_shape_trials").fail("must be >= 0");
   if (c.trials < 1) node.at("trials").fail("must be >= 1");
   if (c.submit_trials < c.trials) node.at("submit_trials").fail("must be >= trials (" + std::to_string(c.trials) + ")");
   if (c.report_mismatches < 0) node.at("report_mismatches").fail("must be >= 0");

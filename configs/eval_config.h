@@ -58,6 +58,9 @@ struct VerifyConfig {
   int trials = 5;             // trials in a verify; each with fresh inputs and parameters
   int submit_trials = 10;     // trials in a final evaluation
   int report_mismatches = 5;  // mismatching elements listed per output
+  // Trials at each of the task's other shapes (TaskSpec::extra_dims), after the candidate passed at
+  // its own; 0: the task's own shape only (the report's `shapes` section says "not_tested").
+  int extra_shape_trials = 2;
   static VerifyConfig from_yaml(const YamlNode& node);
 };
 

@@ -24,6 +24,22 @@ const char* verdict_name(SubmissionOutcome::Verdict v) {
   return "error";
 }
 
+StoredCompileRatio stored_compile_ratio(const StoredBaseline& b) {
+  StoredCompileRatio r;
+  auto positive = [](const std::optional<double>& ms) { return ms && std::isfinite(*ms) && *ms > 0; };
+  if (!b.compile_ms)
+    r.missing = "the task stores no torch.compile time";
+  else if (!positive(b.compile_ms))
+    r.missing = "the task's stored torch.compile time is not a positive time";
+  else if (positive(b.eager_ms))
+    r.factor = *b.compile_ms / *b.eager_ms;
+  else {
+    r.unscaled = true;
+    r.missing = "the task stores a torch.compile time but no eager time to rescale it by";
+  }
+  return r;
+}
+
 namespace {
 
 OJson interval_json(const SpeedupEstimate& s) {
@@ -74,13 +90,9 @@ std::string caught_text(const EarlierCheat& e) {
 // task cannot give one (`missing` says why). `comp_ev` gets the evidence.
 std::optional<double> compile_factor(const RewardConfig& config, const StoredBaseline& baseline, double eager_now_ms, OJson& comp_ev,
                                      std::string& missing) {
-  std::optional<double> factor;
-  if (!baseline.compile_ms) {
-    missing = "the task stores no torch.compile time";
-  } else if (!(*baseline.compile_ms > 0) || !std::isfinite(*baseline.compile_ms)) {
-    missing = "the task's stored torch.compile time is not a positive time";
-  } else if (baseline.eager_ms && *baseline.eager_ms > 0 && std::isfinite(*baseline.eager_ms)) {
-    factor = *baseline.compile_ms / *baseline.eager_ms;
+  const StoredCompileRatio stored = stored_compile_ratio(baseline);
+  std::optional<double> factor = stored.factor;
+  if (factor) {
     comp_ev = {{"available", true},
                {"stored_ms", *baseline.compile_ms},
                {"stored_eager_ms", *baseline.eager_ms},
@@ -89,7 +101,7 @@ std::optional<double> compile_factor(const RewardConfig& config, const StoredBas
       comp_ev["eager_now_ms"] = eager_now_ms;
       comp_ev["rescaled_ms"] = *baseline.compile_ms * eager_now_ms / *baseline.eager_ms;
     }
-  } else if (config.compile_baseline.allow_unscaled && eager_now_ms > 0) {
+  } else if (stored.unscaled && config.compile_baseline.allow_unscaled && eager_now_ms > 0) {
     // Unscaled: the stored compile time as it is, against the candidate's median now.
     factor = *baseline.compile_ms / eager_now_ms;
     comp_ev = {{"available", true},
@@ -98,7 +110,7 @@ std::optional<double> compile_factor(const RewardConfig& config, const StoredBas
                {"rescale", "none: no eager time stored beside it (compile_baseline.allow_unscaled)"},
                {"rescaled_ms", *baseline.compile_ms}};
   } else {
-    missing = "the task stores a torch.compile time but no eager time to rescale it by";
+    missing = stored.missing;
   }
   if (!baseline.gpu.empty() && comp_ev.is_object()) comp_ev["stored_gpu"] = baseline.gpu;
   return factor;
@@ -142,11 +154,16 @@ RewardResult submission_reward(const RewardConfig& config, const SubmissionOutco
     case SubmissionOutcome::Verdict::pass:
       break;
   }
+  if (o.shapes_status == "not_general" && config.shapes.not_general == NotGeneral::penalty)
+    return failure(config.shapes.penalty, "not_general", o,
+                   {{"shapes", o.shapes},
+                    {"why", "it passed at the task's own shape but not at another of its shapes (shapes.not_general: penalty)"}});
 
   const DecisionConfig& d = config.decision;
   RewardResult r;
   r.evidence = {{"rule", nullptr}, {"reward", nullptr}, {"verdict", "pass"}, {"mode", decision_mode_name(d.mode)}};
   if (!o.device.empty()) r.evidence["device"] = o.device;
+  if (!o.shapes_status.empty()) r.evidence["shapes"] = o.shapes;
 
   // The speedup over eager: recomputed from the samples with the reward's own interval settings,
   // else the evaluator's interval.

@@ -42,6 +42,16 @@ struct EarlierCheat {
   bool same_candidate = false;  // the submitted candidate's judged files are the ones caught
 };
 
+// The task's stored torch.compile time over its stored eager time: what turns a speedup over eager
+// into one over torch.compile. `factor` when both are positive times; else `unscaled` when only the
+// compile time is one (its factor needs the eager median measured now), and `missing` says why.
+struct StoredCompileRatio {
+  std::optional<double> factor;
+  bool unscaled = false;
+  std::string missing;
+};
+StoredCompileRatio stored_compile_ratio(const StoredBaseline& baseline);
+
 // What the final evaluation of a submitted candidate found.
 struct SubmissionOutcome {
   enum class Verdict { pass, fail, error, cheat };
@@ -57,17 +67,24 @@ struct SubmissionOutcome {
   std::string device;  // the GPU it ran on (evidence only)
   // A cheat caught earlier in the episode (see submission_reward for what it changes).
   std::optional<EarlierCheat> earlier_cheat;
+  // The candidate at the task's other shapes (the report's `shapes` section): its status (general,
+  // not_general, not_tested; empty when the task has none) and the section as JSON (evidence).
+  std::string shapes_status;
+  nlohmann::ordered_json shapes;
 };
 
 const char* verdict_name(SubmissionOutcome::Verdict v);  // "pass", "fail", "error", "cheat"
 
 struct RewardResult {
   double value = 0;
-  std::string rule;  // compile_error | run_error | verify_fail | cheat | correct_untimed | correct |
-                     // faster_than_eager | faster_than_both | no_submission
+  std::string rule;  // compile_error | run_error | verify_fail | cheat | not_general | correct_untimed |
+                     // correct | faster_than_eager | faster_than_both | no_submission
   nlohmann::ordered_json evidence;
 };
 
+// A passing submission that is not_general at the task's other shapes gets shapes.penalty (rule
+// `not_general`) under shapes.not_general: penalty, before any timing is looked at.
+//
 // A cheat caught once in an episode is never scored as an honest mistake later in it: with
 // `outcome.earlier_cheat` set, the submission gets the cheating penalty (rule and verdict `cheat`,
 // `submission_verdict` its own, `check` the earlier check, `cheat_caught_earlier`: check, turn,

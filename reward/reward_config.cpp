@@ -13,6 +13,8 @@ const char* missing_compile_baseline_name(MissingCompileBaseline m) {
   return m == MissingCompileBaseline::eager_only ? "eager_only" : "as_eager";
 }
 
+const char* not_general_name(NotGeneral m) { return m == NotGeneral::penalty ? "penalty" : "reward"; }
+
 namespace {
 
 // A reward value: any finite number (inf would make every sum meaningless).
@@ -112,6 +114,20 @@ ShapingConfig ShapingConfig::from_yaml(const YamlNode& node) {
   return c;
 }
 
+ShapesRewardConfig ShapesRewardConfig::from_yaml(const YamlNode& node) {
+  ShapesRewardConfig c;
+  std::string m = node.get<std::string>("not_general", not_general_name(c.not_general));
+  if (m == "penalty")
+    c.not_general = NotGeneral::penalty;
+  else if (m == "reward")
+    c.not_general = NotGeneral::reward;
+  else
+    node.at("not_general").fail("must be penalty or reward, not '" + m + "'");
+  c.penalty = finite(node, "penalty", c.penalty);
+  node.check_no_unknown_keys();
+  return c;
+}
+
 RewardConfig RewardConfig::from_yaml(const YamlNode& node) {
   RewardConfig c;
   if (node.is_null()) return c;
@@ -120,6 +136,11 @@ RewardConfig RewardConfig::from_yaml(const YamlNode& node) {
   if (auto n = node.find("failures")) c.failures = FailureConfig::from_yaml(*n);
   if (auto n = node.find("compile_baseline")) c.compile_baseline = CompileBaselineConfig::from_yaml(*n);
   if (auto n = node.find("shaping")) c.shaping = ShapingConfig::from_yaml(*n);
+  if (auto n = node.find("shapes")) c.shapes = ShapesRewardConfig::from_yaml(*n);
+  if (c.shapes.penalty >= c.tiers.correct)
+    (node.has("shapes") && node.at("shapes").has("penalty") ? node.at("shapes").at("penalty") : node)
+        .fail("shapes.penalty (" + std::to_string(c.shapes.penalty) + ") must be below tiers.correct (" + std::to_string(c.tiers.correct) +
+              "): a kernel that works at one shape only must earn less than a general correct one");
   // Failures must pay less than the least a correct candidate earns.
   double best_failure =
       std::max({c.failures.compile_error, c.failures.run_error, c.failures.verify_fail, c.failures.cheat, c.failures.no_submission});

@@ -69,12 +69,28 @@ struct ShapingConfig {
   static ShapingConfig from_yaml(const YamlNode& node);
 };
 
+// A candidate right at the task's own shape and wrong at one of its other shapes (the evaluation
+// report's `shapes` status "not_general"; TaskSpec::extra_dims): it works only at the size it was
+// shown, which is no kernel for the operator.
+enum class NotGeneral {
+  penalty,  // the reward is `penalty` (no tier, however fast)
+  reward,   // its tier, as if it were general (the shapes stay in the evidence)
+};
+const char* not_general_name(NotGeneral m);  // "penalty", "reward"
+
+struct ShapesRewardConfig {
+  NotGeneral not_general = NotGeneral::penalty;
+  double penalty = -1;  // below tiers.correct: never as much as a general correct candidate
+  static ShapesRewardConfig from_yaml(const YamlNode& node);
+};
+
 struct RewardConfig {
   DecisionConfig decision;
   TierConfig tiers;
   FailureConfig failures;
   CompileBaselineConfig compile_baseline;
   ShapingConfig shaping;
+  ShapesRewardConfig shapes;
 
   static RewardConfig from_yaml(const YamlNode& node);
   static RewardConfig load(const std::string& path);

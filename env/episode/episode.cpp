@@ -55,6 +55,10 @@ SubmissionOutcome submission_outcome(const EvalReport& report) {
     if (e.point > 0) o.reported_speedup = e;
   }
   if (report.device) o.device = report.device->name;
+  if (report.shapes) {
+    o.shapes_status = report.shapes->status;
+    o.shapes = nlohmann::ordered_json::parse(to_json(*report.shapes).dump());
+  }
   return o;
 }
 

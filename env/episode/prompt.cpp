@@ -132,6 +132,13 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
      << (d.mode == DecisionMode::ci_lower_bound ? "Faster means the lower bound of the speedup's " + number(d.interval.confidence * 100) +
                                                       " % confidence interval clears the threshold, not one lucky measurement.\n"
                                                 : std::string("Faster is decided on the median speedup.\n"))
+     << (task.extra_dims.empty() ? std::string()
+                                 : "Once it passes, it is verified again at " + std::to_string(task.extra_dims.size()) +
+                                       " other sizes of the same dimensions (odd sizes, sizes off by one, a batch of 1): a "
+                                       "candidate right only at the sizes above is no kernel for the operator and gets " +
+                                       (reward.shapes.not_general == NotGeneral::penalty ? number(reward.shapes.penalty)
+                                                                                         : std::string("its tier all the same")) +
+                                       ". Write the launch plan's grids and arguments over the dimensions' names.\n")
      << "Ending without submit() gives " << number(fl.no_submission) << ".";
   if (env.history.reward_from == RewardFrom::best_verified)
     rw << "\nEvery candidate verify(), profile() or submit() judges is kept as a version (history()). The episode's reward is "

@@ -83,6 +83,27 @@ std::string compile_text(const EvalReport& report, size_t log_max_chars) {
   return os.str();
 }
 
+namespace {
+
+// The task's other shapes: a kernel must compute the operator at every size, not the one it was shown.
+void shapes_text(std::ostream& os, const ShapesSection& sh) {
+  if (sh.status == "not_tested") {
+    os << "other shapes: not tested (" << sh.note << ")\n";
+    return;
+  }
+  os << "other shapes: " << (sh.general() ? "passed" : "FAILED: it works at this task's own shape only");
+  if (!sh.note.empty()) os << " (" << sh.note << ")";
+  os << "\n";
+  for (const auto& t : sh.trials) {
+    os << "  at";
+    for (const auto& [k, v] : t.dims) os << " " << k << "=" << v;
+    os << ": " << (t.verdict == Verdict::pass ? "passed" : verdict_name(t.verdict)) << (t.reason.empty() ? "" : " (" + t.reason + ")")
+       << "\n";
+  }
+}
+
+}  // namespace
+
 std::string verify_text(const EvalReport& report, size_t log_max_chars) {
   std::ostringstream os;
   if (report.verdict == Verdict::cheat) return cheat_line(report);
@@ -106,6 +127,7 @@ std::string verify_text(const EvalReport& report, size_t log_max_chars) {
     for (const auto& e : o.examples)
       os << "    at " << e.index.dump() << ": yours " << e.candidate.dump() << ", reference " << e.reference.dump() << "\n";
   }
+  if (report.shapes) shapes_text(os, *report.shapes);
   if (report.verdict == Verdict::error) os << error_line(report, log_max_chars);
   return os.str();
 }

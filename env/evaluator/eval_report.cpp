@@ -91,6 +91,46 @@ AnticheatSection parse_anticheat_section(const Json& j, const std::string& path)
   return a;
 }
 
+}  // namespace
+
+Json to_json(const ShapesSection& s) {
+  Json trials = Json::array();
+  for (const auto& t : s.trials)
+    trials.push_back({{"dims", t.dims}, {"verdict", verdict_name(t.verdict)}, {"reason", t.reason}, {"wall_ms", t.wall_ms}});
+  return {{"status", s.status}, {"trials", trials}, {"note", s.note}, {"wall_ms", s.wall_ms}};
+}
+
+namespace {
+
+ShapesSection parse_shapes_section(const Json& j, const std::string& path) {
+  StrictObject o(j, path);
+  ShapesSection s;
+  s.status = o.req<std::string>("status");
+  KFORGE_CHECK(s.status == "general" || s.status == "not_general" || s.status == "not_tested", spec,
+               o.path("status") << " is '" << s.status << "', not general, not_general or not_tested");
+  s.note = o.req<std::string>("note");
+  s.wall_ms = o.req<double>("wall_ms");
+  const Json& trials = o.raw("trials");
+  KFORGE_CHECK(trials.is_array(), spec, o.path("trials") << " must be a list");
+  for (size_t i = 0; i < trials.size(); ++i) {
+    StrictObject to(trials[i], o.path("trials") + "[" + std::to_string(i) + "]");
+    ShapeTrial t;
+    const Json& dims = to.raw("dims");
+    KFORGE_CHECK(dims.is_object(), spec, to.path("dims") << " must be a map of dimension sizes");
+    for (const auto& [k, v] : dims.items()) {
+      KFORGE_CHECK(v.is_number_integer(), spec, to.path("dims") << "." << k << " must be an integer");
+      t.dims[k] = v.get<int64_t>();
+    }
+    t.verdict = parse_verdict(to.req<std::string>("verdict"));
+    t.reason = to.req<std::string>("reason");
+    t.wall_ms = to.req<double>("wall_ms");
+    to.done();
+    s.trials.push_back(std::move(t));
+  }
+  o.done();
+  return s;
+}
+
 template <typename T>
 Json section(const std::optional<T>& s) {
   return s ? to_json(*s) : Json(nullptr);
@@ -142,6 +182,7 @@ Json to_json(const EvalReport& r) {
   if (r.device) j["device"] = to_json(*r.device);
   if (r.extension) j["extension"] = extension_json(*r.extension);
   if (r.profile) j["profile"] = to_json(*r.profile);
+  if (r.shapes) j["shapes"] = to_json(*r.shapes);
   if (r.phases) j["phases"] = measured_map_json(*r.phases);
   if (r.cold_start) j["cold_start"] = *r.cold_start;
   if (r.gpu_request_wall_ms) j["gpu_request_wall_ms"] = *r.gpu_request_wall_ms;
@@ -177,6 +218,7 @@ EvalReport parse_eval_report(const Json& j) {
   if (auto s = o.opt<Json>("timing")) r.timing = parse_timing_section(*s, o.path("timing"));
   if (auto s = o.opt<Json>("anticheat")) r.anticheat = parse_anticheat_section(*s, o.path("anticheat"));
   if (auto s = o.opt<Json>("profile")) r.profile = parse_profile_section(*s, o.path("profile"));
+  if (auto s = o.opt<Json>("shapes")) r.shapes = parse_shapes_section(*s, o.path("shapes"));
   if (auto p = o.opt<Json>("phases")) r.phases = parse_measured_map(*p, o.path("phases"));
   r.cold_start = o.opt<Json>("cold_start");
   r.gpu_request_wall_ms = o.opt<double>("gpu_request_wall_ms");
@@ -251,6 +293,19 @@ std::string format_report(const EvalReport& r) {
     }
     os << ")\n";
     if (failed) os << "  " << failed->name << ": " << failed->message << "\n";
+  }
+  if (r.shapes) {
+    const ShapesSection& sh = *r.shapes;
+    int passed = 0;
+    for (const auto& t : sh.trials) passed += t.verdict == Verdict::pass;
+    os << "other shapes: " << sh.status << " (" << passed << " of " << sh.trials.size() << " passed)";
+    if (!sh.note.empty()) os << ": " << sh.note;
+    os << "\n";
+    for (const auto& t : sh.trials) {
+      os << "  ";
+      for (const auto& [k, v] : t.dims) os << k << "=" << v << " ";
+      os << verdict_name(t.verdict) << (t.reason.empty() ? "" : ": " + t.reason) << "\n";
+    }
   }
   os << "verdict: " << verdict_name(r.verdict);
   if (r.error) os << " (" << r.error->kind << ": " << r.error->message << ")";

@@ -4,6 +4,7 @@
 // (the GPU worker's reply, `kforge eval --json`, an episode's info and trajectory), through
 // to_json() / parse_eval_report() in eval_report.cpp; the JSON is the schema of
 // env/evaluator/EVAL_REPORT.md (`kforge.eval/1`), key for key.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,24 @@ struct PlanSection {
   int64_t workspace_bytes = 0;
 };
 
+// The candidate at the task's other shapes (TaskSpec::extra_dims; issue 30), once it passed at its
+// own: a kernel tuned to one size that is wrong at another computes the wrong function.
+struct ShapeTrial {
+  std::map<std::string, int64_t> dims;  // the shape: the task's dims this trial overrides
+  Verdict verdict = Verdict::error;     // pass | fail | cheat | error
+  std::string reason;                   // not pass: why (the verify reason, the check, the error)
+  double wall_ms = 0;
+};
+struct ShapesSection {
+  // general: it passed at every other shape; not_general: it did not at one (or more);
+  // not_tested: the task has other shapes but they did not run (`note` says why).
+  std::string status;
+  std::vector<ShapeTrial> trials;
+  std::string note;  // not_tested: why; not_general with a plan naming none of the task's dims: that
+  double wall_ms = 0;
+  bool general() const { return status == "general"; }
+};
+
 struct AnticheatSection {
   std::vector<CheckOutcome> checks;  // every check that ran, in order
   // The first failed check, or none: the verdict is "cheat" exactly when there is one.
@@ -74,6 +93,7 @@ struct EvalReport {
   std::optional<TimingSection> timing;
   std::optional<AnticheatSection> anticheat;
   std::optional<ProfileSection> profile;
+  std::optional<ShapesSection> shapes;  // absent: the task has no other shapes
   std::optional<std::map<std::string, double>> phases;
   std::optional<double> gpu_request_wall_ms, wall_ms;
   // `kforge eval --json` only (EVAL_REPORT.md): where the command's wall time went, as it wrote it.
@@ -88,6 +108,7 @@ struct EvalReport {
 
 Json to_json(const EvalReport& r);
 Json to_json(const AnticheatSection& a);
+Json to_json(const ShapesSection& s);
 // Reads a report in the documented schema strictly (a spec error names the first unknown, missing
 // or mistyped key) and settles its verdict.
 EvalReport parse_eval_report(const Json& j);

@@ -19,56 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The resolved plan in the form the GPU worker takes (plan_wire.h): buffers by role and index.
-WirePlan wire_plan_of(const ResolvedPlan& p) {
-  WirePlan w;
-  for (const auto& ws : p.workspace) w.workspace.push_back({ws.name, ws.dtype, ws.elements, ws.zero});
-  for (const auto& l : p.launches) {
-    WireLaunch wl;
-    wl.kernel = l.kernel;
-    wl.where = l.where;
-    for (int d = 0; d < 3; ++d) {
-      wl.grid[d] = l.grid[d];
-      wl.block[d] = l.block[d];
-    }
-    wl.smem = l.shared_mem;
-    for (const auto& a : l.args) {
-      WireArg arg;
-      switch (a.kind) {
-        case ResolvedArg::buffer:
-          arg.kind = a.ref.role == BufferRole::output      ? WireArg::output
-                     : a.ref.role == BufferRole::workspace ? WireArg::workspace
-                                                           : WireArg::argument;
-          arg.index = a.ref.index;
-          break;
-        case ResolvedArg::i32:
-          arg.kind = WireArg::i32;
-          break;
-        case ResolvedArg::u32:
-          arg.kind = WireArg::u32;
-          break;
-        case ResolvedArg::i64:
-          arg.kind = WireArg::i64;
-          break;
-        case ResolvedArg::u64:
-          arg.kind = WireArg::u64;
-          break;
-        case ResolvedArg::f32:
-          arg.kind = WireArg::f32;
-          break;
-        case ResolvedArg::f64:
-          arg.kind = WireArg::f64;
-          break;
-      }
-      arg.i = a.i;
-      arg.f = a.f;
-      wl.args.push_back(arg);
-    }
-    w.launches.push_back(std::move(wl));
-  }
-  return w;
-}
-
 DeviceLimits limits_of(const std::optional<GpuDevice>& device) {
   DeviceLimits l;
   if (!device) return l;
@@ -180,12 +130,13 @@ EvalReport Evaluator::front_stages(const TaskSpec& task, const Candidate& cand, 
     return report;
   }
   try {
-    ResolvedPlan resolved = resolve_plan(plan, task, parse_kernel_signatures(cand.source),
-                                         limits_of(gpu_->running() ? hello_device(gpu_->hello()) : std::nullopt));
+    std::vector<KernelSignature> kernels = parse_kernel_signatures(cand.source);
+    DeviceLimits limits = limits_of(gpu_->running() ? hello_device(gpu_->hello()) : std::nullopt);
+    ResolvedPlan resolved = resolve_plan(plan, task, kernels, limits);
     int64_t ws_bytes = 0;
     for (const auto& w : resolved.workspace) ws_bytes += w.elements * static_cast<int64_t>(dtype_size(w.dtype));
     report.plan = PlanSection{static_cast<int64_t>(resolved.launches.size()), ws_bytes};
-    gpu = GpuInputs{wire_plan_of(resolved), compiled.hash, std::move(cubin)};
+    gpu = GpuInputs{wire_plan_of(resolved), compiled.hash, std::move(cubin), std::move(plan), std::move(kernels), limits};
   } catch (const Error& e) {
     report.error = ReportError{worker_error::compile_error, e.what()};
     return report;
@@ -294,7 +245,66 @@ void add_gpu_stages(EvalReport& report, const WorkerReply& r, double timeout_s) 
   for (auto& c : reply.anticheat_checks) report.anticheat->checks.push_back(std::move(c));
 }
 
+// A judged call's verdict in a line: the error, the failed check, or why verification failed.
+std::string reason_of(const EvalReport& r) {
+  if (r.error) return r.error->kind + ": " + r.error->message;
+  if (r.anticheat && r.anticheat->failed()) return r.anticheat->failed()->name + ": " + r.anticheat->failed()->message;
+  if (r.verify && !r.verify->passed) return r.verify->reason;
+  return "";
+}
+
 }  // namespace
+
+ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, const GpuInputs* kernel, Verdict verdict) {
+  ShapesSection s;
+  s.status = "not_tested";
+  if (verdict != Verdict::pass) {
+    s.note = "it did not pass at the task's own shape";
+    return s;
+  }
+  if (config_.verify.extra_shape_trials == 0) {
+    s.note = "verify.extra_shape_trials is 0";
+    return s;
+  }
+  auto t0 = Clock::now();
+  if (kernel && plan_dim_names(kernel->launch_plan, task.dims).empty()) {
+    // Every grid, block and argument is a number: the kernel cannot learn the shape it is given.
+    s.status = "not_general";
+    s.note = "the launch plan names none of the task's dims: it is written for one shape and cannot follow another";
+    s.wall_ms = ms_since(t0);
+    return s;
+  }
+  req.time.reset();
+  req.profile = req.counters = false;
+  req.counter_metrics.clear();
+  req.verify.trials = config_.verify.extra_shape_trials;
+  req.verify.probe_words = 0;
+  bool all_pass = true;
+  for (size_t i = 0; i < task.extra_dims.size(); ++i) {
+    auto t1 = Clock::now();
+    ShapeTrial trial;
+    trial.dims = task.extra_dims[i];
+    try {
+      TaskSpec at = task.at_extra_dims(i);
+      if (kernel) req.plan = wire_plan_of(resolve_plan(kernel->launch_plan, at, kernel->kernels, kernel->limits));
+      req.task_yaml = task_to_yaml(at);
+      EvalReport one;
+      add_gpu_stages(one, gpu_->call(to_json(req), config_.worker.request_timeout_s), config_.worker.request_timeout_s);
+      one.settle_verdict();
+      trial.verdict = one.verdict;
+      trial.reason = reason_of(one);
+    } catch (const Error& e) {  // the plan's expressions give a launch the device refuses there
+      trial.verdict = Verdict::error;
+      trial.reason = std::string("the launch plan does not resolve at this shape: ") + e.what();
+    }
+    trial.wall_ms = ms_since(t1);
+    all_pass = all_pass && trial.verdict == Verdict::pass;
+    s.trials.push_back(std::move(trial));
+  }
+  s.status = all_pass ? "general" : "not_general";
+  s.wall_ms = ms_since(t0);
+  return s;
+}
 
 EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const EvalOptions& opt) {
   auto t0 = Clock::now();
@@ -311,17 +321,17 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   std::string arch = !config_.worker.arch.empty() ? config_.worker.arch : device ? device->arch : std::string("sm_90a");
   GpuEvalRequest req;
   EvalReport report;
+  std::optional<GpuInputs> gpu;  // the kernel kind's
   if (cand.kind == CandidateKind::extension) {
     std::optional<GpuExtension> ext;
     report = extension_stages(task, cand, arch, ext);
     if (ext) req.extension = std::move(ext);
   } else {
-    std::optional<GpuInputs> gpu;
     report = front_stages(task, cand, arch, gpu);
     if (gpu) {
       req.cubin = std::move(gpu->cubin);
       req.cubin_hash = gpu->cubin_hash + "/" + arch;
-      req.plan = std::move(gpu->plan);
+      req.plan = gpu->plan;
       req.kernel_names = report.compile->result->kernels;
     }
   }
@@ -344,6 +354,7 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   WorkerReply r = gpu_->call(to_json(req), config_.worker.request_timeout_s);
   add_gpu_stages(report, r, config_.worker.request_timeout_s);
   report.settle_verdict();  // a failed anti-cheat check makes it "cheat"
+  if (!task.extra_dims.empty()) report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
   report.wall_ms = ms_since(t0);
   return report;
 }

@@ -17,6 +17,7 @@
 #include "env/evaluator/eval_report.h"
 #include "env/extension/extension_build.h"
 #include "env/judge/gpu_request.h"
+#include "env/launch/launch_plan.h"
 #include "env/launch/plan_wire.h"
 #include "env/process/worker_client.h"
 
@@ -84,6 +85,10 @@ class Evaluator {
     WirePlan plan;
     std::string cubin_hash;
     std::vector<uint8_t> cubin;
+    // What resolves the plan again at another shape (shape_trials).
+    LaunchPlan launch_plan;
+    std::vector<KernelSignature> kernels;
+    DeviceLimits limits;
   };
   // The static scan, compile and plan stages. The report's verdict is final unless `gpu` is set.
   EvalReport front_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, std::optional<GpuInputs>& gpu);
@@ -91,6 +96,10 @@ class Evaluator {
   // unless `gpu` is set.
   EvalReport extension_stages(const TaskSpec& task, const Candidate& candidate, const std::string& arch, std::optional<GpuExtension>& gpu);
   ExtensionBuilder& extension_builder();
+  // The candidate at each of the task's other shapes (evaluator_shapes.cpp), verify only, once it
+  // passed at its own: `request` is the one that judged it there, `kernel` the kernel kind's plan
+  // (null for an extension, whose calls follow its inputs' shapes).
+  ShapesSection shape_trials(const TaskSpec& task, GpuEvalRequest request, const GpuInputs* kernel, Verdict verdict);
 
   EvalConfig config_;
   AnticheatConfig anticheat_;

@@ -539,4 +539,26 @@ ResolvedPlan resolve_plan(const LaunchPlan& plan, const TaskSpec& task, const st
   return Resolver(plan, task, kernels, limits).run();
 }
 
+std::set<std::string> plan_dim_names(const LaunchPlan& plan, const DimEnv& dims) {
+  std::set<std::string> named;
+  auto add = [&](const DimExpr& e) {
+    for (const auto& n : e.names())
+      if (dims.count(n)) named.insert(n);
+  };
+  for (const auto& w : plan.workspace) add(w.size);
+  for (const auto& l : plan.launches) {
+    for (const auto& e : l.grid) add(e);
+    for (const auto& e : l.block) add(e);
+    add(l.shared_mem);
+    for (const auto& a : l.args) {
+      if (a.kind != PlanArg::name_or_expr) continue;
+      try {
+        add(DimExpr::parse(a.text));
+      } catch (const Error&) {  // a tensor's name such as "fc.weight" is no expression
+      }
+    }
+  }
+  return named;
+}
+
 }  // namespace kforge

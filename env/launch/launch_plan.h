@@ -5,6 +5,7 @@
 // kernels' signatures and turns every expression into a number. Every mistake is a spec error
 // that starts with where it is: "launch.yaml:7:5: launches[1].args[2]: ...".
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,5 +116,9 @@ struct ResolvedPlan {
 // (argument, output, workspace) is looked up first, then a number, then an integer expression.
 ResolvedPlan resolve_plan(const LaunchPlan& plan, const TaskSpec& task, const std::vector<KernelSignature>& kernels,
                           const DeviceLimits& limits = {});
+
+// The task dims the plan's expressions name (grids, blocks, shared memory, workspace sizes and
+// integer arguments): a plan naming none is written for one shape and follows no other.
+std::set<std::string> plan_dim_names(const LaunchPlan& plan, const DimEnv& dims);
 
 }  // namespace kforge

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "configs/error.h"
+#include "env/launch/launch_plan.h"
 #include "env/process/strict_json.h"
 
 namespace kforge {
@@ -106,6 +107,55 @@ WirePlan parse_wire_plan(const Json& j, const std::string& path) {
   o.done();
   KFORGE_CHECK(!p.launches.empty(), spec, "the plan has no launches");
   return p;
+}
+
+WirePlan wire_plan_of(const ResolvedPlan& p) {
+  WirePlan w;
+  for (const auto& ws : p.workspace) w.workspace.push_back({ws.name, ws.dtype, ws.elements, ws.zero});
+  for (const auto& l : p.launches) {
+    WireLaunch wl;
+    wl.kernel = l.kernel;
+    wl.where = l.where;
+    for (int d = 0; d < 3; ++d) {
+      wl.grid[d] = l.grid[d];
+      wl.block[d] = l.block[d];
+    }
+    wl.smem = l.shared_mem;
+    for (const auto& a : l.args) {
+      WireArg arg;
+      switch (a.kind) {
+        case ResolvedArg::buffer:
+          arg.kind = a.ref.role == BufferRole::output      ? WireArg::output
+                     : a.ref.role == BufferRole::workspace ? WireArg::workspace
+                                                           : WireArg::argument;
+          arg.index = a.ref.index;
+          break;
+        case ResolvedArg::i32:
+          arg.kind = WireArg::i32;
+          break;
+        case ResolvedArg::u32:
+          arg.kind = WireArg::u32;
+          break;
+        case ResolvedArg::i64:
+          arg.kind = WireArg::i64;
+          break;
+        case ResolvedArg::u64:
+          arg.kind = WireArg::u64;
+          break;
+        case ResolvedArg::f32:
+          arg.kind = WireArg::f32;
+          break;
+        case ResolvedArg::f64:
+          arg.kind = WireArg::f64;
+          break;
+      }
+      arg.i = a.i;
+      arg.f = a.f;
+      wl.args.push_back(arg);
+    }
+    w.launches.push_back(std::move(wl));
+  }
+  return w;
 }
 
 }  // namespace kforge

@@ -42,4 +42,8 @@ Json to_json(const WirePlan& p);
 // argument kind, an empty grid or block, a workspace buffer without elements, or a plan without launches.
 WirePlan parse_wire_plan(const Json& j, const std::string& path);
 
+struct ResolvedPlan;  // launch_plan.h
+// resolve_plan()'s output in the form the GPU worker takes: buffers by role and index.
+WirePlan wire_plan_of(const ResolvedPlan& plan);
+
 }  // namespace kforge

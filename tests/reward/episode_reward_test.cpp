@@ -357,3 +357,29 @@ TEST(TurnShaping, PaysFirstCompileAndFirstVerifyAndThePerTurnTerm) {
   EXPECT_NEAR(both.value, 0.29, 1e-15);
   EXPECT_EQ(both.evidence.size(), 3u);
 }
+
+TEST(SubmissionReward, AKernelRightOnlyAtItsOwnShapeGetsThePenaltyHoweverFast) {
+  SubmissionOutcome o = timed(0.5, 2.0);  // 4x over eager: faster_than_both when general
+  o.shapes_status = "not_general";
+  o.shapes = {{"status", "not_general"}, {"trials", {{{"dims", {{"B", 1}}}, {"verdict", "fail"}}}}};
+  RewardConfig c;
+  RewardResult r = submission_reward(c, o, baseline(2.0, 1.8));
+  EXPECT_EQ(r.value, -1);
+  EXPECT_EQ(r.rule, "not_general");
+  EXPECT_EQ(r.evidence["verdict"], "pass");
+  EXPECT_EQ(r.evidence["shapes"]["trials"][0]["verdict"], "fail");
+
+  c.shapes.penalty = -0.5;
+  EXPECT_EQ(submission_reward(c, o, baseline(2.0, 1.8)).value, -0.5);
+  c.shapes.not_general = NotGeneral::reward;
+  r = submission_reward(c, o, baseline(2.0, 1.8));
+  EXPECT_EQ(r.value, 3);
+  EXPECT_EQ(r.rule, "faster_than_both");
+  EXPECT_EQ(r.evidence["shapes"]["status"], "not_general") << "the shapes stay in the evidence";
+
+  o.shapes_status = "general";  // and a general one is judged on its speed
+  o.shapes = {{"status", "general"}};
+  EXPECT_EQ(submission_reward(RewardConfig{}, o, baseline(2.0, 1.8)).value, 3);
+  o.shapes_status = "not_tested";  // untested shapes (the option off) change nothing
+  EXPECT_EQ(submission_reward(RewardConfig{}, o, baseline(2.0, 1.8)).value, 3);
+}

@@ -43,6 +43,9 @@ TEST(RewardConfig, ShippedFileLoadsAndMatchesTheDefaults) {
   EXPECT_FALSE(c.compile_baseline.allow_unscaled);
   EXPECT_EQ(c.shaping.per_turn, 0);
   EXPECT_EQ(c.shaping.log_speedup_weight, 0);
+  EXPECT_EQ(c.shapes.not_general, NotGeneral::penalty);
+  EXPECT_EQ(c.shapes.not_general, d.shapes.not_general);
+  EXPECT_EQ(c.shapes.penalty, d.shapes.penalty);
 }
 
 TEST(RewardConfig, PointEstimateModeAndACheatPenaltyBelowMinusOne) {
@@ -89,4 +92,19 @@ TEST(RewardConfig, CheatingCanNeverPayMoreThanAnHonestFailure) {
 TEST(RewardConfig, AFailureMayNotPayAsMuchAsACorrectCandidate) {
   EXPECT_NE(error_text("failures: {no_submission: 1}\n").find("every failure reward must be below tiers.correct"), std::string::npos);
   EXPECT_NE(error_text("tiers: {correct: -2}\n").find("below tiers.correct"), std::string::npos);
+}
+
+TEST(RewardConfig, AShapeBoundCandidateMayNotEarnAsMuchAsAGeneralCorrectOne) {
+  RewardConfig c = RewardConfig::from_yaml(YamlNode::parse("shapes: {not_general: reward}\n", "reward.yaml"));
+  EXPECT_EQ(c.shapes.not_general, NotGeneral::reward);
+  EXPECT_EQ(RewardConfig::from_yaml(YamlNode::parse("shapes: {penalty: 0.5}\n", "reward.yaml")).shapes.penalty, 0.5);
+  std::string e = error_text("shapes: {penalty: 1}\n");
+  EXPECT_NE(e.find("shapes.penalty: shapes.penalty (1.000000) must be below tiers.correct"), std::string::npos) << e;
+  e = error_text("shapes: {not_general: forgive}\n");
+  EXPECT_NE(e.find("shapes.not_general: must be penalty or reward, not 'forgive'"), std::string::npos) << e;
+  EXPECT_NE(
+      error_text("tiers: {correct: -2}\nfailures: {compile_error: -3, run_error: -3, verify_fail: -3, cheat: -3, no_submission: -3}\n")
+          .find("shapes.penalty"),
+      std::string::npos)
+      << "the default penalty (-1) is checked against a lowered tiers.correct too";
 }

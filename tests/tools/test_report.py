@@ -176,7 +176,10 @@ def test_paired_comparison_and_flipped_tasks(files):
     assert close(m["fast_1"]["diff"], 3 / 6 - 2 / 6) and close(m["fast_2"]["diff"], 0.0)
     ratio = (0.9 * 1.3 * 1.1 * 1.5) ** (1 / 6) / (2.0 * 1.2 * 0.8) ** (1 / 6)
     assert close(m["geomean_speedup_eager"]["ratio"], ratio)
+    assert m["general_rate"]["diff"] is None, "no task of these rows has other shapes: undefined, not 0"
     for name, e in m.items():
+        if e["diff"] is None:
+            continue
         assert e["diff_lo"] <= e["diff"] + 1e-12 and e["diff"] <= e["diff_hi"] + 1e-12, (name, e)
     assert close(m["cheat_rate"]["diff"], -1 / 6) and m["cheat_rate"]["diff_lo"] < 0  # t5: cheat in A, pass in B
     f = {k: [i["task"] for i in v] for k, v in c["flipped"].items()}
@@ -185,6 +188,34 @@ def test_paired_comparison_and_flipped_tasks(files):
     # Paired: the same resampled tasks for both runs, so identical runs differ by exactly 0.
     same = build(load_runs([files[0], files[0]]), resamples=100)["comparisons"][0]["metrics"]
     assert all(e["diff_lo"] == e["diff_hi"] == 0 for e in same.values() if e["diff"] is not None)
+
+
+def with_shapes(r, status):
+    """The row of a task with other shapes, its submission `status` there (the reward's evidence);
+    not_general under shapes.not_general: penalty is rule not_general with no timing evidence."""
+    r["reward"]["shapes"] = {"status": status, "trials": [], "note": "", "wall_ms": 1.0}
+    if status == "not_general":
+        r["reward"] = {"rule": "not_general", "verdict": "pass", "shapes": r["reward"]["shapes"]}
+        r["episode_reward"] = -1.0
+    return r
+
+
+def test_generalises_to_other_shapes_beside_the_pass_rate_and_in_the_comparison(tmp_path):
+    a = [with_shapes(row("s1", "pass", 2.0, 1.5), "general"), with_shapes(row("s2", "pass", 3.0, 2.0), "not_general"),
+         with_shapes(row("s3", "fail"), "not_tested"), row("s4", "pass", 1.1, 1.0)]  # s4: no other shapes
+    b = [with_shapes(row("s1", "pass", 2.0, 1.5), "general"), with_shapes(row("s2", "pass", 1.5, 1.0), "general"),
+         with_shapes(row("s3", "pass", 1.2, 1.0), "general"), row("s4", "pass", 1.1, 1.0)]
+    paths = [str(write_jsonl(tmp_path / "A.jsonl", a)), str(write_jsonl(tmp_path / "B.jsonl", b))]
+    doc = write_report(paths, str(tmp_path / "rep"), resamples=200)
+    va, vb = values(doc["runs"][0]["overall"]), values(doc["runs"][1]["overall"])
+    assert va["pass_rate"] == 3 / 4, "right at its own shape is correct: the shapes are a metric of their own"
+    assert va["general_rate"] == 1 / 2 and doc["runs"][0]["overall"]["metrics"]["general_rate"]["n"] == 2
+    assert va["faster_than_eager_rate"] == 2 / 4, "the penalised submission has no speed tier"
+    assert vb["general_rate"] == 1.0
+    m = doc["comparisons"][0]["metrics"]["general_rate"]
+    assert close(m["diff"], 0.5) and m["diff_lo"] <= m["diff"] <= m["diff_hi"]
+    assert "| generalises to other shapes (of the correct ones on tasks with other shapes) | 50.0 % |" in (
+        tmp_path / "rep" / "report.md").read_text()
 
 
 def is_png(path):

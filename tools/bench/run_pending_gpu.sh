@@ -18,6 +18,8 @@
 #   sequential        kforge_eval_bench sequential: the sequential stopping rule replayed on 240 long GPU timing runs
 #                     (A/A, 1.04x, 1.06x, 1.45x copies; JSON in OUTDIR/eval_sequential.json), and its judge test
 #                     (evaluator_gpu_tests EvaluatorGpu.SequentialRule*)
+#   shapes            issue 30 on the GPU: a task's other shapes (ShapesGpu.*: a tuned kernel refused at another shape, a general
+#                     one passing, a plan of numbers, the extra trials' cost side by side; OUTDIR/shapes.txt)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with 3 and 2 buffer sets
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
@@ -114,6 +116,7 @@ for s in $steps; do
     sequential) timeout 240 "$b/tools/kforge_eval_bench" sequential --requests 60 --pairs 300 --out "$out/eval_sequential.json" \
                   >"$out/sequential.txt" 2>&1
                 timeout 120 "$b/tests/evaluator_gpu_tests" --gtest_filter='EvaluatorGpu.SequentialRule*' >>"$out/sequential.txt" 2>&1 ;;
+    shapes) timeout 240 "$b/tests/evaluator_gpu_tests" --gtest_filter='ShapesGpu.*' >"$out/shapes.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     aa) aa_softmax 200 20 eval_aa.json >"$out/aa.txt" 2>&1 ;;
     aa_ab) for v in 3 2; do

@@ -189,6 +189,37 @@ TEST(EvalReport, UnknownMissingOrMistypedKeysAreRefusedByPath) {
   EXPECT_NE(error_of(j).find("'pending' is not a verdict"), std::string::npos) << error_of(j);
 }
 
+TEST(EvalReport, TheOtherShapesSectionRoundTripsAndIsReadStrictly) {
+  Json j = full_report();
+  j["shapes"] = {
+      {"status", "not_general"},
+      {"trials", Json::array({{{"dims", {{"B", 1}}}, {"verdict", "pass"}, {"reason", ""}, {"wall_ms", 12.0}},
+                              {{"dims", {{"C", 4093}, {"R", 31}}}, {"verdict", "fail"}, {"reason", "2 mismatches"}, {"wall_ms", 9.5}}})},
+      {"note", ""},
+      {"wall_ms", 22.0}};
+  EvalReport r = parse_eval_report(j);
+  ASSERT_TRUE(r.shapes);
+  EXPECT_FALSE(r.shapes->general());
+  ASSERT_EQ(r.shapes->trials.size(), 2u);
+  EXPECT_EQ(r.shapes->trials[1].dims.at("C"), 4093);
+  EXPECT_EQ(r.shapes->trials[1].verdict, Verdict::fail);
+  EXPECT_EQ(r.verdict, Verdict::pass) << "the shapes are the reward's to weigh, not the verdict's";
+  Json out = to_json(r);
+  EXPECT_EQ(out["shapes"].dump(), j["shapes"].dump());
+  EXPECT_NE(format_report(r).find("other shapes: not_general (1 of 2 passed)"), std::string::npos) << format_report(r);
+  EXPECT_NE(format_report(r).find("C=4093 R=31 fail: 2 mismatches"), std::string::npos) << format_report(r);
+
+  Json bad = j;
+  bad["shapes"]["status"] = "mostly";
+  EXPECT_NE(error_of(bad).find("report.shapes.status is 'mostly'"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["shapes"]["trials"][0]["dims"]["B"] = 1.5;
+  EXPECT_NE(error_of(bad).find("report.shapes.trials[0].dims.B must be an integer"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["shapes"]["trials"][1].erase("verdict");
+  EXPECT_NE(error_of(bad).find("report.shapes.trials[1].verdict is missing"), std::string::npos) << error_of(bad);
+}
+
 TEST(GpuEvalReply, AnErrorReplyCarriesItsPartialSections) {
   Json j = full_report();
   Json reply = {{"ok", false},

@@ -166,3 +166,26 @@ TEST(ExtensionEvalGpu, LibraryKernelsPassOnlyWhereTheConfigAllowsThem) {
     }
   }
 }
+
+// Issue 30: an extension is verified at the task's other shapes too, called on inputs of those
+// shapes (it has no launch plan to resolve). The honest load_inline sample reads its sizes from its
+// tensors, so it follows them; what each trial gave is printed.
+TEST(ExtensionEvalGpu, AnExtensionIsVerifiedAtTheTasksOtherShapes) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  EvalConfig cfg = config();
+  cfg.verify.extra_shape_trials = 1;
+  Evaluator ev(cfg);
+  TaskSpec task = load_task(task_path("linear_relu"));
+  task.extra_dims = {{{"M", 1}}, {{"K", 1023}, {"M", 333}, {"N", 517}}};
+  const std::string path = source_dir() + "/datasets/samples/extension_candidates/linear_relu/load_inline/model_new.py";
+  EvalOptions opt;
+  opt.trials = 2;
+  opt.time = false;
+  EvalReport r = ev.evaluate(task, Candidate::load_extension(path), opt);
+  std::cout << format_report(r);
+  ASSERT_EQ(r.verdict, Verdict::pass) << format_report(r);
+  ASSERT_TRUE(r.shapes);
+  ASSERT_EQ(r.shapes->trials.size(), 2u) << "both shapes ran: " << format_report(r);
+  for (const auto& t : r.shapes->trials)
+    EXPECT_NE(t.verdict, Verdict::error) << "a request the worker could not run at another shape: " << t.reason;
+}

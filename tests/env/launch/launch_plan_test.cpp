@@ -574,3 +574,20 @@ TEST(LaunchPlan, ShippedCandidatesResolveAgainstTheirTasks) {
   RecordProperty("candidates_checked", checked);
   std::cout << "checked " << checked << " candidates\n";
 }
+
+TEST(LaunchPlan, SaysWhichOfTheTasksDimsItsExpressionsName) {
+  auto names = [](const std::string& yaml) { return plan_dim_names(LaunchPlan::parse(yaml, "launch.yaml"), task().dims); };
+  EXPECT_EQ(names(one("{kernel: row_partials, grid: [6, 2], block: [256], args: [x, partial, 6, 2000]}")), std::set<std::string>{})
+      << "a plan of numbers is written for one shape";
+  EXPECT_EQ(names(one("{kernel: row_partials, grid: [6, 2], block: [256], args: [x, y, R, 2000]}")), std::set<std::string>{"R"})
+      << "an argument naming a dim";
+  EXPECT_EQ(names(one("{kernel: row_partials, grid: [ceil_div(C, 1024)], block: [256], args: [x, y, 6, 2000]}")),
+            std::set<std::string>{"C"})
+      << "a grid expression";
+  EXPECT_EQ(names("workspace:\n  - {name: p, dtype: float32, size: R * 4}\n" +
+                  one("{kernel: row_partials, grid: [1], block: [256], args: [x, p, 6, 2000]}")),
+            std::set<std::string>{"R"})
+      << "a workspace size";
+  EXPECT_EQ(names(one("{kernel: affine, grid: [1], block: [1], args: [x, fc.weight, fc.bias, y, 1.5, 2, 3, 4]}")), std::set<std::string>{})
+      << "tensor names and numbers name no dim";
+}

@@ -18,6 +18,7 @@ def esc(x) -> str:
 
 TITLES = {
     "pass_rate": "pass rate (correct final submission)",
+    "general_rate": "generalises to other shapes (of the correct ones on tasks with other shapes)",
     "faster_than_eager_rate": "faster than eager",
     "faster_than_compile_rate": "faster than torch.compile",
     "cheat_rate": "refused as a cheat",
@@ -28,7 +29,7 @@ TITLES = {
 }
 GROUP_TITLES = {"level_or_ops": "KernelBench level or operator count", "dtype": "dtype", "split": "split",
                 "source": "source"}
-GROUP_COLUMNS = ("pass_rate", "faster_than_eager_rate", "faster_than_compile_rate", "fast_1",
+GROUP_COLUMNS = ("pass_rate", "general_rate", "faster_than_eager_rate", "faster_than_compile_rate", "fast_1",
                  "geomean_speedup_eager", "geomean_speedup_compile")
 
 

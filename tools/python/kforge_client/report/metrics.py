@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 FAST_P = (0.0, 0.5, 1.0, 1.5, 2.0)
-RATES = ("pass_rate", "faster_than_eager_rate", "faster_than_compile_rate", "cheat_rate")
+RATES = ("pass_rate", "general_rate", "faster_than_eager_rate", "faster_than_compile_rate", "cheat_rate")
 GEOMEANS = ("geomean_speedup_eager", "geomean_speedup_compile",
             "geomean_speedup_eager_correct", "geomean_speedup_compile_correct")
 DEFAULT_B = 1000
@@ -39,6 +39,10 @@ def _columns(episodes):
         "faster_than_eager_rate": (np.array([e["beats_eager"] for e in episodes], dtype=float), ones),
         "faster_than_compile_rate": (np.array([e["beats_compile"] for e in episodes], dtype=float), ones),
         "cheat_rate": (np.array([e["verdict"] == "cheat" for e in episodes], dtype=float), ones),
+        # Of the correct submissions whose task has other shapes (and that were tried there): right at
+        # every one of them (the report's shapes "general"), not only at the task's own.
+        "general_rate": (np.array([e["shapes"] == "general" for e in episodes], dtype=float),
+                         np.array([e["correct"] and e["shapes"] in ("general", "not_general") for e in episodes], dtype=float)),
     }
     for p in FAST_P:
         # fast_0 is the correctness rate (a correct submission left untimed counts there only).

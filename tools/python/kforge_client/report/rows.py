@@ -25,7 +25,7 @@ SCALAR = (str, int, float, bool, NONE)
 ROW_SPEC = {
     "task": (str,), "seed": (int, str), "model": TEXT, "error": SCALAR, "no_gpu": (bool, NONE),
     "episode_reward": NUMBER + (NONE,), "termination_reason": TEXT,
-    "reward": {"verdict": TEXT, "rule": TEXT,
+    "reward": {"verdict": TEXT, "rule": TEXT, "shapes": {"status": TEXT},
                "eager": {"beats": SCALAR, "speedup": {"point": SCALAR}},
                "torch_compile": {"available": SCALAR, "beats": SCALAR, "rescale": TEXT, "stored_gpu": TEXT,
                                  "speedup": {"point": SCALAR}}},
@@ -154,6 +154,9 @@ def episode(row) -> dict[str, Any]:
         "beats_eager": bool(correct and eager.get("beats")),
         "beats_compile": bool(correct and compile_measured and comp.get("beats")),
         "compile_baseline": compile_measured,
+        # general | not_general | not_tested at the task's other shapes; None: the task has none
+        # (or the row predates them). A not_general submission is correct at the task's own shape.
+        "shapes": _dict(reward.get("shapes")).get("status"),
         "episode_reward": row.get("episode_reward"),
         "groups": {g: group_label(meta, g) for g in GROUPINGS},
     }
