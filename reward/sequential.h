@@ -53,11 +53,26 @@ SequentialLook sequential_look(const std::vector<double>& candidate_ms, const st
 // The pair count of the look after one at n: ceil(n x growth), at least n + 1.
 int64_t next_look(int64_t n, double growth);
 
+// The looks' schedule, one for the GPU worker and the replay: look points at `first` pairs, then
+// each next_look of the one before. due(n) says whether n pairs timed reach the next point; when
+// they do, the next point becomes the first one past n (points a batch of pairs skipped are not
+// looked at twice).
+class LookSchedule {
+ public:
+  LookSchedule(int64_t first, double growth);
+  bool due(int64_t n);
+  int64_t next() const { return next_; }
+
+ private:
+  int64_t next_;
+  double growth_;
+};
+
 // Where the rule stops on pairs timed to their end (the long run): the first look, from min_pairs
 // on and then every x growth, that settles every threshold, else all of them. The proofs replay
-// long runs through it (the stopped decision is the reward's on that prefix). The GPU worker looks
-// at the first batch boundary at or past each look point (timing.cpp reads events 8 pairs at a
-// time), so on the same pairs it stops at most one batch later than this.
+// long runs through it (the stopped decision is the reward's on that prefix). The GPU worker keeps
+// the same LookSchedule but looks at the first batch boundary at or past each point (timing.cpp
+// reads events 8 pairs at a time), so on the same pairs it stops at most one batch later than this.
 int64_t sequential_stop(const std::vector<double>& candidate_ms, const std::vector<double>& reference_ms,
                         const std::vector<double>& thresholds, int64_t min_pairs, const SequentialOptions& options = {});
 

@@ -105,10 +105,9 @@ void Judgement::time() {
   Json looks = Json::array();
   const SequentialOptions seq{tc.sequential_confidence, tc.sequential_growth};
   if (tc.sequential && !tc.decide_at.empty()) {
-    decided = [&, next = static_cast<int64_t>(tc.min_reps)](const std::vector<std::vector<double>>& s) mutable {
+    decided = [&, schedule = LookSchedule(tc.min_reps, seq.growth)](const std::vector<std::vector<double>>& s) mutable {
       const auto n = static_cast<int64_t>(s[0].size());
-      if (n < next) return false;
-      next = next_look(n, seq.growth);
+      if (!schedule.due(n)) return false;
       const SequentialLook l = sequential_look(s[0], s[1], tc.decide_at, seq);
       looks.push_back({{"pairs", n}, {"lo", l.interval.lo}, {"hi", l.interval.hi}, {"decided", l.decided}});
       return l.decided;

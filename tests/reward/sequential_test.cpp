@@ -129,3 +129,20 @@ TEST(SequentialRule, KeepsTheLongRunsDecisionInAtLeast99PercentOfRequests) {
   }
   EXPECT_LE(differ_total * 100, total);
 }
+
+TEST(SequentialLooks, OneScheduleForTheWorkerAndTheReplayAndNoPointLookedAtTwice) {
+  LookSchedule s(20, 1.5);
+  std::vector<int64_t> points;
+  for (int64_t n = 1; n <= 200; ++n)
+    if (s.due(n)) points.push_back(n);
+  EXPECT_EQ(points, (std::vector<int64_t>{20, 30, 45, 68, 102, 153})) << "one look per point, pair by pair";
+  LookSchedule batched(20, 1.5);  // the worker sees the pairs 8 at a time
+  std::vector<int64_t> looks;
+  for (int64_t n = 8; n <= 200; n += 8)
+    if (batched.due(n)) looks.push_back(n);
+  EXPECT_EQ(looks, (std::vector<int64_t>{24, 32, 48, 72, 104, 160})) << "the first boundary at or past each point";
+  LookSchedule jump(20, 1.5);
+  EXPECT_TRUE(jump.due(100)) << "a batch past several points looks once";
+  EXPECT_EQ(jump.next(), 102);
+  EXPECT_FALSE(jump.due(101));
+}
