@@ -209,7 +209,7 @@ TEST_F(EpisodeGpuTest, AMisbehavingPolicyCostsItsTurnsAndTheGpuWorkerSurvivesAFa
 TEST_F(EpisodeGpuTest, AnExtensionEpisodeEarnsItsTier) {
   auto steps = run("linear_relu_extension");
   ASSERT_GE(steps.size(), 6u);
-  EXPECT_TRUE(steps[3].result.info["compiled"].get<bool>()) << steps[3].result.observation;
+  EXPECT_EQ(steps[3].result.info["report"]["compile"].value("ok", false), true) << steps[3].result.observation;
   EXPECT_NE(steps[4].result.observation.find("verify: passed"), std::string::npos) << steps[4].result.observation;
   EXPECT_TRUE(last(steps).terminated);
   EXPECT_EQ(last(steps).reward, 1) << last(steps).info["reward"].dump(2);
