@@ -286,6 +286,10 @@ RewardResult choose_episode_reward(RewardFrom mode, const RewardResult& last, st
       chosen = best->reward;
       version = best->version;
       chosen.evidence["last"] = {{"rule", last.rule}, {"reward", last.value}};
+      // The submission's own speedup over eager beside the best version's (kforge report's last-version figures).
+      const auto& e = last.evidence;
+      if (e.contains("eager") && e["eager"].is_object() && e["eager"].contains("speedup"))
+        chosen.evidence["last"]["eager"] = {{"speedup", {{"point", e["eager"]["speedup"].value("point", 0.0)}}}};
     }
   }
   chosen.evidence["reward_from"] = reward_from_name(mode);

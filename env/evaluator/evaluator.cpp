@@ -289,18 +289,22 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
     auto t1 = Clock::now();
     ShapeTrial trial;
     trial.dims = task.extra_dims[i];
+    const TaskSpec at = task.at_extra_dims(i);  // it resolves: the task's parser checked every extra shape
+    bool planned = true;
     try {
-      TaskSpec at = task.at_extra_dims(i);
       if (kernel) req.plan = wire_plan_of(resolve_plan(kernel->launch_plan, at, kernel->kernels, kernel->limits));
+    } catch (const Error& e) {  // the plan's expressions give a launch the device refuses there
+      planned = false;
+      trial.verdict = Verdict::error;
+      trial.reason = std::string("the launch plan does not resolve at this shape: ") + e.what();
+    }
+    if (planned) {
       req.task_yaml = task_to_yaml(at);
       EvalReport one;
       add_gpu_stages(one, gpu_->call(to_json(req), config_.worker.request_timeout_s), config_.worker.request_timeout_s);
       one.settle_verdict();
       trial.verdict = one.verdict;
       trial.reason = reason_of(one);
-    } catch (const Error& e) {  // the plan's expressions give a launch the device refuses there
-      trial.verdict = Verdict::error;
-      trial.reason = std::string("the launch plan does not resolve at this shape: ") + e.what();
     }
     trial.wall_ms = ms_since(t1);
     all_pass = all_pass && trial.verdict == Verdict::pass;

@@ -218,6 +218,18 @@ def test_generalises_to_other_shapes_beside_the_pass_rate_and_in_the_comparison(
         tmp_path / "rep" / "report.md").read_text()
 
 
+def test_the_best_versions_speedup_beside_the_last_versions(tmp_path):
+    best = row("b1", "pass", 3.0, 2.0)  # rewarded by a better verified version; its submission was 1.5x
+    best["reward"]["last"] = {"rule": "correct", "reward": 1, "eager": {"speedup": {"point": 1.5}}}
+    broken = row("b2", "pass", 2.0, 1.0)  # ... and here the submission itself was wrong
+    broken["reward"]["last"] = {"rule": "verify_fail", "reward": -1}
+    plain = row("b3", "pass", 1.2, 1.0)  # the submission's own reward: both figures are its speedup
+    doc = build(load_runs([write_jsonl(tmp_path / "A.jsonl", [best, broken, plain])]), resamples=100)
+    v = values(doc["runs"][0]["overall"])
+    assert close(v["geomean_speedup_eager"], (3.0 * 2.0 * 1.2) ** (1 / 3))
+    assert close(v["geomean_speedup_eager_last"], (1.5 * 1.0 * 1.2) ** (1 / 3)), "the wrong submission counts as 1x"
+
+
 def is_png(path):
     import matplotlib.image
     with open(path, "rb") as f:

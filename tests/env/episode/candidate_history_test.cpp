@@ -192,6 +192,11 @@ TEST(BestVersionReward, TakesTheBestVerifiedVersionOnlyUnderTheOptionAndNeverOve
   EXPECT_EQ(best.evidence["last"]["reward"], -1);
   EXPECT_EQ(best.evidence["eager"]["speedup"]["point"], 3.2) << "the evidence is the version's own";
 
+  EXPECT_FALSE(best.evidence["last"].contains("eager")) << "a wrong submission has no speedup";
+  RewardResult over_slow = choose_episode_reward(RewardFrom::best_verified, slow, 4, {{2, fast}});
+  EXPECT_EQ(over_slow.evidence["last"]["eager"]["speedup"]["point"], 1.0) << "the submission's own speedup beside the best";
+  EXPECT_EQ(over_slow.evidence["eager"]["speedup"]["point"], 3.2);
+
   RewardResult kept = choose_episode_reward(RewardFrom::best_verified, fast, 2, {{1, slow}});
   EXPECT_EQ(kept.value, 2);
   EXPECT_EQ(kept.evidence["version"], 2);

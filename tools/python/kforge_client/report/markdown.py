@@ -23,6 +23,7 @@ TITLES = {
     "faster_than_compile_rate": "faster than torch.compile",
     "cheat_rate": "refused as a cheat",
     "geomean_speedup_eager": "geomean speedup over eager (failed = 1x)",
+    "geomean_speedup_eager_last": "geomean speedup over eager of the last version (where the reward is the best version's)",
     "geomean_speedup_compile": "geomean speedup over torch.compile (failed = 1x)",
     "geomean_speedup_eager_correct": "geomean speedup over eager, correct only",
     "geomean_speedup_compile_correct": "geomean speedup over torch.compile, correct only",

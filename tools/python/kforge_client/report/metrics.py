@@ -12,7 +12,7 @@ import numpy as np
 
 FAST_P = (0.0, 0.5, 1.0, 1.5, 2.0)
 RATES = ("pass_rate", "general_rate", "faster_than_eager_rate", "faster_than_compile_rate", "cheat_rate")
-GEOMEANS = ("geomean_speedup_eager", "geomean_speedup_compile",
+GEOMEANS = ("geomean_speedup_eager", "geomean_speedup_eager_last", "geomean_speedup_compile",
             "geomean_speedup_eager_correct", "geomean_speedup_compile_correct")
 DEFAULT_B = 1000
 DEFAULT_SEED = 0
@@ -52,6 +52,10 @@ def _columns(episodes):
     # Over every judged episode: a failed or untimed one counts as speedup 1 (log 0): the caller
     # keeps the baseline it had. Over the correct ones only (KernelBench): those with a speedup.
     cols["geomean_speedup_eager"] = (log_e, ones)
+    # The submission's own (last version's) speedup where the reward came from a better verified
+    # version (history.reward_from: best_verified); the same as the above otherwise.
+    sl = np.array([e["speedup_eager_last"] or 0.0 for e in episodes])
+    cols["geomean_speedup_eager_last"] = (np.log(np.where(sl > 0, sl, 1.0)), ones)
     cols["geomean_speedup_eager_correct"] = (log_e, (se > 0).astype(float))
     compile_known = np.array([e["compile_baseline"] or not e["correct"] for e in episodes], dtype=float)
     cols["geomean_speedup_compile"] = (log_c, compile_known)  # tasks with no torch.compile baseline left out

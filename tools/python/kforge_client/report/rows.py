@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 GROUPINGS = ("level_or_ops", "dtype", "split", "source")
+TIER_RULES = ("correct", "faster_than_eager", "faster_than_both")
 
 
 NONE = type(None)
@@ -26,6 +27,7 @@ ROW_SPEC = {
     "task": (str,), "seed": (int, str), "model": TEXT, "error": SCALAR, "no_gpu": (bool, NONE),
     "episode_reward": NUMBER + (NONE,), "termination_reason": TEXT,
     "reward": {"verdict": TEXT, "rule": TEXT, "shapes": {"status": TEXT},
+               "last": {"rule": TEXT, "eager": {"speedup": {"point": SCALAR}}},
                "eager": {"beats": SCALAR, "speedup": {"point": SCALAR}},
                "torch_compile": {"available": SCALAR, "beats": SCALAR, "rescale": TEXT, "stored_gpu": TEXT,
                                  "speedup": {"point": SCALAR}}},
@@ -133,6 +135,16 @@ def group_label(meta, grouping) -> str:
     return str(value) if value is not None else "unknown"
 
 
+def _last_speedup(reward, sp_eager):
+    """The last submission's own speedup over eager: the evidence's `last` when the reward is a
+    better verified version's (history.reward_from: best_verified; None when the last was not
+    correct), else the episode's own."""
+    last = reward.get("last")
+    if not isinstance(last, dict):
+        return sp_eager
+    return _point(last.get("eager")) if last.get("rule") in TIER_RULES else None
+
+
 def episode(row) -> dict[str, Any]:
     """One row as the report counts it. judged: played (no error) on a server that could judge it."""
     reward = _dict(row.get("reward"))
@@ -157,6 +169,9 @@ def episode(row) -> dict[str, Any]:
         # general | not_general | not_tested at the task's other shapes; None: the task has none
         # (or the row predates them). A not_general submission is correct at the task's own shape.
         "shapes": _dict(reward.get("shapes")).get("status"),
+        # The last submission's own speedup when the reward is a better verified version's (the
+        # evidence's `last`, history.reward_from: best_verified), else the same as speedup_eager.
+        "speedup_eager_last": _last_speedup(reward, sp_eager),
         "episode_reward": row.get("episode_reward"),
         "groups": {g: group_label(meta, g) for g in GROUPINGS},
     }
