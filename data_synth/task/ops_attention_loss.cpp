@@ -1,6 +1,8 @@
 // Scaled dot-product attention and the common losses (scalar results).
 #include "data_synth/task/op_registry.h"
 
+#include <algorithm>
+
 namespace kforge {
 
 namespace {
@@ -53,9 +55,18 @@ void register_attention_loss_ops(OpRegistry& r) {
       if (k[2] != v[2]) refuse("k and v lengths differ: " + std::to_string(k[2]) + " vs " + std::to_string(v[2]));
       return TensorMeta{{q[0], q[1], q[2], v[3]}, c.dtype()};
     };
+    // q k^T and the weighted sum of v: 2 (Dq + Dv) flops per (query, key) pair it computes. Causal
+    // attention (PyTorch's top-left-aligned mask, torch.ones(Lq, Lk).tril()) lets query i see
+    // min(i + 1, Lk) keys, not all Lk (issue 32).
     d.flops = [](const OpCall& c, const TensorMeta&) {
       const Shape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
-      return 2.0 * q[0] * q[1] * q[2] * k[2] * (q[3] + v[3]);
+      const double lq = static_cast<double>(q[2]), lk = static_cast<double>(k[2]);
+      double pairs = lq * lk;
+      if (c.b("is_causal")) {
+        const double tri = std::min(lq, lk);  // rows 0 .. tri-1 see i + 1 keys, the rest all Lk
+        pairs = tri * (tri + 1) / 2 + (lq - tri) * lk;
+      }
+      return 2.0 * q[0] * q[1] * pairs * (q[3] + v[3]);
     };
     d.py_expr = [](const OpCall& c, const std::vector<std::string>& a, const std::string&) {
       return "F.scaled_dot_product_attention(" + a[0] + ", " + a[1] + ", " + a[2] + ", is_causal=" + c.attr("is_causal").py + ")";

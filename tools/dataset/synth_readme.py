@@ -159,6 +159,12 @@ def render(s, files_dir=None, commit="", calls=None):
         out.append(input_checks_section(ic))
     if s.get("extra_shapes"):
         out.append(extra_shapes_section(s))
+    if s.get("recost"):
+        rc = s["recost"]
+        out.append(f"**Costs** (`cost` in each spec, the `flops` and `min_bytes` columns) re-derived from the graphs by "
+                   f"`kforge tasks recost` after causal `sdpa` FLOPs came to count only the unmasked (query, key) pairs "
+                   f"(issue 32): {rc.get('changed', 0)} of {rc.get('graph_tasks', 0)} rows changed "
+                   f"({rc.get('changed_served', 0)} kept); `est_runtime_ms` is the CPU stage's estimate as it was.\n")
     if final.get("kept_ops_per_task"):
         out.append(counts("Operators per task", final["kept_ops_per_task"], kept))
         out.append(counts("Splits (heldout shares no operator sequence with train)", final["kept_splits"], kept))

@@ -156,3 +156,23 @@ TEST(OpRegistry, LinearOwnsWeightAndBiasInStateDictOrder) {
   EXPECT_EQ(p[1].shape, (Shape{24}));
   EXPECT_EQ(d.py_module(c), "nn.Linear(40, 24, bias=True)");
 }
+
+// Causal sdpa counts only the (query, key) pairs PyTorch's top-left-aligned mask keeps: query i
+// sees min(i + 1, Lk) keys (issue 32); without the mask every pair counts.
+TEST(OpRegistry, CausalSdpaCountsOnlyTheUnmaskedPairs) {
+  const OpDef& d = op_registry().get("sdpa");
+  auto flops = [&](Shape q, Shape k, Shape v, const std::string& causal) {
+    OpCall c = call_for(d, {{q, k, v}, {{"is_causal", causal}}, ""});
+    return d.flops(c, d.infer(c));
+  };
+  // B=2, H=3, Dq=8, Dv=5: 2 * 2 * 3 * 13 = 156 flops per pair.
+  // Lq=4 <= Lk=6: 1 + 2 + 3 + 4 = 10 pairs (of 24).
+  EXPECT_EQ(flops({2, 3, 4, 8}, {2, 3, 6, 8}, {2, 3, 6, 5}, "true"), 156.0 * 10);
+  EXPECT_EQ(flops({2, 3, 4, 8}, {2, 3, 6, 8}, {2, 3, 6, 5}, "false"), 156.0 * 24);
+  // Lq=7 > Lk=3: 1 + 2 + 3 + 3 + 3 + 3 + 3 = 18 pairs (of 21).
+  EXPECT_EQ(flops({2, 3, 7, 8}, {2, 3, 3, 8}, {2, 3, 3, 5}, "true"), 156.0 * 18);
+  EXPECT_EQ(flops({2, 3, 7, 8}, {2, 3, 3, 8}, {2, 3, 3, 5}, "false"), 156.0 * 21);
+  // Square: L (L + 1) / 2 pairs.
+  EXPECT_EQ(flops({1, 1, 5, 4}, {1, 1, 5, 4}, {1, 1, 5, 4}, "true"), 2.0 * 8 * 15);
+  EXPECT_EQ(flops({1, 1, 5, 4}, {1, 1, 5, 4}, {1, 1, 5, 4}, "false"), 2.0 * 8 * 25);
+}
