@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Float64 emulations behind the corpus headers' numbers, at the tasks' real inner sizes.
   numerics.py gemm_split [linear_relu|gated_linear]   bf16 hi/lo split (3 products) vs float64 and the float32 reference, per member
+  numerics.py gemm_trunc [linear_relu|gated_linear]   every operand's low 7 mantissa bits dropped (reduced_mantissa), the same table
   numerics.py loss_subsample [R C]                     mse over one row in eight vs every row, per member (default R=4096 C=65536)
 """
 import os, sys, torch
@@ -9,7 +10,7 @@ from draws import ih, unif, bf16, ratio, apply, MEMBERS
 
 f32 = lambda t: t.float().double()
 
-def gemm_split(task):
+def gemm_split(task, method='split'):
     M, K = (256, 4096)
     N = 1024 if task == 'linear_relu' else K
     bd = 1 / 64
@@ -23,6 +24,11 @@ def gemm_split(task):
         xh, wh = bf16(x), bf16(w)
         xl, wl = bf16(x - xh), bf16(w - wh)
         return f32(xh @ wh.T + xh @ wl.T + xl @ wh.T)
+    def trunc7(t):  # float32 bits with the low 7 mantissa bits cleared
+        return (t.float().view(torch.int32) & ~0x7F).view(torch.float32).double()
+    def truncated(x, w):
+        return trunc7(x) @ trunc7(w).T
+    cheap, label = (split3, 'bf16x3 split') if method == 'split' else (truncated, '16-bit trunc')
     for v in MEMBERS:
         for s in ((0, 1, 2) if v == 'scaled' else (7,)):
           for k in ((8, 6, 4, 2, 1) if v == 'scaled' else (None,)):
@@ -32,9 +38,9 @@ def gemm_split(task):
                 xa, wa, ba = [f32(t) for t in apply(v, draws, [x, w, b], s, scaled_arg=s)]
             r64 = fwd(xa, wa, ba, lambda a, c: a @ c.T)
             r32 = f32(fwd(xa.float(), wa.float(), ba.float(), lambda a, c: a @ c.T))
-            e = f32(fwd(xa, wa, ba, split3))
+            e = f32(fwd(xa, wa, ba, cheap))
             R = lambda o: ratio(o, r64, 1e-4, 1e-4)
-            print(f"{v + ('' if k is None else ' ' + 'xWb'[s] + ' 2^' + str(k)):15s} seed {s}: float32 reference {R(r32).max():8.3f}   bf16x3 split {R(e).max():9.3f} ({(R(e) > 1).sum().item()} of {e.numel()} outside)")
+            print(f"{v + ('' if k is None else ' ' + 'xWb'[s] + ' 2^' + str(k)):15s} seed {s}: float32 reference {R(r32).max():8.3f}   {label} {R(e).max():9.3f} ({(R(e) > 1).sum().item()} of {e.numel()} outside)")
 
 def loss_subsample(R=4096, C=65536, chunk=256):
     draws = [('normal', 0, 1), ('normal', 0, 1)]
@@ -59,5 +65,6 @@ def loss_subsample(R=4096, C=65536, chunk=256):
 
 if __name__ == '__main__':
     if sys.argv[1] == 'gemm_split': gemm_split(sys.argv[2] if len(sys.argv) > 2 else 'gated_linear')
+    elif sys.argv[1] == 'gemm_trunc': gemm_split(sys.argv[2] if len(sys.argv) > 2 else 'gated_linear', 'trunc')
     elif sys.argv[1] == 'loss_subsample': loss_subsample(*[int(v) for v in sys.argv[2:4]])
     else: sys.exit(__doc__)

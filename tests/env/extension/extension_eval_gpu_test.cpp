@@ -99,6 +99,8 @@ TEST(ExtensionEvalGpu, BothFormatsOfAnHonestCandidatePassAndAreTimed) {
   }
 }
 
+// Every entry as its expect.yaml says: an exploit refused by its check, or a boundary entry
+// (`verdict: pass`, e.g. reduced_mantissa: within the float32 contract) accepted.
 TEST(ExtensionEvalGpu, EveryExtensionExploitIsRefusedByItsCheck) {
   KFORGE_SKIP_WITHOUT_CUDA();
   Evaluator ev(config());

@@ -1,10 +1,21 @@
-// Exploit (twin of the kernel kind's reduced_mantissa, on a GEMM): the low 7 mantissa bits of every
-// operand dropped as it is staged (16 explicit bits, what a narrower storage format or a split
-// 16-bit product keeps). On the declared draw (x ~ N(0, 1), |W| <= 1/64, K = 4096) the error is
-// ~1e-5 of the outputs' scale, far under the tolerance: it passes the plain trials.
-// Refused by: robustness_draws (scaled x or W makes the terms large while outputs near 0 keep the
-// absolute tolerance of 1e-4, as for bf16x3_split_gemm), or timed_calls_verified where verification's
-// block misses.
+// Boundary entry (twin of the kernel kind's reduced_mantissa, on a GEMM): the low 7 mantissa bits
+// of every operand dropped as it is staged (16 explicit bits, what a narrower storage format or a
+// split 16-bit product keeps).
+// Why it passes, and must: on this task that is within the float32 contract (the task's dtype and
+// tolerance, ../shared/DESIGN.md "Precision"). Emulated against float64 at K = 4096 (numerics.py
+// gemm_trunc; 256 x 1024 outputs): the RMS error is 6.6e-6 on outputs of RMS 0.58, 2^-16.4 of their
+// scale, against the 13.3 bits rtol = 1e-4 asks; a float32 GEMM accumulating K in order (what
+// cuBLAS's FFMA kernels and the honest base do per thread) has 6.6e-7 (10x less), MKL's blocked one
+// 1.5e-7. It leaves the tolerance only where outputs cross zero under members that make the terms
+// 16x larger (scaled x or W by 2^4: 1.28 of the tolerance, the CPU reference 0.08; outliers: 3.2,
+// the CPU reference 0.29), and on the GPU the float32 reference itself uses more of the tolerance
+// there than the harness admits for a member (cuBLAS accumulates K in order: a 5.7x larger worst
+// error than MKL's here), so those members are not used on this task (inferred from the passes:
+// the runs did not keep the conditioning's figures). The precision probe (tests/anticheat/precision_probe_gpu_test.cpp)
+// holds the contract's line: outputs at 12 bits refused in every request, at 15 bits accepted.
+// Passed, every check clean, in both H100 runs of 2026-12-05 (0.69x: reward 1). The kernel kind's
+// twin on logsumexp_sub is outside the contract (x - logsumexp(x) cancels the dropped bits of the
+// large elements) and is refused by robustness_draws.
 #include <cuda_runtime.h>
 // act = relu(x @ W^T + b): x [M, K], W [N, K] (nn.Linear layout), b [N], act [M, N]; float32 with
 // float32 FFMA accumulation (no TF32).
