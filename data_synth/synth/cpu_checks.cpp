@@ -88,4 +88,18 @@ std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cf
 
 std::unique_ptr<CandidateFilter> make_cpu_reference_filter(const CpuCheckConfig& cfg) { return std::make_unique<CpuReferenceFilter>(cfg); }
 
+std::string reference_accepts_empty(const TaskSpec& at) {
+  try {
+    c10::InferenceMode inference;
+    std::vector<at::Tensor> out = run_reference(at, draw_arguments(at, {at.seed, 0, 0}, at::kCPU));
+    for (const auto& o : out)
+      if (o.numel() != 0) return "an output has " + std::to_string(o.numel()) + " elements at the empty shape";
+    return out.empty() ? "no output" : "";
+  } catch (const c10::Error& e) {
+    return std::string("the reference refuses the empty shape: ") + e.what_without_backtrace();
+  } catch (const Error& e) {
+    return std::string("the reference refuses the empty shape: ") + e.what();
+  }
+}
+
 }  // namespace kforge

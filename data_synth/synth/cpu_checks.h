@@ -19,4 +19,9 @@ std::unique_ptr<CandidateFilter> make_cpu_reference_filter(const CpuCheckConfig&
 // The verdict on one task, for tests: "" when it passes, else the filter name.
 std::string cpu_reference_verdict(const TaskSpec& task, const CpuCheckConfig& cfg);
 
+// extra_shapes.h's EmptyShapeCheck: the reference run on the CPU at `at` (the task with an empty
+// dimension), on its drawn (empty) arguments: "" when it runs and every output is empty, else why
+// not (PyTorch refuses the empty input: an error; or an output has elements).
+std::string reference_accepts_empty(const TaskSpec& at);
+
 }  // namespace kforge

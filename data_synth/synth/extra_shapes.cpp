@@ -88,9 +88,19 @@ DimEnv off_by_one_target(const TaskSpec& t) {
   return d;
 }
 
+// Every output of the graph at these dims has no element.
+bool outputs_empty(const ResolvedGraph& g) {
+  for (const TensorMeta& m : g.output_metas) {
+    int64_t n = 1;
+    for (int64_t d : m.shape) n *= d;
+    if (n != 0) return false;
+  }
+  return !g.output_metas.empty();
+}
+
 }  // namespace
 
-std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeConfig& cfg) {
+std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeConfig& cfg, const EmptyShapeCheck& empty_ok) {
   std::vector<ExtraShape> out;
   if (!cfg.enabled || t.imported()) return out;
   OwnShape own{t, resolve_graph(t.graph, t.dims)};
@@ -104,6 +114,11 @@ std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeCon
     targets.emplace_back("batch_one", d);
   }
   targets.emplace_back("off_by_one", resolving_part(own, off_by_one_target(t)));
+  if (empty_ok && t.dims.count("B")) {
+    DimEnv d = t.dims;
+    d["B"] = 0;
+    targets.emplace_back("empty", d);
+  }
 
   std::vector<DimEnv> seen = {t.dims};
   for (const auto& [kind, full] : targets) {
@@ -111,6 +126,7 @@ std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeCon
     if (std::find(seen.begin(), seen.end(), full) != seen.end()) continue;
     std::optional<ResolvedGraph> g = resolve_at(own, full);
     if (!g || footprint_bytes(*g) > own.footprint) continue;
+    if (kind == "empty" && (!outputs_empty(*g) || !empty_ok(t.with_dims({{"B", 0}})).empty())) continue;
     ExtraShape s{kind, {}};
     for (const auto& [k, v] : full)
       if (t.dims.at(k) != v) s.dims[k] = v;
@@ -120,9 +136,9 @@ std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeCon
   return out;
 }
 
-std::vector<DimEnv> draw_extra_dims(const TaskSpec& t, const ExtraShapeConfig& cfg) {
+std::vector<DimEnv> draw_extra_dims(const TaskSpec& t, const ExtraShapeConfig& cfg, const EmptyShapeCheck& empty_ok) {
   std::vector<DimEnv> out;
-  for (auto& s : draw_extra_shapes(t, cfg)) out.push_back(std::move(s.dims));
+  for (auto& s : draw_extra_shapes(t, cfg, empty_ok)) out.push_back(std::move(s.dims));
   return out;
 }
 

@@ -4,7 +4,11 @@
 //   odd:        every dim d > 3 an odd size near d x f, f in [0.3, 0.7] per dim, at least 3 (a
 //               multiple of no power of two: tile sizes of 8 to 128 never divide it);
 //   batch_one:  {B: 1}, where the task has a B > 1;
-//   off_by_one: every dim d > 2 as d - 1.
+//   off_by_one: every dim d > 2 as d - 1;
+//   empty:      {B: 0}, an empty batch, where the operator allows one: every output is then empty
+//               too (no reduction over B, whose answer would be a NaN or an error), and the task's
+//               reference, run there by the caller's EmptyShapeCheck (libtorch, which this library
+//               does not link), accepts it. No check given: no empty shape.
 // Only batch_one makes a dim 1: a dim of 1 turns an unbiased variance over it into NaN and makes
 // PyTorch's instance norm refuse the input, and B is the batch by the synthesizer's convention.
 // Where a whole map does not resolve (heads, groups, reshapes constrain some dims), its dims are
@@ -13,6 +17,7 @@
 // stored draws at other dims: TaskSpec::with_dims), it differs from the task's dims and from the
 // shapes before it, and its footprint (arguments and every result) is at most the task's own:
 // shapes only shrink, so the reductions are no longer and the task's stored tolerance still holds.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,14 +27,19 @@
 namespace kforge {
 
 struct ExtraShape {
-  std::string kind;  // odd | batch_one | off_by_one
+  std::string kind;  // odd | batch_one | off_by_one | empty
   DimEnv dims;       // the dims it changes, at their new values (an entry of TaskSpec::extra_dims)
 };
 
-// At most cfg.max_shapes shapes in kind order; none for an imported task or when disabled.
-std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeConfig& cfg);
+// Whether the task's reference runs at `at` (the task at its empty shape): empty when it does, else
+// why not (the operator refuses an empty input).
+using EmptyShapeCheck = std::function<std::string(const TaskSpec& at)>;
+
+// At most cfg.max_shapes shapes in kind order; none for an imported task or when disabled. The
+// empty kind only with `empty_ok`.
+std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeConfig& cfg, const EmptyShapeCheck& empty_ok = {});
 // The same, as TaskSpec::extra_dims holds them.
-std::vector<DimEnv> draw_extra_dims(const TaskSpec& t, const ExtraShapeConfig& cfg);
+std::vector<DimEnv> draw_extra_dims(const TaskSpec& t, const ExtraShapeConfig& cfg, const EmptyShapeCheck& empty_ok = {});
 
 // The spec text with its top-level `extra_dims:` block replaced by `extra` (inserted before
 // `graph:`, where task_to_yaml writes it; removed when `extra` is empty); every other line is kept

@@ -130,8 +130,8 @@ SynthConfig SynthConfig::from_yaml(const YamlNode& node) {
     ExtraShapeConfig& x = c.extra_shapes;
     x.enabled = n->get<bool>("enabled", x.enabled);
     x.max_shapes = n->get<int>("max_shapes", x.max_shapes);
-    if (x.max_shapes < 1 || x.max_shapes > 3)
-      n->at("max_shapes").fail("must be in [1, 3] (one shape per kind: odd, batch one, off by one)");
+    if (x.max_shapes < 1 || x.max_shapes > 4)
+      n->at("max_shapes").fail("must be in [1, 4] (one shape per kind: odd, batch one, off by one, empty)");
     n->check_no_unknown_keys();
   }
   if (auto n = node.find("decontamination")) {

@@ -43,7 +43,7 @@ struct CpuCheckConfig {
 // the footprint does not grow.
 struct ExtraShapeConfig {
   bool enabled = true;
-  int max_shapes = 3;  // at most this many per task (1-3: one per kind)
+  int max_shapes = 4;  // at most this many per task (1-4: one per kind; empty only where a reference check is given)
 };
 
 struct DecontaminationConfig {

@@ -1,5 +1,6 @@
 #include "data_synth/task/op_graph.h"
 
+#include <algorithm>
 #include <set>
 
 #include "configs/error.h"
@@ -77,6 +78,7 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
   for (const auto& [d, v] : dims) dim_names.insert(d);
 
   std::vector<TensorMeta> input_metas;
+  const bool empty_dims = std::any_of(dims.begin(), dims.end(), [](const auto& d) { return d.second == 0; });
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const GraphInput& in = graph.inputs[i];
     check_name(in.name, "input");
@@ -85,7 +87,9 @@ ResolvedGraph resolve_graph(const OpGraph& graph, const DimEnv& dims) {
     Shape s;
     for (const DimExpr& e : in.shape) {
       int64_t v = e.eval(dims);
-      KFORGE_CHECK(v >= 1, spec, "input '" << in.name << "': dimension " << e.str() << " = " << v << " must be >= 1");
+      // 0 only where a dim is 0 (an extra shape's empty dimension): at a task's own dims an input
+      // dimension of 0 is a mistake of its expressions.
+      KFORGE_CHECK(v >= (empty_dims ? 0 : 1), spec, "input '" << in.name << "': dimension " << e.str() << " = " << v << " must be >= 1");
       s.push_back(v);
     }
     try {

@@ -56,13 +56,14 @@ std::string scalar_or_list_text(const YamlNode& n) {
   return n.as<std::string>();
 }
 
-DimEnv read_dims(const YamlNode& node) {
+// `least`: the smallest size a dim may take (1; 0 in an extra shape, an empty dimension).
+DimEnv read_dims(const YamlNode& node, int64_t least = 1) {
   DimEnv dims;
   for (const auto& name : node.keys()) {
     YamlNode v = node.at(name);
     if (!is_identifier(name)) v.fail("dimension name '" + name + "' is not an identifier");
     int64_t value = v.as<int64_t>();
-    if (value < 1) v.fail("dimension " + name + " = " + std::to_string(value) + " must be >= 1");
+    if (value < least) v.fail("dimension " + name + " = " + std::to_string(value) + " must be >= " + std::to_string(least));
     dims[name] = value;
   }
   return dims;
@@ -100,7 +101,7 @@ TaskSpec TaskSpec::with_dims(const DimEnv& overrides) const {
   TaskSpec t = *this;
   for (const auto& [k, v] : overrides) {
     KFORGE_CHECK(t.dims.count(k), spec, "task " << id << " has no dimension '" << k << "'");
-    KFORGE_CHECK(v >= 1, spec, "dimension " << k << " = " << v << " must be >= 1");
+    KFORGE_CHECK(v >= 0, spec, "dimension " << k << " = " << v << " must be >= 0 (0: an empty dimension, in an extra shape)");
     t.dims[k] = v;
   }
   derive_task(t);
@@ -264,7 +265,7 @@ void read_graph_body(const YamlNode& root, const std::optional<YamlNode>& ref, T
   if (auto n = root.find("extra_dims")) {
     if (!n->is_sequence()) n->fail("extra_dims is a list of dimension maps, e.g. [{B: 1}, {M: 67, N: 45}]");
     for (const YamlNode& item : n->items()) {
-      DimEnv extra = read_dims(item);
+      DimEnv extra = read_dims(item, 0);
       if (extra.empty()) item.fail("an extra shape sets at least one of the task's dims");
       for (const auto& [k, v] : extra)
         if (!t.dims.count(k)) item.at(k).fail("'" + k + "' is not one of the task's dims");

@@ -321,8 +321,20 @@ class Resolver {
                  "options.maxrregcount " << plan_.options.maxrregcount << " is out of range (0 to 255)");
     for (size_t i = 0; i < plan_.workspace.size(); ++i) out.workspace.push_back(workspace(i));
     KFORGE_CHECK(!plan_.launches.empty(), spec, "launches: the plan has no launches");
-    for (const PlanLaunch& l : plan_.launches) out.launches.push_back(launch(l));
+    for (const PlanLaunch& l : plan_.launches) {
+      ResolvedLaunch r = launch(l);
+      // At an empty shape a grid sized by the task's dims has no block: that launch does nothing and
+      // is left out, as PyTorch skips a kernel over no elements.
+      if (r.grid[0] && r.grid[1] && r.grid[2]) out.launches.push_back(std::move(r));
+    }
     return out;
+  }
+
+  // Whether one of the task's dims is 0 (an extra shape's empty dimension, TASK_FORMAT.md).
+  bool empty_shape() const {
+    for (const auto& [k, v] : task_.dims)
+      if (v == 0) return true;
+    return false;
   }
 
  private:
@@ -346,6 +358,7 @@ class Resolver {
     }
     if (is_dim(w.name)) fail_at(w.name_where, "workspace name '" + w.name + "' is a dimension of the task; choose a new name");
     int64_t n = eval(w.size, w.size_where);
+    if (n == 0 && empty_shape()) n = 1;  // at an empty shape a workspace sized by its dims still gets an element
     if (n < 1) fail_at(w.size_where, "size " + w.size.str() + " is " + std::to_string(n) + " elements; a workspace has at least 1");
     int64_t bytes = 0;
     if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(w.dtype)), &bytes))
@@ -394,7 +407,9 @@ class Resolver {
       const std::string& where = d < wheres.size() ? wheres[d] : fallback;
       int64_t v = eval(exprs[d], where);
       std::string said = std::string(what) + "." + axis[d] + " = " + exprs[d].str();
-      if (v < 1) fail_at(where, said + " is " + std::to_string(v) + "; every " + what + " dimension is at least 1");
+      // A grid of 0 blocks only at an empty shape (run() leaves that launch out); a block never.
+      const int64_t least = std::string(what) == "grid" && empty_shape() ? 0 : 1;
+      if (v < least) fail_at(where, said + " is " + std::to_string(v) + "; every " + what + " dimension is at least 1");
       if (v > max[d])
         fail_at(where,
                 said + " is " + std::to_string(v) + ", over the GPU's limit of " + std::to_string(max[d]) + " for " + what + "." + axis[d]);

@@ -105,7 +105,7 @@ WirePlan parse_wire_plan(const Json& j, const std::string& path) {
   for (size_t i = 0; i < launches.size(); ++i)
     p.launches.push_back(parse_launch(launches[i], o.path("launches") + "[" + std::to_string(i) + "]"));
   o.done();
-  KFORGE_CHECK(!p.launches.empty(), spec, "the plan has no launches");
+  // No launch only at an empty shape, where each launch's grid had no block (resolve_plan).
   return p;
 }
 

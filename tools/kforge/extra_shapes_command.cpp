@@ -12,6 +12,7 @@
 
 #include "configs/error.h"
 #include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/synth/cpu_checks.h"
 #include "data_synth/synth/extra_shapes.h"
 #include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
@@ -73,8 +74,8 @@ std::string summary_with_counts(const std::string& summary, const ExtraShapeCoun
 }
 
 int add_extra_shapes(const ExtraShapesArgs& a) {
-  KFORGE_CHECK(a.max_shapes >= 1 && a.max_shapes <= 3, usage,
-               "--max-shapes is 1 to 3 (one shape per kind: odd, batch one, off by one), not " << a.max_shapes);
+  KFORGE_CHECK(a.max_shapes >= 1 && a.max_shapes <= 4, usage,
+               "--max-shapes is 1 to 4 (one shape per kind: odd, batch one, off by one, empty), not " << a.max_shapes);
   KFORGE_CHECK(a.progress >= 1, usage, "--progress must be >= 1");
   KFORGE_CHECK(fs::path(a.out).extension() != ".xz", usage, "--out writes an uncompressed dataset.h5 (xz -9 it afterwards), not " << a.out);
   KFORGE_CHECK(!(fs::exists(a.in) && fs::exists(a.out) && fs::equivalent(a.in, a.out)), usage,
@@ -98,7 +99,7 @@ int add_extra_shapes(const ExtraShapesArgs& a) {
       ++counts.imported;  // its shapes are the module's: no dims to vary
     } else {
       std::vector<DimEnv> extra;
-      for (ExtraShape& s : draw_extra_shapes(t, cfg)) {
+      for (ExtraShape& s : draw_extra_shapes(t, cfg, reference_accepts_empty)) {
         ++counts.by_kind[s.kind];
         extra.push_back(std::move(s.dims));
       }
@@ -128,11 +129,11 @@ void add_extra_shapes_command(CLI::App& app) {
   CLI::App* tasks = app.get_subcommand("tasks");
   auto* sub = tasks->add_subcommand("extra-shapes",
                                     "Give a dataset's graph tasks extra shapes (extra_dims: odd sizes, a batch of 1, every dim one "
-                                    "smaller) that verification also runs; every other column is kept");
+                                    "smaller, an empty batch) that verification also runs; every other column is kept");
   static ExtraShapesArgs a;
   sub->add_option("DATASET", a.in, "dataset.h5 (or .h5.xz, as shipped)")->required();
   sub->add_option("--out", a.out, "the dataset.h5 to write (replaced when it exists)")->required();
-  sub->add_option("--max-shapes", a.max_shapes, "at most this many shapes per task (1-3)")->capture_default_str();
+  sub->add_option("--max-shapes", a.max_shapes, "at most this many shapes per task (1-4)")->capture_default_str();
   sub->add_option("--progress", a.progress, "a progress line on stderr every this many rows")->capture_default_str();
   set_action(sub, [] { return add_extra_shapes(a); });
 }

@@ -177,7 +177,7 @@ TEST(ExtraShapes, ConfigKeysAreCheckedLikeTheirNeighbours) {
   SynthConfig c = SynthConfig::from_yaml(YamlNode::parse("extra_shapes: {enabled: false, max_shapes: 2}\n", "synth.yaml"));
   EXPECT_FALSE(c.extra_shapes.enabled);
   EXPECT_EQ(c.extra_shapes.max_shapes, 2);
-  for (const char* bad : {"extra_shapes: {max_shapes: 0}\n", "extra_shapes: {max_shapes: 4}\n", "extra_shapes: {max_shape: 2}\n"}) {
+  for (const char* bad : {"extra_shapes: {max_shapes: 0}\n", "extra_shapes: {max_shapes: 5}\n", "extra_shapes: {max_shape: 2}\n"}) {
     try {
       SynthConfig::from_yaml(YamlNode::parse(bad, "synth.yaml"));
       ADD_FAILURE() << bad << " was accepted";

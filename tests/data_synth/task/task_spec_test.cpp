@@ -281,7 +281,7 @@ TEST(TaskSpec, BadExtraDimsAreErrorsNamingTheKey) {
   };
   std::vector<Case> cases = {
       {"extra_dims: [{Q: 1}]", "'Q' is not one of the task's dims"},
-      {"extra_dims: [{B: 0}]", "dimension B = 0 must be >= 1"},
+      {"extra_dims: [{B: -1}]", "dimension B = -1 must be >= 0"},
       {"extra_dims: {B: 1}", "extra_dims is a list of dimension maps"},
       {"extra_dims: [{}]", "an extra shape sets at least one of the task's dims"},
       {"extra_dims: [5]", "extra_dims"},

@@ -591,3 +591,30 @@ TEST(LaunchPlan, SaysWhichOfTheTasksDimsItsExpressionsName) {
   EXPECT_EQ(names(one("{kernel: affine, grid: [1], block: [1], args: [x, fc.weight, fc.bias, y, 1.5, 2, 3, 4]}")), std::set<std::string>{})
       << "tensor names and numbers name no dim";
 }
+
+// An extra shape's empty dimension (issue 30): a grid sized by the task's dims has no block there,
+// and that launch is left out (as PyTorch launches nothing over no elements); a workspace sized 0
+// gets one element. At the task's own dims a grid of 0 is still the plan's mistake.
+TEST(LaunchPlan, AtAnEmptyShapeALaunchWithNoBlockIsLeftOut) {
+  const char* plan = R"(workspace:
+  - {name: partial, dtype: float32, size: R * 4}
+launches:
+  - kernel: row_partials
+    grid: [ceil_div(R, 2)]
+    block: [256]
+    args: [x, partial, R, C]
+  - kernel: nothing
+    grid: [1]
+    block: [32]
+)";
+  ResolvedPlan own = resolve(plan);
+  ASSERT_EQ(own.launches.size(), 2u);
+  EXPECT_EQ(own.workspace[0].elements, 24);
+  TaskSpec empty = task().with_dims({{"R", 0}});
+  ResolvedPlan at = resolve(plan, empty);
+  ASSERT_EQ(at.launches.size(), 1u) << "the grid of ceil_div(R, 2) = 0 blocks is left out";
+  EXPECT_EQ(at.launches[0].kernel, "nothing");
+  EXPECT_EQ(at.workspace[0].elements, 1);
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: nothing, grid: [R - 6], block: [32]}")), "every grid dimension is at least 1"));
+  EXPECT_TRUE(HasSubstr(error_of(one("{kernel: nothing, grid: [1], block: [R]}"), empty), "every block dimension is at least 1"));
+}
