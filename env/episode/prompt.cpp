@@ -74,8 +74,36 @@ std::string fill_template(const std::string& text, const std::string& origin, co
   return out;
 }
 
+namespace {
+
+// What the reward's text says of the other shapes and layouts a passing candidate is verified at.
+std::string other_shapes_text(const TaskSpec& task, const RewardConfig& reward, bool extension) {
+  if (task.extra_dims.empty() && !extension) return "";
+  std::vector<std::string> kinds;
+  bool empty = false;
+  for (const DimEnv& d : task.extra_dims)
+    for (const auto& [k, v] : d) empty = empty || v == 0;
+  if (!task.extra_dims.empty()) {
+    kinds.push_back(std::to_string(task.extra_dims.size()) +
+                    " other sizes of the same dimensions (odd sizes, sizes off by one, a batch of 1" +
+                    (empty ? std::string(", an empty batch B = 0") : "") + ")");
+  }
+  if (extension) kinds.push_back("its inputs in other memory layouts (strided, channels-last for 4-D inputs) at the sizes above");
+  std::string what = kinds[0] + (kinds.size() > 1 ? " and with " + kinds[1] : "");
+  std::string how = extension ? "forward must accept any size and layout PyTorch allows (call .contiguous() where a kernel needs it" +
+                                    std::string(empty ? "; with no element, launch nothing" : "") + ")"
+                              : "Write the launch plan's grids and arguments over the dimensions' names" +
+                                    std::string(empty ? " (a launch whose grid has no block at B = 0 is skipped)" : "");
+  return "Once it passes, it is verified again at " + what +
+         ": a candidate right only at the sizes above is no kernel for the operator and gets " +
+         (reward.shapes.not_general == NotGeneral::penalty ? number(reward.shapes.penalty) : std::string("its tier all the same")) + ". " +
+         how + ".\n";
+}
+
+}  // namespace
+
 std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page, const EnvConfig& env,
-                                                 const RewardConfig& reward) {
+                                                 const RewardConfig& reward, bool extension) {
   std::map<std::string, std::string> f;
   f["task_id"] = task.id;
   f["description"] = task.description.empty() ? "(no description)" : task.description;
@@ -132,14 +160,7 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
      << (d.mode == DecisionMode::ci_lower_bound ? "Faster means the lower bound of the speedup's " + number(d.interval.confidence * 100) +
                                                       " % confidence interval clears the threshold, not one lucky measurement.\n"
                                                 : std::string("Faster is decided on the median speedup.\n"))
-     << (task.extra_dims.empty() ? std::string()
-                                 : "Once it passes, it is verified again at " + std::to_string(task.extra_dims.size()) +
-                                       " other sizes of the same dimensions (odd sizes, sizes off by one, a batch of 1): a "
-                                       "candidate right only at the sizes above is no kernel for the operator and gets " +
-                                       (reward.shapes.not_general == NotGeneral::penalty ? number(reward.shapes.penalty)
-                                                                                         : std::string("its tier all the same")) +
-                                       ". Write the launch plan's grids and arguments over the dimensions' names.\n")
-     << "Ending without submit() gives " << number(fl.no_submission) << ".";
+     << other_shapes_text(task, reward, extension) << "Ending without submit() gives " << number(fl.no_submission) << ".";
   if (env.history.reward_from == RewardFrom::best_verified)
     rw << "\nEvery candidate verify(), profile() or submit() judges is kept as a version (history()). The episode's reward is "
        << "the highest of the submission's and that of every version all of whose checks passed, scored as if submitted "
@@ -157,7 +178,7 @@ std::string render_prompt(const TaskSpec& task, const EnvConfig& env, const Rewa
       read_file(template_path, ext ? "the extension prompt template (prompt.extension_template)" : "the prompt template (prompt.template)");
   std::string page = read_file(
       page_path, ext ? "the extension format page (prompt.extension_format_page)" : "the candidate format page (prompt.format_page)");
-  return fill_template(tmpl, template_path, prompt_fields(task, page, env, reward));
+  return fill_template(tmpl, template_path, prompt_fields(task, page, env, reward, ext));
 }
 
 }  // namespace kforge

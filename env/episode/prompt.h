@@ -16,9 +16,10 @@ namespace kforge {
 std::string fill_template(const std::string& text, const std::string& origin, const std::map<std::string, std::string>& fields);
 
 // The fields of a task prompt: task_id, description, program, dimensions, arguments, outputs,
-// tolerance, dtype, format, tools, limits, reward.
+// tolerance, dtype, format, tools, limits, reward (`extension`: the reward's text says an
+// extension's inputs also come strided or channels-last).
 std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std::string& format_page, const EnvConfig& env,
-                                                 const RewardConfig& reward);
+                                                 const RewardConfig& reward, bool extension = false);
 
 // Reads the template and the format page the config names for the candidate kind and fills them
 // in for the task.

@@ -91,11 +91,11 @@ void shapes_text(std::ostream& os, const ShapesSection& sh) {
     os << "other shapes: not tested (" << sh.note << ")\n";
     return;
   }
-  os << "other shapes: " << (sh.general() ? "passed" : "FAILED: it works at this task's own shape only");
+  os << "other shapes: " << (sh.general() ? "passed" : "FAILED: it works only at this task's own shape or with contiguous inputs");
   if (!sh.note.empty()) os << " (" << sh.note << ")";
   os << "\n";
   for (const auto& t : sh.trials) {
-    os << "  at";
+    os << "  " << (t.layout.empty() ? "at" : "with " + t.layout + " inputs");
     for (const auto& [k, v] : t.dims) os << " " << k << "=" << v;
     os << ": " << (t.verdict == Verdict::pass ? "passed" : verdict_name(t.verdict)) << (t.reason.empty() ? "" : " (" + t.reason + ")")
        << "\n";

@@ -96,7 +96,8 @@ AnticheatSection parse_anticheat_section(const Json& j, const std::string& path)
 Json to_json(const ShapesSection& s) {
   Json trials = Json::array();
   for (const auto& t : s.trials)
-    trials.push_back({{"dims", t.dims}, {"verdict", verdict_name(t.verdict)}, {"reason", t.reason}, {"wall_ms", t.wall_ms}});
+    trials.push_back(
+        {{"dims", t.dims}, {"layout", t.layout}, {"verdict", verdict_name(t.verdict)}, {"reason", t.reason}, {"wall_ms", t.wall_ms}});
   return {{"status", s.status}, {"trials", trials}, {"note", s.note}, {"wall_ms", s.wall_ms}};
 }
 
@@ -121,6 +122,7 @@ ShapesSection parse_shapes_section(const Json& j, const std::string& path) {
       KFORGE_CHECK(v.is_number_integer(), spec, to.path("dims") << "." << k << " must be an integer");
       t.dims[k] = v.get<int64_t>();
     }
+    t.layout = to.opt<std::string>("layout").value_or("");  // absent in reports written before layout trials
     t.verdict = parse_verdict(to.req<std::string>("verdict"));
     t.reason = to.req<std::string>("reason");
     t.wall_ms = to.req<double>("wall_ms");

@@ -59,8 +59,12 @@ struct PlanSection {
 // own: a kernel tuned to one size that is wrong at another computes the wrong function.
 struct ShapeTrial {
   std::map<std::string, int64_t> dims;  // the shape: the task's dims this trial overrides
-  Verdict verdict = Verdict::error;     // pass | fail | cheat | error
-  std::string reason;                   // not pass: why (the verify reason, the check, the error)
+  // A layout trial (the extension kind, at the task's own shape; dims empty): noncontiguous or
+  // channels_last, the inputs' memory layout forward was given (GpuExtension::input_layout).
+  // Empty for a shape trial.
+  std::string layout;
+  Verdict verdict = Verdict::error;  // pass | fail | cheat | error
+  std::string reason;                // not pass: why (the verify reason, the check, the error)
   double wall_ms = 0;
 };
 struct ShapesSection {

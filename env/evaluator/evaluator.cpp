@@ -1,5 +1,6 @@
 #include "env/evaluator/evaluator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -255,6 +256,27 @@ std::string reason_of(const EvalReport& r) {
 
 }  // namespace
 
+namespace {
+
+// The layouts an extension's forward is also given its inputs in (GpuExtension::input_layout):
+// noncontiguous where an input has two or more elements, channels_last where one is 4-D.
+std::vector<std::string> layout_trials_for(const TaskSpec& task) {
+  bool strided = false, four_d = false;
+  for (const auto& a : task.arguments) {
+    if (a.decl.role != ArgRole::input) continue;
+    int64_t n = 1;
+    for (int64_t d : a.decl.meta.shape) n *= d;
+    strided = strided || n >= 2;
+    four_d = four_d || a.decl.meta.shape.size() == 4;
+  }
+  std::vector<std::string> out;
+  if (strided) out.push_back("noncontiguous");
+  if (four_d) out.push_back("channels_last");
+  return out;
+}
+
+}  // namespace
+
 ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, const GpuInputs* kernel, Verdict verdict) {
   ShapesSection s;
   s.status = "not_tested";
@@ -284,7 +306,13 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
   // thousand outputs) they refused an honest GEMM's rounding (H100, 2026-12-05), and their float64
   // conditioning would cost more than the trials.
   req.anticheat.robustness_draws = false;
-  bool all_pass = true;
+  auto judge = [&](ShapeTrial& trial) {
+    EvalReport one;
+    add_gpu_stages(one, gpu_->call(to_json(req), config_.worker.request_timeout_s), config_.worker.request_timeout_s);
+    one.settle_verdict();
+    trial.verdict = one.verdict;
+    trial.reason = reason_of(one);
+  };
   for (size_t i = 0; i < task.extra_dims.size(); ++i) {
     auto t1 = Clock::now();
     ShapeTrial trial;
@@ -300,16 +328,38 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
     }
     if (planned) {
       req.task_yaml = task_to_yaml(at);
-      EvalReport one;
-      add_gpu_stages(one, gpu_->call(to_json(req), config_.worker.request_timeout_s), config_.worker.request_timeout_s);
-      one.settle_verdict();
-      trial.verdict = one.verdict;
-      trial.reason = reason_of(one);
+      judge(trial);
     }
     trial.wall_ms = ms_since(t1);
-    all_pass = all_pass && trial.verdict == Verdict::pass;
     s.trials.push_back(std::move(trial));
   }
+  // An extension's forward takes tensors, so it may be handed its inputs in any layout PyTorch
+  // allows: the same values, strided or channels-last, at the task's own shape. (A kernel-kind plan
+  // receives pointers to contiguous buffers by its format: no layout to vary.)
+  if (req.extension) {
+    req.task_yaml = task_to_yaml(task);
+    // Making a strided input contiguous is ATen's copy (`x.contiguous()` in the binding, as CUDA Agent's
+    // and KernelBench's extensions all do): allowed here, where nothing is timed. The task's own
+    // shape, with contiguous inputs (where it is a no-op), judged library_kernels as configured.
+    auto& libs = req.anticheat.extension_libraries;
+    if (std::find(libs.begin(), libs.end(), "aten") == libs.end()) libs.push_back("aten");
+    for (const std::string& layout : layout_trials_for(task)) {
+      auto t1 = Clock::now();
+      ShapeTrial trial;
+      trial.layout = layout;
+      req.extension->input_layout = layout;
+      judge(trial);
+      trial.wall_ms = ms_since(t1);
+      s.trials.push_back(std::move(trial));
+    }
+  }
+  if (s.trials.empty()) {
+    s.note = "no other shape or layout applies to this task";
+    s.wall_ms = ms_since(t0);
+    return s;
+  }
+  bool all_pass = true;
+  for (const auto& t : s.trials) all_pass = all_pass && t.verdict == Verdict::pass;
   s.status = all_pass ? "general" : "not_general";
   s.wall_ms = ms_since(t0);
   return s;
@@ -363,7 +413,7 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   WorkerReply r = gpu_->call(to_json(req), config_.worker.request_timeout_s);
   add_gpu_stages(report, r, config_.worker.request_timeout_s);
   report.settle_verdict();  // a failed anti-cheat check makes it "cheat"
-  if (!task.extra_dims.empty()) report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
+  if (!task.extra_dims.empty() || req.extension) report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
   report.wall_ms = ms_since(t0);
   return report;
 }

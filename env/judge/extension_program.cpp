@@ -17,6 +17,22 @@ namespace kforge {
 
 namespace {
 
+// The same values as `t` in the layout a layout trial asks for (a harness copy, made on the harness
+// stream before the candidate's code runs); `t` itself where the layout does not apply to it.
+at::Tensor relaid(const at::Tensor& t, const std::string& layout) {
+  if (layout == "channels_last") return t.dim() == 4 ? t.contiguous(at::MemoryFormat::ChannelsLast) : t;
+  if (layout != "noncontiguous" || t.numel() < 2) return t;
+  if (t.dim() >= 2 && t.size(-1) > 1 && t.size(-2) > 1) return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+  // Every other element of a buffer twice as long (the last dim's stride 2).
+  std::vector<int64_t> wide(t.sizes().begin(), t.sizes().end());
+  if (wide.empty()) return t;
+  wide.back() *= 2;
+  at::Tensor w = at::empty(wide, t.options());
+  at::Tensor v = w.slice(-1, 0, wide.back(), 2);
+  v.copy_(t);
+  return v;
+}
+
 std::string shape_text(at::IntArrayRef s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -44,8 +60,8 @@ LoadedExtension load_candidate_library(const std::vector<uint8_t>& library) {
   return lib;
 }
 
-ExtensionProgram::ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan)
-    : task_(task), lib_(lib), plan_(std::move(plan)) {}
+ExtensionProgram::ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan, std::string input_layout)
+    : task_(task), lib_(lib), plan_(std::move(plan)), input_layout_(std::move(input_layout)) {}
 
 void ExtensionProgram::run(const CallView& view, CUstream stream) {
   // Calls without an after_candidate between them (timing with verify_timed_calls off) retire the
@@ -54,14 +70,19 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
   at::NoGradGuard no_grad;
   PlanBindings b;
   args_.clear();
+  relaid_.clear();
   for (size_t i = 0; i < task_.arguments.size(); ++i) {
     const at::Tensor& slot = view.arguments[i];
     // Over exactly the argument's bytes: its storage is not the buffer set's block.
     at::Tensor t = at::from_blob(slot.data_ptr(), slot.sizes(), slot.options());
     args_.emplace_back(reinterpret_cast<uintptr_t>(slot.data_ptr()), reinterpret_cast<uintptr_t>(slot.data_ptr()) + slot.nbytes());
-    if (task_.arguments[i].decl.role == ArgRole::input)
+    if (task_.arguments[i].decl.role == ArgRole::input) {
+      if (input_layout_ != "contiguous") {
+        t = relaid(t, input_layout_);
+        relaid_.push_back(t);
+      }
       b.inputs.push_back(t);
-    else
+    } else
       b.parameters[task_.arguments[i].decl.name] = t;
   }
   for (const InitValue& v : task_.init_inputs) b.init_values.push_back(std::visit([](auto x) { return kforge_ext::Value(x); }, v));

@@ -26,7 +26,8 @@ LoadedExtension load_candidate_library(const std::vector<uint8_t>& library);
 
 class ExtensionProgram final : public CandidateProgram {
  public:
-  ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan);
+  // `input_layout`: GpuExtension::input_layout (the inputs' memory layout forward is given).
+  ExtensionProgram(const TaskSpec& task, const LoadedExtension& lib, ExtensionPlan plan, std::string input_layout = "contiguous");
   const std::vector<WireWorkspace>& workspace() const override { return no_workspace_; }
   // Runs the plan, its CUDA API calls attributed to the candidate's host code (CandidateScope).
   // forward's results must be the task's outputs (count, shape, dtype, on the device), else a
@@ -48,6 +49,8 @@ class ExtensionProgram final : public CandidateProgram {
   LoadedExtension lib_;
   ExtensionPlan plan_;
   std::vector<WireWorkspace> no_workspace_;
+  std::string input_layout_;
+  std::vector<at::Tensor> relaid_;                     // the last call's inputs in another layout (harness copies)
   std::vector<at::Tensor> held_;                       // the last call's results, until retire()
   std::vector<std::pair<uintptr_t, uintptr_t>> args_;  // the last call's argument ranges (never poisoned)
   int threads_before_ = -1;                            // the process's threads at before_call, until counted again

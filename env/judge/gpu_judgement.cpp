@@ -88,7 +88,7 @@ void Judgement::load_extension() {
   Json functions = Json::array();
   for (const auto& f : *it->second.functions) functions.push_back(f.name);
   reply_["load"] = {{"kernels", Json::array()}, {"module_cached", cached}, {"extension_functions", functions}};
-  program_ = std::make_unique<ExtensionProgram>(task_, it->second, std::move(plan));
+  program_ = std::make_unique<ExtensionProgram>(task_, it->second, std::move(plan), x.input_layout);
 }
 
 void Judgement::load_module() {

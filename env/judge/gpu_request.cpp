@@ -101,8 +101,10 @@ Json to_json(const GpuEvalRequest& r) {
             {"counter_metrics", r.counter_metrics},
             {"anticheat", anticheat_json(r.anticheat)}};
   if (r.extension) {
-    j["extension"] = {
-        {"library", Json::binary(r.extension->library)}, {"library_hash", r.extension->library_hash}, {"plan", r.extension->plan}};
+    j["extension"] = {{"library", Json::binary(r.extension->library)},
+                      {"library_hash", r.extension->library_hash},
+                      {"plan", r.extension->plan},
+                      {"input_layout", r.extension->input_layout}};
   } else {
     j["cubin"] = Json::binary(r.cubin);
     j["cubin_hash"] = r.cubin_hash;
@@ -111,6 +113,8 @@ Json to_json(const GpuEvalRequest& r) {
   }
   return j;
 }
+
+bool is_input_layout(const std::string& name) { return name == "contiguous" || name == "noncontiguous" || name == "channels_last"; }
 
 GpuEvalRequest parse_gpu_eval_request(const Json& j) {
   StrictObject o(j, "request");
@@ -135,6 +139,9 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
     x.library_hash = e.req<std::string>("library_hash");
     x.plan = e.raw("plan");
     KFORGE_CHECK(x.plan.is_object(), spec, "request.extension.plan must be an object");
+    x.input_layout = e.req<std::string>("input_layout");
+    KFORGE_CHECK(is_input_layout(x.input_layout), spec,
+                 "request.extension.input_layout must be contiguous, noncontiguous or channels_last, not '" << x.input_layout << "'");
     e.done();
     r.extension = std::move(x);
   }

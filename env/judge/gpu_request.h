@@ -39,7 +39,14 @@ struct GpuExtension {
   std::vector<uint8_t> library;
   std::string library_hash;
   Json plan;
+  // How the task's inputs (role input) reach forward (issue 30's layout trials): contiguous (as
+  // drawn), noncontiguous (the same values in a strided layout: the last two dims' memory order
+  // swapped, a 1-D input every other element) or channels_last (4-D inputs in NHWC memory order).
+  // Parameters are always contiguous, as nn.Module keeps them.
+  std::string input_layout = "contiguous";
 };
+// Whether `name` is one of GpuExtension::input_layout's values.
+bool is_input_layout(const std::string& name);
 
 struct GpuEvalRequest {
   std::string task_yaml;

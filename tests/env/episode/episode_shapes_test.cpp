@@ -43,7 +43,7 @@ TEST_F(EpisodeTest, ASubmissionRightOnlyAtTheTasksOwnShapeGetsThePenalty) {
   write_candidate(env, "gelu_scale_residual", "fused");
   replay.reports.push_back(report_with_shapes("not_general"));
   StepResult v = env.step(call("verify"));
-  EXPECT_NE(v.observation.find("other shapes: FAILED: it works at this task's own shape only"), std::string::npos) << v.observation;
+  EXPECT_NE(v.observation.find("other shapes: FAILED: it works only at this task's own shape"), std::string::npos) << v.observation;
   EXPECT_NE(v.observation.find("at B=333 D=4097: fail (out: 1 elements never written)"), std::string::npos) << v.observation;
   replay.reports.push_back(report_with_shapes("not_general"));
   StepResult s = env.step(call("submit"));
