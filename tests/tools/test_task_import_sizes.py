@@ -2,8 +2,10 @@
 tests/tools/import_modules/sizes/ (written for this suite) are imported under a worker address
 space far below their arguments, so a module imported there was never allocated at its size; the
 task states that size (shapes, flops, bytes) while the artifact, traced at a small size, computes
-the module's function at other sizes; a trace that froze a size is refused; get_inputs()'s Python
-scalars reach the reference; level 4 is skipped; --gpu-memory-gib sets --max-bytes."""
+the module's function at other sizes; a trace that froze a size is traced again at the module's own
+size on the meta device (tier M), and one that reads a tensor whose values the meta device lacks is
+refused; get_inputs()'s Python scalars reach the reference; level 4 is skipped; --gpu-memory-gib sets
+--max-bytes."""
 import base64
 import io
 import json
@@ -20,6 +22,7 @@ import yaml
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 PYTHON = os.environ.get("KFORGE_PYTHON_BIN") or sys.executable
 SIZES = os.path.join("tests", "tools", "import_modules", "sizes")
+META = os.path.join("tests", "tools", "import_modules", "meta_trace")
 
 
 def run_import(*args, out):
@@ -28,9 +31,10 @@ def run_import(*args, out):
                        cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     tasks = {f[:-5]: yaml.safe_load(open(out / "tasks" / f)) for f in os.listdir(out / "tasks")}
-    notes = {json.loads(line)["id"]: json.loads(line)["notes"] for line in open(out / "imported.jsonl")}
+    done = [json.loads(line) for line in open(out / "imported.jsonl")]
+    notes, tiers = {d["id"]: d["notes"] for d in done}, {d["id"]: d["trace_tier"] for d in done}
     skipped = {os.path.basename(s["file"]): s for s in map(json.loads, open(out / "skipped.jsonl"))}
-    return types.SimpleNamespace(tasks=tasks, notes=notes, skipped=skipped, stderr=p.stderr)
+    return types.SimpleNamespace(tasks=tasks, notes=notes, tiers=tiers, skipped=skipped, stderr=p.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +48,11 @@ def artifact(t):
 
 
 def test_every_module_is_imported_or_skipped_for_its_reason(sizes):
-    assert set(sizes.tasks) == {"kb_l1_scalar_argument", "kb_l1_matmul_large", "kb_l1_wide_mlp"}, sizes.stderr
-    assert {k: s["reason"] for k, s in sizes.skipped.items()} == {"frozen_size.py": "trace_mismatch",
-                                                                  "hub_model.py": "needs_network"}
+    assert set(sizes.tasks) == {"kb_l1_scalar_argument", "kb_l1_matmul_large", "kb_l1_wide_mlp", "kb_l1_frozen_size"}, \
+        sizes.stderr
+    assert {k: s["reason"] for k, s in sizes.skipped.items()} == {"hub_model.py": "needs_network"}
+    assert sizes.tiers == {"kb_l1_scalar_argument": "module", "kb_l1_matmul_large": "A", "kb_l1_wide_mlp": "B",
+                           "kb_l1_frozen_size": "M"}
 
 
 def test_a_large_module_states_its_own_size_without_allocating_it(sizes):
@@ -79,9 +85,72 @@ def test_widths_shrink_with_the_batch_and_the_draws_follow_the_real_fan_in(sizes
     torch.testing.assert_close(got, torch.relu(x @ w1.T + b1) @ w2.T + b2)
 
 
-def test_a_trace_that_froze_a_size_is_refused(sizes):
-    detail = sizes.skipped["frozen_size.py"]["detail"]
-    assert "at a second size" in detail and "dim=" in detail
+def test_a_trace_that_froze_a_size_is_traced_again_at_the_modules_own_size(sizes):
+    """The trace at a small size keeps 1 / float(dim) and is refuted at the second size; the one on the
+    meta device at the module's own size keeps the real dim, which is the only size the task states."""
+    t = sizes.tasks["kb_l1_frozen_size"]
+    note = next(n for n in sizes.notes[t["id"]] if "tier M" in n)
+    assert "was refuted (at a second size" in note and "the GPU stage must validate" in note
+    assert [a["shape"] for a in t["arguments"]] == [[64, 1 << 24]] and t["outputs"][0]["shape"] == [64]
+    ref = artifact(t)
+    (got,) = ref(torch.empty(64, 1 << 24, device="meta"))
+    assert got.shape == (64,)
+    assert [float(c.output().toIValue()) for c in constants(ref)] == [float(1 << 24)]  # the divisor kept
+
+
+@pytest.fixture(scope="module")
+def meta(tmp_path_factory):
+    return run_import("--memory-mb", "4096", "--jobs", "2", "--level", "3", META, out=tmp_path_factory.mktemp("meta"))
+
+
+def test_modules_whose_trace_holds_at_its_own_size_only_are_traced_on_the_meta_device(meta):
+    """Each module of meta_trace/ names in its first line `# expect: M` (imported through tier M) or
+    the reason it is skipped for."""
+    for f in sorted(os.listdir(os.path.join(SOURCE_DIR, META))):
+        want = open(os.path.join(SOURCE_DIR, META, f)).readline().split("# expect:")[1].strip()
+        tid = "kb_l3_" + f[:-3]
+        if want == "M":
+            assert meta.tiers.get(tid) == "M", (f, meta.skipped.get(f), meta.stderr)
+            assert any("traced on the meta device at the module's own size (tier M)" in n for n in meta.notes[tid])
+        else:
+            assert meta.skipped[f]["reason"] == want, (f, meta.skipped.get(f), meta.stderr)
+
+
+def constants(module):
+    return [n for n in module.graph.findAllNodes("prim::Constant") if n.output().type().kind() == "TensorType"]
+
+
+def test_a_plain_tensor_of_the_batchs_size_that_forward_overwrites_becomes_zeros(meta):
+    t = meta.tasks["kb_l3_batch_state"]
+    b, f = 65536, 128
+    assert [a["shape"] for a in t["arguments"]] == [[b, f], [b, f], [f, 2 * f], [f]]
+    assert t["outputs"][0]["shape"] == [b, f] and t["cost"]["flops"] >= 2 * b * 2 * f * f
+    assert any("1 tensor constant(s)" in n and "zeros" in n for n in meta.notes[t["id"]])
+    ref = artifact(t)
+    assert constants(ref) == [] and "torch.zeros([65536, 128]" in ref.code
+    torch.manual_seed(1)  # the artifact at the module's own size (never run by the importer) against the module's function
+    x, h0, w, bias = torch.randn(b, f), torch.randn(b, f), torch.randn(f, 2 * f) / 16, torch.randn(f)
+    (got,) = ref(x, h0, w, bias)
+    torch.testing.assert_close(got, torch.tanh(torch.cat([x, h0], dim=1) @ w.T + bias))
+
+
+def test_sizes_a_trace_computes_hold_at_the_modules_own_size(meta):
+    t = meta.tasks["kb_l3_chunked_scan"]
+    b, n, d, c = 256, 2048, 64, 8
+    assert [a["shape"] for a in t["arguments"]] == [[b, n, d], [b, n, d]] and t["outputs"][0]["shape"] == [b, n, d]
+    note = next(x for x in meta.notes[t["id"]] if "tier M" in x)
+    assert "tier B: batch_size=" in note and "matched eager there" in note
+    torch.manual_seed(2)
+    x, gate = torch.randn(b, n, d), torch.randn(b, n, d)
+    (got,) = artifact(t)(x, gate)
+    y = (x * torch.sigmoid(gate)).reshape(b, n // c, c, d).cumsum(2)
+    torch.testing.assert_close(got, (y + y[:, :, -1:].cumsum(1) - y[:, :, -1:]).reshape(b, n, d))
+
+
+def test_a_plain_tensor_forward_reads_is_still_refused(meta):
+    detail = meta.skipped["read_attribute.py"]["detail"]
+    assert "at a second size" in detail and "tier M (traced on the meta device at the module's size)" in detail
+    assert "plain attribute" in detail and "the meta device holds no values for it" in detail
 
 
 def test_scalar_arguments_reach_the_reference(sizes):

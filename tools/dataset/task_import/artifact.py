@@ -31,8 +31,21 @@ class Wrapper(torch.nn.Module):
 def trace(model, n_inputs, state_names, example):
     """(artifact bytes, tracer warnings). The example arguments are copied (a train-mode module
     updates its buffers in place)."""
+    return _traced(model, n_inputs, state_names, tuple(t.clone() for t in example), meta=False)
+
+
+def trace_on_meta(model, n_inputs, state_names, example):
+    """(artifact bytes, tracer warnings) of a model built on the meta device, traced with meta
+    arguments (issue 29: the module's own size, no values, nothing computed). A tensor the module
+    made in its constructor and keeps as a plain attribute is a meta constant of the trace, without
+    values: one forward only overwrites (its every use the destination of a copy_) becomes a zero
+    tensor made on the arguments' device; one forward reads is a trace_mismatch (its values are not
+    known). Tensors forward makes without naming a device are the CPU's, as in trace()."""
+    return _traced(model, n_inputs, state_names, tuple(example), meta=True)
+
+
+def _traced(model, n_inputs, state_names, example, meta):
     wrapper = Wrapper(model, n_inputs, state_names)
-    example = tuple(t.clone() for t in example)
     with warnings.catch_warnings(record=True) as caught, torch.no_grad():
         warnings.simplefilter("always", torch.jit.TracerWarning)
         try:
@@ -40,17 +53,57 @@ def trace(model, n_inputs, state_names, example):
         except Skip:
             raise
         except Exception as e:
-            raise Skip("trace_mismatch", f"torch.jit.trace failed: {type(e).__name__}: {one_line(e)}") from None
+            where = " on the meta device" if meta else ""
+            raise Skip("trace_mismatch", f"torch.jit.trace{where} failed: {type(e).__name__}: {one_line(e)}") from None
     baked = [n for n, _ in traced.named_parameters()] + [n for n, _ in traced.named_buffers()]
     if baked:
         raise Skip("trace_mismatch", f"the traced module holds tensors of its own: {', '.join(baked[:5])}")
+    overwritten = overwritten_constants_made(traced) if meta else 0
     rewritten = device_follows_arguments(traced)
     buf = io.BytesIO()
     torch.jit.save(traced, buf)
     notes = sorted({one_line(w.message, 160) for w in caught if issubclass(w.category, torch.jit.TracerWarning)})
+    if overwritten:
+        notes.append(f"{overwritten} tensor constant(s) of the trace that forward only overwrites (copy_), kept by "
+                     "the module as plain attributes, made as zeros on the arguments' device")
     if rewritten:
         notes.append(f"{rewritten} device constant(s) of the trace replaced by the first argument's device")
     return buf.getvalue(), notes
+
+
+def overwritten_constants_made(traced):
+    """The meta tensor constants of a trace on the meta device (plain attributes the constructor made
+    there) each become aten::zeros of their shape and dtype (its device a Device constant that
+    device_follows_arguments then points at the arguments) when every use overwrites them whole
+    (the destination of aten::copy_, which broadcasts its source to all of it): their values were
+    never read. A constant read otherwise is a trace_mismatch. Returns how many were made."""
+    graph = traced.graph
+    made = 0
+    for n in list(graph.findAllNodes("prim::Constant")):
+        out = n.output()
+        if out.type().kind() != "TensorType":
+            continue
+        t = out.toIValue()
+        if not isinstance(t, torch.Tensor) or t.device.type != "meta":
+            continue
+        uses = out.uses()
+        if not all(u.user.kind() == "aten::copy_" and u.offset == 0 for u in uses):
+            reads = sorted({u.user.kind() for u in uses if not (u.user.kind() == "aten::copy_" and u.offset == 0)})
+            raise Skip("trace_mismatch", f"traced on the meta device, forward reads a tensor of shape {list(t.shape)} "
+                       f"that the module keeps as a plain attribute or makes from values ({', '.join(reads)}): "
+                       "the meta device holds no values for it")
+        first = next(iter(graph.nodes()))
+        graph.setInsertPoint(first)
+        none = graph.insertConstant(None)
+        zeros = graph.create("aten::zeros", [graph.insertConstant(list(t.shape)), graph.insertConstant(t.dtype), none,
+                                             graph.insertConstant(torch.device("meta")), none], 1)
+        zeros.output().setType(out.type())
+        zeros.insertBefore(first)
+        out.replaceAllUsesWith(zeros.output())
+        n.destroy()
+        made += 1
+    graph.setInsertPoint(graph.return_node())  # the default again (the node set above may be gone)
+    return made
 
 
 def device_follows_arguments(traced):

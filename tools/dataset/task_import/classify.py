@@ -36,6 +36,11 @@ class Analysis:
     notes: list
     rules: dict = None  # the rule each argument's draw came from (draws.infer)
     init_inputs: list = None  # get_init_inputs() at the module's size, when all are bools and numbers
+    # where the artifact was traced (DIR/imported.jsonl): "module" at the module's own size on the CPU;
+    # "A", "B", "A1" at a small size (sizing.py's tiers); "M" on the meta device at the module's own
+    # size (no values: the GPU stage must validate the artifact there)
+    trace_tier: str = "module"
+    trace_notes: list = None  # the notes of the trace itself (tracer warnings, device constants)
 
 
 def describe(tree, item):
@@ -187,7 +192,7 @@ def analyze(item, module_name, opts):
     phase = "building the model"
     try:
         with time_limit(opts.timeout_s):
-            refuted = []
+            refuted, checked = [], None
             for sized in sizing.plans(module, tree, opts.seed):
                 check_real_size(sized, opts)
                 if sized.small is None:
@@ -199,11 +204,23 @@ def analyze(item, module_name, opts):
                         s = Subject(tree, item, *build(module, opts.seed, cuda_note), cuda_note=cuda_note, opts=opts)
                         phase = "running the model"
                         analysis = examine(s)
-                    return with_init_inputs(at_real_size(module, sized, s, analysis, opts, cuda_note), module)
+                    try:
+                        return with_init_inputs(at_real_size(module, sized, s, analysis, opts, cuda_note), module)
+                    except Skip as e:  # checked at S1, its trace refuted at S2 or at the real size: tier M's start
+                        if e.reason == "trace_mismatch" and checked is None:
+                            checked = (sized, s, analysis, e.detail)
+                        raise
                 except Skip as e:  # a small size the CPU refuses, or a trace S2 or the meta run refutes: the next
                     if e.reason not in ("trace_mismatch", "load_error"):
                         raise
                     refuted.append((e.reason, f"tier {sized.tier} ({sizing.describe(sized.small.values)}): {e.detail}"))
+            if checked is not None:  # the last resort: traced at the module's own size on the meta device
+                try:
+                    return with_init_inputs(traced_on_meta(module, *checked, opts, cuda_note), module)
+                except Skip as e:
+                    if e.reason not in ("trace_mismatch", "load_error"):
+                        raise
+                    refuted.append((e.reason, f"tier M (traced on the meta device at the module's size): {e.detail}"))
             reason = "trace_mismatch" if any(r == "trace_mismatch" for r, _ in refuted) else "load_error"
             raise Skip(reason, "at every small size tried: " + "; ".join(d for _, d in refuted))
     except Timeout:
@@ -238,6 +255,34 @@ def at_real_size(module, sized, s, analysis, opts, cuda_note):
     return sizing.at_real_size(analysis, sized, draws.module_bound)
 
 
+def traced_on_meta(module, sized, s, analysis, refuted, opts, cuda_note):
+    """Tier M (issue 29): the module checked at S1 (s, analysis), its trace there refuted at S2 or at
+    the real size (`refuted`): a module whose trace keeps sizes it computes (an einops rearrange, a
+    plain tensor attribute of the batch's size) holds at the size it was traced at only. It is traced
+    again on the meta device at the module's own size (sizing.trace_on_meta: no values, nothing
+    computed). The same procedure at S1 and at S2 (traced on the meta device there, run on the CPU)
+    must match eager on the task's draws, and the artifact's output shapes at the real size the
+    module's (sizing.at_real_size). The values at the real size are the GPU stage's to validate."""
+    real = sized.real
+    if real.outputs is None:
+        raise Skip("trace_mismatch", f"not tried: forward fails on the meta device at the module's size ({real.forward_error})")
+    tolerance, trace_notes = opts.tolerance[analysis.dtype], analysis.trace_notes or []
+    with sizing.constants_set(module, sized.small.values):
+        data, _ = sizing.trace_on_meta(module, opts.seed, sized.small.values)
+        fresh = [fresh_draws(analysis.arguments, [t for _, _, t in s.args], opts.seed, k) for k in (1, 2)]
+        wants = [s.eager(a) for a in fresh]
+    try:
+        artifact.verify(data, fresh, wants, tolerance)
+    except Skip as e:
+        raise Skip("trace_mismatch", f"traced on the meta device at {sizing.describe(sized.small.values)}: {e.detail}") from None
+    if sized.second is not None:
+        data, _ = sizing.trace_on_meta(module, opts.seed, sized.second.values)
+        check_second_size(module, sized.second, analysis, opts, cuda_note, s.model if sized.tier != "B" else None, data)
+    analysis.artifact, analysis.trace_notes = sizing.trace_on_meta(module, opts.seed, {})
+    analysis.notes = analysis.trace_notes + [n for n in analysis.notes if n not in set(trace_notes)]
+    return sizing.at_real_size(analysis, sized, draws.module_bound, refuted=refuted)
+
+
 def check_real_size(sized, opts):
     """The module's own size, from the meta run: within --max-bytes, and either within the CPU's
     budget or shrunk (sizing.py). A module the meta device cannot build is built on the CPU as before."""
@@ -254,9 +299,10 @@ def check_real_size(sized, opts):
                        "of its constants builds" + (f" (meta: {real.forward_error})" if real.forward_error else ""))
 
 
-def check_second_size(module, second, analysis, opts, cuda_note, model=None):
+def check_second_size(module, second, analysis, opts, cuda_note, model=None, data=None):
     """The artifact traced at S1 against eager at S2 (sizing.py): a size or count the trace froze
-    differs there. A difference is a trace_mismatch. `model`: the one built at S1, when S2 builds the same."""
+    differs there. A difference is a trace_mismatch. `model`: the one built at S1, when S2 builds the same;
+    `data`: another artifact to check there (tier M's, traced at S2) in place of analysis.artifact."""
     with sizing.constants_set(module, second.values):
         if model is None:
             model, inputs, _, state, _ = build(module, opts.seed, cuda_note)
@@ -270,7 +316,7 @@ def check_second_size(module, second, analysis, opts, cuda_note, model=None):
         args = [draws.sample(a["draw"], tuple(t.shape), t.dtype, gen) for a, t in zip(analysis.arguments, tensors)]
         want = run(model, args[:n], dict(zip(state, args[n:])), opts.seed + 3, f"a second size ({sizing.describe(second.values)})")
     try:
-        artifact.verify(analysis.artifact, [args], [want], opts.tolerance[analysis.dtype])
+        artifact.verify(analysis.artifact if data is None else data, [args], [want], opts.tolerance[analysis.dtype])
     except Skip as e:
         raise Skip("trace_mismatch", f"at a second size ({sizing.describe(second.values)}): {e.detail}") from None
 
@@ -281,8 +327,8 @@ def examine(s):
     check_first_runs(s)
     specs, rules = fit_draws(s)
     fresh, fresh_outs = check_on_task_draws(s, specs)
-    data, notes = artifact.trace(s.model, len(s.inputs), [k for k, _, _ in s.args[len(s.inputs):]], [t for _, _, t in s.args])
-    notes = s.notes + notes
+    data, trace_notes = artifact.trace(s.model, len(s.inputs), [k for k, _, _ in s.args[len(s.inputs):]], [t for _, _, t in s.args])
+    notes = s.notes + trace_notes
     artifact.verify(data, fresh, fresh_outs, s.opts.tolerance[dtype])
     if s.cost.recorder.uncounted:
         notes.append("flops omitted: uncounted ops " + ", ".join(sorted(s.cost.recorder.uncounted)))
@@ -294,7 +340,7 @@ def examine(s):
     outputs = [{"name": f"y{i}", "shape": list(t.shape), "dtype": dtype_name(t.dtype)} for i, t in enumerate(s.outs)]
     return Analysis(module_mode="train" if s.model.training else "eval", arguments=specs, outputs=outputs, dtype=dtype,
                     flops=s.cost.flops, min_bytes=arg_bytes + sum(tensor_bytes(t) for t in s.outs), artifact=data,
-                    description=describe(s.tree, s.item), notes=notes, rules=rules)
+                    description=describe(s.tree, s.item), notes=notes, rules=rules, trace_notes=trace_notes)
 
 
 def check_arguments(s):

@@ -213,7 +213,7 @@ def main(argv=None):
                     continue
                 imported += 1
                 done.write(json.dumps({"id": tid, "file": item.file, "row": item.row, "seconds": round(seconds, 3),
-                                       "notes": result.notes}) + "\n")
+                                       "trace_tier": result.trace_tier, "notes": result.notes}) + "\n")
                 print(f"[{k + 1}/{len(todo)}] {item.label()}: imported as {tid} ({seconds:.2f} s)", file=sys.stderr, flush=True)
     mark_in_flight(a.out, None, None)
     seconds = time.monotonic() - start

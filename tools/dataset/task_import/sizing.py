@@ -15,7 +15,9 @@ CPU budget. The trace is taken at the smallest candidate S1 and verified, beside
 draws at S1, at a second candidate S2 in which every scaled constant has another value: a value the
 trace froze (a size constant read in forward, a group count) differs there and shows. The artifact
 is then run on the meta device at the real size, and its output shapes must be the module's.
-What stays for the GPU stage: the values at the real size."""
+A module whose trace every tier refutes at S2 or at the real size is traced at its own size on the
+meta device instead (tier M, trace_on_meta; classify.traced_on_meta checks the same procedure at S1
+and S2 on the CPU). What stays for the GPU stage: the values at the real size."""
 import contextlib
 import dataclasses
 import math
@@ -110,11 +112,7 @@ def probe(module, seed, values):
     p = Probe(values=dict(values))
     with constants_set(module, values):
         try:
-            seed_all(seed)
-            with torch.device("meta"):
-                model = module.Model(*module.get_init_inputs())
-                seed_all(seed + 1)
-                p.inputs = list(module.get_inputs())
+            model, p.inputs = meta_build(module, seed)
             p.model, p.state = model, {k: v.detach() for k, v in model.state_dict().items()}
         except Exception as e:  # noqa: BLE001  (the CPU build reports what is wrong)
             p.error = f"{type(e).__name__}: {one_line(e, 200)}"
@@ -141,6 +139,38 @@ def probe(module, seed, values):
         finally:
             _meta_spent[0] += time.monotonic() - start
     return p
+
+
+def meta_build(module, seed):
+    """(model, get_inputs() entries) built on the meta device, seeded as the CPU build is."""
+    seed_all(seed)
+    with torch.device("meta"):
+        model = module.Model(*module.get_init_inputs())
+        seed_all(seed + 1)
+        return model, list(module.get_inputs())
+
+
+def trace_on_meta(module, seed, values):
+    """(artifact bytes, tracer warnings): the module built afresh on the meta device with `values`
+    set ({} for its own size) and traced there (artifact.trace_on_meta), nothing computed: tier M.
+    A failure is a trace_mismatch naming the size."""
+    from . import artifact
+    from .running import WithScalars
+    at = describe(values) or "the module's own size"
+    with constants_set(module, values):
+        try:
+            model, entries = meta_build(module, seed)
+        except Exception as e:  # noqa: BLE001  (it built there for the probe: a module that differs each time)
+            raise Skip("trace_mismatch", f"building on the meta device at {at} failed: {type(e).__name__}: "
+                       f"{one_line(e, 200)}") from None
+        inputs = [t for t in entries if isinstance(t, torch.Tensor)]
+        if len(inputs) != len(entries):
+            model = WithScalars(model, entries)
+        state = {k: v.detach() for k, v in model.state_dict().items()}
+        try:
+            return artifact.trace_on_meta(model, len(inputs), list(state), [*inputs, *state.values()])
+        except Skip as e:
+            raise Skip(e.reason, f"at {at}: {e.detail}") from None
 
 
 def _int_like(v):
@@ -287,10 +317,12 @@ def artifact_shapes_on_meta(data, real):
     return [(tuple(g.shape), g.dtype) for g in got], ""
 
 
-def at_real_size(analysis, sized, draw_bound):
+def at_real_size(analysis, sized, draw_bound, refuted=None):
     """The Analysis made at the small size S1, restated at the module's own size: argument and output
     shapes, flops and bytes from the meta run; draws of PyTorch's default init refitted to the real
-    fan-in (`draw_bound(model, name, tensor)`, draws.module_bound)."""
+    fan-in (`draw_bound(model, name, tensor)`, draws.module_bound). `refuted`: why the trace taken at
+    S1 failed, when analysis.artifact is instead the trace on the meta device at the module's own
+    size (tier M, classify.traced_on_meta)."""
     real = sized.real
     if real.forward_error == SLOW_META:  # the artifact's meta run would be as slow
         shapes, err = inferred_shapes(sized), "not run: " + SLOW_META
@@ -322,10 +354,19 @@ def at_real_size(analysis, sized, draw_bound):
         notes.append("flops omitted: uncounted ops " + ", ".join(real.uncounted))
     elif real.flops is None:
         notes.append(f"flops omitted: forward fails on the meta device ({real.forward_error})")
-    second = f"; the trace verified again at {describe(sized.second.values)}" if sized.second else \
-        "; no second small size found: the trace verified at one size only"
-    notes.append(f"checked and traced at a small size (tier {sized.tier}: {describe(sized.small.values)}){second}; "
-                 "the task states the module's own size, whose values the GPU stage checks")
+    if refuted is None:
+        second = f"; the trace verified again at {describe(sized.second.values)}" if sized.second else \
+            "; no second small size found: the trace verified at one size only"
+        notes.append(f"checked and traced at a small size (tier {sized.tier}: {describe(sized.small.values)}){second}; "
+                     "the task states the module's own size, whose values the GPU stage checks")
+        analysis.trace_tier = sized.tier
+    else:
+        sizes = describe(sized.small.values) + (f" and {describe(sized.second.values)}" if sized.second else "")
+        notes.append(f"traced on the meta device at the module's own size (tier M), no value computed there: the "
+                     f"trace at a small size (tier {sized.tier}: {describe(sized.small.values)}) was refuted ({one_line(refuted, 240)}); "
+                     f"checked at that small size, and the same meta-device trace taken at {sizes} matched eager "
+                     "there; the GPU stage must validate the artifact's values at the module's own size")
+        analysis.trace_tier = "M"
     if refit:
         notes.append("default-init draws refitted to the real fan-in: " + ", ".join(refit))
     analysis.notes = notes

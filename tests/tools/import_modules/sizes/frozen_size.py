@@ -1,5 +1,6 @@
 # float(x.shape[-1]) freezes the size the trace saw: a trace taken at a small size is wrong at every
-# other, which the second small size shows (trace_mismatch).
+# other, which the second small size shows. The module is then traced at its own size on the meta
+# device (tier M), where the number frozen is its own dim.
 import torch
 import torch.nn as nn
 
