@@ -87,12 +87,19 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
   }
   for (const InitValue& v : task_.init_inputs) b.init_values.push_back(std::visit([](auto x) { return kforge_ext::Value(x); }, v));
   std::vector<at::Tensor> out;
+  cudaGetLastError();  // nothing of the harness's is left for the candidate's launches to be blamed for
   try {
     CandidateScope scope;
     out = run_plan(plan_, *lib_.functions, b);
   } catch (const Error& e) {
     throw CandidateError(e.kind() == ErrorKind::spec ? worker_error::launch_error : worker_error::runtime_error, e.what(), false);
   }
+  // A launch CUDA refused (a grid of no block at an empty shape, too many threads) that the
+  // candidate's code did not check: its outputs were never written, and the error is its own.
+  if (const cudaError_t launch = cudaGetLastError(); launch != cudaSuccess)
+    throw CandidateError(worker_error::launch_error,
+                         std::string("a kernel launch of the candidate's failed and was not checked: ") + cudaGetErrorString(launch),
+                         false);
   if (out.size() != task_.outputs.size())
     throw CandidateError(worker_error::runtime_error,
                          "model_new.py: forward returns " + std::to_string(out.size()) + " tensors; the task has " +

@@ -87,7 +87,7 @@ void print_shapes(const std::string& name, const EvalReport& r) {
     std::cout << ", shapes " << r.shapes->status << " in " << r.shapes->wall_ms << " ms"
               << (r.shapes->note.empty() ? "" : " (" + r.shapes->note + ")");
     for (const auto& t : r.shapes->trials) {
-      std::cout << "\n   ";
+      std::cout << "\n   " << (t.layout.empty() ? "" : " " + t.layout);
       for (const auto& [k, v] : t.dims) std::cout << " " << k << "=" << v;
       std::cout << ": " << verdict_name(t.verdict) << " in " << t.wall_ms << " ms"
                 << (t.reason.empty() ? "" : " (" + t.reason.substr(0, 160) + ")");
@@ -152,6 +152,39 @@ TEST(ShapesGpu, ATunedKernelIsRefusedAtAnotherShapeWhileAGeneralOnePasses) {
   ASSERT_TRUE(untested.shapes);
   EXPECT_EQ(untested.shapes->status, "not_tested");
   EXPECT_FALSE(ev_off.evaluate(load_task(task_path("softmax_rows")), Candidate::load(online), verify_only()).shapes.has_value());
+}
+
+// An empty dimension (issue 30): at R = 0 the general plan's grid [R] has no block, so its launch is
+// left out and nothing runs; the outputs are empty and the trial passes. A kernel of a fixed grid
+// that writes its first row whatever R is writes into the guard past the empty output: refused.
+TEST(ShapesGpu, AtAnEmptyShapeALaunchOfNoBlockIsLeftOutAndAStrayWriteIsCaught) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  Evaluator ev(shapes_config());
+  TaskSpec task = load_task(task_path("softmax_rows"));
+  task.extra_dims = {{{"R", 0}}};
+  EvalReport general = ev.evaluate(task, inline_candidate("general", kGeneralSoftmax, kGeneralPlan), verify_only());
+  print_shapes("general at R = 0", general);
+  ASSERT_EQ(general.verdict, Verdict::pass) << format_report(general);
+  ASSERT_TRUE(general.shapes);
+  ASSERT_EQ(general.shapes->trials.size(), 1u);
+  EXPECT_EQ(general.shapes->trials[0].verdict, Verdict::pass) << general.shapes->trials[0].reason;
+
+  // Rows by a grid-stride loop over a fixed grid of 264 blocks, and a "warm-up" store to row 0
+  // before the loop: right whenever R >= 1, a write past an empty output at R = 0.
+  std::string stray = kGeneralSoftmax;
+  stray.replace(stray.find("  const int row = blockIdx.x;\n  if (row >= R) return;"),
+                std::string("  const int row = blockIdx.x;\n  if (row >= R) return;").size(),
+                "  if (blockIdx.x == 0 && threadIdx.x == 0) y[0] = 0.0f;\n  for (int row = blockIdx.x; row < R; row += gridDim.x) {");
+  stray.replace(stray.rfind("}"), 1, "}\n}");
+  const std::string stray_plan = "launches:\n  - {kernel: softmax_rows, grid: [264], block: [256], args: [x, y, R, C]}\n";
+  EvalReport r = ev.evaluate(task, inline_candidate("stray", stray, stray_plan), verify_only());
+  print_shapes("fixed grid, a store to row 0, at R = 0", r);
+  ASSERT_EQ(r.verdict, Verdict::pass) << format_report(r);
+  ASSERT_TRUE(r.shapes);
+  EXPECT_EQ(r.shapes->status, "not_general");
+  ASSERT_EQ(r.shapes->trials.size(), 1u);
+  EXPECT_NE(r.shapes->trials[0].verdict, Verdict::pass);
+  EXPECT_NE(r.shapes->trials[0].reason.find("buffer"), std::string::npos) << r.shapes->trials[0].reason;
 }
 
 TEST(ShapesGpu, TheExtraTrialsCostMeasuredSideBySide) {

@@ -187,7 +187,54 @@ TEST(ExtensionEvalGpu, AnExtensionIsVerifiedAtTheTasksOtherShapes) {
   std::cout << format_report(r);
   ASSERT_EQ(r.verdict, Verdict::pass) << format_report(r);
   ASSERT_TRUE(r.shapes);
-  ASSERT_EQ(r.shapes->trials.size(), 2u) << "both shapes ran: " << format_report(r);
-  for (const auto& t : r.shapes->trials) EXPECT_EQ(t.verdict, Verdict::pass) << t.reason;
+  ASSERT_EQ(r.shapes->trials.size(), 3u) << "both shapes and the strided layout ran: " << format_report(r);
+  EXPECT_EQ(r.shapes->trials[2].layout, "noncontiguous");
+  for (const auto& t : r.shapes->trials) EXPECT_EQ(t.verdict, Verdict::pass) << t.layout << ": " << t.reason;
   EXPECT_TRUE(r.shapes->general()) << "the honest GEMM follows its tensors' shapes";
+}
+
+// Issue 30: an empty batch and a strided input. The shipped CUDA-Agent binding makes x contiguous
+// and launches nothing over no rows, so it is general; the same binding without either reads the
+// strided x as if it were contiguous (wrong values) and launches a grid of no block at M = 0 (a
+// launch error its code never checked): not_general, each trial saying why.
+TEST(ExtensionEvalGpu, AnEmptyBatchAndStridedInputsTellAGeneralBindingFromANaiveOne) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  EvalConfig cfg = config();
+  cfg.verify.extra_shape_trials = 1;
+  Evaluator ev(cfg);
+  TaskSpec task = load_task(task_path("linear_relu"));
+  task.extra_dims = {{{"M", 0}}};
+  const std::string base = source_dir() + "/datasets/samples/extension_candidates/linear_relu/cuda_agent";
+  EvalOptions opt;
+  opt.trials = 2;
+  opt.time = false;
+  EvalReport general = ev.evaluate(task, Candidate::load_extension(base), opt);
+  std::cout << format_report(general);
+  ASSERT_EQ(general.verdict, Verdict::pass) << format_report(general);
+  ASSERT_TRUE(general.shapes);
+  ASSERT_EQ(general.shapes->trials.size(), 2u) << format_report(general);
+  EXPECT_EQ(general.shapes->trials[0].dims.at("M"), 0);
+  EXPECT_EQ(general.shapes->trials[1].layout, "noncontiguous");
+  for (const auto& t : general.shapes->trials) EXPECT_EQ(t.verdict, Verdict::pass) << t.layout << ": " << t.reason;
+  EXPECT_TRUE(general.shapes->general());
+
+  Candidate naive = Candidate::load_extension(base);
+  const std::string binding = "kernels/linear_relu_binding.cpp";
+  ASSERT_TRUE(naive.files.count(binding));
+  for (const char* line : {"  x = x.contiguous();\n", "  weight = weight.contiguous();\n",
+                           "  if (out.numel() == 0) return out;  // an empty batch: no block to launch\n"}) {
+    const size_t at = naive.files[binding].find(line);
+    ASSERT_NE(at, std::string::npos) << line;
+    naive.files[binding].erase(at, std::string(line).size());
+  }
+  naive.dir += "#naive";
+  EvalReport r = ev.evaluate(task, naive, opt);
+  std::cout << format_report(r);
+  ASSERT_EQ(r.verdict, Verdict::pass) << "right with the contiguous inputs of the task's own shape: " << format_report(r);
+  ASSERT_TRUE(r.shapes);
+  EXPECT_EQ(r.shapes->status, "not_general");
+  ASSERT_EQ(r.shapes->trials.size(), 2u);
+  EXPECT_EQ(r.shapes->trials[0].verdict, Verdict::error) << r.shapes->trials[0].reason;
+  EXPECT_NE(r.shapes->trials[0].reason.find("launch"), std::string::npos) << r.shapes->trials[0].reason;
+  EXPECT_EQ(r.shapes->trials[1].verdict, Verdict::fail) << r.shapes->trials[1].reason;
 }

@@ -122,6 +122,7 @@ torch::Tensor linear_relu_cuda(torch::Tensor x, torch::Tensor weight, torch::Ten
   weight = weight.contiguous();
   const int M = x.size(0), K = x.size(1), N = weight.size(0);
   auto out = torch::empty({M, N}, x.options());
+  if (out.numel() == 0) return out;  // an empty batch: no block to launch
   dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
   linear_relu<<<grid, NT, 0, c10::cuda::getCurrentCUDAStream().stream()>>>(
       x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(), M, N, K);
