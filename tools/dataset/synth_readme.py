@@ -234,9 +234,10 @@ def extra_shapes_section(s):
     out = [f"**Extra shapes** (`extra_dims` in each spec, {how}; `data_synth/synth/extra_shapes.h`): verification "
            "also runs a candidate at each, so that a kernel hard-coded to the task's own shape fails. Up to "
            f"{added.get('max_shapes', 3)} per task, drawn from its seed: every dim an odd size near 0.3-0.7 of its own "
-           "(`odd`), a batch of 1 (`batch_one`), every dim one smaller (`off_by_one`); each only where the task resolves "
-           "there with its index ranges unchanged and a footprint no larger than its own (shapes only shrink, so the "
-           f"task's stored tolerance still holds). {with_any} of the {n} {whose} tasks ({share(with_any, n)}) have at "
+           "(`odd`), a batch of 1 (`batch_one`), every dim one smaller (`off_by_one`), an empty batch B = 0 (`empty`: only "
+           "where every output is then empty and the reference, run on the CPU, accepts it); each only where the task "
+           "resolves there with its index ranges unchanged and a footprint no larger than its own (shapes only shrink, "
+           f"so the task's stored tolerance still holds). {with_any} of the {n} {whose} tasks ({share(with_any, n)}) have at "
            "least one" + (f"; shapes by kind over every row (the rejected ones too): "
                           f"{', '.join(f'`{k}` {v}' for k, v in added['by_kind'].items())}" if added.get("by_kind") else "")
            + ".\n"]
