@@ -67,11 +67,16 @@ def table(out, kb):
 
 
 def tiers(imported):
-    """How many tasks were checked at their own size, and at a small size per tier (sizing.py)."""
+    """How many tasks were checked at their own size, and at a small size per tier (sizing.py): the row's
+    `trace_tier` (module, A, B, A1, M), else read from its notes (rows written before trace_tier)."""
     out = {}
     for i in imported:
-        m = next((re.search(r"tier (\w+)", n) for n in i["notes"] if n.startswith("checked and traced at a small size")), None)
-        key = f"tier_{m.group(1)}" if m else "own_size"
+        tier = i.get("trace_tier")
+        if tier:
+            key = "own_size" if tier == "module" else f"tier_{tier}"
+        else:
+            m = next((re.search(r"tier (\w+)", n) for n in i["notes"] if n.startswith("checked and traced at a small size")), None)
+            key = f"tier_{m.group(1)}" if m else "own_size"
         out[key] = out.get(key, 0) + 1
     return out
 
