@@ -95,9 +95,11 @@ AnticheatSection parse_anticheat_section(const Json& j, const std::string& path)
 
 Json to_json(const ShapesSection& s) {
   Json trials = Json::array();
-  for (const auto& t : s.trials)
-    trials.push_back(
-        {{"dims", t.dims}, {"layout", t.layout}, {"verdict", verdict_name(t.verdict)}, {"reason", t.reason}, {"wall_ms", t.wall_ms}});
+  for (const auto& t : s.trials) {
+    Json one = {{"dims", t.dims}, {"verdict", verdict_name(t.verdict)}, {"reason", t.reason}, {"wall_ms", t.wall_ms}};
+    if (!t.layout.empty()) one["layout"] = t.layout;  // a layout trial; a shape trial has none
+    trials.push_back(std::move(one));
+  }
   return {{"status", s.status}, {"trials", trials}, {"note", s.note}, {"wall_ms", s.wall_ms}};
 }
 
@@ -122,7 +124,7 @@ ShapesSection parse_shapes_section(const Json& j, const std::string& path) {
       KFORGE_CHECK(v.is_number_integer(), spec, to.path("dims") << "." << k << " must be an integer");
       t.dims[k] = v.get<int64_t>();
     }
-    t.layout = to.opt<std::string>("layout").value_or("");  // absent in reports written before layout trials
+    t.layout = to.opt<std::string>("layout").value_or("");  // absent: a shape trial
     t.verdict = parse_verdict(to.req<std::string>("verdict"));
     t.reason = to.req<std::string>("reason");
     t.wall_ms = to.req<double>("wall_ms");
@@ -304,7 +306,7 @@ std::string format_report(const EvalReport& r) {
     if (!sh.note.empty()) os << ": " << sh.note;
     os << "\n";
     for (const auto& t : sh.trials) {
-      os << "  ";
+      os << "  " << (t.layout.empty() ? "" : t.layout + " inputs ");
       for (const auto& [k, v] : t.dims) os << k << "=" << v << " ";
       os << verdict_name(t.verdict) << (t.reason.empty() ? "" : ": " + t.reason) << "\n";
     }

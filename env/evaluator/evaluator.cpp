@@ -327,7 +327,7 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
       trial.reason = std::string("the launch plan does not resolve at this shape: ") + e.what();
     }
     if (planned) {
-      req.task_yaml = task_to_yaml(at);
+      req.extra_shape = static_cast<int>(i);
       judge(trial);
     }
     trial.wall_ms = ms_since(t1);
@@ -336,8 +336,8 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
   // An extension's forward takes tensors, so it may be handed its inputs in any layout PyTorch
   // allows: the same values, strided or channels-last, at the task's own shape. (A kernel-kind plan
   // receives pointers to contiguous buffers by its format: no layout to vary.)
+  req.extra_shape = -1;
   if (req.extension) {
-    req.task_yaml = task_to_yaml(task);
     // Making a strided input contiguous is ATen's copy (`x.contiguous()` in the binding, as CUDA Agent's
     // and KernelBench's extensions all do): allowed here, where nothing is timed. The task's own
     // shape, with contiguous inputs (where it is a no-op), judged library_kernels as configured.

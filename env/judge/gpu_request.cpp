@@ -88,6 +88,7 @@ DynamicCheckConfig anticheat_from(const Json& j, const std::string& path) {
 Json to_json(const GpuEvalRequest& r) {
   Json j = {{"type", "evaluate"},
             {"task_yaml", r.task_yaml},
+            {"extra_shape", r.extra_shape},
             {"kind", r.extension ? "extension" : "kernel"},
             {"max_workspace_bytes", r.max_workspace_bytes},
             {"verify",
@@ -121,6 +122,8 @@ GpuEvalRequest parse_gpu_eval_request(const Json& j) {
   GpuEvalRequest r;
   KFORGE_CHECK(o.req<std::string>("type") == "evaluate", spec, "request.type must be evaluate");
   r.task_yaml = o.req<std::string>("task_yaml");
+  r.extra_shape = o.req<int>("extra_shape");
+  KFORGE_CHECK(r.extra_shape >= -1, spec, "request.extra_shape must be -1 (the task's own dims) or an index into its extra_dims");
   const std::string kind = o.req<std::string>("kind");
   KFORGE_CHECK(kind == "kernel" || kind == "extension", spec, "request.kind must be kernel or extension, not '" << kind << "'");
   if (kind == "kernel") {

@@ -50,6 +50,10 @@ bool is_input_layout(const std::string& name);
 
 struct GpuEvalRequest {
   std::string task_yaml;
+  // Where the task is judged: -1 at its own dims, else at its extra_dims[extra_shape] (issue 30's
+  // shape trials; the task's own text travels, so an empty dimension, which a task's own dims may
+  // not be, reaches the worker as the parser's TaskSpec::at_extra_dims makes it).
+  int extra_shape = -1;
   // The candidate: the kernel kind's module and launch plan (kind "kernel" on the wire), or an
   // extension (kind "extension": cubin, cubin_hash, plan and kernel_names are not sent).
   std::optional<GpuExtension> extension;
@@ -67,6 +71,8 @@ struct GpuEvalRequest {
 };
 
 Json to_json(const GpuEvalRequest& r);
+// What names the request's task among others (its text and extra_shape): a key for what is kept per task.
+inline std::string task_key(const GpuEvalRequest& r) { return std::to_string(r.extra_shape) + "\n" + r.task_yaml; }
 // Throws Error(bad_request kind is the caller's: spec) naming the first unknown, missing or
 // mistyped key, with its path ("request.time.max_reps").
 GpuEvalRequest parse_gpu_eval_request(const Json& j);

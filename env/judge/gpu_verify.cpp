@@ -50,7 +50,7 @@ void Judgement::verify() {
   Json robustness = {{"enabled", ac.robustness_draws}, {"variants", Json::array()}, {"ran", Json::array()}};
   if (ac.robustness_draws) {
     auto t_cond = std::chrono::steady_clock::now();
-    const TaskConditions& tc = s_.conditions_for(task_, req_.task_yaml, ac.robustness_margin);
+    const TaskConditions& tc = s_.conditions_for(task_, task_key(req_), ac.robustness_margin);
     // Fail closed: without the conditions no robustness call would run, and a candidate that relies
     // on one member's statistics would pass unseen (softmax_rows on an 80 GB H100, 2026-12-05).
     if (!tc.unavailable.empty())

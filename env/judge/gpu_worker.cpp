@@ -65,14 +65,17 @@ class CublasTf32Scope {
 
 CUstream GpuWorker::State::stream() const { return at::cuda::getCurrentCUDAStream(device).stream(); }
 
-const TaskSpec& GpuWorker::State::task_for(const std::string& yaml) {
-  auto it = tasks.find(yaml);
+const TaskSpec& GpuWorker::State::task_for(const std::string& yaml, int extra_shape) {
+  const std::string key = std::to_string(extra_shape) + "\n" + yaml;
+  auto it = tasks.find(key);
   if (it != tasks.end()) return it->second;
   if (tasks.size() > 64) {
     tasks.clear();
     conditions.clear();
   }
-  return tasks.emplace(yaml, parse_task(yaml, "request.task_yaml")).first->second;
+  TaskSpec t = parse_task(yaml, "request.task_yaml");
+  if (extra_shape >= 0) t = t.at_extra_dims(static_cast<size_t>(extra_shape));
+  return tasks.emplace(key, std::move(t)).first->second;
 }
 
 const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, const std::string& yaml, double margin) {
@@ -206,10 +209,10 @@ Json GpuWorker::evaluate(const Json& request) {
   auto t_req = Clock::now();
   const GpuEvalRequest req = parse_gpu_eval_request(request);
   c10::cuda::CUDAGuard guard(s_->dev);
-  const TaskSpec& task = s_->task_for(req.task_yaml);
+  const TaskSpec& task = s_->task_for(req.task_yaml, req.extra_shape);
   // The robustness conditions (once per task in a worker) before the call bench holds its buffers:
   // their float64 reference is the largest allocation a request makes.
-  if (req.anticheat.robustness_draws) s_->conditions_for(task, req.task_yaml, req.anticheat.robustness_margin);
+  if (req.anticheat.robustness_draws) s_->conditions_for(task, task_key(req), req.anticheat.robustness_margin);
   Judgement j(*s_, req, task);
   try {
     j.load();

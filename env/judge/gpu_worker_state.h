@@ -46,7 +46,8 @@ struct GpuWorker::State {
   std::unique_ptr<L2Flush> l2_flush;  // verification calls are flushed as timed ones are
 
   CUstream stream() const;
-  const TaskSpec& task_for(const std::string& yaml);
+  // The request's task, parsed once per (text, extra_shape) (GpuEvalRequest::extra_shape).
+  const TaskSpec& task_for(const std::string& yaml, int extra_shape);
   // Which robustness variants are well-conditioned for the task (robust_draws.h), measured once
   // per task and margin in this worker.
   const TaskConditions& conditions_for(const TaskSpec& task, const std::string& yaml, double margin);

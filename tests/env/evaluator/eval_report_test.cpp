@@ -193,20 +193,25 @@ TEST(EvalReport, TheOtherShapesSectionRoundTripsAndIsReadStrictly) {
   Json j = full_report();
   j["shapes"] = {
       {"status", "not_general"},
-      {"trials", Json::array({{{"dims", {{"B", 1}}}, {"verdict", "pass"}, {"reason", ""}, {"wall_ms", 12.0}},
-                              {{"dims", {{"C", 4093}, {"R", 31}}}, {"verdict", "fail"}, {"reason", "2 mismatches"}, {"wall_ms", 9.5}}})},
+      {"trials",
+       Json::array({{{"dims", {{"B", 1}}}, {"verdict", "pass"}, {"reason", ""}, {"wall_ms", 12.0}},
+                    {{"dims", {{"C", 4093}, {"R", 31}}}, {"verdict", "fail"}, {"reason", "2 mismatches"}, {"wall_ms", 9.5}},
+                    {{"dims", Json::object()}, {"layout", "noncontiguous"}, {"verdict", "pass"}, {"reason", ""}, {"wall_ms", 3.0}}})},
       {"note", ""},
       {"wall_ms", 22.0}};
   EvalReport r = parse_eval_report(j);
   ASSERT_TRUE(r.shapes);
   EXPECT_FALSE(r.shapes->general());
-  ASSERT_EQ(r.shapes->trials.size(), 2u);
+  ASSERT_EQ(r.shapes->trials.size(), 3u);
   EXPECT_EQ(r.shapes->trials[1].dims.at("C"), 4093);
+  EXPECT_EQ(r.shapes->trials[1].layout, "");
+  EXPECT_EQ(r.shapes->trials[2].layout, "noncontiguous");
   EXPECT_EQ(r.shapes->trials[1].verdict, Verdict::fail);
   EXPECT_EQ(r.verdict, Verdict::pass) << "the shapes are the reward's to weigh, not the verdict's";
   Json out = to_json(r);
   EXPECT_EQ(out["shapes"].dump(), j["shapes"].dump());
-  EXPECT_NE(format_report(r).find("other shapes: not_general (1 of 2 passed)"), std::string::npos) << format_report(r);
+  EXPECT_NE(format_report(r).find("other shapes: not_general (2 of 3 passed)"), std::string::npos) << format_report(r);
+  EXPECT_NE(format_report(r).find("noncontiguous inputs pass"), std::string::npos) << format_report(r);
   EXPECT_NE(format_report(r).find("C=4093 R=31 fail: 2 mismatches"), std::string::npos) << format_report(r);
 
   Json bad = j;
