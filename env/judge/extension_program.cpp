@@ -73,8 +73,10 @@ void ExtensionProgram::run(const CallView& view, CUstream stream) {
   relaid_.clear();
   for (size_t i = 0; i < task_.arguments.size(); ++i) {
     const at::Tensor& slot = view.arguments[i];
-    // Over exactly the argument's bytes: its storage is not the buffer set's block.
-    at::Tensor t = at::from_blob(slot.data_ptr(), slot.sizes(), slot.options());
+    // Over exactly the argument's bytes: its storage is not the buffer set's block. An empty argument
+    // (an empty extra shape) has no bytes and perhaps no address: torch's own empty tensor.
+    at::Tensor t =
+        slot.numel() == 0 ? at::empty(slot.sizes(), slot.options()) : at::from_blob(slot.data_ptr(), slot.sizes(), slot.options());
     args_.emplace_back(reinterpret_cast<uintptr_t>(slot.data_ptr()), reinterpret_cast<uintptr_t>(slot.data_ptr()) + slot.nbytes());
     if (task_.arguments[i].decl.role == ArgRole::input) {
       if (input_layout_ != "contiguous") {

@@ -156,7 +156,7 @@ TEST(ShapesGpu, ATunedKernelIsRefusedAtAnotherShapeWhileAGeneralOnePasses) {
 
 // An empty dimension (issue 30): at R = 0 the general plan's grid [R] has no block, so its launch is
 // left out and nothing runs; the outputs are empty and the trial passes. A kernel of a fixed grid
-// that writes its first row whatever R is writes into the guard past the empty output: refused.
+// that writes its first row whatever R is writes where the empty output has no byte: refused.
 TEST(ShapesGpu, AtAnEmptyShapeALaunchOfNoBlockIsLeftOutAndAStrayWriteIsCaught) {
   KFORGE_SKIP_WITHOUT_CUDA();
   Evaluator ev(shapes_config());
@@ -184,7 +184,9 @@ TEST(ShapesGpu, AtAnEmptyShapeALaunchOfNoBlockIsLeftOutAndAStrayWriteIsCaught) {
   EXPECT_EQ(r.shapes->status, "not_general");
   ASSERT_EQ(r.shapes->trials.size(), 1u);
   EXPECT_NE(r.shapes->trials[0].verdict, Verdict::pass);
-  EXPECT_NE(r.shapes->trials[0].reason.find("buffer"), std::string::npos) << r.shapes->trials[0].reason;
+  // The empty output has no byte to write: the store faults (H100: an illegal address) or lands in a guard.
+  const std::string& why = r.shapes->trials[0].reason;
+  EXPECT_TRUE(why.find("illegal") != std::string::npos || why.find("buffer") != std::string::npos) << why;
 }
 
 TEST(ShapesGpu, TheExtraTrialsCostMeasuredSideBySide) {
