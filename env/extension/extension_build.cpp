@@ -19,6 +19,7 @@
 #include "configs/error.h"
 #include "configs/file_reader.h"
 #include "configs/sha256.h"
+#include "env/extension/cuda_split.h"
 #include "env/extension/source_rules.h"
 #include "env/process/child_sandbox.h"
 
@@ -235,7 +236,27 @@ struct ObjectPlan {
 struct BuildPlace {
   const ExtensionToolchain& tc;
   std::string toolchain_id, work, pch, tmp_suffix, headers, arch;
+  bool halves = false;  // the files are a split's (kSplitHostFile is cuda.cu's host code)
 };
+
+// nvcc's defines of torch's load_inline (the nvcc command below), which the host code of cuda.cu saw.
+const std::vector<std::string>& load_inline_nvcc_defines() {
+  static const std::vector<std::string> d = {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                                             "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"};
+  return d;
+}
+
+// The split's host half is cuda.cu's host code: it gets the -D, -U and -std of extra_cuda_cflags, as
+// nvcc gave that code, not extra_cflags (main.cpp's, as in torch's load_inline). Not nvcc's four
+// __CUDA_NO_HALF* defines: the precompiled torch header (cuda_fp16.h and cuda_bf16.h included, as in
+// every host file of the kind) would not be used with them (8.5 s instead of 2.5 s here); host code
+// without them has half's host operators and conversions, which only accepts more.
+std::vector<std::string> split_host_flags(const std::vector<std::string>& cuda_extra) {
+  std::vector<std::string> out;
+  for (const auto& f : cuda_extra)
+    if (f.rfind("-D", 0) == 0 || f.rfind("-U", 0) == 0 || f.rfind("-std=", 0) == 0) out.push_back(f);
+  return out;
+}
 
 ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, const std::vector<ExtensionFile>& files,
                         const std::vector<std::string>& cuda_extra, const std::vector<std::string>& host_extra) {
@@ -249,28 +270,17 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
     j.step = {f.path, k == ExtensionFileKind::cuda ? "nvcc" : "g++", 0, false};
     if (k == ExtensionFileKind::cuda) {
       // torch's own load_inline defaults, which KernelBench-style sources expect.
-      j.argv = {tc.nvcc,
-                "-c",
-                "-O3",
-                "-std=c++17",
-                "-arch=" + at.arch,
-                "-cudart",
-                "shared",
-                "--expt-relaxed-constexpr",
-                "-D__CUDA_NO_HALF_OPERATORS__",
-                "-D__CUDA_NO_HALF_CONVERSIONS__",
-                "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                "-D__CUDA_NO_HALF2_OPERATORS__",
-                "-Xcompiler",
-                "-fPIC,-fvisibility=hidden",
-                define};
+      j.argv = {tc.nvcc, "-c", "-O3", "-std=c++17", "-arch=" + at.arch, "-cudart", "shared", "--expt-relaxed-constexpr"};
+      for (const auto& d : load_inline_nvcc_defines()) j.argv.push_back(d);
+      j.argv.insert(j.argv.end(), {"-Xcompiler", "-fPIC,-fvisibility=hidden", define});
       for (const auto& x : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) j.argv.push_back(x);
       for (const auto& x : cuda_extra) j.argv.push_back(x);
     } else {
       j.argv = {tc.cxx, "-c"};
       for (const auto& x : host_flags(tc)) j.argv.push_back(x);
       j.argv.insert(j.argv.end(), {"-include", at.pch + "/kforge_torch_pch.h", define});
-      for (const auto& x : host_extra) j.argv.push_back(x);
+      const bool cuda_host_code = at.halves && f.path == kSplitHostFile;
+      for (const auto& x : cuda_host_code ? split_host_flags(cuda_extra) : host_extra) j.argv.push_back(x);
     }
     for (const auto& x : common_includes(tc, at.work)) j.argv.push_back(x);
     // The object's key: the toolchain, the command's flags, the file and every candidate header.
@@ -302,6 +312,43 @@ std::string cuda_agent_module(const std::string& name) {
 }  // namespace
 
 ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
+  ExtensionBuildRequest plain = req;
+  plain.split_cuda = false;
+  auto cu = std::find_if(plain.files.begin(), plain.files.end(), [](const ExtensionFile& f) { return f.path == "cuda.cu"; });
+  if (!req.split_cuda || cu == plain.files.end()) return build_files(plain, false);
+  const auto t0 = Clock::now();
+  const CudaSplit s = split_cuda_source(cu->text, cu->path);
+  std::string note;
+  std::vector<BuildStep> tried;
+  if (s.ok) {
+    ExtensionBuildRequest halves = plain;
+    halves.files.erase(halves.files.begin() + (cu - plain.files.begin()));
+    halves.files.push_back({kSplitDeviceFile, s.device_cu});
+    halves.files.push_back({kSplitHostFile, s.host_cpp});
+    ExtensionBuildResult r = build_files(halves, true);
+    if (r.ok || r.error_kind == "timeout") {
+      r.split = "cuda.cu split: " + std::to_string(s.launched.size()) + " kernel(s) launched at " + std::to_string(s.launches) +
+                " site(s), device code to " + kSplitDeviceFile + " (nvcc, no torch headers), host code to " + kSplitHostFile +
+                " (g++, precompiled torch header)";
+      if (r.ok) r.log = r.split;
+      return r;
+    }
+    const std::string first = r.log.substr(0, r.log.find('\n'));
+    note = "cuda.cu built unsplit: its split halves did not build (" + first + ")";
+    tried = r.steps;
+  } else {
+    note = "cuda.cu built unsplit: " + s.why;
+  }
+  ExtensionBuildResult r = build_files(plain, false);
+  for (auto& st : tried) st.what = "split " + st.what;
+  r.steps.insert(r.steps.begin(), tried.begin(), tried.end());
+  r.split = note;
+  r.log = r.ok ? note : r.log + "\n(" + note + ")";
+  r.total_ms = ms_since(t0);
+  return r;
+}
+
+ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& req, bool halves) {
   const auto t0 = Clock::now();
   ExtensionBuildResult out;
   out.filesystem = sandbox_->filesystem();
@@ -351,8 +398,8 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
     remove_tree(work.string());
     for (const auto& f : files) write_file(work / f.path, f.text);
 
-    ObjectPlan plan =
-        plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers, arch}, req.module_name, files, cuda_extra, host_extra);
+    ObjectPlan plan = plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers, arch, halves}, req.module_name, files,
+                                   cuda_extra, host_extra);
     std::vector<Job>& jobs = plan.jobs;
     const std::vector<std::string>& objects = plan.objects;
     for (const auto& st : plan.cached) out.steps.push_back(st);
@@ -398,8 +445,9 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
 }
 
 ExtensionBuildRequest load_inline_request(const std::string& name, const std::string& cpp_sources, const std::string& cuda_sources,
-                                          const std::vector<std::string>& functions) {
+                                          const std::vector<std::string>& functions, bool split_cuda) {
   ExtensionBuildRequest r;
+  r.split_cuda = split_cuda && !cuda_sources.empty();
   r.module_name = name;
   r.cuda_agent_module = false;
   std::string main = "#include <torch/extension.h>\n" + cpp_sources + "\n\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
@@ -423,6 +471,7 @@ nlohmann::json to_json(const ExtensionBuildResult& r) {
                       {"library_cached", r.library_cached},
                       {"steps", steps},
                       {"filesystem", r.filesystem}};
+  if (!r.split.empty()) j["split"] = r.split;
   if (!r.ok) j["error"] = {{"kind", r.error_kind}, {"log", r.log}};
   return j;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Builds an extension candidate (issue 28; env/extension/EXTENSION_FORMAT.md) into one shared
-// library the GPU worker loads: the `.cu` files with nvcc (no torch headers in CUDA Agent's format),
-// the host files with g++ against a precompiled torch header set, in parallel, each object cached
+// library the GPU worker loads: the `.cu` files with nvcc (no torch headers in CUDA Agent's format;
+// load_inline's cuda.cu split into a torch-free .cu and a host .cpp, cuda_split.h), the host files
+// with g++ against a precompiled torch header set, in parallel, each object cached
 // by the hash of everything that can change it, then one link. The binding headers a candidate
 // includes (pybind11's, torch's extension header, CUDA Agent's binding registry) are kforge's
 // stand-ins (env/extension/shim/): bindings register C++ functions, no Python is involved.
@@ -36,6 +37,11 @@ struct ExtensionBuildRequest {
   std::vector<std::string> extra_cflags;       // load_inline's, after the allow-list (extension_flags)
   std::vector<std::string> extra_cuda_cflags;
   std::string arch;  // the device's (sm_90a: the evaluator's worker reports it); empty: the toolchain's
+  // load_inline's cuda.cu is split (cuda_split.h) into a torch-free cuda_device.cu for nvcc and a
+  // cuda_host.cpp for g++ with the precompiled torch header; where the split refuses the source, or
+  // its halves do not build, cuda.cu is built as it is. The request's files stay the candidate's
+  // (what the static scan reads); the split is the builder's.
+  bool split_cuda = false;
 };
 
 // Where the toolchain and torch are (the build's own, from CMake, by default).
@@ -66,6 +72,9 @@ struct ExtensionBuildResult {
   double total_ms = 0;
   bool library_cached = false;
   std::string filesystem;  // the compilers' file system: ChildSandbox::confinement's "filesystem"
+  // A split request's outcome: "cuda.cu split: ..." or "cuda.cu built unsplit: why". Also the log of
+  // a build that succeeded, and the end of the log of one that failed.
+  std::string split;
 };
 
 nlohmann::json to_json(const ExtensionBuildResult& r);
@@ -80,6 +89,7 @@ class ExtensionBuilder {
 
  private:
   std::string pch_dir();  // the precompiled torch header set, made once per toolchain
+  ExtensionBuildResult build_files(const ExtensionBuildRequest& req, bool halves);  // halves: of a split
   ExtensionToolchain tc_;
   std::string cache_dir_;
   std::unique_ptr<ChildSandbox> sandbox_;
@@ -90,9 +100,14 @@ class ExtensionBuilder {
 
 // The files torch.utils.cpp_extension.load_inline would build, as kforge builds them: main.cpp
 // (torch's extension header, the C++ sources, a module binding each named function) and, when there
-// are CUDA sources, cuda.cu (torch's types and the CUDA runtime, then the sources).
+// are CUDA sources, cuda.cu (torch's types and the CUDA runtime, then the sources), split for the
+// build unless `split_cuda` is false (ExtensionBuildRequest::split_cuda).
 ExtensionBuildRequest load_inline_request(const std::string& name, const std::string& cpp_sources, const std::string& cuda_sources,
-                                          const std::vector<std::string>& functions);
+                                          const std::vector<std::string>& functions, bool split_cuda = true);
+
+// The names of the split's halves in a build (ExtensionBuildRequest::split_cuda).
+inline constexpr const char* kSplitDeviceFile = "cuda_device.cu";
+inline constexpr const char* kSplitHostFile = "cuda_host.cpp";
 
 // std::filesystem::remove_all, by hand: in a process that has libtorch loaded the call resolves to
 // an entry of libtorch.so's that crashes (seen with torch 2.11.0's wheel).

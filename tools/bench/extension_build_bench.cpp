@@ -1,6 +1,6 @@
 // The extension kind's compile times (issue 28's goals), on the machine it runs on:
 //
-//   kforge_extension_build_bench [--candidate DIR] [--inline FILE] [--repeats N] [--jobs J] [--out FILE]
+//   kforge_extension_build_bench [--candidate DIR] [--inline FILE] [--repeats N] [--jobs J] [--out FILE] [--inline-only]
 //
 //   DIR (default datasets/samples/extension_candidates/linear_relu/cuda_agent): a CUDA-Agent-format
 //   candidate, its kernels/*.cu and kernels/*_binding.cpp. FILE (default .../load_inline/model_new.py):
@@ -9,8 +9,11 @@
 //   Figures, each the median of N builds in one warm builder (its precompiled torch header made
 //   first, as a worker does at start): `cuda_agent_cold_ms` (every file new: a comment salted per
 //   build), `cuda_agent_one_cu_changed_ms` (only the .cu differs from the build before),
-//   `cuda_agent_cached_ms` (the same files again), `load_inline_cold_ms`; per step (nvcc, g++, link)
-//   medians, and `pch_ms`. Writes a results record (tools/bench/results_doc.py's shape).
+//   `cuda_agent_cached_ms` (the same files again), `load_inline_cold_ms` (cuda.cu split into a torch-free
+//   .cu and a host .cpp: env/extension/cuda_split.h) and `load_inline_unsplit_cold_ms` (cuda.cu as it
+//   is, nvcc over torch's headers: the build before the split, and the split's fallback); per step
+//   (nvcc, g++, link) medians, and `pch_ms`. --inline-only leaves the CUDA-Agent series out (its first
+//   build still makes the precompiled header). Writes a results record (tools/bench/results_doc.py's shape).
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
@@ -53,7 +56,7 @@ ExtensionBuildRequest read_cuda_agent(const std::string& dir) {
   return r;
 }
 
-ExtensionBuildRequest read_load_inline(const std::string& file) {
+ExtensionBuildRequest read_load_inline(const std::string& file, bool split) {
   const std::string py = read_file(file, "model_new.py");
   std::smatch cpp, name, fns;
   // (std::regex recurses per character: the long CUDA source is cut out by hand.)
@@ -66,24 +69,32 @@ ExtensionBuildRequest read_load_inline(const std::string& file) {
   KFORGE_CHECK(std::regex_search(py, name, std::regex(R"re(name\s*=\s*"([A-Za-z_][A-Za-z0-9_]*)")re")), spec, file << ": no name=\"...\"");
   KFORGE_CHECK(std::regex_search(py, fns, std::regex(R"re(functions\s*=\s*\["([A-Za-z_][A-Za-z0-9_]*)"\])re")), spec,
                file << ": no functions=[\"...\"]");
-  return load_inline_request(name[1], cpp[1], cu, {fns[1]});
+  return load_inline_request(name[1], cpp[1], cu, {fns[1]}, split);
 }
 
-// A copy whose every (or only the .cu) file carries a new comment: nothing of it is cached.
+// A copy whose every (or only the .cu) file carries a new macro: nothing of it is cached. (A macro, not
+// a comment: the load_inline split drops comments between declarations, so a comment would leave its
+// halves as they were, cached.)
 ExtensionBuildRequest salted(ExtensionBuildRequest r, const std::string& salt, bool only_cu) {
+  static int n = 0;
+  const std::string line = "\n#define KFORGE_BENCH_SALT_" + std::to_string(n++) + " \"" + salt + "\"\n";
   for (auto& f : r.files)
-    if (!only_cu || (f.path.size() > 3 && f.path.substr(f.path.size() - 3) == ".cu")) f.text += "\n// " + salt + "\n";
+    if (!only_cu || (f.path.size() > 3 && f.path.substr(f.path.size() - 3) == ".cu")) f.text += line;
   return r;
 }
 
 struct Series {
   std::vector<double> total;
   std::map<std::string, std::vector<double>> by_tool;  // uncached steps only
+  std::map<std::string, std::vector<double>> by_step;  // the same, by file ("cuda_device.cu", "link")
   void add(const ExtensionBuildResult& b, const std::string& what) {
     KFORGE_CHECK(b.ok, runtime, what << " failed (" << b.error_kind << "):\n" << b.log);
     total.push_back(b.total_ms);
     for (const auto& s : b.steps)
-      if (!s.cached && s.what != "pch") by_tool[s.what == "link" ? "link" : s.tool].push_back(s.ms);
+      if (!s.cached && s.what != "pch") {
+        by_tool[s.what == "link" ? "link" : s.tool].push_back(s.ms);
+        by_step[std::regex_replace(s.what, std::regex("[^A-Za-z0-9]"), "_")].push_back(s.ms);
+      }
   }
 };
 
@@ -107,29 +118,40 @@ int main(int argc, char** argv) {
     tc.jobs = std::stoi(arg_value(argc, argv, "--jobs", std::to_string(tc.jobs)));
     const std::string cache = (fs::temp_directory_path() / ("kforge-extbench-" + std::to_string(getpid()))).string();
     ExtensionBuilder builder(tc, cache);
-    const ExtensionBuildRequest agent = read_cuda_agent(dir), inline_req = read_load_inline(inl);
+    const bool inline_only = std::find(argv + 1, argv + argc, std::string("--inline-only")) != argv + argc;
+    const ExtensionBuildRequest agent = read_cuda_agent(dir), inline_req = read_load_inline(inl, true),
+                                inline_unsplit = read_load_inline(inl, false);
 
     ExtensionBuildResult first = builder.build(salted(agent, "warm", false));  // makes the precompiled header
     KFORGE_CHECK(first.ok, runtime, "the first build failed:\n" << first.log);
     double pch_ms = 0;
     for (const auto& s : first.steps)
       if (s.what == "pch") pch_ms = s.ms;
-    Series cold, one_cu, cached, inline_cold;
+    Series cold, one_cu, cached, inline_cold, inline_unsplit_cold;
+    std::string split_note;
     for (int i = 0; i < repeats; ++i) {
       const std::string salt = "build " + std::to_string(i) + " of " + std::to_string(getpid());
-      ExtensionBuildRequest c = salted(agent, salt, false);
-      cold.add(builder.build(c), "cold");
-      cached.add(builder.build(c), "cached");
-      one_cu.add(builder.build(salted(c, "changed", true)), "one .cu changed");
-      inline_cold.add(builder.build(salted(inline_req, salt, false)), "load_inline cold");
-      std::fprintf(stderr, "build %d: cold %.0f ms, one .cu changed %.0f ms, cached %.1f ms, load_inline cold %.0f ms\n", i,
-                   cold.total.back(), one_cu.total.back(), cached.total.back(), inline_cold.total.back());
+      if (!inline_only) {
+        ExtensionBuildRequest c = salted(agent, salt, false);
+        cold.add(builder.build(c), "cold");
+        cached.add(builder.build(c), "cached");
+        one_cu.add(builder.build(salted(c, "changed", true)), "one .cu changed");
+      }
+      const ExtensionBuildResult split = builder.build(salted(inline_req, salt, false));
+      split_note = split.split;
+      inline_cold.add(split, "load_inline cold");
+      inline_unsplit_cold.add(builder.build(salted(inline_unsplit, salt, false)), "load_inline unsplit cold");
+      std::fprintf(stderr, "build %d: cold %.0f ms, one .cu changed %.0f ms, cached %.1f ms, load_inline cold %.0f ms (unsplit %.0f ms)\n",
+                   i, cold.total.empty() ? 0.0 : cold.total.back(), one_cu.total.empty() ? 0.0 : one_cu.total.back(),
+                   cached.total.empty() ? 0.0 : cached.total.back(), inline_cold.total.back(), inline_unsplit_cold.total.back());
     }
     Json fig = {{"pch_ms", pch_ms},
                 {"cuda_agent_cold_ms_p50", median(cold.total)},
                 {"cuda_agent_one_cu_changed_ms_p50", median(one_cu.total)},
                 {"cuda_agent_cached_ms_p50", median(cached.total)},
                 {"load_inline_cold_ms_p50", median(inline_cold.total)},
+                {"load_inline_unsplit_cold_ms_p50", median(inline_unsplit_cold.total)},
+                {"load_inline_split", split_note},
                 {"cuda_agent_files_count", agent.files.size()},
                 {"jobs_count", tc.jobs},
                 {"repeats_count", repeats}};
@@ -137,16 +159,20 @@ int main(int argc, char** argv) {
       fig["cuda_agent_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     for (const auto& [tool, v] : inline_cold.by_tool)
       fig["load_inline_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
+    for (const auto& [what, v] : inline_cold.by_step) fig["load_inline_cold_step_" + what + "_ms_p50"] = median(v);
+    for (const auto& [what, v] : inline_unsplit_cold.by_step) fig["load_inline_unsplit_cold_step_" + what + "_ms_p50"] = median(v);
+    for (const auto& [tool, v] : inline_unsplit_cold.by_tool)
+      fig["load_inline_unsplit_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     std::cout << fig.dump(2) << "\n";
-    const Json doc = {
-        {"gpu", std::getenv("KFORGE_GPU") ? std::getenv("KFORGE_GPU") : "none (compile only)"},
-        {"driver", ""},
-        {"cuda", "13.0"},
-        {"torch", "2.11.0"},
-        {"date", utc_now()},
-        {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
-        {"command", "kforge_extension_build_bench --repeats " + std::to_string(repeats) + " --jobs " + std::to_string(tc.jobs)},
-        {"figures", fig}};
+    const Json doc = {{"gpu", std::getenv("KFORGE_GPU") ? std::getenv("KFORGE_GPU") : "none (compile only)"},
+                      {"driver", ""},
+                      {"cuda", "13.0"},
+                      {"torch", "2.11.0"},
+                      {"date", utc_now()},
+                      {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
+                      {"command", "kforge_extension_build_bench --repeats " + std::to_string(repeats) + " --jobs " +
+                                      std::to_string(tc.jobs) + (inline_only ? " --inline-only" : "")},
+                      {"figures", fig}};
     std::ofstream(arg_value(argc, argv, "--out", "extension_build.json")) << doc.dump(2) << "\n";
     std::error_code ec;
     fs::remove_all(cache, ec);  // (no libtorch in this process: see remove_tree in extension_build.cpp)

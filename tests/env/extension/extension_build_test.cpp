@@ -280,3 +280,90 @@ TEST(ExtensionBuild, TheCompilersCannotReadOutsideTheirSandbox) {
   EXPECT_EQ(b.log.find("held out"), std::string::npos) << b.log;
   EXPECT_EQ(b.filesystem, "confined");
 }
+
+namespace {
+
+// The shipped load_inline sample's sources (datasets/samples/extension_candidates/linear_relu/load_inline),
+// cut out of model_new.py as the bench does (model_glue.py reads them properly; only the text is needed).
+ExtensionBuildRequest load_inline_sample(bool split) {
+  std::ifstream in(std::string(KFORGE_SOURCE_DIR_TEST) + "/datasets/samples/extension_candidates/linear_relu/load_inline/model_new.py");
+  const std::string py((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string open = "cuda_source = r\"\"\"";
+  const size_t b = py.find(open), e = py.find("\"\"\"", b + open.size());
+  EXPECT_NE(e, std::string::npos);
+  return load_inline_request("linear_relu", "torch::Tensor linear_relu_cuda(torch::Tensor x, torch::Tensor weight, torch::Tensor bias);",
+                             py.substr(b + open.size(), e - b - open.size()), {"linear_relu_cuda"}, split);
+}
+
+}  // namespace
+
+// Issue 28's split: the sample's cuda.cu builds as a torch-free cuda_device.cu (nvcc) and a
+// cuda_host.cpp (g++ with the precompiled torch header), one library registering the same function.
+// (Its kernel cannot run here: no GPU. extension_eval_gpu_tests runs the sample on one.)
+TEST(ExtensionBuild, TheLoadInlineSampleBuildsSplitWithItsFunctionRegistered) {
+  ExtensionBuildRequest r = load_inline_sample(true);
+  ASSERT_EQ(r.files.size(), 2u);
+  EXPECT_EQ(r.files[1].path, "cuda.cu");  // what the static scan reads: the candidate's source, unsplit
+  EXPECT_TRUE(r.split_cuda);
+  EXPECT_FALSE(load_inline_sample(false).split_cuda);
+  // New to the shared cache (a macro: the split drops comments between declarations).
+  for (auto& f : r.files) f.text += "\n#define KFORGE_TEST_RUN " + std::to_string(getpid()) + "\n";
+  ExtensionBuildResult b = builder().build(r);
+  ASSERT_TRUE(b.ok) << b.log;
+  EXPECT_EQ(b.split.rfind("cuda.cu split: 1 kernel(s) launched at 1 site(s)", 0), 0u) << b.split;
+  EXPECT_EQ(b.log, b.split);
+  EXPECT_EQ(to_json(b).value("split", ""), b.split);
+  ASSERT_NE(step(b, "cuda_device.cu"), nullptr);
+  EXPECT_EQ(step(b, "cuda_device.cu")->tool, "nvcc");
+  ASSERT_NE(step(b, "cuda_host.cpp"), nullptr);
+  EXPECT_EQ(step(b, "cuda_host.cpp")->tool, "g++");
+  EXPECT_FALSE(step(b, "cuda_device.cu")->cached);
+  EXPECT_FALSE(step(b, "cuda_host.cpp")->cached);
+  EXPECT_EQ(step(b, "cuda.cu"), nullptr);
+  for (const auto& s : b.steps) std::printf("  %-22s %-5s %8.0f ms%s\n", s.what.c_str(), s.tool.c_str(), s.ms, s.cached ? " (cached)" : "");
+  void* lib = dlopen(b.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<std::vector<kforge_ext::Function>* (*)()>(dlsym(lib, "kforge_ext_functions"));
+  ASSERT_NE(entry, nullptr);
+  ASSERT_EQ(entry()->size(), 1u);
+  EXPECT_EQ((*entry())[0].name, "linear_relu_cuda");
+  EXPECT_EQ((*entry())[0].arity, 3u);
+  EXPECT_EQ(dlsym(lib, "_Z25kforge_launch_linear_reluDv3_S_mP11CUstream_stPKfS3_S3_Pfiii"), nullptr);  // hidden
+  dlclose(lib);
+}
+
+// A source the split refuses (a template kernel launched with its template argument, AT_DISPATCH's
+// form) is built as it is, nvcc over torch's headers (about 40 s on 2 cores), and the build says why.
+TEST(ExtensionBuild, ALoadInlineSourceTheSplitRefusesIsBuiltAsItIs) {
+  const std::string run = "#define KFORGE_TEST_RUN " + std::to_string(getpid()) + "\n";
+  ExtensionBuildRequest r = load_inline_request(
+      "twice_t", "torch::Tensor twice_t(torch::Tensor x);",
+      run +
+          "template <typename T> __global__ void twice_k(const T* x, T* y, long long n) {\n"
+          "  long long i = blockIdx.x * 256LL + threadIdx.x;\n  if (i < n) y[i] = x[i] + x[i];\n}\n"
+          "torch::Tensor twice_t(torch::Tensor x) {\n  auto y = torch::empty_like(x);\n"
+          "  twice_k<float><<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());\n  return y;\n}\n",
+      {"twice_t"});
+  ExtensionBuildResult b = builder().build(r);
+  ASSERT_TRUE(b.ok) << b.log;
+  EXPECT_EQ(b.split,
+            "cuda.cu built unsplit: cuda.cu:11: a launch with template arguments (or another use of the template kernel 'twice_k')");
+  EXPECT_EQ(b.log, b.split);
+  ASSERT_NE(step(b, "cuda.cu"), nullptr);
+  EXPECT_EQ(step(b, "cuda.cu")->tool, "nvcc");
+  EXPECT_EQ(step(b, "cuda_device.cu"), nullptr);
+  void* lib = dlopen(b.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto entry = reinterpret_cast<std::vector<kforge_ext::Function>* (*)()>(dlsym(lib, "kforge_ext_functions"));
+  ASSERT_NE(entry, nullptr);
+  ASSERT_EQ(entry()->size(), 1u);
+  EXPECT_EQ((*entry())[0].name, "twice_t");
+  dlclose(lib);
+  // A refused source's errors are its own, with the reason at the end of the log.
+  ExtensionBuildRequest bad = r;
+  bad.files[1].text = "#include \"/etc/passwd\"\n" + bad.files[1].text;
+  ExtensionBuildResult e = builder().build(bad);
+  EXPECT_EQ(e.error_kind, "spec_error");
+  EXPECT_NE(e.log.find("absolute paths"), std::string::npos) << e.log;
+  EXPECT_NE(e.log.find("(cuda.cu built unsplit: cuda.cu:12: a launch with template arguments"), std::string::npos) << e.log;
+}

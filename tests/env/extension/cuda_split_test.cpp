@@ -1,0 +1,152 @@
+// The split of a load_inline CUDA source (env/extension/cuda_split.h, issue 28): the device code to a
+// torch-free .cu, the host code to a .cpp with each launch a call of the kernel's launcher (same
+// grid, block, shared memory and stream), and the forms the split cannot read safely refused with
+// their reason (the builder then builds the source as it is). The sample's split is built with the
+// real nvcc and g++ in extension_build_test.cpp.
+#include "env/extension/cuda_split.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace kforge;
+
+namespace {
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// load_inline's cuda.cu: torch's types and the CUDA runtime, then the candidate's CUDA sources.
+std::string cuda_cu(const std::string& sources) {
+  return "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + sources;
+}
+
+const char* kScale = R"(#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+#define BLOCK 256
+struct Params { float s; long long n; };
+constexpr int kVec = 1;
+__device__ __forceinline__ float twice(float v) { return 2.f * v; }
+__global__ void scale(const float* __restrict__ x, float* y, Params p) {
+  extern __shared__ float tile[];
+  long long i = blockIdx.x * (long long)BLOCK + threadIdx.x;
+  if (i < p.n) y[i] = twice(x[i]) * p.s;
+}
+__global__ void fill(float* y, int) {}
+torch::Tensor scale_all(torch::Tensor x, double s) {
+  auto y = torch::empty_like(x);
+  Params p{static_cast<float>(s), x.numel()};
+  auto stream = c10::cuda::getCurrentCUDAStream().stream();
+  scale<<<(x.numel() + BLOCK - 1) / BLOCK, BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), p);
+  scale<<<dim3(1, 2), dim3(BLOCK), BLOCK * sizeof(float)>>>(x.data_ptr<float>(), y.data_ptr<float>(), p);
+  scale<<<std::max<long long>(1, x.numel() / BLOCK), BLOCK, 0, stream>>>(
+      x.data_ptr<float>(),  // the input
+      y.data_ptr<float>(), p);
+  fill<<<1, 32, 0, stream>>>(y.data_ptr<float>(), 0);
+  return y;
+}
+)";
+
+}  // namespace
+
+TEST(CudaSplit, DeviceCodeGoesToATorchFreeCuAndLaunchesBecomeLauncherCalls) {
+  const CudaSplit s = split_cuda_source(cuda_cu(kScale), "cuda.cu");
+  ASSERT_TRUE(s.ok) << s.why;
+  EXPECT_EQ(s.launches, 4);
+  ASSERT_EQ(s.launched.size(), 2u);
+  EXPECT_EQ(s.launched[0], "fill");
+  EXPECT_EQ(s.launched[1], "scale");
+  // The device half: no torch, the kernels, the device function, what both share, the launchers.
+  EXPECT_FALSE(has(s.device_cu, "torch/")) << s.device_cu;
+  EXPECT_FALSE(has(s.device_cu, "torch::")) << s.device_cu;
+  EXPECT_FALSE(has(s.device_cu, "c10")) << s.device_cu;
+  EXPECT_TRUE(has(s.device_cu, "__global__ void scale(")) << s.device_cu;
+  EXPECT_TRUE(has(s.device_cu, "__device__ __forceinline__ float twice")) << s.device_cu;
+  EXPECT_TRUE(has(s.device_cu, "#define BLOCK 256")) << s.device_cu;
+  EXPECT_TRUE(has(s.device_cu, "struct Params")) << s.device_cu;
+  EXPECT_TRUE(has(s.device_cu, "#line 7 \"cuda.cu\"")) << s.device_cu;  // errors name the source's lines
+  EXPECT_TRUE(has(s.device_cu,
+                  "void kforge_launch_scale(dim3 kforge_grid, dim3 kforge_block, size_t kforge_smem, cudaStream_t kforge_stream, "
+                  "const float * __restrict__ x, float * y, Params p) {\n"
+                  "  scale<<<kforge_grid, kforge_block, kforge_smem, kforge_stream>>>(x, y, p);\n}"))
+      << s.device_cu;
+  // An unnamed parameter is named for the launcher.
+  EXPECT_TRUE(
+      has(s.device_cu, "float * y, int kforge_p1) {\n  fill<<<kforge_grid, kforge_block, kforge_smem, kforge_stream>>>(y, kforge_p1);"))
+      << s.device_cu;
+  EXPECT_FALSE(has(s.device_cu, "scale_all")) << s.device_cu;
+
+  // The host half: torch's includes, the host function, the shared declarations, no device code.
+  EXPECT_TRUE(has(s.host_cpp, "#include <c10/cuda/CUDAStream.h>")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "#define BLOCK 256")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "struct Params")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "constexpr int kVec = 1;")) << s.host_cpp;
+  EXPECT_FALSE(has(s.host_cpp, "__global__")) << s.host_cpp;
+  EXPECT_FALSE(has(s.host_cpp, "twice")) << s.host_cpp;
+  EXPECT_FALSE(has(s.host_cpp, "<<<")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp,
+                  "void kforge_launch_scale(dim3 kforge_grid, dim3 kforge_block, size_t kforge_smem, cudaStream_t kforge_stream, "
+                  "const float * __restrict__ x, float * y, Params p);"))
+      << s.host_cpp;
+  // Each launch keeps its grid, block, shared memory and stream (0 and 0 when <<<>>> left them out),
+  // and its arguments as written.
+  EXPECT_TRUE(has(s.host_cpp,
+                  "kforge_launch_scale(((x.numel() + BLOCK - 1) / BLOCK), (BLOCK), 0, 0, x.data_ptr<float>(), y.data_ptr<float>(), p);"))
+      << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "kforge_launch_scale((dim3(1, 2)), (dim3(BLOCK)), (BLOCK * sizeof(float)), 0, x.data_ptr<float>(), "))
+      << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp,
+                  "kforge_launch_scale((std::max<long long>(1, x.numel() / BLOCK)), (BLOCK), (0), (stream), \n"
+                  "      x.data_ptr<float>(),  // the input\n      y.data_ptr<float>(), p);"))
+      << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "kforge_launch_fill((1), (32), (0), (stream), y.data_ptr<float>(), 0);")) << s.host_cpp;
+}
+
+TEST(CudaSplit, WhatTheSplitCannotReadSafelyIsRefusedWithItsReason) {
+  auto refused = [](const std::string& source, const std::string& needle) {
+    const CudaSplit s = split_cuda_source(cuda_cu(source), "cuda.cu");
+    EXPECT_FALSE(s.ok) << source;
+    EXPECT_TRUE(has(s.why, needle)) << source << "\n -> " << s.why;
+    EXPECT_TRUE(s.why.rfind("cuda.cu:", 0) == 0) << s.why;
+  };
+  const std::string host_head = "torch::Tensor f(torch::Tensor x) {\n";
+  const std::string host_tail = "  return x;\n}\n";
+  // A template kernel launched with template arguments (AT_DISPATCH's form), or deduced.
+  refused("template <typename T> __global__ void k(T* p) {}\n" + host_head + "  k<float><<<1, 1>>>(x.data_ptr<float>());\n" + host_tail,
+          "template arguments");
+  refused("template <typename T> __global__ void k(T* p) {}\n" + host_head + "  k<<<1, 1>>>(x.data_ptr<float>());\n" + host_tail,
+          "template kernel 'k'");
+  refused("template <typename T> __global__ void k(T* p) {}\n" + host_head +
+              "  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), \"k\", ([&] { k<scalar_t><<<1, 1>>>(x.data_ptr<scalar_t>()); }));\n" +
+              host_tail,
+          "template arguments");
+  // Macros that make kernels or launches.
+  refused("#define KERNEL(n) __global__ void n(float* p) {}\nKERNEL(a)\n", "a macro holds device code");
+  refused("__global__ void k() {}\n#define LAUNCH k<<<1, 1>>>()\n", "a macro holds a kernel launch");
+  // Device lambdas in host code.
+  refused("__global__ void k() {}\n" + host_head + "  auto f = [] __device__ (float v) { return v; };\n" + host_tail, "device lambda");
+  // Host code naming a device symbol other than in a launch.
+  refused("__constant__ float c[4];\n" + host_head + "  cudaMemcpyToSymbol(c, x.data_ptr<float>(), 16);\n" + host_tail,
+          "device symbol 'c'");
+  refused(
+      "__global__ void k() {}\n" + host_head + "  cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);\n" + host_tail,
+      "device symbol 'k'");
+  // torch's types in device code; device code naming a host function.
+  refused("__global__ void k(torch::PackedTensorAccessor32<float, 2> a) {}\n", "device code uses torch's");
+  refused("int host_only(int v) { return v; }\n__device__ int g(int v) { return host_only(v); }\n", "'host_only', which the split");
+  // Namespaces, conditional compilation around declarations, launching what is not a kernel here.
+  refused("namespace {\n__global__ void k() {}\n}\n", "namespace");
+  refused("#ifdef FAST\n__global__ void k() {}\n#endif\n", "conditional compilation");
+  refused(host_head + "  other<<<1, 1>>>();\n" + host_tail, "not a kernel of this source");
+  refused("__host__ __device__ float h(float v) { return v; }\n", "not inline");
+  refused("__global__ void k(float* p, int n = 4) {}\n", "default argument");
+  // What is fine: conditional directives around no declaration, __host__ __device__ inline helpers.
+  const CudaSplit ok = split_cuda_source(
+      cuda_cu("#ifndef TILE\n#define TILE 32\n#endif\n__host__ __device__ inline int cdiv(int a, int b) { return (a + b - 1) / b; }\n"
+              "__global__ void k(float* p) {}\n" +
+              host_head + "  k<<<cdiv(x.numel(), TILE), TILE>>>(x.data_ptr<float>());\n" + host_tail),
+      "cuda.cu");
+  ASSERT_TRUE(ok.ok) << ok.why;
+  EXPECT_TRUE(has(ok.device_cu, "inline int cdiv")) << ok.device_cu;
+  EXPECT_TRUE(has(ok.host_cpp, "inline int cdiv")) << ok.host_cpp;
+  EXPECT_TRUE(has(ok.host_cpp, "kforge_launch_k((cdiv(x.numel(), TILE)), (TILE), 0, 0, x.data_ptr<float>());")) << ok.host_cpp;
+}
