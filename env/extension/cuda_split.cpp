@@ -3,6 +3,8 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "env/cuda_source/cuda_lexer.h"
@@ -18,7 +20,19 @@ struct Refused {
 
 enum class Side { both, device, host };
 
-using Tokens = std::vector<CudaToken>;
+// The tokens, every index checked: a source the reader mis-steps on (it is the candidate's) is a
+// refusal, never a read past the end.
+struct Tokens {
+  std::vector<CudaToken> v;
+  const CudaToken& operator[](size_t i) const {
+    if (i >= v.size())
+      throw Refused{"a source the split cannot read (token " + std::to_string(i) + " of " + std::to_string(v.size()) + ")"};
+    return v[i];
+  }
+  size_t size() const { return v.size(); }
+  bool empty() const { return v.empty(); }
+  const CudaToken& back() const { return (*this)[v.size() - 1]; }
+};
 
 const std::set<std::string>& device_keywords() {
   static const std::set<std::string> k = {"__global__", "__device__", "__constant__", "__managed__", "__shared__"};
@@ -78,7 +92,7 @@ class Splitter {
   Splitter(const std::string& text, std::string path) : path_(std::move(path)) {
     sp_ = splice_lines(text);
     LexedSource lx = lex_cuda(sp_);
-    t_ = std::move(lx.tokens);
+    t_.v = std::move(lx.tokens);
     if (lx.unterminated_comment_line) refuse(lx.unterminated_comment_line, "an unterminated comment");
   }
 
@@ -193,6 +207,7 @@ class Splitter {
     e.first = i;
     e.head_end = std::string::npos;
     int paren = 0, brace = 0, cond = 0;
+    int ends_at_brace = -1;  // the head read once: 1 when a closing `}` at depth 0 ends the item
     size_t j = i;
     for (; j < t_.size(); ++j) {
       const CudaToken& k = t_[j];
@@ -207,7 +222,7 @@ class Splitter {
         continue;
       }
       if (k.is("(") || k.is("[")) ++paren;
-      if (k.is(")") || k.is("]")) --paren;
+      if ((k.is(")") || k.is("]")) && --paren < 0) refuse(k.line, "an unmatched '" + k.text + "'");
       if (k.is("{")) {
         if (brace == 0 && paren == 0 && e.head_end == std::string::npos) e.head_end = j;
         ++brace;
@@ -215,11 +230,15 @@ class Splitter {
       if (k.is("}")) {
         if (--brace < 0) refuse(k.line, "an unmatched '}'");
         if (brace == 0 && paren == 0) {
+          if (e.head_end == std::string::npos) refuse(k.line, "braces opened inside parentheses at the top level");
           // A type's or an initializer's braces go on to the `;`; a function's body (and a
           // namespace's) ends the declaration.
-          const bool type = starts_type(i, e.head_end) && !has_depth0(i, e.head_end, "(");
-          const bool init = e.head_end > i && t_[e.head_end - 1].is("=");
-          if (!type && !init) break;
+          if (ends_at_brace < 0) {
+            const bool type = starts_type(i, e.head_end) && !has_depth0(i, e.head_end, "(");
+            const bool init = e.head_end > i && t_[e.head_end - 1].is("=");
+            ends_at_brace = !type && !init;
+          }
+          if (ends_at_brace) break;
         }
       }
       if (k.is(";") && brace == 0 && paren == 0) break;
@@ -602,13 +621,15 @@ class Splitter {
 }  // namespace
 
 CudaSplit split_cuda_source(const std::string& text, const std::string& path) {
+  CudaSplit s;
   try {
     return Splitter(text, path).run();
   } catch (const Refused& r) {
-    CudaSplit s;
-    s.why = r.why;
-    return s;
+    s.why = r.why.rfind(path + ":", 0) == 0 ? r.why : path + ": " + r.why;
+  } catch (const std::exception& e) {  // (a reading error is a refusal: the source is built as it is)
+    s.why = path + ": a source the split cannot read (" + e.what() + ")";
   }
+  return s;
 }
 
 }  // namespace kforge

@@ -139,6 +139,11 @@ TEST(CudaSplit, WhatTheSplitCannotReadSafelyIsRefusedWithItsReason) {
   refused(host_head + "  other<<<1, 1>>>();\n" + host_tail, "not a kernel of this source");
   refused("__host__ __device__ float h(float v) { return v; }\n", "not inline");
   refused("__global__ void k(float* p, int n = 4) {}\n", "default argument");
+  // Malformed text is a refusal (the compiler then reports it on cuda.cu as written), never a misread.
+  refused("void f( { ) }\n", "braces opened inside parentheses");
+  refused("int x = 1 );\n", "an unmatched ')'");
+  refused("__global__ void k() {}\n" + host_head + "  k<<<1, 1>>>(;\n" + host_tail, "");
+  refused("/* never closed\n__global__ void k() {}\n", "an unterminated comment");
   // What is fine: conditional directives around no declaration, __host__ __device__ inline helpers.
   const CudaSplit ok = split_cuda_source(
       cuda_cu("#ifndef TILE\n#define TILE 32\n#endif\n__host__ __device__ inline int cdiv(int a, int b) { return (a + b - 1) / b; }\n"
