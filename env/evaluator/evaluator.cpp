@@ -254,10 +254,6 @@ std::string reason_of(const EvalReport& r) {
   return "";
 }
 
-}  // namespace
-
-namespace {
-
 // The layouts an extension's forward is also given its inputs in (GpuExtension::input_layout):
 // noncontiguous where an input has two or more elements, channels_last where one is 4-D.
 std::vector<std::string> layout_trials_for(const TaskSpec& task) {
