@@ -545,16 +545,14 @@ class Splitter {
         if (t_[close].is(")") || t_[close].is("]") || t_[close].is("}")) --depth;
       }
       if (close > e.last) refuse(line, "a launch whose argument list does not end");
-      std::string call = "kforge_launch_" + name + "(";
+      // (kforge_launch_K(grid, block, smem, stream))(args): the configuration is evaluated before the
+      // arguments (C++17 sequences a call's callee before its arguments), as <<<>>> does.
+      std::string call = "(kforge_launch_" + name + "(";
       for (size_t i = 0; i < 4; ++i) {
         if (i) call += ", ";
         call += i < parts.size() ? "(" + span(parts[i].first, parts[i].second - 1) + ")" : "0";
       }
-      const std::string args = chars(t_[open].end, t_[close].begin);
-      bool any = false;
-      for (char c : args) any = any || !(c == ' ' || c == '\t' || c == '\n' || c == '\r');
-      if (any) call += ", " + args;
-      call += ")";
+      call += "))(" + chars(t_[open].end, t_[close].begin) + ")";
       out += chars(at, t_[nq].begin) + call;
       at = t_[close].end;
       it->second.launched = true;
@@ -564,10 +562,16 @@ class Splitter {
     return out + chars(at, t_[e.last].end);
   }
 
-  std::string launcher_signature(const std::string& name, const Kernel& k) const {
-    std::string s = "void kforge_launch_" + name + "(dim3 kforge_grid, dim3 kforge_block, size_t kforge_smem, cudaStream_t kforge_stream";
-    for (const auto& p : k.params) s += ", " + p;
-    return s + ")";
+  // The launcher's type, the same tokens in both halves: a launch configuration whose call operator
+  // (defined in the device half) launches the kernel with it.
+  std::string launcher_type(const std::string& name, const Kernel& k) const {
+    const std::string t = "kforge_launch_" + name;
+    std::string s = "struct " + t + " {\n  dim3 kforge_grid_, kforge_block_;\n  size_t kforge_smem_;\n  cudaStream_t kforge_stream_;\n  " +
+                    t +
+                    "(dim3 grid, dim3 block, size_t smem, cudaStream_t stream)\n      : kforge_grid_(grid), kforge_block_(block), "
+                    "kforge_smem_(smem), kforge_stream_(stream) {}\n  void operator()(";
+    for (size_t i = 0; i < k.params.size(); ++i) s += (i ? ", " : "") + k.params[i];
+    return s + ") const;\n};\n";
   }
 
   std::string line_mark(int line) const { return "#line " + std::to_string(line) + " \"" + path_ + "\"\n"; }
@@ -594,14 +598,16 @@ class Splitter {
       if (e.kernel) {
         const std::string& name = *e.declares.begin();
         const Kernel& k = kernels_.at(name);
-        if (k.launched && k.first_decl == ei) s.host_cpp += launcher_signature(name, k) + ";\n";
+        if (k.launched && k.first_decl == ei) s.host_cpp += launcher_type(name, k);
       }
     }
     for (const auto& [name, k] : kernels_) {
       if (!k.launched) continue;
       s.launched.push_back(name);
-      s.device_cu += "\n// kforge: " + name + "'s launcher, called where the host code launched it.\n" + launcher_signature(name, k) +
-                     " {\n  " + name + "<<<kforge_grid, kforge_block, kforge_smem, kforge_stream>>>(";
+      s.device_cu += "\n// kforge: " + name + "'s launcher, called where the host code launched it.\n" + launcher_type(name, k) +
+                     "void kforge_launch_" + name + "::operator()(";
+      for (size_t i = 0; i < k.params.size(); ++i) s.device_cu += (i ? ", " : "") + k.params[i];
+      s.device_cu += ") const {\n  " + name + "<<<kforge_grid_, kforge_block_, kforge_smem_, kforge_stream_>>>(";
       for (size_t i = 0; i < k.names.size(); ++i) s.device_cu += (i ? ", " : "") + k.names[i];
       s.device_cu += ");\n}\n";
     }

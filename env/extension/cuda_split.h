@@ -5,15 +5,19 @@
 // (env/cuda_source/cuda_lexer.h) and writes two files:
 //   - a torch-free `.cu` for nvcc: the device code (kernels, __device__ functions and variables,
 //     types holding device code), what both sides share (types, constants, #defines, includes other
-//     than torch's), and one generated launcher per launched kernel,
-//       void kforge_launch_K(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, <K's params>)
-//       { K<<<grid, block, smem, stream>>>(<K's params>); }
+//     than torch's), and one generated launcher per launched kernel: a type holding a launch
+//     configuration whose call operator launches the kernel with it,
+//       struct kforge_launch_K { dim3 ..; size_t ..; cudaStream_t ..;  kforge_launch_K(grid, block, smem, stream);
+//                                void operator()(<K's params>) const; };
+//       void kforge_launch_K::operator()(<K's params>) const { K<<<grid, block, smem, stream>>>(<K's params>); }
 //   - a `.cpp` for g++ with the precompiled torch header: the host code (the functions using torch,
 //     torch's includes, what both share), each `K<<<grid, block[, smem[, stream]]>>>(args)` rewritten
-//     to `kforge_launch_K(grid, block, smem, stream, args)` (smem and stream 0 when left out, as
-//     `<<<>>>` takes them), the launchers' declarations where the kernels were.
-// The launcher has the kernel's own parameter types, so the call converts the arguments exactly as
-// the launch did; it launches the same kernel on the same stream with the same configuration.
+//     to `(kforge_launch_K((grid), (block), (smem), (stream)))(args)` (smem and stream 0 when left out,
+//     as `<<<>>>` takes them), the launchers' types where the kernels were.
+// The call operator has the kernel's own parameter types, so the call converts the arguments exactly
+// as the launch did, and the configuration is evaluated before the arguments (C++17 sequences a
+// call's callee first), as `<<<>>>` does (nvcc pushes it, then evaluates the arguments): the same
+// kernel, on the same stream, with the same configuration.
 //
 // Anything the split cannot classify safely is refused with the reason, and the source is built as
 // it is (today's path): conditional compilation around declarations, namespaces and extern blocks,

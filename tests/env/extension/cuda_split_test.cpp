@@ -64,14 +64,20 @@ TEST(CudaSplit, DeviceCodeGoesToATorchFreeCuAndLaunchesBecomeLauncherCalls) {
   EXPECT_TRUE(has(s.device_cu, "#define BLOCK 256")) << s.device_cu;
   EXPECT_TRUE(has(s.device_cu, "struct Params")) << s.device_cu;
   EXPECT_TRUE(has(s.device_cu, "#line 7 \"cuda.cu\"")) << s.device_cu;  // errors name the source's lines
-  EXPECT_TRUE(has(s.device_cu,
-                  "void kforge_launch_scale(dim3 kforge_grid, dim3 kforge_block, size_t kforge_smem, cudaStream_t kforge_stream, "
-                  "const float * __restrict__ x, float * y, Params p) {\n"
-                  "  scale<<<kforge_grid, kforge_block, kforge_smem, kforge_stream>>>(x, y, p);\n}"))
+  // A launcher per launched kernel: a launch configuration whose call operator launches it.
+  const std::string scale_type =
+      "struct kforge_launch_scale {\n  dim3 kforge_grid_, kforge_block_;\n  size_t kforge_smem_;\n  cudaStream_t kforge_stream_;\n"
+      "  kforge_launch_scale(dim3 grid, dim3 block, size_t smem, cudaStream_t stream)\n"
+      "      : kforge_grid_(grid), kforge_block_(block), kforge_smem_(smem), kforge_stream_(stream) {}\n"
+      "  void operator()(const float * __restrict__ x, float * y, Params p) const;\n};\n";
+  EXPECT_TRUE(has(s.device_cu, scale_type +
+                                   "void kforge_launch_scale::operator()(const float * __restrict__ x, float * y, Params p) const {\n"
+                                   "  scale<<<kforge_grid_, kforge_block_, kforge_smem_, kforge_stream_>>>(x, y, p);\n}"))
       << s.device_cu;
   // An unnamed parameter is named for the launcher.
-  EXPECT_TRUE(
-      has(s.device_cu, "float * y, int kforge_p1) {\n  fill<<<kforge_grid, kforge_block, kforge_smem, kforge_stream>>>(y, kforge_p1);"))
+  EXPECT_TRUE(has(s.device_cu,
+                  "void kforge_launch_fill::operator()(float * y, int kforge_p1) const {\n"
+                  "  fill<<<kforge_grid_, kforge_block_, kforge_smem_, kforge_stream_>>>(y, kforge_p1);"))
       << s.device_cu;
   EXPECT_FALSE(has(s.device_cu, "scale_all")) << s.device_cu;
 
@@ -83,22 +89,19 @@ TEST(CudaSplit, DeviceCodeGoesToATorchFreeCuAndLaunchesBecomeLauncherCalls) {
   EXPECT_FALSE(has(s.host_cpp, "__global__")) << s.host_cpp;
   EXPECT_FALSE(has(s.host_cpp, "twice")) << s.host_cpp;
   EXPECT_FALSE(has(s.host_cpp, "<<<")) << s.host_cpp;
-  EXPECT_TRUE(has(s.host_cpp,
-                  "void kforge_launch_scale(dim3 kforge_grid, dim3 kforge_block, size_t kforge_smem, cudaStream_t kforge_stream, "
-                  "const float * __restrict__ x, float * y, Params p);"))
-      << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, scale_type)) << s.host_cpp;  // the same type, token for token
   // Each launch keeps its grid, block, shared memory and stream (0 and 0 when <<<>>> left them out),
-  // and its arguments as written.
+  // evaluated before its arguments, which are as written.
   EXPECT_TRUE(has(s.host_cpp,
-                  "kforge_launch_scale(((x.numel() + BLOCK - 1) / BLOCK), (BLOCK), 0, 0, x.data_ptr<float>(), y.data_ptr<float>(), p);"))
+                  "(kforge_launch_scale(((x.numel() + BLOCK - 1) / BLOCK), (BLOCK), 0, 0))(x.data_ptr<float>(), y.data_ptr<float>(), p);"))
       << s.host_cpp;
-  EXPECT_TRUE(has(s.host_cpp, "kforge_launch_scale((dim3(1, 2)), (dim3(BLOCK)), (BLOCK * sizeof(float)), 0, x.data_ptr<float>(), "))
+  EXPECT_TRUE(has(s.host_cpp, "(kforge_launch_scale((dim3(1, 2)), (dim3(BLOCK)), (BLOCK * sizeof(float)), 0))(x.data_ptr<float>(), "))
       << s.host_cpp;
   EXPECT_TRUE(has(s.host_cpp,
-                  "kforge_launch_scale((std::max<long long>(1, x.numel() / BLOCK)), (BLOCK), (0), (stream), \n"
+                  "(kforge_launch_scale((std::max<long long>(1, x.numel() / BLOCK)), (BLOCK), (0), (stream)))(\n"
                   "      x.data_ptr<float>(),  // the input\n      y.data_ptr<float>(), p);"))
       << s.host_cpp;
-  EXPECT_TRUE(has(s.host_cpp, "kforge_launch_fill((1), (32), (0), (stream), y.data_ptr<float>(), 0);")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "(kforge_launch_fill((1), (32), (0), (stream)))(y.data_ptr<float>(), 0);")) << s.host_cpp;
 }
 
 TEST(CudaSplit, WhatTheSplitCannotReadSafelyIsRefusedWithItsReason) {
@@ -153,5 +156,5 @@ TEST(CudaSplit, WhatTheSplitCannotReadSafelyIsRefusedWithItsReason) {
   ASSERT_TRUE(ok.ok) << ok.why;
   EXPECT_TRUE(has(ok.device_cu, "inline int cdiv")) << ok.device_cu;
   EXPECT_TRUE(has(ok.host_cpp, "inline int cdiv")) << ok.host_cpp;
-  EXPECT_TRUE(has(ok.host_cpp, "kforge_launch_k((cdiv(x.numel(), TILE)), (TILE), 0, 0, x.data_ptr<float>());")) << ok.host_cpp;
+  EXPECT_TRUE(has(ok.host_cpp, "(kforge_launch_k((cdiv(x.numel(), TILE)), (TILE), 0, 0))(x.data_ptr<float>());")) << ok.host_cpp;
 }
