@@ -146,6 +146,18 @@ class Splitter {
   }
 
   void check_directive(size_t i, size_t j) const {
+    // A condition on torch's macros would be decided one way in the halves' torch-free .cu and
+    // another in cuda.cu as written.
+    const std::string d = i + 1 < j && t_[i + 1].kind == TokenKind::identifier ? t_[i + 1].text : "";
+    if (d == "if" || d == "ifdef" || d == "ifndef" || d == "elif" || d == "elifdef" || d == "elifndef") {
+      for (size_t k = i + 2; k < j; ++k) {
+        const std::string& w = t_[k].text;
+        bool torch = t_[k].kind == TokenKind::identifier && w == "USE_ROCM";
+        for (const char* p : {"TORCH_", "AT_", "C10_", "CAFFE2_", "PYBIND11_", "ATEN_"})
+          torch = torch || (t_[k].kind == TokenKind::identifier && w.rfind(p, 0) == 0);
+        if (torch) refuse(t_[i].line, "conditional compilation on '" + w + "', which torch's headers decide (the device half has none)");
+      }
+    }
     for (size_t k = i + 1; k < j; ++k) {
       if (t_[k].kind == TokenKind::identifier && (device_keywords().count(t_[k].text) || t_[k].text == "__host__"))
         refuse(t_[i].line, "a macro holds device code ('" + t_[k].text + "')");

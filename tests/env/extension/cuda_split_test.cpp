@@ -139,6 +139,8 @@ TEST(CudaSplit, WhatTheSplitCannotReadSafelyIsRefusedWithItsReason) {
   // Namespaces, conditional compilation around declarations, launching what is not a kernel here.
   refused("namespace {\n__global__ void k() {}\n}\n", "namespace");
   refused("#ifdef FAST\n__global__ void k() {}\n#endif\n", "conditional compilation");
+  refused("#ifndef C10_WARP_SIZE\n#define C10_WARP_SIZE 32\n#endif\n", "conditional compilation on 'C10_WARP_SIZE'");
+  refused("__global__ void k(float* p) {\n#if defined(USE_ROCM)\n  p[0] = 1;\n#endif\n}\n", "conditional compilation on 'USE_ROCM'");
   refused(host_head + "  other<<<1, 1>>>();\n" + host_tail, "not a kernel of this source");
   refused("__host__ __device__ float h(float v) { return v; }\n", "not inline");
   refused("__global__ void k(float* p, int n = 4) {}\n", "default argument");
