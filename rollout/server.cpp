@@ -70,7 +70,7 @@ void RolloutServer::Impl::remove_dead_servers_caches(const std::string& root) {
 void RolloutServer::Impl::start() {
   if (config.tasks.samples) catalog.add_spec_dir(resource_path("datasets/samples"));
   for (const auto& d : config.tasks.dirs) catalog.add_spec_dir(d);
-  for (const auto& d : config.tasks.datasets) catalog.add_dataset(d, config.tasks.serve_unmeasured);
+  for (const auto& d : config.tasks.datasets) catalog.add_dataset(d, config.tasks.serve_unmeasured, config.tasks.min_headroom);
 
   // The policy must never know its inputs: a salt of 0 (reproducible draws for tools) is
   // replaced by a random one for this server's life.
@@ -376,6 +376,13 @@ std::string RolloutServer::describe() const {
     os << ", " << impl_->catalog.unmeasured() << " of them not yet measured on a GPU (no baselines; a GPU stage may still reject them)";
   if (impl_->catalog.unmeasured_left_out() > 0)
     os << "; " << impl_->catalog.unmeasured_left_out() << " dataset rows not yet measured on a GPU left out (tasks.serve_unmeasured)";
+  if (impl_->config.tasks.min_headroom > 0) {
+    size_t below = 0;
+    for (const LeftOut& l : impl_->catalog.left_out())
+      if (l.stage == LeftOutStage::headroom) below += l.rows;
+    os << "; " << below << " dataset rows with compile_headroom below " << impl_->config.tasks.min_headroom
+       << " or unknown left out (tasks.min_headroom)";
+  }
   const ServerSetup& setup = impl_->setup;
   os << "; " << (setup.gpu_summary.empty() ? std::to_string(setup.gpus) + " GPU lane(s)" : setup.gpu_summary);
   os << "; " << impl_->config.scheduler.compile_workers << " compile worker(s)";

@@ -38,6 +38,8 @@ ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& ba
     for (const auto& d : n->get<std::vector<std::string>>("dirs", {})) c.tasks.dirs.push_back(resolve(d, base_dir));
     for (const auto& d : n->get<std::vector<std::string>>("datasets", {})) c.tasks.datasets.push_back(resolve(d, base_dir));
     c.tasks.serve_unmeasured = n->get<bool>("serve_unmeasured", c.tasks.serve_unmeasured);
+    c.tasks.min_headroom = n->get<double>("min_headroom", c.tasks.min_headroom);
+    if (!(c.tasks.min_headroom >= 0)) n->at("min_headroom").fail("must be >= 0 (0: every row; 1.15: the payable split)");
     n->check_no_unknown_keys();
   }
   if (auto n = node.find("sessions"); n && !n->is_null()) {

@@ -22,6 +22,7 @@ struct ServerConfig {
     std::vector<std::string> dirs;      // more directories of task specs (*.yaml)
     std::vector<std::string> datasets;  // dataset files (kforge synth's dataset.h5) or directories holding one
     bool serve_unmeasured = true;       // dataset rows no GPU stage has measured yet: served, or left out
+    double min_headroom = 0;            // > 0: only dataset rows whose compile_headroom is at least this
   } tasks;
 
   struct Sessions {

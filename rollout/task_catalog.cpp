@@ -68,7 +68,7 @@ void TaskCatalog::add_spec_dir(const std::string& dir) {
   for (const auto& f : files) add_task(std::make_shared<const TaskSpec>(load_task(f.string())), f.string());
 }
 
-void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
+void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured, double min_headroom) {
   std::string file = path;
   if (fs::is_directory(path)) {  // dataset.h5, or the shipped dataset.h5.xz
     file = (fs::path(path) / "dataset.h5").string();
@@ -92,6 +92,10 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
       ++left_out_[{row.source, LeftOutStage::not_measured, ""}];
       continue;
     }
+    if (min_headroom > 0 && !(row.compile_headroom >= min_headroom)) {
+      ++left_out_[{row.source, LeftOutStage::headroom, std::isfinite(row.compile_headroom) ? "below" : "unknown"}];
+      continue;
+    }
     CatalogEntry e;
     e.name = row.id;
     e.split = row.split;
@@ -100,6 +104,7 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured) {
     e.ops = split_ops(row.ops);
     if (std::isfinite(row.eager_ms) && row.eager_ms > 0) e.eager_ms = row.eager_ms;  // NaN until measured
     if (std::isfinite(row.compile_ms) && row.compile_ms > 0) e.compile_ms = row.compile_ms;
+    if (std::isfinite(row.compile_headroom)) e.compile_headroom = row.compile_headroom;
     e.origin = file;
     if (imported) {
       // Imported rows (a few hundred at most) are parsed now: the listing names their level and
@@ -137,6 +142,8 @@ const char* left_out_stage_name(LeftOutStage stage) {
       return "input_checks";
     case LeftOutStage::not_measured:
       return "not_measured";
+    case LeftOutStage::headroom:
+      return "headroom";
   }
   return "";
 }
@@ -190,7 +197,8 @@ Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
                        {"n_ops", e.ops.size()},
                        {"description", e.description},
                        {"eager_ms", e.eager_ms ? Json(*e.eager_ms) : Json()},
-                       {"compile_ms", e.compile_ms ? Json(*e.compile_ms) : Json()}});
+                       {"compile_ms", e.compile_ms ? Json(*e.compile_ms) : Json()},
+                       {"compile_headroom", e.compile_headroom ? Json(*e.compile_headroom) : Json()}});
       if (e.level) tasks.back()["level"] = *e.level;
       if (!e.tolerance_profile.empty()) tasks.back()["tolerance_profile"] = e.tolerance_profile;
     }

@@ -20,6 +20,7 @@ struct CatalogEntry {
   std::string name, split, source, dtype, description, origin;
   std::vector<std::string> ops;                // operator names in node order
   std::optional<double> eager_ms, compile_ms;  // the task's baselines, where measured
+  std::optional<double> compile_headroom;      // a dataset row's compile_headroom (DATASET_FORMAT.md), where known
   std::optional<int64_t> level;                // an imported KernelBench task's level (provenance.level)
   std::string tolerance_profile;               // an imported task's tolerance profile (kforge, cuda-agent)
   std::string spec_yaml;                       // for dataset rows: the spec text, parsed on first use
@@ -29,8 +30,9 @@ struct CatalogEntry {
 // Where a row the catalog does not serve was left out (named as left_out_stage_name gives it):
 // gpu_stage (status rejected:<reason>), import (DIR/skipped.jsonl beside the dataset: the importer's
 // reason), input_checks (status rejected:input_matters or rejected:ablation, tools/dataset/synth_refilter.py),
-// not_measured (status cpu_ok with serve_unmeasured false).
-enum class LeftOutStage { gpu_stage, import, input_checks, not_measured };
+// not_measured (status cpu_ok with serve_unmeasured false), headroom (compile_headroom below
+// tasks.min_headroom: reason `below`, or `unknown` where the row has none).
+enum class LeftOutStage { gpu_stage, import, input_checks, not_measured, headroom };
 const char* left_out_stage_name(LeftOutStage stage);
 
 // Rows a dataset holds, or modules its import saw, that the catalog does not serve: the tasks an
@@ -47,8 +49,9 @@ class TaskCatalog {
   // Throws config/io/spec errors naming the file when a source cannot be read.
   void add_spec_dir(const std::string& dir);
   // A dataset.h5 or dataset.h5.xz (as shipped), or a directory holding one. Rows a GPU stage
-  // rejected are left out; rows no GPU stage has measured yet too, unless `serve_unmeasured`.
-  void add_dataset(const std::string& path, bool serve_unmeasured = true);
+  // rejected are left out; rows no GPU stage has measured yet too, unless `serve_unmeasured`; with
+  // `min_headroom` > 0, rows whose compile_headroom is below it or unknown too (the payable split).
+  void add_dataset(const std::string& path, bool serve_unmeasured = true, double min_headroom = 0);
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
 
   size_t size() const { return entries_.size(); }

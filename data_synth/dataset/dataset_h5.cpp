@@ -104,10 +104,13 @@ const std::vector<std::pair<const char*, double DatasetRow::*>>& double_columns(
   static const std::vector<std::pair<const char*, double DatasetRow::*>> c = {
       {"est_runtime_ms", &DatasetRow::est_runtime_ms}, {"flops", &DatasetRow::flops},
       {"min_bytes", &DatasetRow::min_bytes},           {"eager_ms", &DatasetRow::eager_ms},
-      {"compile_ms", &DatasetRow::compile_ms},
+      {"compile_ms", &DatasetRow::compile_ms},         {"compile_headroom", &DatasetRow::compile_headroom},
   };
   return c;
 }
+
+// Columns added after format version 1 shipped: a file without one reads as its default.
+bool optional_column(const std::string& name) { return name == "compile_headroom"; }
 
 // HDF5 prints its own error stack to stderr; kforge reports errors itself.
 struct QuietHdf5 {
@@ -190,6 +193,7 @@ Dataset read_hdf5(const std::string& path) {
     for (size_t i = 0; i < v.size(); ++i) d.rows[i].*member = v[i];
   }
   for (const auto& [name, member] : double_columns()) {
+    if (optional_column(name) && H5Lexists(group.id, name, H5P_DEFAULT) <= 0) continue;
     auto v = read_numbers<double>(group.id, name, H5T_NATIVE_DOUBLE, path);
     KFORGE_CHECK(v.size() == d.rows.size(), io, path << ": /tasks/" << name << " has " << v.size() << " rows, not " << d.rows.size());
     for (size_t i = 0; i < v.size(); ++i) d.rows[i].*member = v[i];
@@ -243,6 +247,7 @@ bool RowFilter::matches(const DatasetRow& r) const {
   if (!status.matches(r.parsed_status())) return false;
   if (min_ops > 0 && r.n_ops < min_ops) return false;
   if (max_ops > 0 && r.n_ops > max_ops) return false;
+  if (min_headroom > 0 && !(r.compile_headroom >= min_headroom)) return false;  // NaN: unknown, left out
   if (!ops.empty()) {
     std::vector<std::string> have;
     std::stringstream ss(r.ops);

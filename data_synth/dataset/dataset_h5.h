@@ -2,6 +2,7 @@
 // A task dataset in one HDF5 file (layout: data_synth/dataset/DATASET_FORMAT.md): one row per task in
 // column datasets under /tasks, readable with h5py. No libtorch.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +23,10 @@ struct DatasetRow {
   double eager_ms = 0, compile_ms = 0;  // NaN until the GPU baseline stage fills them
   std::string baseline_json;            // "" until then: {"gpu", "torch", "cuda", "method", ...}
   std::string status = "cpu_ok";        // the column's text: cpu_ok, then ok or rejected:<filter> after the GPU stages
+  // compile_ms over the task's roofline on the baselines' GPU (kforge tasks headroom; DATASET_FORMAT.md
+  // "Headroom"): NaN until that command fills it, where compile_ms or the cost is missing, and after
+  // set-baselines changes compile_ms. A file written before the column reads as NaN.
+  double compile_headroom = std::numeric_limits<double>::quiet_NaN();
 
   // The status parsed (row_status.h); a spec error naming the row when it is none of those.
   RowStatus parsed_status() const { return read_status(status, "row '" + id + "'"); }
@@ -49,6 +54,8 @@ struct RowFilter {
   StatusFilter status;
   std::vector<std::string> ops;  // every one must be in the task
   int min_ops = 0, max_ops = 0;
+  // compile_headroom at least this (> 0); a row whose headroom is unknown (NaN) does not match.
+  double min_headroom = 0;
   bool matches(const DatasetRow& r) const;
 };
 

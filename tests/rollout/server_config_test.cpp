@@ -42,6 +42,9 @@ TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {
   fails("tasks: {serve_unmeasured: maybe}\n", "serve_unmeasured");
   EXPECT_FALSE(ServerConfig::from_yaml(YamlNode::parse("tasks: {serve_unmeasured: false}\n", "s.yaml")).tasks.serve_unmeasured);
   EXPECT_TRUE(ServerConfig::from_yaml(YamlNode::parse("tasks: {samples: true}\n", "s.yaml")).tasks.serve_unmeasured);
+  fails("tasks: {min_headroom: -1}\n", "min_headroom");
+  EXPECT_EQ(ServerConfig::from_yaml(YamlNode::parse("tasks: {samples: true}\n", "s.yaml")).tasks.min_headroom, 0);
+  EXPECT_EQ(ServerConfig::from_yaml(YamlNode::parse("tasks: {min_headroom: 1.15}\n", "s.yaml")).tasks.min_headroom, 1.15);
   ServerConfig c = ServerConfig::from_yaml(YamlNode::parse("record: {path: out/t.h5}\nenv_config: env.yaml\n", "s.yaml"), "/base");
   EXPECT_EQ(c.record.path, "/base/out/t.h5");
   EXPECT_EQ(c.env_config, "/base/env.yaml");

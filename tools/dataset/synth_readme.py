@@ -165,6 +165,8 @@ def render(s, files_dir=None, commit="", calls=None):
                    f"`kforge tasks recost` after causal `sdpa` FLOPs came to count only the unmasked (query, key) pairs "
                    f"(issue 32): {rc.get('changed', 0)} of {rc.get('graph_tasks', 0)} rows changed "
                    f"({rc.get('changed_served', 0)} kept); `est_runtime_ms` is the CPU stage's estimate as it was.\n")
+    if s.get("headroom"):
+        out.append(headroom_section(s["headroom"]))
     if final.get("kept_ops_per_task"):
         out.append(counts("Operators per task", final["kept_ops_per_task"], kept))
         out.append(counts("Splits (heldout shares no operator sequence with train)", final["kept_splits"], kept))
@@ -242,6 +244,45 @@ def extra_shapes_section(s):
                           f"{', '.join(f'`{k}` {v}' for k, v in added['by_kind'].items())}" if added.get("by_kind") else "")
            + ".\n"]
     out.append(table(["extra shapes", "tasks", "share"], [(k, v, share(v, n)) for k, v in hist.items()]))
+    return "\n".join(out) + "\n"
+
+
+def headroom_section(h):
+    """torch.compile's time over each kept task's roofline (issue 32, `kforge tasks headroom`): how many
+    tasks can pay tier 3 at all, and the payable split."""
+    c, v, n = h.get("ceilings") or {}, h.get("served") or {}, (h.get("served") or {}).get("rows", 0)
+    peak = c.get("peak_tflops") or {}
+    at = h.get("payable_min_headroom", 1.15)
+    unknown = v.get("unknown") or {}
+    out = [f"**Headroom** (`compile_headroom`, a column of `dataset.h5` and `tasks.jsonl`, written by `kforge tasks "
+           f"headroom`; issue 32): each task's torch.compile time over its roofline on the {h.get('gpu', '?')}, "
+           f"max(`min_bytes` / {c.get('copy_gbps', 0):.0f} GB/s copy bandwidth, `flops` / the peak of the math its "
+           f"precision contract admits: {peak.get('float16', 0):.1f} TFLOP/s where one 16-bit pass fits the tolerance, "
+           f"{peak.get('float32', 0):.1f} for float32 at a tighter one (the split products), {peak.get('integer', 0):.1f} "
+           "with no floating tensor; anticheat/README.md's table), with the ceilings the GPU worker measured, as "
+           f"recorded in {h.get('source', '?')}. Reward tier 3 pays a candidate more than 5 % faster than torch.compile, so below "
+           "1.05 no kernel can earn it, even one at the roofline. "
+           f"**{v.get('payable', 0)} of the {n} kept tasks ({share(v.get('payable', 0), n)}) are payable** "
+           f"(headroom >= {at:g}); {v.get('at_least_1.05', 0)} reach 1.05, {v.get('at_least_1.1', 0)} 1.1 and "
+           f"{v.get('at_least_1.25', 0)} 1.25; torch.compile runs at 90 % of the roofline or more (headroom <= 1.11) on "
+           f"{v.get('roofline_share_at_least_0.9', 0)}. Median {v.get('median') or 0:.2f}, p10 {v.get('p10') or 0:.2f}, "
+           f"p90 {v.get('p90') or 0:.2f}; bound by bytes {v.get('bound_by', {}).get('bytes', 0)}, by FLOPs "
+           f"{v.get('bound_by', {}).get('flops', 0)}; precision "
+           + ", ".join(f"`{k}` {x}" for k, x in (v.get("by_precision") or {}).items())
+           + (f"; unknown: {', '.join(f'{k} {x}' for k, x in unknown.items() if x)}" if any(unknown.values()) else "")
+           + ".\n"]
+    best = v.get("compile_best_bytes_gbps") or 0
+    if best > c.get("copy_gbps", best):
+        ratio = best / c["copy_gbps"]
+        out.append(f"The copy bandwidth is no ceiling for reads (a copy reads and writes; a read-mostly kernel streams "
+                   f"faster): torch.compile's own times reach `min_bytes` / `compile_ms` = {best:.0f} GB/s on bytes-bound "
+                   f"tasks, {ratio:.3f} x the copy figure, which is why some headrooms are below 1. A kernel 5 % faster "
+                   f"than torch.compile at that bandwidth needs a headroom of 1.05 x {ratio:.3f} = {1.05 * ratio:.2f}: hence "
+                   f"the payable split's {at:g}.\n")
+    out.append(table(["compile_headroom", "tasks", "share"], [(k, x, share(x, n)) for k, x in (v.get("histogram") or {}).items()]))
+    out.append(f"The payable split for training: `kforge tasks export dataset.h5.xz --status ok --min-headroom {at:g} "
+               f"--format jsonl --out payable.jsonl` (`count`, `list` take `--min-headroom` too), or serve it with "
+               f"`tasks.min_headroom: {at:g}` in configs/server.yaml.\n")
     return "\n".join(out) + "\n"
 
 

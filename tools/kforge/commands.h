@@ -22,6 +22,7 @@ void add_import_command(CLI::App& app);        // tasks import (after the tasks 
 void add_sensitivity_command(CLI::App& app);   // tasks sensitivity (after the tasks commands)
 void add_extra_shapes_command(CLI::App& app);  // tasks extra-shapes (after the tasks commands)
 void add_recost_command(CLI::App& app);        // tasks recost (after the tasks commands)
+void add_headroom_command(CLI::App& app);      // tasks headroom (after the tasks commands)
 void add_serve_commands(CLI::App& app);        // serve, record (rollout/)
 void add_counters_command(CLI::App& app);      // counters: replay passes of a metric list (CUPTI host API)
 void set_action(CLI::App* sub, std::function<int()> action);

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   kforge::cli::add_sensitivity_command(app);
   kforge::cli::add_extra_shapes_command(app);
   kforge::cli::add_recost_command(app);
+  kforge::cli::add_headroom_command(app);
   kforge::cli::add_serve_commands(app);
   kforge::cli::add_counters_command(app);
 #endif
