@@ -71,6 +71,16 @@ def test_the_readmes_say_what_kforge_tasks_counts(shipped):
     assert found(ds, rf"\| heldout \| {NUM} \|", "datasets/synth/README.md") == [(shipped["heldout"],)]
 
 
+def test_the_payable_split_is_what_the_readme_says(shipped):
+    # Issue 32: the kept tasks whose compile_headroom reaches the payable line the README states.
+    ds = read("datasets", "synth", "README.md")
+    (payable, kept), = found(ds, rf"\*\*{NUM} of the {NUM} kept tasks \([\d.]+ %\) are payable\*\* \(headroom >= 1.15\)",
+                             "datasets/synth/README.md")
+    assert kept == shipped["kept"]
+    assert payable == count("--status", "ok", "--min-headroom", "1.15") < kept
+    assert count("--status", "ok", "--min-headroom", "0.5") == kept  # every kept row has a headroom
+
+
 def test_the_samples_are_source_samples_and_the_readme_counts_them():
     files = sorted(glob.glob(os.path.join(SOURCE_DIR, "datasets", "samples", "*.yaml")))
     assert files
