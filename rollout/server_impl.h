@@ -95,7 +95,10 @@ class Recorder {
     Outcome outcome;
   };
   void loop();
-  bool attempt(Item& item);
+  // One append; `error` says why it failed. The outcome is posted by answer(), after the counts
+  // (unwritten) say where the trajectory is: a client told of a failure finds it counted in health.
+  bool write(Item& item, std::string& error);
+  void answer(const Outcome& outcome, const std::string& error);
   void write_side_file(const Item& item);
   std::unique_ptr<TrajectoryFile> file_;
   Inbox& inbox_;

@@ -6,8 +6,8 @@
 
 namespace kforge {
 
-bool Recorder::attempt(Item& item) {
-  std::string error;
+bool Recorder::write(Item& item, std::string& error) {
+  error.clear();
   try {
     file_->append_msgpack(item.bytes, item.summary);
     ++written_;
@@ -17,8 +17,11 @@ bool Recorder::attempt(Item& item) {
     std::cerr << "kforge serve: recording episode " << item.summary.episode << " failed (kept, retried): " << error << std::endl;
   }
   behind_ = file_->behind();
-  if (item.outcome) inbox_.post([outcome = item.outcome, error] { outcome(error); });
   return error.empty();
+}
+
+void Recorder::answer(const Outcome& outcome, const std::string& error) {
+  if (outcome) inbox_.post([outcome, error] { outcome(error); });
 }
 
 void Recorder::loop() {
@@ -37,12 +40,23 @@ void Recorder::loop() {
     }
     if (stopping) return;
     // A new trajectory first; then, after a success or once a second, those that failed before.
-    if (have && !attempt(item)) {
-      retry_.push_back(std::move(item));
-    } else {
-      for (size_t n = retry_.size(); n > 0 && attempt(retry_.front()); --n) retry_.pop_front();
+    std::string error;
+    if (have) {
+      const bool ok = write(item, error);
+      Outcome outcome = item.outcome;
+      if (!ok) retry_.push_back(std::move(item));
+      unwritten_ = retry_.size();
+      answer(outcome, error);
+      if (!ok) continue;
     }
-    unwritten_ = retry_.size();
+    for (size_t n = retry_.size(); n > 0; --n) {
+      const bool ok = write(retry_.front(), error);
+      Outcome outcome = retry_.front().outcome;
+      if (ok) retry_.pop_front();
+      unwritten_ = retry_.size();
+      answer(outcome, error);
+      if (!ok) break;
+    }
   }
 }
 
@@ -54,8 +68,12 @@ void Recorder::stop() {
   }
   cv_.notify_one();
   thread_.join();
-  for (Item& item : retry_)
-    if (!attempt(item)) write_side_file(item);
+  for (Item& item : retry_) {
+    std::string error;
+    const bool ok = write(item, error);
+    answer(item.outcome, error);
+    if (!ok) write_side_file(item);
+  }
   retry_.clear();
   unwritten_ = 0;
   file_.reset();
