@@ -68,6 +68,17 @@ double process_to_main_ms() { return g_process_to_main_ms; }
 
 void set_action(CLI::App* sub, std::function<int()> action) { actions()[sub] = std::move(action); }
 
+void add_dataset_rewrite_options(CLI::App* sub, std::string& in, std::string& out) {
+  sub->add_option("DATASET", in, "dataset.h5 (or .h5.xz, as shipped)")->required();
+  sub->add_option("--out", out, "the dataset.h5 to write (replaced when it exists)")->required();
+}
+
+void check_dataset_rewrite(const std::string& in, const std::string& out) {
+  KFORGE_CHECK(fs::path(out).extension() != ".xz", usage, "--out writes an uncompressed dataset.h5 (xz -9 it afterwards), not " << out);
+  KFORGE_CHECK(!(fs::exists(in) && fs::exists(out) && fs::equivalent(in, out)), usage,
+               "--out must not be the dataset it reads (" << in << ")");
+}
+
 int run_selected(CLI::App& app) {
   CLI::App* cur = &app;
   for (;;) {

@@ -26,6 +26,11 @@ void add_headroom_command(CLI::App& app);      // tasks headroom (after the task
 void add_serve_commands(CLI::App& app);        // serve, record (rollout/)
 void add_counters_command(CLI::App& app);      // counters: replay passes of a metric list (CUPTI host API)
 void set_action(CLI::App* sub, std::function<int()> action);
+// The two arguments of a command that writes a dataset's rows, changed, into another file (tasks
+// extra-shapes, recost, headroom): DATASET (a dataset.h5, or the shipped .h5.xz) and --out.
+void add_dataset_rewrite_options(CLI::App* sub, std::string& in, std::string& out);
+// Usage errors: --out compressed (it writes an .h5 to xz afterwards), or --out the dataset it reads.
+void check_dataset_rewrite(const std::string& in, const std::string& out);
 int run_selected(CLI::App& app);
 
 // Start-up timestamps (the cold-start breakdown of `kforge eval`): mark_main() first thing in main.

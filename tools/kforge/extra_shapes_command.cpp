@@ -3,7 +3,6 @@
 // extra_dims, every other column is left as it was.
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -17,7 +16,6 @@
 #include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
 
-namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace kforge::cli {
@@ -77,9 +75,7 @@ int add_extra_shapes(const ExtraShapesArgs& a) {
   KFORGE_CHECK(a.max_shapes >= 1 && a.max_shapes <= 4, usage,
                "--max-shapes is 1 to 4 (one shape per kind: odd, batch one, off by one, empty), not " << a.max_shapes);
   KFORGE_CHECK(a.progress >= 1, usage, "--progress must be >= 1");
-  KFORGE_CHECK(fs::path(a.out).extension() != ".xz", usage, "--out writes an uncompressed dataset.h5 (xz -9 it afterwards), not " << a.out);
-  KFORGE_CHECK(!(fs::exists(a.in) && fs::exists(a.out) && fs::equivalent(a.in, a.out)), usage,
-               "--out must not be the dataset it reads (" << a.in << ")");
+  check_dataset_rewrite(a.in, a.out);
   Dataset d = read_dataset(a.in);
   ExtraShapeConfig cfg;
   cfg.max_shapes = a.max_shapes;
@@ -131,8 +127,7 @@ void add_extra_shapes_command(CLI::App& app) {
                                     "Give a dataset's graph tasks extra shapes (extra_dims: odd sizes, a batch of 1, every dim one "
                                     "smaller, an empty batch) that verification also runs; every other column is kept");
   static ExtraShapesArgs a;
-  sub->add_option("DATASET", a.in, "dataset.h5 (or .h5.xz, as shipped)")->required();
-  sub->add_option("--out", a.out, "the dataset.h5 to write (replaced when it exists)")->required();
+  add_dataset_rewrite_options(sub, a.in, a.out);
   sub->add_option("--max-shapes", a.max_shapes, "at most this many shapes per task (1-4)")->capture_default_str();
   sub->add_option("--progress", a.progress, "a progress line on stderr every this many rows")->capture_default_str();
   set_action(sub, [] { return add_extra_shapes(a); });

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -21,7 +20,6 @@
 #include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
 
-namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace kforge::cli {
@@ -130,9 +128,7 @@ std::string summary_with_headroom(const std::string& summary, const Json& block)
 }
 
 int headroom(const HeadroomArgs& a) {
-  KFORGE_CHECK(fs::path(a.out).extension() != ".xz", usage, "--out writes an uncompressed dataset.h5 (xz -9 it afterwards), not " << a.out);
-  KFORGE_CHECK(!(fs::exists(a.in) && fs::exists(a.out) && fs::equivalent(a.in, a.out)), usage,
-               "--out must not be the dataset it reads (" << a.in << ")");
+  check_dataset_rewrite(a.in, a.out);
   KFORGE_CHECK(a.payable >= 1.0, usage, "--payable must be >= 1, not " << a.payable);
   Dataset d = read_dataset(a.in);
   const NamedCeilings& gpu = kH200;
@@ -224,8 +220,7 @@ void add_headroom_command(CLI::App& app) {
                                     "Give each row its compile_headroom: torch.compile's time over the task's roofline on the "
                                     "baselines' GPU (measured ceilings); every other column is kept");
   static HeadroomArgs a;
-  sub->add_option("DATASET", a.in, "dataset.h5 (or .h5.xz, as shipped)")->required();
-  sub->add_option("--out", a.out, "the dataset.h5 to write (replaced when it exists)")->required();
+  add_dataset_rewrite_options(sub, a.in, a.out);
   sub->add_option("--payable", a.payable, "the headroom the summary counts as payable (the training split's --min-headroom)")
       ->capture_default_str();
   set_action(sub, [] { return headroom(a); });

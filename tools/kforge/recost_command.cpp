@@ -2,7 +2,6 @@
 // 32: causal sdpa counted the masked pairs). Each graph row's spec_yaml `cost:` line and its flops and
 // min_bytes columns are re-derived from the graph; every other line and column is left as it was.
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -14,7 +13,6 @@
 #include "data_synth/task/task_spec.h"
 #include "tools/kforge/commands.h"
 
-namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace kforge::cli {
@@ -76,9 +74,7 @@ std::string summary_with_recost(const std::string& summary, int64_t graph, int64
 }
 
 int recost(const RecostArgs& a) {
-  KFORGE_CHECK(fs::path(a.out).extension() != ".xz", usage, "--out writes an uncompressed dataset.h5 (xz -9 it afterwards), not " << a.out);
-  KFORGE_CHECK(!(fs::exists(a.in) && fs::exists(a.out) && fs::equivalent(a.in, a.out)), usage,
-               "--out must not be the dataset it reads (" << a.in << ")");
+  check_dataset_rewrite(a.in, a.out);
   Dataset d = read_dataset(a.in);
   int64_t changed = 0, changed_served = 0, imported = 0, graph = 0;
   for (DatasetRow& r : d.rows) {
@@ -121,8 +117,7 @@ void add_recost_command(CLI::App& app) {
                                     "Re-derive each graph task's cost from its graph (spec_yaml cost, the flops and min_bytes "
                                     "columns); every other column is kept");
   static RecostArgs a;
-  sub->add_option("DATASET", a.in, "dataset.h5 (or .h5.xz, as shipped)")->required();
-  sub->add_option("--out", a.out, "the dataset.h5 to write (replaced when it exists)")->required();
+  add_dataset_rewrite_options(sub, a.in, a.out);
   set_action(sub, [] { return recost(a); });
 }
 
