@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 
+#include "anticheat/task_precision.h"
 #include "configs/error.h"
 #include "env/judge/gpu_judgement.h"
 #include "env/judge/timing.h"
@@ -158,14 +159,7 @@ void Judgement::time() {
     auto t_ceil = std::chrono::steady_clock::now();
     const DeviceCeilings& ceil = s_.ceilings();  // measured once per worker: a start-up cost
     phases_["ceilings_ms"] = ms_since(t_ceil);
-    // The precision contract: the floating dtypes the function reads (used arguments) and writes,
-    // and the tolerance (anticheat/dynamic_checks.h, MathPrecision).
-    bool any_f32 = false, any_f16 = false;
-    for (const TaskArgument& a : task_.arguments)
-      if (a.decl.used && dtype_is_float(a.decl.meta.dtype)) (a.decl.meta.dtype == DType::float32 ? any_f32 : any_f16) = true;
-    for (const TaskOutput& o : task_.outputs)
-      if (dtype_is_float(o.meta.dtype)) (o.meta.dtype == DType::float32 ? any_f32 : any_f16) = true;
-    const MathPrecision precision = math_precision(any_f32, any_f16, task_.tolerance);
+    const MathPrecision precision = task_math_precision(task_);  // the task's precision contract
     SpeedOfLight sol = speed_of_light(task_.cost.min_bytes, *task_.cost.flops, precision, ceil, req_.anticheat.sol_headroom);
     bool ok = runs[0].stats.median >= sol.floor_ms;
     add_check("speed_of_light", ok, "the measured time is below what the GPU's memory bandwidth and compute allow for this task",

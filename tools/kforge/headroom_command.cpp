@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "anticheat/dynamic_checks.h"
+#include "anticheat/task_precision.h"
 #include "configs/error.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/task/dtype.h"
@@ -40,18 +40,6 @@ struct NamedCeilings {
 const NamedCeilings kH200{"NVIDIA H200",
                           {4280.721202511008, 51.4205666569578, 419.4099266707841, 779.4858910846802},
                           "tools/bench/results/2026-12-03_anticheat_audit_8a5564e_h200.json (speed_of_light evidence)"};
-
-// The precision contract of the task's function, as the GPU worker reads it for the speed-of-light
-// check (env/judge/gpu_time.cpp): the floating dtypes of the arguments it uses and of its outputs,
-// and its tolerance.
-MathPrecision task_precision(const TaskSpec& t) {
-  bool any_f32 = false, any_f16 = false;
-  for (const TaskArgument& a : t.arguments)
-    if (a.decl.used && dtype_is_float(a.decl.meta.dtype)) (a.decl.meta.dtype == DType::float32 ? any_f32 : any_f16) = true;
-  for (const TaskOutput& o : t.outputs)
-    if (dtype_is_float(o.meta.dtype)) (o.meta.dtype == DType::float32 ? any_f32 : any_f16) = true;
-  return math_precision(any_f32, any_f16, t.tolerance);
-}
 
 // Histogram bins of the headroom; a candidate pays (reward tier 3) only above 1.05 x torch.compile.
 const std::vector<std::pair<double, std::string>>& bins() {
@@ -148,7 +136,7 @@ int headroom(const HeadroomArgs& a) {
     } else if (!std::isfinite(r.flops) || !std::isfinite(r.min_bytes)) {
       why = &Counts::no_flops;  // an imported module with no stated count: no roofline
     } else {
-      const MathPrecision p = task_precision(parse_task(r.spec_yaml, origin));
+      const MathPrecision p = task_math_precision(parse_task(r.spec_yaml, origin));
       const SpeedOfLight s = speed_of_light(r.min_bytes, r.flops, p, gpu.ceilings, 1.0);
       if (s.floor_ms > 0) {
         h = r.compile_ms / s.floor_ms;
