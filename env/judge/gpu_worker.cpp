@@ -65,16 +65,16 @@ class CublasTf32Scope {
 
 CUstream GpuWorker::State::stream() const { return at::cuda::getCurrentCUDAStream(device).stream(); }
 
-const TaskSpec& GpuWorker::State::task_for(const std::string& yaml, int extra_shape) {
-  const std::string key = std::to_string(extra_shape) + "\n" + yaml;
+const TaskSpec& GpuWorker::State::task_for(const GpuEvalRequest& req) {
+  const std::string key = task_key(req);
   auto it = tasks.find(key);
   if (it != tasks.end()) return it->second;
   if (tasks.size() > 64) {
     tasks.clear();
     conditions.clear();
   }
-  TaskSpec t = parse_task(yaml, "request.task_yaml");
-  if (extra_shape >= 0) t = t.at_extra_dims(static_cast<size_t>(extra_shape));
+  TaskSpec t = parse_task(req.task_yaml, "request.task_yaml");
+  if (req.extra_shape >= 0) t = t.at_extra_dims(static_cast<size_t>(req.extra_shape));
   return tasks.emplace(key, std::move(t)).first->second;
 }
 
@@ -209,7 +209,7 @@ Json GpuWorker::evaluate(const Json& request) {
   auto t_req = Clock::now();
   const GpuEvalRequest req = parse_gpu_eval_request(request);
   c10::cuda::CUDAGuard guard(s_->dev);
-  const TaskSpec& task = s_->task_for(req.task_yaml, req.extra_shape);
+  const TaskSpec& task = s_->task_for(req);
   // The robustness conditions (once per task in a worker) before the call bench holds its buffers:
   // their float64 reference is the largest allocation a request makes.
   if (req.anticheat.robustness_draws) s_->conditions_for(task, task_key(req), req.anticheat.robustness_margin);

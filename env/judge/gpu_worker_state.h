@@ -17,6 +17,7 @@
 #include "env/judge/check_kernel.h"
 #include "env/judge/draw_kernel.h"
 #include "env/judge/extension_program.h"
+#include "env/judge/gpu_request.h"
 #include "env/judge/gpu_worker.h"
 #include "env/judge/timing.h"
 
@@ -46,8 +47,8 @@ struct GpuWorker::State {
   std::unique_ptr<L2Flush> l2_flush;  // verification calls are flushed as timed ones are
 
   CUstream stream() const;
-  // The request's task, parsed once per (text, extra_shape) (GpuEvalRequest::extra_shape).
-  const TaskSpec& task_for(const std::string& yaml, int extra_shape);
+  // The request's task, parsed once per task_key (its text and GpuEvalRequest::extra_shape).
+  const TaskSpec& task_for(const GpuEvalRequest& req);
   // Which robustness variants are well-conditioned for the task (robust_draws.h), measured once
   // per task and margin in this worker.
   const TaskConditions& conditions_for(const TaskSpec& task, const std::string& yaml, double margin);
