@@ -90,11 +90,8 @@ DimEnv off_by_one_target(const TaskSpec& t) {
 
 // Every output of the graph at these dims has no element.
 bool outputs_empty(const ResolvedGraph& g) {
-  for (const TensorMeta& m : g.output_metas) {
-    int64_t n = 1;
-    for (int64_t d : m.shape) n *= d;
-    if (n != 0) return false;
-  }
+  for (const TensorMeta& m : g.output_metas)
+    if (numel(m.shape) != 0) return false;
   return !g.output_metas.empty();
 }
 

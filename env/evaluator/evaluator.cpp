@@ -260,9 +260,7 @@ std::vector<std::string> layout_trials_for(const TaskSpec& task) {
   bool strided = false, four_d = false;
   for (const auto& a : task.arguments) {
     if (a.decl.role != ArgRole::input) continue;
-    int64_t n = 1;
-    for (int64_t d : a.decl.meta.shape) n *= d;
-    strided = strided || n >= 2;
+    strided = strided || numel(a.decl.meta.shape) >= 2;
     four_d = four_d || a.decl.meta.shape.size() == 4;
   }
   std::vector<std::string> out;

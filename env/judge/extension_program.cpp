@@ -23,9 +23,8 @@ at::Tensor relaid(const at::Tensor& t, const std::string& layout) {
   if (layout == "channels_last") return t.dim() == 4 ? t.contiguous(at::MemoryFormat::ChannelsLast) : t;
   if (layout != "noncontiguous" || t.numel() < 2) return t;
   if (t.dim() >= 2 && t.size(-1) > 1 && t.size(-2) > 1) return t.transpose(-1, -2).contiguous().transpose(-1, -2);
-  // Every other element of a buffer twice as long (the last dim's stride 2).
+  // Every other element of a buffer twice as long (the last dim's stride 2; t has a dim: numel >= 2).
   std::vector<int64_t> wide(t.sizes().begin(), t.sizes().end());
-  if (wide.empty()) return t;
   wide.back() *= 2;
   at::Tensor w = at::empty(wide, t.options());
   at::Tensor v = w.slice(-1, 0, wide.back(), 2);
