@@ -5,6 +5,7 @@ import os
 import sys
 
 from . import __doc__ as PACKAGE_DOC
+from . import artifact_check
 from .checks import FUSED
 from .common import InputError, ROOT, export_tasks
 from .merge import cmd_compare, cmd_merge
@@ -59,6 +60,12 @@ def cmd_run(a):
     apply_flags(torch)
     FUSED.enabled = a.fused_checks
     dims_mode = a.dims if a.dims != "auto" else ("full" if a.device.startswith("cuda") else "check")
+    # The importer's trace tiers (imported.jsonl beside the dataset): which artifacts the probe checks
+    # against the module at its own size (artifact_check.py).
+    imported_jsonl = a.imported or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "imported.jsonl")
+    if a.imported and not os.path.exists(a.imported):
+        raise InputError(f"--imported {a.imported}: no such file")
+    tiers = artifact_check.read_tiers(imported_jsonl)
     tasks = []
     for t in todo:
         # An imported module (a TorchScript reference) has its own shapes and no check_dims: it runs as
@@ -66,10 +73,17 @@ def cmd_run(a):
         imported = t.get("reference") == "torchscript"
         if dims_mode == "check" and not t["check_dims"] and not imported:
             raise InputError(f"{a.dataset}: task {t['id']} has no check_dims (needed by --dims check)")
-        tasks.append(dict(t, est_ms=t["est_runtime_ms"], program=t["program_py"], imported=imported,
-                          module_mode=t.get("module_mode", "eval"),
-                          dims=t["check_dims"] if dims_mode == "check" and not imported else None))
+        task = dict(t, est_ms=t["est_runtime_ms"], program=t["program_py"], imported=imported,
+                    module_mode=t.get("module_mode", "eval"), trace_tier=tiers.get(t["id"]),
+                    dims=t["check_dims"] if dims_mode == "check" and not imported else None)
+        task["artifact_check"] = artifact_check.wanted(task, a.artifact_check, tiers)
+        tasks.append(task)
     os.makedirs(a.out, exist_ok=True)
+    n_art = sum(1 for t in tasks if t["artifact_check"])
+    if any(t["imported"] for t in tasks):
+        print(f"synth_gpu: artifact check ({a.artifact_check}) on {n_art} of {sum(1 for t in tasks if t['imported'])} "
+              f"imported task(s); trace tiers from {imported_jsonl if tiers else 'nowhere (no imported.jsonl)'}",
+              file=sys.stderr, flush=True)
     what = f"{a.ids} lists {len(rows)}" if a.ids else \
         f"shard {a.shard} has {len(rows)} (rows {rows[0] if rows else 0}-{rows[-1] if rows else -1})"
     print(f"synth_gpu: {a.dataset}: {n_rows} tasks; {what}, {resumed} already written, {len(tasks)} to do in this run; device {a.device} "
@@ -133,6 +147,12 @@ def main(argv=None):
                     help="on a GPU, count the checks' tolerance failures in one fused Triton kernel (self-checked "
                          "against the torch operations before first use; default); --no-fused-checks: the torch "
                          "operations")
+    ap.add_argument("--artifact-check", choices=artifact_check.MODES, default="auto",
+                    help="imported tasks: run the TorchScript artifact against the module eagerly at its own size "
+                         "(artifact_mismatch / artifact_failed); auto: every artifact not traced and checked at its "
+                         "own size (trace tiers A, B, A1, M, or unknown), all: every imported task, off: none")
+    ap.add_argument("--imported", default=None, metavar="FILE",
+                    help="the importer's imported.jsonl, for the trace tiers (default: beside the dataset)")
     ap.add_argument("--max-restarts", type=int, default=20)
     ap.add_argument("--threads", type=int, default=0, help="CPU mode: torch threads (0: torch's default)")
     ap.add_argument("--progress-s", type=float, default=5.0)

@@ -27,6 +27,8 @@ REASONS = [
     "eager_runtime_window",       # eager median outside [window_ms_low, window_ms_high]
     "torch_compile_build",        # torch.compile failed, crashed or timed out
     "compile_mismatch",           # torch.compile's output fails the task tolerance against eager
+    "artifact_failed",            # an imported task's TorchScript artifact does not load or raises at its own size
+    "artifact_mismatch",          # the artifact differs from the module run eagerly at its own size (artifact_check.py)
 ]
 # The phases of a task's serial seconds in the main process (a record's phase_s; run.Phases).
 PHASES = ("mem_wait", "exec_build", "checks", "probe_timing", "compile_warm", "lock_wait", "timing", "release")

@@ -43,6 +43,8 @@ class Loops:
         finally:
             if self.pool:
                 self.pool.close()
+            if getattr(self, "specs", None):
+                self.specs.close()
             for w in self.writers.values():
                 w.close()
         self.progress(force=True)

@@ -9,6 +9,7 @@ import sys
 import time
 import traceback
 
+from . import artifact_check
 from .checks import FUSED, failing_fraction, run_checks
 from .common import PHASES, START, TOOL, duration, error_line, percentile
 from .loops import Loops, cpu_text
@@ -124,6 +125,7 @@ class Run(Loops):
         self.last_progress = 0.0
         self.pool = None
         self.turn = None
+        self.specs = None    # the imported tasks' specs, for the artifact check (artifact_check.Specs)
         self.inflight = {}   # task id -> task, its compile submitted and not finished
         self.compiled = {}   # task id -> (cold seconds, worker info): compiled, not yet timed
         self.writers = {}
@@ -367,6 +369,8 @@ class Run(Loops):
         try:
             with ph("checks"):
                 reason, checks = run_checks(torch, model, draw, task, a.cfg["min_informative_fraction"], task["dims"] is None)
+                if not reason and task.get("imported"):
+                    reason, checks["artifact"] = self.check_artifact(task, model, draw)
         except Exception as e:  # noqa: BLE001
             return _Failure("eager_failed", e)
         probe_ms = None
@@ -385,6 +389,17 @@ class Run(Loops):
         with ph("release"):
             release(torch, a.device, compiled=False, base=base)
         return reason, checks, probe_ms, peak
+
+    def check_artifact(self, task, model, draw):
+        """An imported task's artifact against the module at its own size (artifact_check.py), where
+        --artifact-check asks for it: (reason or "", details)."""
+        tier = task.get("trace_tier")
+        if not task.get("artifact_check"):
+            return "", {"tier": tier or "unknown", "checked": False}
+        if self.specs is None:
+            self.specs = artifact_check.Specs(self.a.dataset)
+        spec = self.specs.get(task["id"])
+        return artifact_check.check(self.torch, model, draw, spec, task, self.a.device, tier)
 
     def fail_row(self, task, f, t0):
         """Records a failed step (after the step's frame is gone, so its memory can be freed)."""
