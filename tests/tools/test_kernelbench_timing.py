@@ -77,7 +77,7 @@ def test_a_cpu_run_times_the_kept_tasks_with_the_given_function_writes_the_recor
     r = run_tool(*args, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[Profiling]" not in r.stdout and "compile_mismatch" in r.stderr and "rejected:compile_mismatch 1" in r.stderr
-    rows = [json.loads(line) for line in open(out / "kernelbench_timing.jsonl")]
+    rows = [json.loads(line) for line in open(out / "kernelbench_timing-0.jsonl")]
     assert [x["id"] for x in rows] == [OK_ID], rows  # the stage's rejected task is left out
     row = rows[0]
     assert row["status"] == "ok" and row["compiled_ahead"], row  # the compile worker filled the caches first
@@ -95,11 +95,18 @@ def test_a_cpu_run_times_the_kept_tasks_with_the_given_function_writes_the_recor
     # again: nothing left to do, nothing timed, the same record
     r = run_tool(*args, "--workers", "0", env=env)
     assert r.returncode == 0 and "0 in this run" in r.stderr, r.stderr
-    assert len(open(out / "kernelbench_timing.jsonl").readlines()) == 1 and len(open(log).readlines()) == 2
+    assert len(open(out / "kernelbench_timing-0.jsonl").readlines()) == 1 and len(open(log).readlines()) == 2
     # --all takes the rejected task too; a budget already spent starts none and says so
     r = run_tool(*args, "--workers", "0", "--all", "--time-budget-s", "0.001", env=env)
     assert r.returncode == 0 and "stopped: time budget" in r.stdout, r.stdout
     assert json.load(open(out / "kernelbench_timing.json"))["figures"]["left_count"] == 1
+    # rows of another shard's process (another GPU) count in the record; --record-only times nothing
+    row2 = dict(row, id=REJECTED_ID, eager_ratio=2 * row["eager_ratio"])
+    (out / "kernelbench_timing-1.jsonl").write_text(json.dumps(row2) + "\n")
+    r = run_tool(*args, "--workers", "0", "--all", "--record-only", env=env)
+    assert r.returncode == 0 and len(open(log).readlines()) == 2, r.stderr
+    f = json.load(open(out / "kernelbench_timing.json"))["figures"]
+    assert f["timed_count"] == 2 and f["left_count"] == 0 and f["eager_ratio_p90"] > f["eager_ratio_p10"], f
 
 
 def test_trials_are_cut_for_slow_tasks_only():

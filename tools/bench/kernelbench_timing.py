@@ -72,7 +72,7 @@ from synth_gpu.common import InputError, error_line, export_tasks, percentile  #
 from synth_gpu.records import PartWriter, pick_records, read_records  # noqa: E402
 
 TIMING_FN = "time_execution_with_cuda_event"
-ROWS = "kernelbench_timing.jsonl"
+ROWS = "kernelbench_timing-{k}.jsonl"  # per --shard k/N: processes on several GPUs write apart
 T0 = time.monotonic()
 
 
@@ -279,7 +279,7 @@ def write_record(a, rows, n_tasks, env):
     doc = {"gpu": env.get("gpu", ""), "driver": env.get("driver", ""), "cuda": env.get("cuda", ""), "torch": env.get("torch", ""),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "commit": results_doc.commit(),
            "command": " ".join(["tools/bench/kernelbench_timing.py", *sys.argv[1:]]), "figures": figures_of(rows, n_tasks),
-           "details": {"rows": os.path.join(a.out, ROWS), "kernelbench_timing_file": kernelbench_timing_file(a.kernelbench),
+           "details": {"rows": os.path.join(a.out, ROWS.format(k="*")), "kernelbench_timing_file": kernelbench_timing_file(a.kernelbench),
                        "method": f"KernelBench {TIMING_FN}: warm-up {a.warmup}, up to {a.trials} trials after 1 discarded "
                                  f"(fewer beyond --max-variant-s {a.max_variant_s}), mean; flags "
                                  f"{'torch defaults' if a.torch_defaults else 'kforge (TF32 off, cudnn.benchmark off)'}",
@@ -291,9 +291,11 @@ def write_record(a, rows, n_tasks, env):
 
 
 # -- the run ----------------------------------------------------------------------------------------
-def read_rows(path):
+def read_rows(out):
+    """{id: row} of every kernelbench_timing-*.jsonl in `out` (a torn last line ignored; the last row of an id wins)."""
+    import glob
     rows = {}
-    if os.path.exists(path):
+    for path in sorted(glob.glob(os.path.join(out, ROWS.format(k="*")))):
         with open(path) as f:
             for line in f:
                 if line.endswith("\n"):
@@ -326,9 +328,9 @@ def run(a):
     kb = load_kernelbench_timing(a.kernelbench)
     tasks, recs, skipped = select(a)
     os.makedirs(a.out, exist_ok=True)
-    path = os.path.join(a.out, ROWS)
-    done = read_rows(path)
-    todo = [t for t in tasks if t["id"] not in done]
+    path = os.path.join(a.out, ROWS.format(k=a.shard.split("/")[0]))
+    done = read_rows(a.out)
+    todo = [] if a.record_only else [t for t in tasks if t["id"] not in done]
     if a.limit is not None:
         todo = todo[:a.limit]
     log(f"{len(tasks)} imported task(s) to time ({', '.join(f'{k} {v}' for k, v in sorted(skipped.items())) or 'none'} "
@@ -377,7 +379,7 @@ def run(a):
                 + (f", budget left {deadline - time.monotonic():.0f} s" if math.isfinite(deadline) else ""))
     finally:
         writer.close()
-    rows = list(read_rows(path).values())
+    rows = list(read_rows(a.out).values())
     rows = [r for r in rows if r["id"] in kf]
     doc = write_record(a, rows, len(tasks), env)
     left = len(tasks) - len(rows)
@@ -399,6 +401,7 @@ def main(argv=None):
     p.add_argument("--shard", default="0/1", help="k/N: the k-th of N contiguous blocks of the dataset's rows")
     p.add_argument("--ids", default=None, help="only these task ids (one per line; with --shard k/N)")
     p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--record-only", action="store_true", help="time nothing: the record of the rows written so far")
     p.add_argument("--all", action="store_true", help="also the tasks the GPU stage rejected or has not measured")
     p.add_argument("--time-budget-s", type=float, default=None, help="start no task that would end after this")
     p.add_argument("--workers", type=int, default=None,
