@@ -9,6 +9,7 @@
 
 #include "env/cuda_source/cuda_lexer.h"
 #include "env/cuda_source/source_text.h"
+#include "env/extension/split_launchers.h"
 
 namespace kforge {
 
@@ -89,7 +90,8 @@ bool device_include(const std::string& h) {
 
 class Splitter {
  public:
-  Splitter(const std::string& text, std::string path) : path_(std::move(path)) {
+  Splitter(const std::string& text, std::string path, std::string cubin_symbol)
+      : path_(std::move(path)), cubin_symbol_(std::move(cubin_symbol)) {
     sp_ = splice_lines(text);
     LexedSource lx = lex_cuda(sp_);
     t_.v = std::move(lx.tokens);
@@ -181,6 +183,9 @@ class Splitter {
           const CudaToken& h = t_[i + 2];
           const std::string name = h.kind == TokenKind::header_name || h.kind == TokenKind::string ? h.value : "";
           e.side = torch_include(name) ? Side::host : device_include(name) ? Side::device : Side::both;
+          // torch's, or the candidate's own header (which may include torch's): the host half is
+          // built with the precompiled torch header. Angle-bracket headers of no torch build without.
+          if (torch_include(name) || h.kind != TokenKind::header_name) host_uses_torch_ = true;
         }
         elements_.push_back(e);
         i = j;
@@ -574,19 +579,9 @@ class Splitter {
     return out + chars(at, t_[e.last].end);
   }
 
-  // The launcher's type, the same tokens in both halves: a launch configuration whose call operator
-  // (defined in the device half) launches the kernel with it.
-  std::string launcher_type(const std::string& name, const Kernel& k) const {
-    const std::string t = "kforge_launch_" + name;
-    std::string s = "struct " + t + " {\n  dim3 kforge_grid_, kforge_block_;\n  size_t kforge_smem_;\n  cudaStream_t kforge_stream_;\n  " +
-                    t +
-                    "(dim3 grid, dim3 block, size_t smem, cudaStream_t stream)\n      : kforge_grid_(grid), kforge_block_(block), "
-                    "kforge_smem_(smem), kforge_stream_(stream) {}\n  void operator()(";
-    for (size_t i = 0; i < k.params.size(); ++i) s += (i ? ", " : "") + k.params[i];
-    return s + ") const;\n};\n";
-  }
-
   std::string line_mark(int line) const { return "#line " + std::to_string(line) + " \"" + path_ + "\"\n"; }
+
+  LaunchedKernel launched_kernel(const std::string& name, const Kernel& k) const { return {name, k.params, k.names}; }
 
   CudaSplit emit() {
     for (const auto& [name, k] : kernels_)
@@ -594,13 +589,13 @@ class Splitter {
         refuse(t_[elements_[k.first_decl].first].line, "kernel '" + name + "' is launched but not defined here");
     CudaSplit s;
     s.device_cu = "// kforge: the device half of " + path_ +
-                  " (issue 28's split; env/extension/cuda_split.h): torch-free, for nvcc. The standard headers torch's\n"
-                  "// would have brought, then the source's own device code and shared declarations, then the launchers.\n"
+                  " (issue 28's split; env/extension/cuda_split.h): torch-free, for nvcc -cubin. The standard headers\n"
+                  "// torch's would have brought, then the source's own device code and shared declarations.\n"
                   "#include <cstddef>\n#include <cstdint>\n#include <cmath>\n#include <cfloat>\n#include <climits>\n"
                   "#include <algorithm>\n#include <limits>\n#include <type_traits>\n#include <utility>\n#include <cuda_runtime.h>\n";
     s.host_cpp = "// kforge: the host half of " + path_ +
-                 " (issue 28's split; env/extension/cuda_split.h): for g++ with the precompiled torch header; each\n"
-                 "// launch is a call of the kernel's launcher in the device half.\n#include <cuda_runtime.h>\n";
+                 " (issue 28's split; env/extension/cuda_split.h): each launch is a call of the kernel's launcher,\n"
+                 "// which launches it from the device half's cubin (split_launchers.h).\n#include <cuda_runtime.h>\n";
     for (size_t ei = 0; ei < elements_.size(); ++ei) {
       const Element& e = elements_[ei];
       const std::string mark = line_mark(t_[e.first].line);
@@ -610,25 +605,24 @@ class Splitter {
       if (e.kernel) {
         const std::string& name = *e.declares.begin();
         const Kernel& k = kernels_.at(name);
-        if (k.launched && k.first_decl == ei) s.host_cpp += launcher_type(name, k);
+        if (k.launched && k.first_decl == ei) s.host_cpp += launcher_type(launched_kernel(name, k));
       }
     }
-    for (const auto& [name, k] : kernels_) {
-      if (!k.launched) continue;
-      s.launched.push_back(name);
-      s.device_cu += "\n// kforge: " + name + "'s launcher, called where the host code launched it.\n" + launcher_type(name, k) +
-                     "void kforge_launch_" + name + "::operator()(";
-      for (size_t i = 0; i < k.params.size(); ++i) s.device_cu += (i ? ", " : "") + k.params[i];
-      s.device_cu += ") const {\n  " + name + "<<<kforge_grid_, kforge_block_, kforge_smem_, kforge_stream_>>>(";
-      for (size_t i = 0; i < k.names.size(); ++i) s.device_cu += (i ? ", " : "") + k.names[i];
-      s.device_cu += ");\n}\n";
-    }
+    std::vector<LaunchedKernel> all;
+    for (const auto& [name, k] : kernels_)
+      if (k.launched) {
+        s.launched.push_back(name);
+        all.push_back(launched_kernel(name, k));
+      }
+    if (!all.empty()) s.host_cpp += cubin_launchers(all, cubin_symbol_);
+    s.host_uses_torch = host_uses_torch_;
     s.launches = launches_;
     s.ok = true;
     return s;
   }
 
-  std::string path_;
+  std::string path_, cubin_symbol_;
+  bool host_uses_torch_ = false;
   SplicedText sp_;
   Tokens t_;
   std::vector<Element> elements_;
@@ -638,10 +632,10 @@ class Splitter {
 
 }  // namespace
 
-CudaSplit split_cuda_source(const std::string& text, const std::string& path) {
+CudaSplit split_cuda_source(const std::string& text, const std::string& path, const std::string& cubin_symbol) {
   CudaSplit s;
   try {
-    return Splitter(text, path).run();
+    return Splitter(text, path, cubin_symbol).run();
   } catch (const Refused& r) {
     s.why = r.why.rfind(path + ":", 0) == 0 ? r.why : path + ": " + r.why;
   } catch (const std::exception& e) {  // (a reading error is a refusal: the source is built as it is)

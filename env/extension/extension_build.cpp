@@ -1,5 +1,5 @@
-// The extension candidate's build (extension_build.h): checked files, cached objects, parallel
-// nvcc and g++ children with a time limit, one link.
+// The extension candidate's build (extension_build.h): checked files, split .cu files, cached
+// objects and cubins, parallel nvcc and g++ children with a time limit, one link.
 #include "env/extension/extension_build.h"
 
 #include <ftw.h>
@@ -13,12 +13,14 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
 #include "configs/sha256.h"
+#include "env/extension/cubin_symbols.h"
 #include "env/extension/cuda_split.h"
 #include "env/extension/source_rules.h"
 #include "env/process/child_sandbox.h"
@@ -224,20 +226,41 @@ std::string ExtensionBuilder::pch_dir() {
   return dir.string();
 }
 
+// A split .cu's halves in a build (cuda_split.h): the device half becomes a cubin, linked as data
+// beside its kernels' symbols (split_launchers.h); the host half a g++ object.
+struct SplitHalves {
+  std::string source, device, host, cubin_symbol;
+  std::vector<std::string> launched;
+  bool host_uses_torch = false;
+};
+
 namespace {
+
+// A cubin the plan makes (or has cached), for its data object.
+struct PlannedCubin {
+  std::string path;
+  const SplitHalves* halves = nullptr;
+};
 
 // What compiling the files takes: a job per object not in the cache, the objects in link order.
 struct ObjectPlan {
   std::vector<Job> jobs;
   std::vector<std::string> objects;
   std::vector<BuildStep> cached;
+  std::vector<PlannedCubin> cubins;  // the split halves' device code, linked as data objects
 };
 
 struct BuildPlace {
   const ExtensionToolchain& tc;
   std::string toolchain_id, work, pch, tmp_suffix, headers, arch;
-  bool halves = false;  // the files are a split's (kSplitHostFile is cuda.cu's host code)
+  const std::vector<SplitHalves>& halves;
 };
+
+const SplitHalves* half_of(const std::vector<SplitHalves>& halves, const std::string& path, bool device) {
+  for (const auto& h : halves)
+    if ((device ? h.device : h.host) == path) return &h;
+  return nullptr;
+}
 
 // nvcc's defines of torch's load_inline (the nvcc command below), which the host code of cuda.cu saw.
 const std::vector<std::string>& load_inline_nvcc_defines() {
@@ -268,19 +291,26 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
     if (k == ExtensionFileKind::header) continue;
     Job j;
     j.step = {f.path, k == ExtensionFileKind::cuda ? "nvcc" : "g++", 0, false};
+    const SplitHalves* device_half = half_of(at.halves, f.path, true);
+    const SplitHalves* host_half = half_of(at.halves, f.path, false);
     if (k == ExtensionFileKind::cuda) {
-      // torch's own load_inline defaults, which KernelBench-style sources expect.
-      j.argv = {tc.nvcc, "-c", "-O3", "-std=c++17", "-arch=" + at.arch, "-cudart", "shared", "--expt-relaxed-constexpr"};
+      // torch's own load_inline defaults, which KernelBench-style sources expect; a split's device
+      // half is device code only: nvcc's device passes, to a cubin.
+      if (device_half)
+        j.argv = {tc.nvcc, "-cubin", "-O3", "-std=c++17", "-arch=" + at.arch, "--expt-relaxed-constexpr"};
+      else
+        j.argv = {tc.nvcc, "-c", "-O3", "-std=c++17", "-arch=" + at.arch, "-cudart", "shared", "--expt-relaxed-constexpr"};
       for (const auto& d : load_inline_nvcc_defines()) j.argv.push_back(d);
-      j.argv.insert(j.argv.end(), {"-Xcompiler", "-fPIC,-fvisibility=hidden", define});
+      if (!device_half) j.argv.insert(j.argv.end(), {"-Xcompiler", "-fPIC,-fvisibility=hidden"});
+      j.argv.push_back(define);
       for (const auto& x : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) j.argv.push_back(x);
       for (const auto& x : cuda_extra) j.argv.push_back(x);
     } else {
       j.argv = {tc.cxx, "-c"};
       for (const auto& x : host_flags(tc)) j.argv.push_back(x);
-      j.argv.insert(j.argv.end(), {"-include", at.pch + "/kforge_torch_pch.h", define});
-      const bool cuda_host_code = at.halves && f.path == kSplitHostFile;
-      for (const auto& x : cuda_host_code ? split_host_flags(cuda_extra) : host_extra) j.argv.push_back(x);
+      if (!host_half || host_half->host_uses_torch) j.argv.insert(j.argv.end(), {"-include", at.pch + "/kforge_torch_pch.h"});
+      j.argv.push_back(define);
+      for (const auto& x : host_half ? split_host_flags(cuda_extra) : host_extra) j.argv.push_back(x);
     }
     for (const auto& x : common_includes(tc, at.work)) j.argv.push_back(x);
     // The object's key: the toolchain, the command's flags, the file and every candidate header.
@@ -289,8 +319,11 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
       if (j.argv[a].rfind("-I", 0) != 0 && j.argv[a].rfind(at.pch, 0) != 0) flags += j.argv[a] + " ";
     const std::string key = sha256_hex(at.toolchain_id + "|" + flags + "|" + f.path + "|" + f.text + "|" +
                                        (f.path == "kforge_ext_entry.cpp" ? std::string() : at.headers));
-    const fs::path obj = fs::path(at.work).parent_path().parent_path() / "obj" / (key.substr(0, 32) + ".o");
-    plan.objects.push_back(obj.string());
+    const fs::path obj = fs::path(at.work).parent_path().parent_path() / "obj" / (key.substr(0, 32) + (device_half ? ".cubin" : ".o"));
+    if (device_half)
+      plan.cubins.push_back({obj.string(), device_half});
+    else
+      plan.objects.push_back(obj.string());
     if (fs::exists(obj)) {
       j.step.cached = true;
       plan.cached.push_back(j.step);
@@ -311,44 +344,181 @@ std::string cuda_agent_module(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// The candidate's files as it wrote them (the split's halves are kforge's, made from them).
+void check_candidate_files(const std::vector<ExtensionFile>& files) {
+  KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
+  for (const auto& f : files) {
+    check_extension_path(f.path);
+    KFORGE_CHECK(f.path != "binding_registry.h" && f.path != "kforge_module.cpp", spec,
+                 "'" << f.path << "' is kforge's own file in an extension build: leave it out");
+    check_extension_includes(f.path, f.text);
+    kind_of(f.path);
+  }
+}
+
+// The names of a split .cu's halves, beside it (its relative includes resolve from there).
+std::pair<std::string, std::string> half_names(const std::string& path) {
+  if (path == "cuda.cu") return {kSplitDeviceFile, kSplitHostFile};
+  const std::string stem = path.substr(0, path.size() - 3);
+  return {stem + "_kforge_device.cu", stem + "_kforge_host.cpp"};
+}
+
+// The assembler source of a cubin's data object: the image (aligned, as the driver reads an ELF
+// image) and the "kernel\0symbol\0" pairs, both hidden (split_launchers.h).
+std::string cubin_data_source(const std::string& cubin_path, const std::string& symbol,
+                              const std::vector<std::pair<std::string, std::string>>& names) {
+  auto quoted = [](const std::string& t) {
+    std::string q = "\"";
+    for (char c : t) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return q + "\"";
+  };
+  std::string s = "  .section .rodata.kforge_cubin,\"a\",@progbits\n  .balign 128\n";
+  for (const std::string& sym : {symbol, symbol + "_names"}) {
+    s += "  .globl " + sym + "\n  .hidden " + sym + "\n  .type " + sym + ", @object\n" + sym + ":\n";
+    if (sym == symbol)
+      s += "  .incbin " + quoted(cubin_path) + "\n";
+    else
+      for (const auto& [k, v] : names) s += "  .asciz " + quoted(k) + "\n  .asciz " + quoted(v) + "\n";
+  }
+  return s + "  .byte 0\n  .section .note.GNU-stack,\"\",@progbits\n";
+}
+
+// The data object of each cubin (cached by its content and symbols), added to `objects`; false when
+// `out` holds an error instead (a launched kernel its cubin does not hold exactly once, or the
+// assembler's failure: the build then falls back to the unsplit source).
+bool cubin_objects(const ChildSandbox& sandbox, const ExtensionToolchain& tc, const std::string& toolchain_id,
+                   const std::vector<PlannedCubin>& cubins, const fs::path& work, const std::string& tmp_suffix, ExtensionBuildResult& out,
+                   std::vector<std::string>& objects) {
+  std::vector<Job> jobs;
+  for (const auto& c : cubins) {
+    const auto t = Clock::now();
+    const SplitHalves& h = *c.halves;
+    std::string image;
+    std::vector<std::pair<std::string, std::string>> names;
+    try {
+      image = read_file(c.path, "cubin");
+      const std::vector<CubinEntry> entries = cubin_entries(image);
+      for (const auto& k : h.launched) {
+        std::string why;
+        const std::string symbol = kernel_symbol(entries, k, &why);
+        KFORGE_CHECK(!symbol.empty(), runtime, why);
+        names.emplace_back(k, symbol);
+      }
+    } catch (const Error& e) {
+      out.error_kind = "compile_error";
+      out.log = h.device + ": " + e.what();
+      return false;
+    }
+    std::string table;
+    for (const auto& [k, v] : names) table += k + "=" + v + ";";
+    const std::string key = sha256_hex(toolchain_id + "|cubin data|" + h.cubin_symbol + "|" + table + "|" + sha256_hex(image));
+    const fs::path obj = fs::path(c.path).parent_path() / (key.substr(0, 32) + ".o");
+    objects.push_back(obj.string());
+    BuildStep step{h.device + " (cubin data)", "as", ms_since(t), false};
+    if (fs::exists(obj)) {
+      step.cached = true;
+      out.steps.push_back(step);
+      continue;
+    }
+    const fs::path src = work / (h.cubin_symbol + ".s");
+    write_file(src, cubin_data_source(c.path, h.cubin_symbol, names));
+    Job j;
+    j.step = step;
+    j.argv = {tc.cxx, "-c", "-x", "assembler", src.string(), "-o", obj.string() + tmp_suffix};
+    j.output = obj.string();
+    j.log = src.string() + ".log";
+    jobs.push_back(std::move(j));
+  }
+  bool timed_out = false;
+  const int failed = run_jobs(sandbox, jobs, tc.jobs, tc.timeout_s, &timed_out);
+  for (const auto& j : jobs) out.steps.push_back(j.step);
+  if (failed >= 0) {
+    out.error_kind = timed_out ? "timeout" : "compile_error";
+    out.log = jobs[failed].step.what + ": " + trimmed_log(jobs[failed].log);
+    return false;
+  }
+  for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
+  return true;
+}
+
+}  // namespace
+
 ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
   ExtensionBuildRequest plain = req;
   plain.split_cuda = false;
-  auto cu = std::find_if(plain.files.begin(), plain.files.end(), [](const ExtensionFile& f) { return f.path == "cuda.cu"; });
-  if (!req.split_cuda || cu == plain.files.end()) return build_files(plain, false);
   const auto t0 = Clock::now();
-  const CudaSplit s = split_cuda_source(cu->text, cu->path);
-  std::string note;
+  ExtensionBuildRequest split = plain;
+  std::vector<SplitHalves> halves;
+  std::vector<std::string> notes;
+  std::set<std::string> taken;
+  for (const auto& f : plain.files) taken.insert(f.path);
+  split.files.clear();
+  for (const auto& f : plain.files) {
+    if (!req.split_cuda || extension_file_kind(f.path) != ExtensionFileKind::cuda) {
+      split.files.push_back(f);
+      continue;
+    }
+    const auto [device, host] = half_names(f.path);
+    const std::string symbol = "kforge_cubin_" + std::to_string(halves.size());
+    const CudaSplit s = split_cuda_source(f.text, f.path, symbol);
+    const std::string why = !s.ok ? s.why : taken.count(device) || taken.count(host) ? "the candidate has a file of its halves' names" : "";
+    if (!why.empty()) {
+      notes.push_back(f.path + " built unsplit: " + why);
+      split.files.push_back(f);
+      continue;
+    }
+    halves.push_back({f.path, device, host, symbol, s.launched, s.host_uses_torch});
+    split.files.push_back({device, s.device_cu});
+    split.files.push_back({host, s.host_cpp});
+    notes.push_back(f.path + " split: " + std::to_string(s.launched.size()) + " kernel(s) launched at " + std::to_string(s.launches) +
+                    " site(s), device code to " + device + " (nvcc -cubin, no torch headers), host code to " + host + " (g++" +
+                    (s.host_uses_torch ? ", precompiled torch header" : "") + ")");
+  }
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& n : v) out += (out.empty() ? "" : "; ") + n;
+    return out;
+  };
+  try {
+    check_candidate_files(plain.files);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::spec) throw;
+    ExtensionBuildResult out;
+    out.filesystem = sandbox_->filesystem();
+    out.error_kind = "spec_error";
+    out.split = joined(notes);
+    out.log = out.split.empty() ? e.what() : e.what() + std::string("\n(") + out.split + ")";
+    out.total_ms = ms_since(t0);
+    return out;
+  }
   std::vector<BuildStep> tried;
-  if (s.ok) {
-    ExtensionBuildRequest halves = plain;
-    halves.files.erase(halves.files.begin() + (cu - plain.files.begin()));
-    halves.files.push_back({kSplitDeviceFile, s.device_cu});
-    halves.files.push_back({kSplitHostFile, s.host_cpp});
-    ExtensionBuildResult r = build_files(halves, true);
-    if (r.ok || r.error_kind == "timeout") {
-      r.split = "cuda.cu split: " + std::to_string(s.launched.size()) + " kernel(s) launched at " + std::to_string(s.launches) +
-                " site(s), device code to " + kSplitDeviceFile + " (nvcc, no torch headers), host code to " + kSplitHostFile +
-                " (g++, precompiled torch header)";
+  if (!halves.empty()) {
+    ExtensionBuildResult r = build_files(split, halves);
+    if (r.ok || r.error_kind == "timeout" || r.error_kind == "spec_error") {
+      r.split = joined(notes);
       if (r.ok) r.log = r.split;
       return r;
     }
     const std::string first = r.log.substr(0, r.log.find('\n'));
-    note = "cuda.cu built unsplit: its split halves did not build (" + first + ")";
+    std::vector<std::string> kept;  // the refusals stay; the splits are undone
+    for (const auto& n : notes)
+      if (n.find(" built unsplit: ") != std::string::npos) kept.push_back(n);
+    for (const auto& h : halves) kept.push_back(h.source + " built unsplit: its split halves did not build (" + first + ")");
+    notes = kept;
     tried = r.steps;
-  } else {
-    note = "cuda.cu built unsplit: " + s.why;
   }
-  ExtensionBuildResult r = build_files(plain, false);
+  ExtensionBuildResult r = build_files(plain, {});
   for (auto& st : tried) st.what = "split " + st.what;
   r.steps.insert(r.steps.begin(), tried.begin(), tried.end());
-  r.split = note;
-  r.log = r.ok ? note : r.log + "\n(" + note + ")";
+  r.split = joined(notes);
+  if (!r.split.empty()) r.log = r.ok ? r.split : r.log + "\n(" + r.split + ")";
   r.total_ms = ms_since(t0);
   return r;
 }
 
-ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& req, bool halves) {
+ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& req, const std::vector<SplitHalves>& halves) {
   const auto t0 = Clock::now();
   ExtensionBuildResult out;
   out.filesystem = sandbox_->filesystem();
@@ -358,13 +528,8 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
     std::vector<ExtensionFile> files = req.files;
     KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
     std::string headers;  // every header of the candidate: part of every object's key
-    for (const auto& f : files) {
-      check_extension_path(f.path);
-      KFORGE_CHECK(f.path != "binding_registry.h" && f.path != "kforge_module.cpp", spec,
-                   "'" << f.path << "' is kforge's own file in an extension build: leave it out");
-      check_extension_includes(f.path, f.text);
+    for (const auto& f : files)
       if (kind_of(f.path) == ExtensionFileKind::header) headers += f.path + "\n" + f.text + "\n";
-    }
     if (req.cuda_agent_module) {
       files.push_back({"binding_registry.h", read_file(tc_.shim_dir + "/binding_registry.h", "shim header")});
       files.push_back({"kforge_module.cpp", cuda_agent_module(req.module_name)});
@@ -401,7 +566,6 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
     ObjectPlan plan = plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers, arch, halves}, req.module_name, files,
                                    cuda_extra, host_extra);
     std::vector<Job>& jobs = plan.jobs;
-    const std::vector<std::string>& objects = plan.objects;
     for (const auto& st : plan.cached) out.steps.push_back(st);
     bool timed_out = false;
     int failed = run_jobs(*sandbox_, jobs, tc_.jobs, tc_.timeout_s, &timed_out);
@@ -413,6 +577,11 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
       return out;
     }
     for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
+    std::vector<std::string> objects = plan.objects;
+    if (!plan.cubins.empty() && !cubin_objects(*sandbox_, tc_, toolchain_id_, plan.cubins, work, tmp_suffix, out, objects)) {
+      out.total_ms = ms_since(t0);
+      return out;
+    }
 
     Job link;
     link.step = {"link", "g++", 0, false};

@@ -1,11 +1,13 @@
 #pragma once
 // Builds an extension candidate (issue 28; env/extension/EXTENSION_FORMAT.md) into one shared
-// library the GPU worker loads: the `.cu` files with nvcc (no torch headers in CUDA Agent's format;
-// load_inline's cuda.cu split into a torch-free .cu and a host .cpp, cuda_split.h), the host files
-// with g++ against a precompiled torch header set, in parallel, each object cached
-// by the hash of everything that can change it, then one link. The binding headers a candidate
-// includes (pybind11's, torch's extension header, CUDA Agent's binding registry) are kforge's
-// stand-ins (env/extension/shim/): bindings register C++ functions, no Python is involved.
+// library the GPU worker loads. Each `.cu` file is split (cuda_split.h) into its device code, built
+// with `nvcc -cubin` and linked as data beside its kernels' symbols (split_launchers.h), and its host
+// code, built with g++; a `.cu` the split refuses is built whole with nvcc. The host files (and host
+// halves that include torch's or the candidate's headers) build against a precompiled torch header
+// set; everything in parallel, each object cached by the hash of everything that can change it, then
+// one link. The binding headers a candidate includes (pybind11's, torch's extension header, CUDA
+// Agent's binding registry) are kforge's stand-ins (env/extension/shim/): bindings register C++
+// functions, no Python is involved.
 //
 // Nothing the candidate wrote runs here: the compilers run as sandboxed child processes
 // (env/process/child_sandbox.h: a clean environment, limits, no sockets, and where the kernel has
@@ -23,6 +25,7 @@
 namespace kforge {
 
 class ChildSandbox;
+struct SplitHalves;
 
 // One file of a candidate, by its path inside the candidate (e.g. "kernels/gemm.cu").
 struct ExtensionFile {
@@ -37,11 +40,12 @@ struct ExtensionBuildRequest {
   std::vector<std::string> extra_cflags;       // load_inline's, after the allow-list (extension_flags)
   std::vector<std::string> extra_cuda_cflags;
   std::string arch;  // the device's (sm_90a: the evaluator's worker reports it); empty: the toolchain's
-  // load_inline's cuda.cu is split (cuda_split.h) into a torch-free cuda_device.cu for nvcc and a
-  // cuda_host.cpp for g++ with the precompiled torch header; where the split refuses the source, or
-  // its halves do not build, cuda.cu is built as it is. The request's files stay the candidate's
-  // (what the static scan reads); the split is the builder's.
-  bool split_cuda = false;
+  // Each .cu file is split (cuda_split.h) into a torch-free device half for nvcc -cubin and a host
+  // .cpp for g++ (load_inline's cuda.cu into cuda_device.cu and cuda_host.cpp, any other X.cu into
+  // X_kforge_device.cu and X_kforge_host.cpp beside it); where the split refuses a source, or the
+  // halves do not build, the .cu is built as it is. The request's files stay the candidate's (what
+  // the static scan reads); the split is the builder's.
+  bool split_cuda = true;
 };
 
 // Where the toolchain and torch are (the build's own, from CMake, by default).
@@ -72,8 +76,8 @@ struct ExtensionBuildResult {
   double total_ms = 0;
   bool library_cached = false;
   std::string filesystem;  // the compilers' file system: ChildSandbox::confinement's "filesystem"
-  // A split request's outcome: "cuda.cu split: ..." or "cuda.cu built unsplit: why". Also the log of
-  // a build that succeeded, and the end of the log of one that failed.
+  // A split request's outcome per .cu, "; "-separated: "cuda.cu split: ..." or "kernels/a.cu built
+  // unsplit: why". Also the log of a build that succeeded, and the end of the log of one that failed.
   std::string split;
 };
 
@@ -89,7 +93,7 @@ class ExtensionBuilder {
 
  private:
   std::string pch_dir();  // the precompiled torch header set, made once per toolchain
-  ExtensionBuildResult build_files(const ExtensionBuildRequest& req, bool halves);  // halves: of a split
+  ExtensionBuildResult build_files(const ExtensionBuildRequest& req, const std::vector<SplitHalves>& halves);
   ExtensionToolchain tc_;
   std::string cache_dir_;
   std::unique_ptr<ChildSandbox> sandbox_;

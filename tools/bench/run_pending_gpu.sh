@@ -60,7 +60,10 @@
 #   extension         issue 28 on the GPU: launch attribution (launch_origin_tests), the extension kind end to end
 #                     (extension_eval_gpu_tests: both honest formats, every entry of anticheat/corpus/extension/,
 #                     ATen/cuBLAS by config), its episode (EpisodeGpuTest.AnExtension*) and the build's sandbox
-#                     and compile figures (extension_build_tests; OUTDIR/extension.txt, verbose)
+#                     and compile figures (extension_build_tests; OUTDIR/extension.txt, verbose), the split's
+#                     kernels launched from their cubin (SplitLaunchGpu.*)
+#   extbench          issue 28's compile figures (kforge_extension_build_bench, KFORGE_EXTBENCH_REPEATS (3) builds
+#                     each, --jobs 8; JSON in OUTDIR/extension_build_bench.json) and the linkers the host has
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
 # the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
@@ -202,8 +205,12 @@ for s in $steps; do
     extension) cmake --build "$b" -j "$(nproc)" --target launch_origin_tests extension_eval_gpu_tests episode_gpu_tests \
         extension_build_tests child_sandbox_tests >"$out/extension_build.txt" 2>&1
       timeout 480 ctest --test-dir "$b" -V --timeout 420 \
-        -R 'LaunchOrigin|ExtensionEvalGpu|EpisodeGpuTest.AnExtension|ExtensionBuild|ExtensionCandidate|ChildSandbox' \
+        -R 'LaunchOrigin|ExtensionEvalGpu|SplitLaunchGpu|CubinSymbols|CudaSplit|EpisodeGpuTest.AnExtension|ExtensionBuild|ExtensionCandidate|ChildSandbox' \
         >"$out/extension.txt" 2>&1 ;;
+    extbench) cmake --build "$b" -j "$(nproc)" --target kforge_extension_build_bench >"$out/extbench_build.txt" 2>&1
+      { command -v ld.lld ld.gold ld.bfd; nproc; } >"$out/extbench_tools.txt" 2>&1
+      timeout 400 "$b/tools/kforge_extension_build_bench" --repeats "${KFORGE_EXTBENCH_REPEATS:-3}" --jobs 8 \
+        --out "$out/extension_build_bench.json" >"$out/extbench.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
               } >"$out/python.txt" 2>&1 ;;

@@ -1,8 +1,8 @@
-// The split of a load_inline CUDA source (env/extension/cuda_split.h, issue 28): the device code to a
-// torch-free .cu, the host code to a .cpp with each launch a call of the kernel's launcher (same
-// grid, block, shared memory and stream), and the forms the split cannot read safely refused with
-// their reason (the builder then builds the source as it is). The sample's split is built with the
-// real nvcc and g++ in extension_build_test.cpp.
+// The split of a .cu file (env/extension/cuda_split.h, issue 28): the device code to a torch-free .cu
+// (for nvcc -cubin), the host code to a .cpp with each launch a call of the kernel's launcher (same
+// grid, block, shared memory and stream), which launches it from the cubin, and the forms the split
+// cannot read safely refused with their reason (the builder then builds the source as it is). The
+// splits are built with the real nvcc and g++ in extension_build_test.cpp.
 #include "env/extension/cuda_split.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +55,8 @@ TEST(CudaSplit, DeviceCodeGoesToATorchFreeCuAndLaunchesBecomeLauncherCalls) {
   ASSERT_EQ(s.launched.size(), 2u);
   EXPECT_EQ(s.launched[0], "fill");
   EXPECT_EQ(s.launched[1], "scale");
-  // The device half: no torch, the kernels, the device function, what both share, the launchers.
+  // The device half: no torch, the kernels, the device function, what both share; no launcher (the
+  // host half launches from the device half's cubin).
   EXPECT_FALSE(has(s.device_cu, "torch/")) << s.device_cu;
   EXPECT_FALSE(has(s.device_cu, "torch::")) << s.device_cu;
   EXPECT_FALSE(has(s.device_cu, "c10")) << s.device_cu;
@@ -64,22 +65,28 @@ TEST(CudaSplit, DeviceCodeGoesToATorchFreeCuAndLaunchesBecomeLauncherCalls) {
   EXPECT_TRUE(has(s.device_cu, "#define BLOCK 256")) << s.device_cu;
   EXPECT_TRUE(has(s.device_cu, "struct Params")) << s.device_cu;
   EXPECT_TRUE(has(s.device_cu, "#line 7 \"cuda.cu\"")) << s.device_cu;  // errors name the source's lines
-  // A launcher per launched kernel: a launch configuration whose call operator launches it.
+  EXPECT_FALSE(has(s.device_cu, "kforge_launch")) << s.device_cu;
+  EXPECT_FALSE(has(s.device_cu, "<<<")) << s.device_cu;
+  EXPECT_FALSE(has(s.device_cu, "scale_all")) << s.device_cu;
+  EXPECT_TRUE(s.host_uses_torch);
+  // A launcher per launched kernel: a launch configuration whose call operator launches the kernel
+  // from the cubin, with the kernel's own parameters (an unnamed one named for it).
   const std::string scale_type =
       "struct kforge_launch_scale {\n  dim3 kforge_grid_, kforge_block_;\n  size_t kforge_smem_;\n  cudaStream_t kforge_stream_;\n"
       "  kforge_launch_scale(dim3 grid, dim3 block, size_t smem, cudaStream_t stream)\n"
       "      : kforge_grid_(grid), kforge_block_(block), kforge_smem_(smem), kforge_stream_(stream) {}\n"
       "  void operator()(const float * __restrict__ x, float * y, Params p) const;\n};\n";
-  EXPECT_TRUE(has(s.device_cu, scale_type +
-                                   "void kforge_launch_scale::operator()(const float * __restrict__ x, float * y, Params p) const {\n"
-                                   "  scale<<<kforge_grid_, kforge_block_, kforge_smem_, kforge_stream_>>>(x, y, p);\n}"))
-      << s.device_cu;
-  // An unnamed parameter is named for the launcher.
-  EXPECT_TRUE(has(s.device_cu,
-                  "void kforge_launch_fill::operator()(float * y, int kforge_p1) const {\n"
-                  "  fill<<<kforge_grid_, kforge_block_, kforge_smem_, kforge_stream_>>>(y, kforge_p1);"))
-      << s.device_cu;
-  EXPECT_FALSE(has(s.device_cu, "scale_all")) << s.device_cu;
+  EXPECT_TRUE(has(s.host_cpp,
+                  "void kforge_launch_scale::operator()(const float * __restrict__ x, float * y, Params p) const {\n"
+                  "  static const cudaKernel_t kernel = kforge_cubin::kernel(kforge_cubin_0_library(), kforge_cubin_0_names, \"scale\");\n"
+                  "  void* args[] = {(void*)&x, (void*)&y, (void*)&p};\n"
+                  "  kforge_cubin::launch(kernel, kforge_grid_, kforge_block_, args, kforge_smem_, kforge_stream_);\n}"))
+      << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "void kforge_launch_fill::operator()(float * y, int kforge_p1) const {\n")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "  void* args[] = {(void*)&y, (void*)&kforge_p1};\n")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp,
+                  "#include <kforge_cubin.h>\nextern \"C\" __attribute__((visibility(\"hidden\"))) const unsigned char kforge_cubin_0[];"))
+      << s.host_cpp;
 
   // The host half: torch's includes, the host function, the shared declarations, no device code.
   EXPECT_TRUE(has(s.host_cpp, "#include <c10/cuda/CUDAStream.h>")) << s.host_cpp;
@@ -159,4 +166,28 @@ TEST(CudaSplit, WhatTheSplitCannotReadSafelyIsRefusedWithItsReason) {
   EXPECT_TRUE(has(ok.device_cu, "inline int cdiv")) << ok.device_cu;
   EXPECT_TRUE(has(ok.host_cpp, "inline int cdiv")) << ok.host_cpp;
   EXPECT_TRUE(has(ok.host_cpp, "(kforge_launch_k((cdiv(x.numel(), TILE)), (TILE), 0, 0))(x.data_ptr<float>());")) << ok.host_cpp;
+}
+
+// A CUDA-Agent kernel file: raw kernels and an extern "C" launcher, no torch. Its host half needs no
+// precompiled torch header (a quoted include would: the candidate's header may include torch's), and
+// its launchers name the cubin the builder gives it.
+TEST(CudaSplit, ACudaAgentKernelFileSplitsWithoutTorch) {
+  const std::string src =
+      "#include <cuda_runtime.h>\n__global__ void relu(const float* x, float* y, long n) {\n"
+      "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;\n}\n"
+      "__global__ void nothing() {}\n"
+      "extern \"C\" void relu_launcher(const float* x, float* y, long n, cudaStream_t s) {\n"
+      "  relu<<<(n + 255) / 256, 256, 0, s>>>(x, y, n);\n  nothing<<<1, 1, 0, s>>>();\n}\n";
+  const CudaSplit s = split_cuda_source(src, "kernels/relu.cu", "kforge_cubin_3");
+  ASSERT_TRUE(s.ok) << s.why;
+  EXPECT_FALSE(s.host_uses_torch);
+  EXPECT_EQ(s.launches, 2);
+  EXPECT_TRUE(has(s.host_cpp, "extern \"C\" void relu_launcher(")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "(kforge_launch_relu(((n + 255) / 256), (256), (0), (s)))(x, y, n);")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "kforge_cubin::kernel(kforge_cubin_3_library(), kforge_cubin_3_names, \"relu\")")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "void kforge_launch_nothing::operator()() const {\n")) << s.host_cpp;
+  EXPECT_TRUE(has(s.host_cpp, "  void** args = nullptr;\n")) << s.host_cpp;
+  EXPECT_TRUE(has(s.device_cu, "#line 2 \"kernels/relu.cu\"")) << s.device_cu;
+  EXPECT_FALSE(has(s.device_cu, "relu_launcher")) << s.device_cu;
+  EXPECT_TRUE(split_cuda_source("#include \"common.cuh\"\n" + src, "kernels/relu.cu").host_uses_torch);
 }

@@ -103,8 +103,10 @@ TEST(ExtensionBuild, ACudaAgentCandidateBuildsAndItsBindingsAreCalledByName) {
   EXPECT_EQ(fns[0].params[3].name, "config");
   ASSERT_TRUE(fns[0].params[3].dflt.has_value());
   EXPECT_EQ(std::get<int64_t>(*fns[0].params[3].dflt), 0);
-  // Only the entry is exported: the candidate's own functions are hidden.
+  // Only the entry is exported: the candidate's own functions, and the cubin linked as data, are hidden.
   EXPECT_EQ(dlsym(lib, "scale_add_launcher"), nullptr);
+  EXPECT_EQ(dlsym(lib, "kforge_cubin_0"), nullptr);
+  EXPECT_EQ(r.split.rfind("kernels/scale_add.cu split: 1 kernel(s)", 0), 0u) << r.split;
 
   const kforge_ext::Function& hs = fns[1];
   at::Tensor a = at::arange(6, at::kFloat);
@@ -124,8 +126,9 @@ TEST(ExtensionBuild, ACudaAgentCandidateBuildsAndItsBindingsAreCalledByName) {
 }
 
 TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
-  // New to the shared cache: every file carries this run's process id.
-  const std::string run = "\n// run " + std::to_string(getpid()) + "\n";
+  // New to the shared cache: every file carries this run's process id (a macro: the split drops
+  // comments between declarations).
+  const std::string run = "\n#define KFORGE_TEST_RUN " + std::to_string(getpid()) + "\n";
   auto candidate = [&](const std::string& body) {
     ExtensionBuildRequest r = cuda_agent_candidate(body);
     for (auto& f : r.files) f.text += run;
@@ -140,11 +143,22 @@ TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
   ASSERT_TRUE(same.ok);
   EXPECT_TRUE(same.library_cached);
   EXPECT_EQ(same.library, first.library);
+  // The kernel file is split (cuda_split.h): its device code to a cubin, its launcher to g++ without
+  // torch's header; a change to the kernel's body alone recompiles the device code only.
+  EXPECT_EQ(first.split,
+            "kernels/scale_add.cu split: 1 kernel(s) launched at 1 site(s), device code to kernels/scale_add_kforge_device.cu "
+            "(nvcc -cubin, no torch headers), host code to kernels/scale_add_kforge_host.cpp (g++)");
   ExtensionBuildResult changed = builder().build(candidate("alpha * a[i] - 2.0f * b[i]"));
   ASSERT_TRUE(changed.ok) << changed.log;
   EXPECT_NE(changed.library, first.library);
-  ASSERT_NE(step(changed, "kernels/scale_add.cu"), nullptr);
-  EXPECT_FALSE(step(changed, "kernels/scale_add.cu")->cached);
+  EXPECT_EQ(step(changed, "kernels/scale_add.cu"), nullptr);
+  ASSERT_NE(step(changed, "kernels/scale_add_kforge_device.cu"), nullptr);
+  EXPECT_FALSE(step(changed, "kernels/scale_add_kforge_device.cu")->cached);
+  EXPECT_EQ(step(changed, "kernels/scale_add_kforge_device.cu")->tool, "nvcc");
+  ASSERT_NE(step(changed, "kernels/scale_add_kforge_device.cu (cubin data)"), nullptr);
+  EXPECT_FALSE(step(changed, "kernels/scale_add_kforge_device.cu (cubin data)")->cached);
+  ASSERT_NE(step(changed, "kernels/scale_add_kforge_host.cpp"), nullptr);
+  EXPECT_TRUE(step(changed, "kernels/scale_add_kforge_host.cpp")->cached);
   ASSERT_NE(step(changed, "kernels/scale_add_binding.cpp"), nullptr);
   EXPECT_TRUE(step(changed, "kernels/scale_add_binding.cpp")->cached);
   EXPECT_TRUE(step(changed, "kforge_ext_entry.cpp")->cached);
@@ -297,8 +311,9 @@ ExtensionBuildRequest load_inline_sample(bool split) {
 
 }  // namespace
 
-// Issue 28's split: the sample's cuda.cu builds as a torch-free cuda_device.cu (nvcc) and a
-// cuda_host.cpp (g++ with the precompiled torch header), one library registering the same function.
+// Issue 28's split: the sample's cuda.cu builds as a torch-free cuda_device.cu (nvcc -cubin, linked as
+// data) and a cuda_host.cpp (g++ with the precompiled torch header), one library registering the
+// same function.
 // (Its kernel cannot run here: no GPU. extension_eval_gpu_tests runs the sample on one.)
 TEST(ExtensionBuild, TheLoadInlineSampleBuildsSplitWithItsFunctionRegistered) {
   ExtensionBuildRequest r = load_inline_sample(true);
@@ -320,6 +335,8 @@ TEST(ExtensionBuild, TheLoadInlineSampleBuildsSplitWithItsFunctionRegistered) {
   EXPECT_FALSE(step(b, "cuda_device.cu")->cached);
   EXPECT_FALSE(step(b, "cuda_host.cpp")->cached);
   EXPECT_EQ(step(b, "cuda.cu"), nullptr);
+  ASSERT_NE(step(b, "cuda_device.cu (cubin data)"), nullptr);
+  EXPECT_EQ(step(b, "cuda_device.cu (cubin data)")->tool, "as");
   for (const auto& s : b.steps) std::printf("  %-22s %-5s %8.0f ms%s\n", s.what.c_str(), s.tool.c_str(), s.ms, s.cached ? " (cached)" : "");
   void* lib = dlopen(b.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
