@@ -160,8 +160,8 @@ def check(torch, model, draw, spec, task, device, tier):
     dev = torch.device(device)
     args = spec["arguments"]
     n_in = sum(1 for x in args if x["role"] == "input")
-    entries = draw()  # where get_inputs() puts its Python scalars
-    slots = [i for i, x in enumerate(entries) if torch.is_tensor(x)]
+    entries = [None if torch.is_tensor(x) else x for x in draw()]  # where get_inputs() puts its Python scalars
+    slots = [i for i, x in enumerate(entries) if x is None]
     if len(slots) != n_in:
         return "artifact_mismatch", dict(d, error=f"get_inputs() gives {len(slots)} tensor(s), the task states {n_in} input(s)")
     gen = torch.Generator(device=dev).manual_seed((task["seed"] * 2654435761 + 29) % (2**63))
@@ -169,22 +169,23 @@ def check(torch, model, draw, spec, task, device, tier):
     inputs, state = drawn[:n_in], {x["name"]: t for x, t in zip(args[n_in:], drawn[n_in:])}
     eager_args = list(entries)
     for i, t in zip(slots, inputs):
-        eager_args[i] = t.clone()
-    del entries
+        eager_args[i] = t.clone()  # the module may write its inputs (and state) in place: copies
     with torch.no_grad(), state_swapped(model, {k: v.clone() for k, v in state.items()}):
         eager = as_outputs(torch, model(*eager_args))
-    del eager_args
+    del eager_args, entries
     try:
         ref = spec["reference"]
         art = torch.jit.load(io.BytesIO(base64.b64decode(ref["artifact"])), map_location=dev)
         art.train(ref.get("module_mode", "eval") == "train")
+        state_args = list(state.values())
+        del drawn, state  # the draws themselves go to the artifact, their last use (a third copy at most)
         with torch.jit.optimized_execution(False), torch.inference_mode():
-            raw = art(*[t.clone() for t in inputs], *[v.clone() for v in state.values()])
+            raw = art(*inputs, *state_args)
+        del inputs, state_args
         out = as_outputs(torch, raw)
         del raw, art
     except Exception as e:  # noqa: BLE001 - the artifact's own failure rejects the row
         return "artifact_failed", dict(d, error=error_line(e), seconds=round(time.monotonic() - t0, 3))
-    del drawn, inputs, state
     atol, rtol = task["tolerance"]["atol"], task["tolerance"]["rtol"]
     reason, outs = compare(torch, eager, out, atol, rtol)
     return reason, dict(d, outputs=outs, seconds=round(time.monotonic() - t0, 3))
