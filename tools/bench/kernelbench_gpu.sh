@@ -20,7 +20,8 @@
 #   KB_BUDGET_S seconds for the whole call (default 500: within a 600-s device call with the start-up)
 #   KB_STAGE_ARGS, KB_TIMING_ARGS  more options of either tool (the timing runs with --max-variant-s 0.5:
 #               a task past 5 ms gets fewer than 100 trials, at least 10; KB_TIMING_ARGS="--max-variant-s 0" for all 100)
-#   KFORGE_BIN  the kforge binary (default build/tools/kforge); the interpreter: tools/python_env.sh
+#   KFORGE_BIN  the kforge binary (default build/tools/kforge, else build-gpu/tools/kforge, which
+#               `bash .gpu/run.sh build` makes on a GPU host); the interpreter: tools/python_env.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -28,8 +29,14 @@ die() { echo "kernelbench_gpu: $*" >&2; exit 2; }
 out=${1:?usage: tools/bench/kernelbench_gpu.sh OUTDIR}
 . tools/python_env.sh && kforge_python "$root" || exit 2
 py=$KFORGE_PYTHON_BIN
-export KFORGE_BIN=${KFORGE_BIN:-$root/build/tools/kforge} PYTHONUNBUFFERED=1
-[ -x "$KFORGE_BIN" ] || die "no kforge binary at $KFORGE_BIN (build it, or set KFORGE_BIN)"
+if [ -z "${KFORGE_BIN:-}" ]; then  # this tree's build, else the one .gpu/run.sh makes on a GPU host
+  KFORGE_BIN=$root/build/tools/kforge
+  [ -x "$KFORGE_BIN" ] || [ ! -x "$root/build-gpu/tools/kforge" ] || KFORGE_BIN=$root/build-gpu/tools/kforge
+fi
+export KFORGE_BIN PYTHONUNBUFFERED=1
+[ -x "$KFORGE_BIN" ] || die "no kforge binary at $KFORGE_BIN (build it: bash .gpu/run.sh build; or set KFORGE_BIN)"
+deps=${KFORGE_GPU_DEPS:-/opt/project-deps}  # the libraries .gpu/run.sh unpacked (libzmq, ...), as it runs kforge
+[ -d "$deps/usr/lib/x86_64-linux-gnu" ] && export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 imp=${KB_IMPORT:-.gpu/kb_import}; kb=${KB_CHECKOUT:-.gpu/kb}; resume=${KB_RESUME:-.gpu/kb_out}
 [ -f "$imp/dataset.h5" ] || die "$imp/dataset.h5 is missing (the import: tools/bench/kernelbench_import.py)"
 [ -f "$kb/src/kernelbench/timing.py" ] || die "$kb/src/kernelbench/timing.py is missing (the KernelBench files)"
