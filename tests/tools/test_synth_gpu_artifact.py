@@ -85,11 +85,11 @@ def write_tiers(ds_dir, rows, tiers):
     return path
 
 
-def run(ds_dir, out, *extra, ids=None):
+def run(ds_dir, out, *extra, ids=None, env=None):
     if ids:  # only these tasks (fewer CPU compiles)
         (out.parent / f"{out.name}.ids").write_text("\n".join(ids) + "\n")
         extra = (*extra, "--ids", out.parent / f"{out.name}.ids")
-    r = tool(ds_dir / "dataset.h5", "--device", "cpu", "--workers", "0", "--out", out, *FAST, *extra)
+    r = tool(ds_dir / "dataset.h5", "--device", "cpu", "--workers", "0", "--out", out, *FAST, *extra, env=env)
     return {x["id"]: x for x in records(out)}, r
 
 
@@ -136,6 +136,21 @@ def test_without_tiers_every_imported_artifact_is_checked(imported, tmp_path):
     assert recs[WIDTH]["status"] == "rejected:artifact_mismatch" and recs[WIDTH]["checks"]["artifact"]["tier"] == "unknown"
     r = tool(ds_dir / "dataset.h5", "--device", "cpu", "--imported", tmp_path / "missing.jsonl", check=False)
     assert r.returncode == 1 and "--imported" in r.stderr and "no such file" in r.stderr, r.stderr
+
+
+def test_a_host_without_kforge_runs_from_what_kforge_exported_beforehand(imported, tmp_path):
+    ds_dir, rows = imported
+    write_tiers(ds_dir, rows, {WIDTH: "A", GOOD: "A", TRAIN: "A"})
+    exported, specs = tmp_path / "export-gpu.jsonl", tmp_path / "specs"
+    kforge("tasks", "export-gpu", str(ds_dir / "dataset.h5"), "--shard", "all/1", "--out", str(exported))
+    kforge("tasks", "export", str(ds_dir / "dataset.h5"), "--status", "all", "--format", "kernelbench", "--specs",
+           "--out", str(specs))
+    env = dict(os.environ, KFORGE_BIN=str(tmp_path / "no-kforge"))  # any call of kforge would fail the run
+    recs, r = run(ds_dir, tmp_path / "gpu", "--exported", exported, "--specs", specs, ids=[WIDTH, GOOD], env=env)
+    assert recs[WIDTH]["status"] == "rejected:artifact_mismatch" and recs[GOOD]["status"] == "ok", r.stderr
+    assert recs[WIDTH]["shard"] == "0/1" and recs[WIDTH]["graph_hash"], recs[WIDTH]
+    r = tool(ds_dir / "dataset.h5", "--device", "cpu", "--exported", exported, "--shard", "0/2", check=False, env=env)
+    assert r.returncode == 1 and "--exported takes --ids FILE or --shard 0/1" in r.stderr, r.stderr
 
 
 def test_compare_counts_nonfinite_and_tolerance(tmp_path):

@@ -12,7 +12,8 @@
 # Every step resumes: run the same command again until summary.txt says nothing is left.
 #
 # Inputs (made on a CPU machine beforehand, tools/dataset/SYNTH_GPU.md "KernelBench"):
-#   KB_IMPORT   the import folder (dataset.h5, imported.jsonl, tasks/)        default .gpu/kb_import
+#   KB_IMPORT   the import folder (dataset.h5, imported.jsonl; export-gpu.jsonl and specs/, which kforge
+#               wrote there beforehand, spare a kforge build here)            default .gpu/kb_import
 #   KB_CHECKOUT the KernelBench files the timing needs (src/kernelbench/timing.py) default .gpu/kb
 #   KB_RESUME   an earlier call's archive unpacked (gpu/, timing/)            default .gpu/kb_out
 #   KB_KEEP     a folder on the host that outlives the call while the machine stays warm (optional):
@@ -34,12 +35,19 @@ if [ -z "${KFORGE_BIN:-}" ]; then  # this tree's build, else the one .gpu/run.sh
   [ -x "$KFORGE_BIN" ] || [ ! -x "$root/build-gpu/tools/kforge" ] || KFORGE_BIN=$root/build-gpu/tools/kforge
 fi
 export KFORGE_BIN PYTHONUNBUFFERED=1
-[ -x "$KFORGE_BIN" ] || die "no kforge binary at $KFORGE_BIN (build it: bash .gpu/run.sh build; or set KFORGE_BIN)"
 deps=${KFORGE_GPU_DEPS:-/opt/project-deps}  # the libraries .gpu/run.sh unpacked (libzmq, ...), as it runs kforge
 [ -d "$deps/usr/lib/x86_64-linux-gnu" ] && export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 imp=${KB_IMPORT:-.gpu/kb_import}; kb=${KB_CHECKOUT:-.gpu/kb}; resume=${KB_RESUME:-.gpu/kb_out}
 [ -f "$imp/dataset.h5" ] || die "$imp/dataset.h5 is missing (the import: tools/bench/kernelbench_import.py)"
 [ -f "$kb/src/kernelbench/timing.py" ] || die "$kb/src/kernelbench/timing.py is missing (the KernelBench files)"
+# What kforge would say about the dataset, written beforehand where kforge is built (SYNTH_GPU.md,
+# "KernelBench"): with both files no kforge build is needed on the GPU host.
+exported=() specs=()
+[ -f "$imp/export-gpu.jsonl" ] && exported=(--exported "$imp/export-gpu.jsonl")
+[ -d "$imp/specs" ] && specs=(--specs "$imp/specs")
+if [ ${#exported[@]} -eq 0 ] || [ ${#specs[@]} -eq 0 ]; then
+  [ -x "$KFORGE_BIN" ] || die "no $imp/export-gpu.jsonl and specs/, and no kforge binary at $KFORGE_BIN (set KFORGE_BIN)"
+fi
 budget=${KB_BUDGET_S:-500}
 t0=$(date +%s)
 mkdir -p "$out"
@@ -66,12 +74,13 @@ lists=$(mktemp -d)
 # The rows each step has left, in one contiguous block per GPU, and the cores in as many groups
 # (both hardware threads of a core in one group), as tools/dataset/synth_dataset.sh does.
 plan() {  # plan stage|timing: writes $lists/ids-K.txt and cpus-K.txt; prints how many are left
-  "$py" - "$1" "$imp/dataset.h5" "$work" "$lists" "$ngpu" <<'EOF'
+  "$py" - "$1" "$imp/dataset.h5" "$work" "$lists" "$ngpu" "${exported[@]}" <<'EOF'
 import collections, glob, json, os, subprocess, sys
 sys.path.insert(0, "tools/dataset")
 import synth_gpu
+from synth_gpu.common import read_exported
 step, dataset, work, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-_, tasks = synth_gpu.export_tasks(dataset, "all/1")
+_, tasks = read_exported(sys.argv[7]) if len(sys.argv) > 7 else synth_gpu.export_tasks(dataset, "all/1")
 recs = synth_gpu.pick_records(synth_gpu.read_records(os.path.join(work, "gpu")))
 if step == "stage":
     left = [t["id"] for t in tasks if t["id"] not in recs or recs[t["id"]].get("graph_hash") != t["graph_hash"]]
@@ -114,6 +123,7 @@ echo "kernelbench_gpu: $ngpu GPU(s); GPU stage: $n task(s) left"
 if [ "$n" -gt 0 ]; then
   # shellcheck disable=SC2086
   run_each stage tools/dataset/synth_gpu.py "$imp/dataset.h5" --out "$work/gpu" --imported "$imp/imported.jsonl" \
+    "${exported[@]}" "${specs[@]}" \
     --time-budget-s "$(left_s)" ${KB_STAGE_ARGS:-}
   grep -h "wrote\|time (s)\|error" "$work"/logs/stage-*-"$t0".txt || true
 fi
@@ -123,10 +133,11 @@ echo "kernelbench_gpu: GPU stage: $n_stage left; KernelBench timing: $n task(s) 
 if [ "$n" -gt 0 ] && [ "$(left_s)" -gt 60 ]; then
   # shellcheck disable=SC2086
   run_each timing tools/bench/kernelbench_timing.py --kernelbench "$kb" --dataset "$imp/dataset.h5" --gpu "$work/gpu" \
+    "${exported[@]}" \
     --out "$work/timing" --time-budget-s "$(left_s)" --max-variant-s 0.5 ${KB_TIMING_ARGS:-}
   grep -h "wrote\|error" "$work"/logs/timing-*-"$t0".txt || true
 fi
-"$py" tools/bench/kernelbench_timing.py --kernelbench "$kb" --dataset "$imp/dataset.h5" --gpu "$work/gpu" \
+"$py" tools/bench/kernelbench_timing.py --kernelbench "$kb" --dataset "$imp/dataset.h5" --gpu "$work/gpu" "${exported[@]}" \
   --out "$work/timing" --device "$dev" --record-only > "$work/logs/record-$t0.txt" 2>&1 || true
 n_timing=$(plan timing)
 {

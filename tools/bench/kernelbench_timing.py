@@ -2,7 +2,7 @@
 
     "$KFORGE_PYTHON_BIN" tools/bench/kernelbench_timing.py --kernelbench KB --dataset DIR/dataset.h5 --gpu DIR/gpu \\
         --out OUT [--record FILE] [--device cuda] [--ids FILE | --shard k/N] [--time-budget-s S] [--workers W]
-        [--trials 100] [--warmup 5] [--max-variant-s 1.5] [--torch-defaults] [--all]
+        [--trials 100] [--warmup 5] [--max-variant-s 1.5] [--torch-defaults] [--all] [--exported FILE]
 
 For every imported task (`kforge tasks export-gpu` of DIR/dataset.h5, `reference: torchscript`) that the
 GPU stage kept (`ok` in the part files of --gpu), the module (the task's program exactly as imported,
@@ -68,7 +68,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "dataset"))
 import results_doc  # noqa: E402
-from synth_gpu.common import InputError, error_line, export_tasks, percentile  # noqa: E402
+from synth_gpu.common import InputError, error_line, export_tasks, percentile, read_exported  # noqa: E402
 from synth_gpu.records import PartWriter, pick_records, read_records  # noqa: E402
 
 TIMING_FN = "time_execution_with_cuda_event"
@@ -307,7 +307,7 @@ def read_rows(out):
 
 def select(a):
     """(tasks of this run in order, kforge's records by id, skipped by reason)."""
-    _, exported = export_tasks(a.dataset, a.shard, a.ids, a.config)
+    _, exported = read_exported(a.exported, a.shard, a.ids) if a.exported else export_tasks(a.dataset, a.shard, a.ids, a.config)
     imported = [t for t in exported if t.get("reference") == "torchscript"]
     recs = pick_records(read_records(a.gpu)) if a.gpu and os.path.isdir(a.gpu) else {}
     if a.gpu and not recs:
@@ -398,6 +398,9 @@ def main(argv=None):
     p.add_argument("--record", default=None, help="the results record (default OUT/kernelbench_timing.json)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--config", default=None, help="synthesis config for kforge tasks export-gpu")
+    p.add_argument("--exported", default=None, metavar="FILE",
+                   help="the tasks from this output of `kforge tasks export-gpu DATASET --shard all/1 --out FILE` "
+                        "(a host without a kforge build)")
     p.add_argument("--shard", default="0/1", help="k/N: the k-th of N contiguous blocks of the dataset's rows")
     p.add_argument("--ids", default=None, help="only these task ids (one per line; with --shard k/N)")
     p.add_argument("--limit", type=int, default=None)

@@ -65,11 +65,13 @@ def wanted(task, mode, tiers):
 
 class Specs:
     """The task specs (their `arguments` and `reference`), as kforge stores them: one
-    `kforge tasks export --specs` of the dataset into a temporary folder, at the first need."""
+    `kforge tasks export --specs` of the dataset into a temporary folder, at the first need; or the
+    folder such an export wrote beforehand (--specs: a host without a kforge build)."""
 
-    def __init__(self, dataset):
+    def __init__(self, dataset, given=None):
         self.dataset = dataset
-        self.dir = None
+        self.dir = given
+        self.own = not given
 
     def get(self, task_id):
         import yaml
@@ -79,12 +81,12 @@ class Specs:
                        "--out", self.dir)
         path = os.path.join(self.dir, task_id + ".yaml")
         if not os.path.exists(path):
-            raise InputError(f"{self.dataset}: kforge exported no spec for task {task_id}")
+            raise InputError(f"{self.dir}: no spec of task {task_id} (kforge tasks export --specs of {self.dataset})")
         with open(path) as f:
             return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
     def close(self):
-        if self.dir:
+        if self.dir and self.own:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
 

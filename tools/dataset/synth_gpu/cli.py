@@ -7,7 +7,7 @@ import sys
 from . import __doc__ as PACKAGE_DOC
 from . import artifact_check
 from .checks import FUSED
-from .common import InputError, ROOT, export_tasks
+from .common import InputError, ROOT, export_tasks, read_exported
 from .merge import cmd_compare, cmd_merge
 from .records import read_records
 from .run import Run
@@ -35,7 +35,8 @@ def timing_settings(a, timing):
 def cmd_run(a):
     a.out = a.out or os.path.join(os.path.dirname(os.path.abspath(a.dataset)), "gpu")
     # The tasks, their tolerances and the settings, as kforge resolves them (its errors: one line).
-    settings, exported = export_tasks(a.dataset, a.shard, a.ids, a.config)
+    settings, exported = read_exported(a.exported, a.shard, a.ids) if a.exported else \
+        export_tasks(a.dataset, a.shard, a.ids, a.config)
     a.shard_n = settings["shards"]
     a.cfg = {"window_ms": settings["window_ms"], "min_informative_fraction": settings["min_informative_fraction"]}
     a.timing = timing_settings(a, settings["timing"])
@@ -151,6 +152,12 @@ def main(argv=None):
                     help="imported tasks: run the TorchScript artifact against the module eagerly at its own size "
                          "(artifact_mismatch / artifact_failed); auto: every artifact not traced and checked at its "
                          "own size (trace tiers A, B, A1, M, or unknown), all: every imported task, off: none")
+    ap.add_argument("--exported", default=None, metavar="FILE",
+                    help="the tasks and settings from this file, written beforehand by `kforge tasks export-gpu DATASET "
+                         "--shard all/1 --out FILE` (a host without a kforge build; --config then has no effect)")
+    ap.add_argument("--specs", default=None, metavar="DIR",
+                    help="the artifact check's task specs from this folder of ID.yaml, written beforehand by `kforge "
+                         "tasks export DATASET --status all --format kernelbench --specs --out DIR`")
     ap.add_argument("--imported", default=None, metavar="FILE",
                     help="the importer's imported.jsonl, for the trace tiers (default: beside the dataset)")
     ap.add_argument("--max-restarts", type=int, default=20)

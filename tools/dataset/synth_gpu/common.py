@@ -159,3 +159,32 @@ def export_tasks(dataset, shard="0/1", ids=None, config=None):
     lines = run_kforge(*args).splitlines()
     settings = json.loads(lines[0])
     return settings, [json.loads(ln) for ln in lines[1:]]
+
+
+def read_exported(path, shard="0/1", ids=None):
+    """(settings, tasks) as export_tasks gives them, read from a file that `kforge tasks export-gpu DATASET
+    --shard all/1 --out FILE` wrote beforehand (a GPU host without a kforge build): every task (--shard
+    0/1), or those listed in `ids` in the list's order (repeats dropped), tagged with the k of k/N."""
+    try:
+        with open(path) as f:
+            lines = [ln for ln in f.read().splitlines() if ln.strip()]
+        settings, tasks = json.loads(lines[0]), [json.loads(ln) for ln in lines[1:]]
+    except (OSError, ValueError, IndexError) as e:
+        raise InputError(f"--exported {path}: {error_line(e)}")
+    if settings.get("kind") != "settings" or settings.get("shards") != 1:
+        raise InputError(f"--exported {path}: not the output of kforge tasks export-gpu --shard all/1")
+    try:
+        k, n = (int(x) for x in shard.split("/"))
+    except ValueError:
+        raise InputError(f"--shard is k/N, not '{shard}'")
+    if ids:
+        by_id = {t["id"]: t for t in tasks}
+        with open(ids) as f:
+            wanted = list(dict.fromkeys(ln.strip() for ln in f if ln.strip()))
+        unknown = [i for i in wanted if i not in by_id]
+        if unknown:
+            raise InputError(f"{ids}: {len(unknown)} id(s) not in {path}, e.g. {unknown[0]}")
+        tasks = [dict(by_id[i], shard=k) for i in wanted]
+    elif n != 1:
+        raise InputError("--exported takes --ids FILE or --shard 0/1")
+    return dict(settings, shards=n), tasks

@@ -397,7 +397,7 @@ class Run(Loops):
         if not task.get("artifact_check"):
             return "", {"tier": tier or "unknown", "checked": False}
         if self.specs is None:
-            self.specs = artifact_check.Specs(self.a.dataset)
+            self.specs = artifact_check.Specs(self.a.dataset, self.a.specs)
         spec = self.specs.get(task["id"])
         return artifact_check.check(self.torch, model, draw, spec, task, self.a.device, tier)
 
