@@ -2,6 +2,7 @@
 # The GPU half of issue 29 ("the real KernelBench"), in one command on the GPU host, from the repository root:
 #
 #   bash tools/bench/kernelbench_gpu.sh OUTDIR          # e.g. $OUT in a device call (carry: [".gpu"])
+#   KFORGE_PYTHON_BIN=python3 KB_KEEP=/tmp/kforge-kb-keep bash tools/bench/kernelbench_gpu.sh $OUT   # on the GPU host
 #
 # 1. the GPU stage (tools/dataset/synth_gpu.py) on the imported tasks: probe, the artifact check against
 #    the module at its own size (--artifact-check auto: trace tiers A, B, A1, M), eager and
