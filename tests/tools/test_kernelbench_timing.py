@@ -107,6 +107,14 @@ def test_a_cpu_run_times_the_kept_tasks_with_the_given_function_writes_the_recor
     assert r.returncode == 0 and len(open(log).readlines()) == 2, r.stderr
     f = json.load(open(out / "kernelbench_timing.json"))["figures"]
     assert f["timed_count"] == 2 and f["left_count"] == 0 and f["eager_ratio_p90"] > f["eager_ratio_p10"], f
+    # from kforge's export written beforehand, on a host without kforge: the same tasks
+    exported = tmp_path / "export-gpu.jsonl"
+    kforge("tasks", "export-gpu", str(setup / "imp" / "dataset.h5"), "--shard", "all/1", "--out", str(exported))
+    (out / "kernelbench_timing.json").unlink()
+    r = run_tool(*args, "--workers", "0", "--all", "--record-only", "--exported", exported,
+                 env=dict(env, KFORGE_BIN=str(tmp_path / "no-kforge")))
+    assert r.returncode == 0, r.stderr
+    assert json.load(open(out / "kernelbench_timing.json"))["figures"]["timed_count"] == 2
 
 
 def test_trials_are_cut_for_slow_tasks_only():
