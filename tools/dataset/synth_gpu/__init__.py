@@ -15,6 +15,7 @@ the whole story and the H200 commands. The modules, by concern:
   records    the part files (resume, torn lines)
   torch_env  precision flags, environment, building a task on the device, freeing it
   checks     the probe's output checks; the tolerance rule, applied in one helper
+  artifact_check  an imported task's TorchScript artifact against its module at its own size
   timing     the timing method (env/judge/timing.cpp's loop)
   pool       the compile workers and the GPU turn
   run, loops one run: probe, compile, time, records; in rounds or overlapping
