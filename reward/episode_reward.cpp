@@ -88,10 +88,18 @@ std::string caught_text(const EarlierCheat& e) {
 // torch.compile's time now over eager's time now, from the task's stored baseline (rescaled by the
 // eager time measured now, or as stored under compile_baseline.allow_unscaled); none when the
 // task cannot give one (`missing` says why). `comp_ev` gets the evidence.
-std::optional<double> compile_factor(const RewardConfig& config, const StoredBaseline& baseline, double eager_now_ms, OJson& comp_ev,
-                                     std::string& missing) {
+std::optional<double> compile_factor(const RewardConfig& config, const StoredBaseline& baseline, const std::string& device,
+                                     double eager_now_ms, OJson& comp_ev, std::string& missing) {
   const StoredCompileRatio stored = stored_compile_ratio(baseline);
   std::optional<double> factor = stored.factor;
+  // Both GPU models known and different: another model's torch.compile ratio (issue 32).
+  const bool other_gpu = !baseline.gpu.empty() && !device.empty() && baseline.gpu != device;
+  if (other_gpu && config.compile_baseline.other_gpu == OtherGpuBaseline::refuse && (factor || stored.unscaled)) {
+    missing = "the task's torch.compile baseline was measured on " + baseline.gpu + ", and this judge runs on " + device +
+              " (compile_baseline.other_gpu: refuse; `kforge baseline` measures this GPU's)";
+    comp_ev = {{"available", false}, {"stored_gpu", baseline.gpu}, {"device", device}};
+    return std::nullopt;
+  }
   if (factor) {
     comp_ev = {{"available", true},
                {"stored_ms", *baseline.compile_ms},
@@ -113,6 +121,9 @@ std::optional<double> compile_factor(const RewardConfig& config, const StoredBas
     missing = stored.missing;
   }
   if (!baseline.gpu.empty() && comp_ev.is_object()) comp_ev["stored_gpu"] = baseline.gpu;
+  if (factor && other_gpu)
+    comp_ev["other_gpu"] = "rescaled across GPU models (compile_baseline.other_gpu: rescale): stored on " + baseline.gpu + ", judged on " +
+                           device + "; torch.compile's ratio to eager may differ between them";
   return factor;
 }
 
@@ -211,7 +222,7 @@ RewardResult submission_reward(const RewardConfig& config, const SubmissionOutco
   // The speedup over torch.compile, from the stored baseline rescaled to now.
   OJson comp_ev;
   std::string missing;
-  std::optional<double> factor = compile_factor(config, baseline, eager_now_ms, comp_ev, missing);  // compile now / eager now
+  std::optional<double> factor = compile_factor(config, baseline, o.device, eager_now_ms, comp_ev, missing);  // compile now / eager now
 
   bool beats_compile = false;
   if (!factor && config.compile_baseline.when_missing == MissingCompileBaseline::as_eager) {

@@ -64,7 +64,7 @@ struct SubmissionOutcome {
   std::vector<double> eager_ms;      // ... and of eager PyTorch, interleaved with it (empty: untimed)
   // The evaluator's own interval, used when the samples are too few to recompute one.
   std::optional<SpeedupEstimate> reported_speedup;
-  std::string device;  // the GPU it ran on (evidence only)
+  std::string device;  // the GPU it ran on: evidence, and the compile baseline's GPU-model check (compile_baseline.other_gpu)
   // A cheat caught earlier in the episode (see submission_reward for what it changes).
   std::optional<EarlierCheat> earlier_cheat;
   // The candidate at the task's other shapes (the report's `shapes` section): its status (general,

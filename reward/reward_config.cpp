@@ -98,9 +98,18 @@ CompileBaselineConfig CompileBaselineConfig::from_yaml(const YamlNode& node) {
     c.when_missing = MissingCompileBaseline::as_eager;
   else
     node.at("when_missing").fail("must be eager_only or as_eager, not '" + m + "'");
+  const std::string g = node.get<std::string>("other_gpu", other_gpu_baseline_name(c.other_gpu));
+  if (g == "refuse")
+    c.other_gpu = OtherGpuBaseline::refuse;
+  else if (g == "rescale")
+    c.other_gpu = OtherGpuBaseline::rescale;
+  else
+    node.at("other_gpu").fail("must be refuse or rescale, not '" + g + "'");
   node.check_no_unknown_keys();
   return c;
 }
+
+const char* other_gpu_baseline_name(OtherGpuBaseline m) { return m == OtherGpuBaseline::refuse ? "refuse" : "rescale"; }
 
 ShapingConfig ShapingConfig::from_yaml(const YamlNode& node) {
   ShapingConfig c;

@@ -51,11 +51,21 @@ enum class MissingCompileBaseline {
 };
 const char* missing_compile_baseline_name(MissingCompileBaseline m);
 
+// A stored baseline measured on another GPU model than the one judging now (issue 32): torch.compile's
+// ratio to eager differs between GPU generations, so the rescaled compile time puts the tier-3 line
+// in the wrong place there.
+enum class OtherGpuBaseline {
+  refuse,   // treated as missing (when_missing decides): no tier 3 from another model's baseline
+  rescale,  // rescaled by eager now as on its own GPU, the two models named in the evidence
+};
+const char* other_gpu_baseline_name(OtherGpuBaseline m);  // "refuse", "rescale"
+
 struct CompileBaselineConfig {
   // The stored torch.compile time is rescaled by (eager now / eager stored); a task storing a
   // compile time without the eager time it was measured beside cannot be rescaled.
   bool allow_unscaled = false;  // then use the stored compile time as it is (else: treat it as missing)
   MissingCompileBaseline when_missing = MissingCompileBaseline::eager_only;
+  OtherGpuBaseline other_gpu = OtherGpuBaseline::refuse;
   static CompileBaselineConfig from_yaml(const YamlNode& node);
 };
 

@@ -130,6 +130,41 @@ TEST(SubmissionReward, TorchCompileTimeIsRescaledByEagerNowOverEagerStored) {
   EXPECT_DOUBLE_EQ(slow.evidence["torch_compile"]["rescaled_ms"].get<double>(), 4.0);
 }
 
+// Issue 32's GPU-model check: a baseline stored on another GPU model gives no tier 3 unless
+// compile_baseline.other_gpu is rescale, which the evidence then states; the same model, or a model
+// unknown on either side, is judged as before.
+TEST(SubmissionReward, AnotherGpuModelsBaselineGivesNoTierThreeUnlessTheConfigRescalesIt) {
+  SubmissionOutcome o = timed(1.0, 2.0);  // 2x eager, 1.6x the stored torch.compile
+  o.device = "NVIDIA H100 80GB HBM3";
+  RewardResult refused = submission_reward(RewardConfig{}, o, baseline(3.0, 2.4));
+  EXPECT_EQ(refused.rule, "faster_than_eager");
+  EXPECT_FALSE(refused.evidence["torch_compile"]["available"].get<bool>());
+  const std::string why = refused.evidence["torch_compile"]["why"].get<std::string>();
+  EXPECT_NE(why.find("measured on NVIDIA H200, and this judge runs on NVIDIA H100 80GB HBM3"), std::string::npos) << why;
+  EXPECT_NE(why.find("compile_baseline.other_gpu: refuse"), std::string::npos) << why;
+  RewardConfig as_eager;  // when_missing still decides what a refused baseline becomes
+  as_eager.compile_baseline.when_missing = MissingCompileBaseline::as_eager;
+  EXPECT_EQ(submission_reward(as_eager, o, baseline(3.0, 2.4)).rule, "faster_than_both");
+
+  RewardConfig rescale;
+  rescale.compile_baseline.other_gpu = OtherGpuBaseline::rescale;
+  RewardResult r = submission_reward(rescale, o, baseline(3.0, 2.4));
+  EXPECT_EQ(r.rule, "faster_than_both");
+  const std::string note = r.evidence["torch_compile"]["other_gpu"].get<std::string>();
+  EXPECT_NE(note.find("stored on NVIDIA H200, judged on NVIDIA H100 80GB HBM3"), std::string::npos) << note;
+
+  o.device = "NVIDIA H200";
+  RewardResult same = submission_reward(RewardConfig{}, o, baseline(3.0, 2.4));
+  EXPECT_EQ(same.rule, "faster_than_both");
+  EXPECT_FALSE(same.evidence["torch_compile"].contains("other_gpu"));
+  o.device.clear();  // a judge that does not know its GPU cannot tell
+  EXPECT_EQ(submission_reward(RewardConfig{}, o, baseline(3.0, 2.4)).rule, "faster_than_both");
+  o.device = "NVIDIA H100 80GB HBM3";
+  StoredBaseline unnamed = baseline(3.0, 2.4);
+  unnamed.gpu.clear();
+  EXPECT_EQ(submission_reward(RewardConfig{}, o, unnamed).rule, "faster_than_both");
+}
+
 TEST(SubmissionReward, ExactlyFivePercentFasterIsATieAndDoesNotClearTheThreshold) {
   RewardConfig point;
   point.decision.mode = DecisionMode::point_estimate;

@@ -41,6 +41,8 @@ TEST(RewardConfig, ShippedFileLoadsAndMatchesTheDefaults) {
   EXPECT_EQ(c.failures.no_submission, d.failures.no_submission);
   EXPECT_EQ(c.compile_baseline.when_missing, MissingCompileBaseline::eager_only);
   EXPECT_FALSE(c.compile_baseline.allow_unscaled);
+  EXPECT_EQ(c.compile_baseline.other_gpu, OtherGpuBaseline::refuse);
+  EXPECT_EQ(c.compile_baseline.other_gpu, d.compile_baseline.other_gpu);
   EXPECT_EQ(c.shaping.per_turn, 0);
   EXPECT_EQ(c.shaping.log_speedup_weight, 0);
   EXPECT_EQ(c.shapes.not_general, NotGeneral::penalty);
@@ -79,6 +81,8 @@ TEST(RewardConfig, OutOfRangeValuesAreRejected) {
             std::string::npos);
   EXPECT_NE(error_text("failures: {compile_error: .inf}\n").find("failures.compile_error: must be a finite number"), std::string::npos);
   EXPECT_NE(error_text("compile_baseline: {when_missing: guess}\n").find("must be eager_only or as_eager"), std::string::npos);
+  EXPECT_NE(error_text("compile_baseline: {other_gpu: maybe}\n").find("compile_baseline.other_gpu: must be refuse or rescale"),
+            std::string::npos);
   EXPECT_NE(error_text("shaping: {log_speedup_clip: 0}\n").find("shaping.log_speedup_clip: must be > 0"), std::string::npos);
 }
 

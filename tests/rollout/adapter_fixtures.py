@@ -61,7 +61,10 @@ def tier_task_dirs(tmp_path):
         name = f"{task}_reward{tier}".replace("-", "m")
         spec["id"] = name
         if baselines:
-            spec["baselines"].update(eager_ms=baselines[0], compile_ms=baselines[1], gpu="synthetic")
+            # Synthetic times name no GPU: the reward's GPU-model check (compile_baseline.other_gpu)
+            # cannot tell them from the judge's own, so tier 3 stays reachable on any GPU.
+            spec["baselines"].update(eager_ms=baselines[0], compile_ms=baselines[1])
+            spec["baselines"].pop("gpu", None)
         with open(folder / f"{name}.yaml", "w") as f:
             yaml.safe_dump(spec, f, sort_keys=False)
         names[tier] = name

@@ -152,16 +152,25 @@ TEST_F(EpisodeGpuTest, TierThreeWithAStoredTorchCompileBaseline) {
   Baselines b;
   b.eager_ms = 1.0;  // synthetic: torch.compile stored exactly as fast as eager (rescaled to now, so is it)
   b.compile_ms = 1.0;
-  b.gpu = "synthetic";
+  b.gpu = "synthetic";  // no GPU's name: another model's baseline, used only where the config rescales it
   b.method = "test";
-  auto steps = run("gelu_fused", Json::object(), RewardConfig{}, b);
+  RewardConfig rescale;
+  rescale.compile_baseline.other_gpu = OtherGpuBaseline::rescale;
+  auto steps = run("gelu_fused", Json::object(), rescale, b);
   const StepResult& s = last(steps);
   EXPECT_EQ(s.reward, 3) << s.info["reward"].dump(2);
   EXPECT_EQ(s.info["reward"]["rule"], "faster_than_both");
   EXPECT_TRUE(s.info["reward"]["torch_compile"]["available"].get<bool>());
+  EXPECT_NE(s.info["reward"]["torch_compile"].value("other_gpu", "").find("stored on synthetic"), std::string::npos)
+      << s.info["reward"].dump(2);
+  // By default another GPU model's baseline gives no tier 3 (issue 32), and the evidence says why.
+  auto refused = run("gelu_fused", Json::object(), RewardConfig{}, b);
+  EXPECT_EQ(last(refused).reward, 2) << last(refused).info["reward"].dump(2);
+  EXPECT_NE(last(refused).info["reward"]["torch_compile"].value("why", "").find("measured on synthetic"), std::string::npos)
+      << last(refused).info["reward"].dump(2);
   // The same candidate against a torch.compile ten times faster than eager stays at tier 2.
   b.compile_ms = 0.1;
-  auto fast_compile = run("gelu_fused", Json::object(), RewardConfig{}, b);
+  auto fast_compile = run("gelu_fused", Json::object(), rescale, b);
   EXPECT_EQ(last(fast_compile).reward, 2) << last(fast_compile).info["reward"].dump(2);
 }
 
