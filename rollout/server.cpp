@@ -206,6 +206,39 @@ void RolloutServer::Impl::handle(const Envelope& to, const Request& req) {
   }
 }
 
+// Which GPU models the served tasks' torch.compile baselines were measured on, against the models
+// judging here (issue 32): on another model the reward gives no tier 3 from them unless
+// reward.compile_baseline.other_gpu is rescale.
+Json RolloutServer::Impl::baselines_health() const {
+  const std::map<std::string, size_t> by = catalog.compile_baselines_by_gpu();
+  Json by_gpu = Json::object();
+  size_t with = 0;
+  for (const auto& [gpu, n] : by) {
+    by_gpu[gpu.empty() ? "unnamed" : gpu] = n;
+    with += n;
+  }
+  const size_t unnamed = by.count("") ? by.at("") : 0;
+  const std::set<std::string> models(setup.gpu_names.begin(),
+                                     setup.gpu_names.begin() + std::min<size_t>(setup.gpus, setup.gpu_names.size()));
+  const bool refuse = setup.reward.compile_baseline.other_gpu == OtherGpuBaseline::refuse;
+  Json judging = Json::array();
+  std::string note;
+  for (const auto& m : models) {
+    const size_t own = by.count(m) ? by.at(m) : 0;
+    const size_t other = with - own - unnamed;
+    judging.push_back({{"gpu", m}, {"its_own", own}, {"other_gpus", other}, {"unnamed", unnamed}});
+    if (other > 0 && refuse)
+      note += (note.empty() ? "" : " ") + std::to_string(other) + " task(s) have torch.compile baselines of other GPU models only, not " +
+              m + ": they give no tier 3 here (reward.compile_baseline.other_gpu: refuse; measure this GPU's baselines with the " +
+              "dataset's GPU stage, tools/dataset/SYNTH_GPU.md).";
+  }
+  return {{"torch_compile_by_gpu", by_gpu},
+          {"without_torch_compile", catalog.without_compile_baseline()},
+          {"judging", judging},
+          {"other_gpu", other_gpu_baseline_name(setup.reward.compile_baseline.other_gpu)},
+          {"note", note.empty() ? Json() : Json(note)}};
+}
+
 Json RolloutServer::Impl::health() {
   Json gpus = Json::array();
   for (int g = 0; g < setup.gpus; ++g) {
@@ -242,6 +275,7 @@ Json RolloutServer::Impl::health() {
             {"done", compile_queue->done()}}},
           {"gpus", gpus},
           {"tasks", catalog.size()},
+          {"baselines", baselines_health()},
           {"left_out", left_out},
           {"trajectories", trajectories},
           {"requests", requests},

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -198,6 +199,7 @@ struct RolloutServer::Impl {
   void handle(const Envelope& to, const Request& req);
 
   Json health();
+  Json baselines_health() const;
 
   std::shared_ptr<Session> find(const std::string& id);
 

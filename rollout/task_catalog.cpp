@@ -53,6 +53,7 @@ void TaskCatalog::add_task(std::shared_ptr<const TaskSpec> spec, const std::stri
   if (spec->imported() && spec->provenance.ops) e.ops = *spec->provenance.ops;  // an imported module's own op list
   e.eager_ms = spec->baselines.eager_ms;
   e.compile_ms = spec->baselines.compile_ms;
+  e.baseline_gpu = spec->baselines.gpu;
   e.level = spec->provenance.level;
   e.tolerance_profile = spec->provenance.tolerance_profile;
   e.spec = std::move(spec);
@@ -105,6 +106,10 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured, do
     if (std::isfinite(row.eager_ms) && row.eager_ms > 0) e.eager_ms = row.eager_ms;  // NaN until measured
     if (std::isfinite(row.compile_ms) && row.compile_ms > 0) e.compile_ms = row.compile_ms;
     if (std::isfinite(row.compile_headroom)) e.compile_headroom = row.compile_headroom;
+    if (!row.baseline_json.empty()) {
+      const Json b = Json::parse(row.baseline_json, nullptr, false);  // unreadable: no GPU named
+      if (b.is_object() && b.contains("gpu") && b["gpu"].is_string()) e.baseline_gpu = b["gpu"].get<std::string>();
+    }
     e.origin = file;
     if (imported) {
       // Imported rows (a few hundred at most) are parsed now: the listing names their level and
@@ -208,6 +213,19 @@ Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {
   int64_t next = f.offset + static_cast<int64_t>(tasks.size());
   out["next_offset"] = next < total ? Json(next) : Json();
   return out;
+}
+
+std::map<std::string, size_t> TaskCatalog::compile_baselines_by_gpu() const {
+  std::map<std::string, size_t> by;
+  for (const auto& [name, e] : entries_)
+    if (e.compile_ms) ++by[e.baseline_gpu];
+  return by;
+}
+
+size_t TaskCatalog::without_compile_baseline() const {
+  size_t n = 0;
+  for (const auto& [name, e] : entries_) n += e.compile_ms ? 0 : 1;
+  return n;
 }
 
 }  // namespace kforge

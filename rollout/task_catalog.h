@@ -20,6 +20,7 @@ struct CatalogEntry {
   std::string name, split, source, dtype, description, origin;
   std::vector<std::string> ops;                // operator names in node order
   std::optional<double> eager_ms, compile_ms;  // the task's baselines, where measured
+  std::string baseline_gpu;                    // the GPU model they were measured on ("" where unnamed)
   std::optional<double> compile_headroom;      // a dataset row's compile_headroom (DATASET_FORMAT.md), where known
   std::optional<int64_t> level;                // an imported KernelBench task's level (provenance.level)
   std::string tolerance_profile;               // an imported task's tolerance profile (kforge, cuda-agent)
@@ -64,6 +65,10 @@ class TaskCatalog {
   size_t unmeasured_left_out() const;
   // What add_dataset left out, by source, stage and reason (in that order).
   std::vector<LeftOut> left_out() const;
+  // The tasks with a stored torch.compile time (the tier-3 baseline), by the GPU model it was
+  // measured on ("" where unnamed), and how many have none: for health's `baselines` (issue 32).
+  std::map<std::string, size_t> compile_baselines_by_gpu() const;
+  size_t without_compile_baseline() const;
   // nullptr when there is no such task. Parses the spec on first use (throws spec errors).
   std::shared_ptr<const TaskSpec> find(const std::string& name);
   // The `tasks` method's result: {"tasks": [facts], "total": matches, "offset", "next_offset"?}.

@@ -340,6 +340,33 @@ def test_start_up_line_says_plainly_which_gpus_were_found(tmp_path):
             assert "no NVIDIA driver is loaded on this machine" in line and "insufficient" not in line, line
 
 
+def test_health_says_which_gpu_models_the_tasks_baselines_were_measured_on(tmp_path):
+    # The samples' torch.compile baselines were measured on an H200 (issue 32): health counts them by
+    # GPU model against each model judging here (none on a machine without GPUs: no note then).
+    with open(os.path.join(SOURCE_DIR, "datasets", "samples", "gelu_scale_residual.yaml")) as f:
+        named = re.search(r'^  gpu: "(.+)"$', f.read(), re.M).group(1)
+    s = Server(tmp_path, record=False, scheduler={"gpus": -1})
+    try:
+        with Client(s.endpoint) as c:
+            health, listed = c.health(), c.tasks(source="samples", limit=1000)["tasks"]
+    finally:
+        s.stop()
+    b = health["baselines"]
+    with_compile = sum(t["compile_ms"] is not None for t in listed)
+    assert with_compile > 0 and b["torch_compile_by_gpu"].get(named, 0) > 0, b
+    assert sum(b["torch_compile_by_gpu"].values()) == with_compile, (b, with_compile)
+    assert b["without_torch_compile"] == len(listed) - with_compile, b
+    assert b["other_gpu"] == "refuse"
+    assert [j["gpu"] for j in b["judging"]] == sorted({g["name"] for g in health["gpus"]}), b
+    for j in b["judging"]:
+        assert j["its_own"] + j["other_gpus"] + j["unnamed"] == with_compile, j
+        assert j["its_own"] == b["torch_compile_by_gpu"].get(j["gpu"], 0), j
+    if not health["gpus"]:
+        assert b["judging"] == [] and b["note"] is None, b
+    elif any(j["other_gpus"] for j in b["judging"]):
+        assert "give no tier 3 here (reward.compile_baseline.other_gpu: refuse" in b["note"], b
+
+
 def test_package_version_program_name_and_ignored_build_outputs():
     import kforge_client
     assert re.fullmatch(r"\d+\.\d+\.\d+", kforge_client.__version__), kforge_client.__version__
