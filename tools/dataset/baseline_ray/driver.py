@@ -320,6 +320,8 @@ class Driver:
                 "queued": queued, "in_flight": in_flight, "processes": n_gpus,
                 "processes_alive": sum(1 for p in procs if p.alive), "nodes": len({p.node_id for p in procs}),
                 "gpu_hours": round(gpu_h, 4), "rows_per_gpu_hour": round(rate, 1) if rate else None,
+                # Per GPU held from the reservation on (start-up, the environment probe, idle tails included).
+                "rows_per_gpu_hour_held": round(ks["rows"] * 3600 / (n_gpus * (now - self.t0)), 1) if self.t0 and now > self.t0 else None,
                 "goal": {"rows": GOAL_ROWS, "goal_wall_h": round(SHIPPED_GPU_HOURS / n_gpus * GOAL_SLACK, 3),
                          "projected_wall_h": round(GOAL_ROWS / (rate * n_gpus), 3) if rate else None,
                          "vs_shipped_rows_per_gpu_hour": round(rate / SHIPPED_ROWS_PER_GPU_HOUR, 3) if rate else None},
