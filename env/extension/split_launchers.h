@@ -5,7 +5,8 @@
 // host compile); the builder links the cubin into the library as data, with the symbol of each
 // launched kernel beside it (cubin_symbols.h), and the host half defines each launcher's call
 // operator by launching the kernel from that cubin with cudaLaunchKernel (shim/kforge_cubin.h):
-// the same CUDA runtime, stream, configuration and error state as the `<<<>>>` it replaces, from
+// the same CUDA runtime, stream and configuration as the `<<<>>>` it replaces, its errors in the same
+// last-error state (a code may differ: shim/kforge_cubin.h), from
 // code inside the candidate's library (so the launch's origin is still the candidate's,
 // env/judge/launch_origin.h).
 #include <string>

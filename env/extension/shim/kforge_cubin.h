@@ -4,8 +4,9 @@
 // "kernel\0symbol\0" pairs ending with an empty name. Its kernels are looked up by name and
 // launched with cudaLaunchKernel, which takes the kernel handle cudaLibraryGetKernel returns
 // (CUDA 12.0+): the launch, its stream, its errors (cudaGetLastError) are the runtime's, as with
-// <<<>>>. A cubin that does not load, or a kernel not in it, leaves the handle null, and the launch
-// then fails with cudaErrorInvalidDeviceFunction, which the caller's error check sees.
+// <<<>>>, though a code may differ (a block of 2048 threads: cudaErrorInvalidValue here,
+// cudaErrorInvalidConfiguration from <<<>>>, on the H100). A cubin that does not load, or a kernel
+// not in it, leaves the handle null, and the launch then fails, which the caller's check sees.
 #include <cuda_runtime.h>
 
 #include <cstring>
