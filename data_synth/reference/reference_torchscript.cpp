@@ -6,7 +6,9 @@
 #include <mutex>
 #include <sstream>
 
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/csrc/jit/runtime/graph_iterator.h>
 #include <torch/script.h>
 
 #include "configs/error.h"
@@ -41,6 +43,7 @@ std::shared_ptr<LoadedModule> module_for(const TaskSpec& task, const at::Device&
     KFORGE_FAIL(spec, "task " << task.id << ": the TorchScript artifact (sha256 " << task.reference.sha256.substr(0, 12)
                               << ") does not load on " << device.str() << ": " << e.what());
   }
+  float32_convolutions(m->module);
   if (task.reference.module_mode == ModuleMode::train)
     m->module.train();
   else
@@ -70,6 +73,24 @@ void check_outputs(const TaskSpec& task, const std::vector<at::Tensor>& args, co
 }
 
 }  // namespace
+
+int float32_convolutions(torch::jit::Module& module) {
+  int cleared = 0;
+  for (const torch::jit::Module& m : module.modules())
+    for (const torch::jit::Method& method : m.get_methods()) {
+      std::shared_ptr<torch::jit::Graph> graph = method.graph();
+      for (torch::jit::DepthFirstGraphNodeIterator it(graph); torch::jit::Node* node = it.next();) {
+        if (node->kind() != c10::Symbol::fromQualString("aten::_convolution") || node->inputs().empty()) continue;
+        const size_t last = node->inputs().size() - 1;  // allow_tf32, the schema's last argument
+        const std::optional<c10::IValue> v = torch::jit::toIValue(node->inputs()[last]);
+        if (!v || !v->isBool() || !v->toBool()) continue;
+        torch::jit::WithInsertPoint here(node);
+        node->replaceInput(last, graph->insertConstant(false));
+        ++cleared;
+      }
+    }
+  return cleared;
+}
 
 std::vector<at::Tensor> run_torchscript_reference(const TaskSpec& task, const std::vector<at::Tensor>& args) {
   KFORGE_CHECK(task.imported(), internal, "task " << task.id << " has no TorchScript reference");

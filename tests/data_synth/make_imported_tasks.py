@@ -285,6 +285,12 @@ def main():
         bad = relu.replace("id: kb_l1_relu", "id: kb_bad_dims")
         f.write(bad.replace("dtype: float32\nprogram:", "dtype: float32\ndims: {N: 4}\nprogram:"))
     write_graphs(a.out)
+    # A convolution traced with torch's default flags: cudnn.allow_tf32 = True baked into its
+    # aten::_convolution, as the importer traced before session 23 (reference_torchscript.h).
+    conv = nn.Conv2d(3, 4, 3)
+    with torch.backends.cudnn.flags(allow_tf32=True):
+        traced = torch.jit.trace(conv, torch.randn(1, 3, 8, 8))
+    traced.save(os.path.join(a.out, "conv_tf32.pt"))
     skipped = [{"file": "fixtures/level1/noisy.py", "row": None, "reason": "stochastic", "detail": "two runs differ"},
                {"file": "fixtures/level1/broken.py", "row": None, "reason": "load_error", "detail": "no get_inputs"}]
     with open(os.path.join(a.out, "skipped.jsonl"), "w") as f:

@@ -195,6 +195,34 @@ def test_artifact_reproduces_eager_on_fresh_draws(kb, rel):
             assert torch.equal(a, e)
 
 
+def test_convolutions_are_traced_in_float32(kb):
+    # The trace bakes cudnn.allow_tf32 into every aten::_convolution; with it on (torch's default), the
+    # artifact ran its convolutions in TF32 on the GPU (47 KernelBench modules rejected as
+    # artifact_mismatch by the GPU stage on the H100, about 5e-4 off eager). Every imported artifact
+    # passes allow_tf32 = False, and so does a convolution traced while the global flag is on.
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
+    from task_import.artifact import tf32_convolutions, trace
+    convs = 0
+    for t in kb.tasks.values():
+        loaded = torch.jit.load(io.BytesIO(base64.b64decode(t["reference"]["artifact"])))
+        graph = loaded.inlined_graph
+        convs += len(graph.findAllNodes("aten::_convolution"))
+        assert tf32_convolutions(loaded) == 0, t["id"]
+    assert convs > 0, "the test modules hold convolutions"
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        conv = torch.nn.Conv2d(3, 4, 3)
+        data, _ = trace(conv, 1, ["weight", "bias"], (torch.randn(1, 3, 8, 8), conv.weight.detach(), conv.bias.detach()))
+        assert torch.backends.cudnn.allow_tf32 is True  # the flag is restored
+        assert tf32_convolutions(torch.jit.load(io.BytesIO(data))) == 0
+        with torch.backends.cudnn.flags(allow_tf32=True):
+            plain = torch.jit.trace(conv, torch.randn(1, 3, 8, 8))
+        assert tf32_convolutions(plain) == 1  # what the importer traced before
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+
+
 def arg(t, name):
     return next(a for a in t["arguments"] if a["name"] == name)
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
@@ -149,4 +150,15 @@ TEST(TorchScriptReference, ArgumentsOfAnotherShapeFailAsRuntimeErrors) {
     EXPECT_EQ(e.kind(), ErrorKind::runtime);
     EXPECT_NE(std::string(e.what()).find("TorchScript reference failed"), std::string::npos) << e.what();
   }
+}
+
+// An artifact traced with torch's default flags bakes allow_tf32 = True into its convolution; the
+// load turns it off (reference_torchscript.h), once, leaving what it computes on the CPU unchanged.
+TEST(TorchScriptReference, ConvolutionsTracedWithTf32OnAreTurnedToFloat32) {
+  torch::jit::Module m = torch::jit::load(std::string(KFORGE_IMPORTED_FIXTURE_DIR) + "/conv_tf32.pt");
+  const at::Tensor x = at::randn({2, 3, 8, 8});
+  const at::Tensor before = m.forward({x}).toTensor();
+  EXPECT_EQ(float32_convolutions(m), 1);
+  EXPECT_EQ(float32_convolutions(m), 0);  // nothing left to change
+  EXPECT_TRUE(at::allclose(m.forward({x}).toTensor(), before));
 }

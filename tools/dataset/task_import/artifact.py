@@ -2,6 +2,7 @@
 (inputs, then state_dict entries) and returns the outputs as a tuple, with the model's state
 replaced by the given tensors (so its weights are arguments, not constants of the artifact)."""
 import base64
+import contextlib
 import hashlib
 import io
 import warnings
@@ -44,9 +45,32 @@ def trace_on_meta(model, n_inputs, state_names, example):
     return _traced(model, n_inputs, state_names, tuple(example), meta=True)
 
 
+@contextlib.contextmanager
+def float32_convolutions():
+    """TF32 off while tracing: the trace bakes torch.backends.cudnn.allow_tf32 (True by default) into
+    every aten::_convolution as a constant, so an artifact traced with it on runs its convolutions in
+    TF32 on the GPU whatever the judge's flags (seen on the H100, session 23: 47 KernelBench
+    convolution modules off eager by about 5e-4, TF32's error, where the task's contract is float32)."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def tf32_convolutions(traced):
+    """How many aten::_convolution calls of a traced module pass allow_tf32 = True (its last argument)."""
+    n, graph = 0, traced.inlined_graph  # held: the nodes of a graph that is freed are invalidated
+    for node in graph.findAllNodes("aten::_convolution"):
+        last = list(node.inputs())[-1].node()
+        n += last.kind() == "prim::Constant" and last.output().toIValue() is True
+    return n
+
+
 def _traced(model, n_inputs, state_names, example, meta):
     wrapper = Wrapper(model, n_inputs, state_names)
-    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+    with warnings.catch_warnings(record=True) as caught, torch.no_grad(), float32_convolutions():
         warnings.simplefilter("always", torch.jit.TracerWarning)
         try:
             traced = torch.jit.trace(wrapper, example, check_trace=False, _store_inputs=False)
@@ -55,6 +79,8 @@ def _traced(model, n_inputs, state_names, example, meta):
         except Exception as e:
             where = " on the meta device" if meta else ""
             raise Skip("trace_mismatch", f"torch.jit.trace{where} failed: {type(e).__name__}: {one_line(e)}") from None
+    if tf32_convolutions(traced):  # float32_convolutions() above makes this an internal error
+        raise RuntimeError("the trace holds a convolution with allow_tf32 = True")
     baked = [n for n, _ in traced.named_parameters()] + [n for n, _ in traced.named_buffers()]
     if baked:
         raise Skip("trace_mismatch", f"the traced module holds tensors of its own: {', '.join(baked[:5])}")
