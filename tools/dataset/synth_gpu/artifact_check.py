@@ -25,17 +25,21 @@ tolerance (checks.failing_fraction, kforge's rule, eager as the reference). A fa
 row: `artifact_failed` (the artifact does not load or raises), `artifact_mismatch` (anything else).
 """
 import base64
-import contextlib
 import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 
 from .checks import failing_fraction
 from .common import InputError, error_line, run_kforge
 from .torch_env import as_outputs
+
+if os.path.dirname(os.path.dirname(os.path.abspath(__file__))) not in sys.path:  # tools/dataset: the importer beside
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from task_import.running import state_swapped  # noqa: E402  (the importer's own: what the artifact was traced with)
 
 MODES = ("auto", "all", "off")
 OWN_SIZE_TIER = "module"  # traced and checked at the module's own size, with values
@@ -107,25 +111,6 @@ def sample(torch, draw, shape, dtype, gen, device):
         z = torch.randn(shape, generator=gen, device=device, dtype=work).clamp_(-NORMAL_BOUND, NORMAL_BOUND)
         return (float(draw["mean"]) + float(draw["std"]) * z).to(dtype)
     raise ValueError(f"unknown draw {draw!r}")
-
-
-@contextlib.contextmanager
-def state_swapped(model, state):
-    """Inside, the model's parameters and buffers named in `state` are the given tensors."""
-    saved = []
-    try:
-        for name, t in state.items():
-            prefix, _, attr = name.rpartition(".")
-            mod = model.get_submodule(prefix) if prefix else model
-            table = mod._parameters if attr in mod._parameters else mod._buffers
-            if attr not in table:
-                raise KeyError(f"state_dict entry {name} is neither a parameter nor a buffer of its module")
-            saved.append((table, attr, table[attr]))
-            table[attr] = t
-        yield
-    finally:
-        for table, attr, old in reversed(saved):
-            table[attr] = old
 
 
 def compare(torch, eager, art, atol, rtol):
