@@ -3,8 +3,6 @@
 #include "env/extension/extension_build.h"
 
 #include <ftw.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,25 +11,21 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <thread>
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
 #include "configs/sha256.h"
-#include "env/extension/cubin_symbols.h"
-#include "env/extension/cuda_split.h"
+#include "env/extension/build_jobs.h"
 #include "env/extension/source_rules.h"
 #include "env/process/child_sandbox.h"
+#include "env/process/clock.h"
 
 namespace kforge {
 namespace fs = std::filesystem;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -42,77 +36,12 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 // What the build makes of the file; anything but source and headers is a spec error.
-ExtensionFileKind kind_of(const std::string& path) {
-  const ExtensionFileKind k = extension_file_kind(path);
-  KFORGE_CHECK(k != ExtensionFileKind::other, spec,
-               "extension file '" << path << "': only .cu, .cpp (.cc, .cxx) and headers (.h, .cuh, .hpp, .inl) are built");
-  return k;
-}
-
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
 
 std::string tool_version(const std::string& tool) {
   // Identifies the compiler for the caches (a changed compiler is a changed object).
   std::error_code ec;
   return tool + "@" + std::to_string(fs::exists(tool, ec) ? static_cast<long long>(fs::file_size(tool, ec)) : -1);
-}
-
-void write_file(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-  KFORGE_CHECK(fs::exists(p), io, "cannot write " << p.string());
-}
-
-struct Job {
-  BuildStep step;
-  std::vector<std::string> argv;
-  std::string output;  // the object or library it makes
-  std::string log;     // stdout and stderr
-};
-
-// Runs the jobs, `jobs` at a time; the first that fails (or outlasts the limit) stops the rest.
-// Returns its index, or -1 when all succeeded; `timed_out` says which way it failed.
-int run_jobs(const ChildSandbox& sandbox, std::vector<Job>& jobs, int parallel, double timeout_s, bool* timed_out) {
-  *timed_out = false;
-  std::map<pid_t, size_t> running;
-  std::vector<Clock::time_point> started(jobs.size());
-  size_t next = 0;
-  int failed = -1;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  while ((next < jobs.size() && failed < 0) || !running.empty()) {
-    while (failed < 0 && next < jobs.size() && static_cast<int>(running.size()) < std::max(1, parallel)) {
-      started[next] = Clock::now();
-      running[sandbox.spawn({jobs[next].argv, jobs[next].log, ""})] = next;
-      ++next;
-    }
-    int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && running.count(pid)) {
-      size_t i = running[pid];
-      running.erase(pid);
-      jobs[i].step.ms = ms_since(started[i]);
-      if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failed < 0) failed = static_cast<int>(i);
-      continue;
-    }
-    if (Clock::now() > deadline && !running.empty()) {
-      for (const auto& [p, i] : running) kill(-p, SIGKILL);
-      if (failed < 0) {
-        failed = static_cast<int>(running.begin()->second);
-        *timed_out = true;
-      }
-      for (const auto& [p, i] : running) waitpid(p, &status, 0);
-      running.clear();
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return failed;
-}
-
-std::string trimmed_log(const std::string& path) {
-  std::string s = try_read_file(path).value_or("");
-  constexpr size_t kMax = 16 * 1024;
-  return s.size() > kMax ? s.substr(0, kMax) + "\n[... log cut at 16 KiB]" : s;
 }
 
 }  // namespace
@@ -207,8 +136,8 @@ std::string ExtensionBuilder::pch_dir() {
     pch_ready_ = true;
     return dir.string();
   }
-  write_file(header, "#pragma once\n#include <torch/extension.h>\n");
-  Job j;
+  write_build_file(header, "#pragma once\n#include <torch/extension.h>\n");
+  BuildJob j;
   j.step = {"pch", "g++", 0, false};
   j.argv = {tc_.cxx, "-x", "c++-header"};
   for (const auto& f : host_flags(tc_)) j.argv.push_back(f);
@@ -216,35 +145,21 @@ std::string ExtensionBuilder::pch_dir() {
   const std::string tmp = gch.string() + ".tmp" + std::to_string(getpid());  // concurrent builders each write their own
   j.argv.insert(j.argv.end(), {"-o", tmp, header.string()});
   j.log = (dir / "pch.log").string();
-  std::vector<Job> jobs{j};
+  std::vector<BuildJob> jobs{j};
   bool timed_out = false;
-  int failed = run_jobs(*sandbox_, jobs, 1, 600, &timed_out);
-  KFORGE_CHECK(failed < 0, runtime, "the precompiled torch header failed to build:\n" << trimmed_log(j.log));
+  int failed = run_build_jobs(*sandbox_, jobs, 1, 600, &timed_out);
+  KFORGE_CHECK(failed < 0, runtime, "the precompiled torch header failed to build:\n" << trimmed_build_log(j.log));
   fs::rename(tmp, gch);
   pch_step_ = jobs[0].step;
   pch_ready_ = true;
   return dir.string();
 }
 
-// A split .cu's halves in a build (cuda_split.h): the device half becomes a cubin, linked as data
-// beside its kernels' symbols (split_launchers.h); the host half a g++ object.
-struct SplitHalves {
-  std::string source, device, host, cubin_symbol;
-  std::vector<std::string> launched;
-  bool host_uses_torch = false;
-};
-
 namespace {
-
-// A cubin the plan makes (or has cached), for its data object.
-struct PlannedCubin {
-  std::string path;
-  const SplitHalves* halves = nullptr;
-};
 
 // What compiling the files takes: a job per object not in the cache, the objects in link order.
 struct ObjectPlan {
-  std::vector<Job> jobs;
+  std::vector<BuildJob> jobs;
   std::vector<std::string> objects;
   std::vector<BuildStep> cached;
   std::vector<PlannedCubin> cubins;  // the split halves' device code, linked as data objects
@@ -287,9 +202,9 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
   ObjectPlan plan;
   const std::string define = "-DTORCH_EXTENSION_NAME=" + module_name;
   for (const auto& f : files) {
-    const ExtensionFileKind k = kind_of(f.path);
+    const ExtensionFileKind k = checked_file_kind(f.path);
     if (k == ExtensionFileKind::header) continue;
-    Job j;
+    BuildJob j;
     j.step = {f.path, k == ExtensionFileKind::cuda ? "nvcc" : "g++", 0, false};
     const SplitHalves* device_half = half_of(at.halves, f.path, true);
     const SplitHalves* host_half = half_of(at.halves, f.path, false);
@@ -344,180 +259,6 @@ std::string cuda_agent_module(const std::string& name) {
 
 }  // namespace
 
-namespace {
-
-// The candidate's files as it wrote them (the split's halves are kforge's, made from them).
-void check_candidate_files(const std::vector<ExtensionFile>& files) {
-  KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
-  for (const auto& f : files) {
-    check_extension_path(f.path);
-    KFORGE_CHECK(f.path != "binding_registry.h" && f.path != "kforge_module.cpp", spec,
-                 "'" << f.path << "' is kforge's own file in an extension build: leave it out");
-    check_extension_includes(f.path, f.text);
-    kind_of(f.path);
-  }
-}
-
-// The names of a split .cu's halves, beside it (its relative includes resolve from there).
-std::pair<std::string, std::string> half_names(const std::string& path) {
-  if (path == "cuda.cu") return {kSplitDeviceFile, kSplitHostFile};
-  const std::string stem = path.substr(0, path.size() - 3);
-  return {stem + "_kforge_device.cu", stem + "_kforge_host.cpp"};
-}
-
-// The assembler source of a cubin's data object: the image (aligned, as the driver reads an ELF
-// image) and the "kernel\0symbol\0" pairs, both hidden (split_launchers.h).
-std::string cubin_data_source(const std::string& cubin_path, const std::string& symbol,
-                              const std::vector<std::pair<std::string, std::string>>& names) {
-  auto quoted = [](const std::string& t) {
-    std::string q = "\"";
-    for (char c : t) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-    return q + "\"";
-  };
-  std::string s = "  .section .rodata.kforge_cubin,\"a\",@progbits\n  .balign 128\n";
-  for (const std::string& sym : {symbol, symbol + "_names"}) {
-    s += "  .globl " + sym + "\n  .hidden " + sym + "\n  .type " + sym + ", @object\n" + sym + ":\n";
-    if (sym == symbol)
-      s += "  .incbin " + quoted(cubin_path) + "\n";
-    else
-      for (const auto& [k, v] : names) s += "  .asciz " + quoted(k) + "\n  .asciz " + quoted(v) + "\n";
-  }
-  return s + "  .byte 0\n  .section .note.GNU-stack,\"\",@progbits\n";
-}
-
-// The data object of each cubin (cached by its content and symbols), added to `objects`; false when
-// `out` holds an error instead (a launched kernel its cubin does not hold exactly once, or the
-// assembler's failure: the build then falls back to the unsplit source).
-bool cubin_objects(const ChildSandbox& sandbox, const ExtensionToolchain& tc, const std::string& toolchain_id,
-                   const std::vector<PlannedCubin>& cubins, const fs::path& work, const std::string& tmp_suffix, ExtensionBuildResult& out,
-                   std::vector<std::string>& objects) {
-  std::vector<Job> jobs;
-  for (const auto& c : cubins) {
-    const auto t = Clock::now();
-    const SplitHalves& h = *c.halves;
-    std::string image;
-    std::vector<std::pair<std::string, std::string>> names;
-    try {
-      image = read_file(c.path, "cubin");
-      const std::vector<CubinEntry> entries = cubin_entries(image);
-      for (const auto& k : h.launched) {
-        std::string why;
-        const std::string symbol = kernel_symbol(entries, k, &why);
-        KFORGE_CHECK(!symbol.empty(), runtime, why);
-        names.emplace_back(k, symbol);
-      }
-    } catch (const Error& e) {
-      out.error_kind = "compile_error";
-      out.log = h.device + ": " + e.what();
-      return false;
-    }
-    std::string table;
-    for (const auto& [k, v] : names) table += k + "=" + v + ";";
-    const std::string key = sha256_hex(toolchain_id + "|cubin data|" + h.cubin_symbol + "|" + table + "|" + sha256_hex(image));
-    const fs::path obj = fs::path(c.path).parent_path() / (key.substr(0, 32) + ".o");
-    objects.push_back(obj.string());
-    BuildStep step{h.device + " (cubin data)", "as", ms_since(t), false};
-    if (fs::exists(obj)) {
-      step.cached = true;
-      out.steps.push_back(step);
-      continue;
-    }
-    const fs::path src = work / (h.cubin_symbol + ".s");
-    write_file(src, cubin_data_source(c.path, h.cubin_symbol, names));
-    Job j;
-    j.step = step;
-    j.argv = {tc.cxx, "-c", "-x", "assembler", src.string(), "-o", obj.string() + tmp_suffix};
-    j.output = obj.string();
-    j.log = src.string() + ".log";
-    jobs.push_back(std::move(j));
-  }
-  bool timed_out = false;
-  const int failed = run_jobs(sandbox, jobs, tc.jobs, tc.timeout_s, &timed_out);
-  for (const auto& j : jobs) out.steps.push_back(j.step);
-  if (failed >= 0) {
-    out.error_kind = timed_out ? "timeout" : "compile_error";
-    out.log = jobs[failed].step.what + ": " + trimmed_log(jobs[failed].log);
-    return false;
-  }
-  for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
-  return true;
-}
-
-}  // namespace
-
-ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
-  ExtensionBuildRequest plain = req;
-  plain.split_cuda = false;
-  const auto t0 = Clock::now();
-  ExtensionBuildRequest split = plain;
-  std::vector<SplitHalves> halves;
-  std::vector<std::string> notes;
-  std::set<std::string> taken;
-  for (const auto& f : plain.files) taken.insert(f.path);
-  split.files.clear();
-  for (const auto& f : plain.files) {
-    if (!req.split_cuda || extension_file_kind(f.path) != ExtensionFileKind::cuda) {
-      split.files.push_back(f);
-      continue;
-    }
-    const auto [device, host] = half_names(f.path);
-    const std::string symbol = "kforge_cubin_" + std::to_string(halves.size());
-    const CudaSplit s = split_cuda_source(f.text, f.path, symbol);
-    const std::string why = !s.ok ? s.why : taken.count(device) || taken.count(host) ? "the candidate has a file of its halves' names" : "";
-    if (!why.empty()) {
-      notes.push_back(f.path + " built unsplit: " + why);
-      split.files.push_back(f);
-      continue;
-    }
-    halves.push_back({f.path, device, host, symbol, s.launched, s.host_uses_torch});
-    split.files.push_back({device, s.device_cu});
-    split.files.push_back({host, s.host_cpp});
-    notes.push_back(f.path + " split: " + std::to_string(s.launched.size()) + " kernel(s) launched at " + std::to_string(s.launches) +
-                    " site(s), device code to " + device + " (nvcc -cubin, no torch headers), host code to " + host + " (g++" +
-                    (s.host_uses_torch ? ", precompiled torch header" : "") + ")");
-  }
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& n : v) out += (out.empty() ? "" : "; ") + n;
-    return out;
-  };
-  try {
-    check_candidate_files(plain.files);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::spec) throw;
-    ExtensionBuildResult out;
-    out.filesystem = sandbox_->filesystem();
-    out.error_kind = "spec_error";
-    out.split = joined(notes);
-    out.log = out.split.empty() ? e.what() : e.what() + std::string("\n(") + out.split + ")";
-    out.total_ms = ms_since(t0);
-    return out;
-  }
-  std::vector<BuildStep> tried;
-  if (!halves.empty()) {
-    ExtensionBuildResult r = build_files(split, halves);
-    if (r.ok || r.error_kind == "timeout" || r.error_kind == "spec_error") {
-      r.split = joined(notes);
-      if (r.ok) r.log = r.split;
-      return r;
-    }
-    const std::string first = r.log.substr(0, r.log.find('\n'));
-    std::vector<std::string> kept;  // the refusals stay; the splits are undone
-    for (const auto& n : notes)
-      if (n.find(" built unsplit: ") != std::string::npos) kept.push_back(n);
-    for (const auto& h : halves) kept.push_back(h.source + " built unsplit: its split halves did not build (" + first + ")");
-    notes = kept;
-    tried = r.steps;
-  }
-  ExtensionBuildResult r = build_files(plain, {});
-  for (auto& st : tried) st.what = "split " + st.what;
-  r.steps.insert(r.steps.begin(), tried.begin(), tried.end());
-  r.split = joined(notes);
-  if (!r.split.empty()) r.log = r.ok ? r.split : r.log + "\n(" + r.split + ")";
-  r.total_ms = ms_since(t0);
-  return r;
-}
-
 ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& req, const std::vector<SplitHalves>& halves) {
   const auto t0 = Clock::now();
   ExtensionBuildResult out;
@@ -529,7 +270,7 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
     KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
     std::string headers;  // every header of the candidate: part of every object's key
     for (const auto& f : files)
-      if (kind_of(f.path) == ExtensionFileKind::header) headers += f.path + "\n" + f.text + "\n";
+      if (checked_file_kind(f.path) == ExtensionFileKind::header) headers += f.path + "\n" + f.text + "\n";
     if (req.cuda_agent_module) {
       files.push_back({"binding_registry.h", read_file(tc_.shim_dir + "/binding_registry.h", "shim header")});
       files.push_back({"kforge_module.cpp", cuda_agent_module(req.module_name)});
@@ -561,18 +302,19 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
     }
     const std::string tmp_suffix = ".tmp" + std::to_string(getpid());
     remove_tree(work.string());
-    for (const auto& f : files) write_file(work / f.path, f.text);
+    for (const auto& f : files) write_build_file(work / f.path, f.text);
 
     ObjectPlan plan = plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers, arch, halves}, req.module_name, files,
                                    cuda_extra, host_extra);
-    std::vector<Job>& jobs = plan.jobs;
+    std::vector<BuildJob>& jobs = plan.jobs;
     for (const auto& st : plan.cached) out.steps.push_back(st);
     bool timed_out = false;
-    int failed = run_jobs(*sandbox_, jobs, tc_.jobs, tc_.timeout_s, &timed_out);
+    int failed = run_build_jobs(*sandbox_, jobs, tc_.jobs, tc_.timeout_s, &timed_out);
     for (const auto& j : jobs) out.steps.push_back(j.step);
     if (failed >= 0) {
       out.error_kind = timed_out ? "timeout" : "compile_error";
-      out.log = jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + trimmed_log(jobs[failed].log);
+      out.log =
+          jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + trimmed_build_log(jobs[failed].log);
       out.total_ms = ms_since(t0);
       return out;
     }
@@ -583,7 +325,7 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
       return out;
     }
 
-    Job link;
+    BuildJob link;
     link.step = {"link", "g++", 0, false};
     link.argv = {tc_.cxx, "-shared", "-o", lib.string() + tmp_suffix};
     for (const auto& o : objects) link.argv.push_back(o);
@@ -591,12 +333,12 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
                                        "-L" + tc_.cuda_lib_dir, "-lcudart", "-Wl,-rpath," + tc_.torch_lib_dir});
     link.log = (work / "link.log").string();
     fs::create_directories(lib.parent_path());
-    std::vector<Job> ljobs{link};
-    failed = run_jobs(*sandbox_, ljobs, 1, tc_.timeout_s, &timed_out);
+    std::vector<BuildJob> ljobs{link};
+    failed = run_build_jobs(*sandbox_, ljobs, 1, tc_.timeout_s, &timed_out);
     out.steps.push_back(ljobs[0].step);
     if (failed >= 0) {
       out.error_kind = timed_out ? "timeout" : "compile_error";
-      out.log = "link: " + trimmed_log(link.log);
+      out.log = "link: " + trimmed_build_log(link.log);
       out.total_ms = ms_since(t0);
       return out;
     }
