@@ -45,9 +45,8 @@ TEST(ExtensionCandidate, TheEvaluatorChecksACudaAgentWorkdir) {
   for (const auto& s : r.extension->steps) built.insert(s.what);
   // A library already in the cache (an earlier run) is not built again: no steps then. Else the
   // kernel file was split (its device code to a cubin) and linked.
-  EXPECT_TRUE(r.extension->library_cached ||
-              (built.count("kernels/linear_relu_kforge_device.cu") && built.count("kernels/linear_relu_kforge_host.cpp") &&
-               built.count("link")))
+  EXPECT_TRUE(r.extension->library_cached || (built.count("kernels/linear_relu_kforge_device.cu") &&
+                                              built.count("kernels/linear_relu_kforge_host.cpp") && built.count("link")))
       << format_report(r);
   ASSERT_TRUE(r.plan);
   EXPECT_EQ(r.plan->launches, 1);  // one extension call
