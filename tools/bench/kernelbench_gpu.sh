@@ -76,9 +76,10 @@ lists=$(mktemp -d)
 # (both hardware threads of a core in one group), as tools/dataset/synth_dataset.sh does.
 plan() {  # plan stage|timing: writes $lists/ids-K.txt and cpus-K.txt; prints how many are left
   "$py" - "$1" "$imp/dataset.h5" "$work" "$lists" "$ngpu" "${exported[@]}" <<'EOF'
-import collections, glob, json, os, subprocess, sys
+import glob, json, os, sys
 sys.path.insert(0, "tools/dataset")
 import synth_gpu
+import synth_gpu.placement
 from synth_gpu.common import read_exported
 step, dataset, work, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 _, tasks = read_exported(sys.argv[7]) if len(sys.argv) > 7 else synth_gpu.export_tasks(dataset, "all/1")
@@ -90,19 +91,7 @@ else:  # timing: the tasks the stage kept, not timed yet
     for p in glob.glob(os.path.join(work, "timing", "kernelbench_timing-*.jsonl")):
         timed |= {json.loads(x)["id"] for x in open(p) if x.endswith("\n")}
     left = [t["id"] for t in tasks if recs.get(t["id"], {}).get("status") == "ok" and t["id"] not in timed]
-for k in range(g):
-    with open(os.path.join(lists, f"ids-{k}.txt"), "w") as f:
-        f.writelines(t + "\n" for t in left[k * len(left) // g:(k + 1) * len(left) // g])
-cores = collections.defaultdict(list)
-for line in subprocess.run(["lscpu", "-p=CPU,CORE"], capture_output=True, text=True).stdout.splitlines():
-    if line and not line.startswith("#"):
-        cpu, core = line.split(",")[:2]
-        cores[int(core)].append(int(cpu))
-keys = sorted(cores)
-for k in range(g):
-    mine = sorted(c for key in keys[k * len(keys) // g:(k + 1) * len(keys) // g] for c in cores[key])
-    with open(os.path.join(lists, f"cpus-{k}.txt"), "w") as f:
-        f.write(",".join(map(str, mine)))
+synth_gpu.placement.write_gpu_lists(left, g, lists)
 print(len(left))
 EOF
 }

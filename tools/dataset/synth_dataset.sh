@@ -96,26 +96,15 @@ case $cmd in
     # processes never share a CPU.
     lists=$(mktemp -d)
     "$py" - "$work/dataset.h5" "$out/gpu" "$lists" "$ngpu" <<'EOF'
-import collections, os, subprocess, sys
+import os, sys
 sys.path.insert(0, "tools/dataset")
 import synth_gpu
+import synth_gpu.placement
 dataset, parts, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 _, tasks = synth_gpu.export_tasks(dataset, "all/1")  # kforge's reading of the dataset
 done = {(r["id"], r.get("graph_hash")) for r in synth_gpu.read_records(parts)}
 left = [t["id"] for t in tasks if (t["id"], t["graph_hash"]) not in done]
-for k in range(g):
-    with open(os.path.join(lists, f"ids-{k}.txt"), "w") as f:
-        f.writelines(t + "\n" for t in left[k * len(left) // g:(k + 1) * len(left) // g])
-cores = collections.defaultdict(list)
-for line in subprocess.run(["lscpu", "-p=CPU,CORE"], capture_output=True, text=True).stdout.splitlines():
-    if line and not line.startswith("#"):
-        cpu, core = line.split(",")[:2]
-        cores[int(core)].append(int(cpu))
-keys = sorted(cores)
-for k in range(g):
-    mine = sorted(c for key in keys[k * len(keys) // g:(k + 1) * len(keys) // g] for c in cores[key])
-    with open(os.path.join(lists, f"cpus-{k}.txt"), "w") as f:
-        f.write(",".join(map(str, mine)))
+synth_gpu.placement.write_gpu_lists(left, g, lists)
 print(f"synth_dataset: {len(left)} of {len(tasks)} rows left; {g} GPU(s), about {len(left) // g} rows each")
 EOF
     for k in $(seq 0 $((ngpu - 1))); do

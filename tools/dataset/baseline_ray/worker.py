@@ -11,7 +11,6 @@ timing on its GPU; its compile workers are the stage's own (they end with it).
 This module is shipped to the nodes by value (the driver registers it with cloudpickle): the nodes
 need the checkout at the driver's path (for synth_gpu.py) and an interpreter with torch, not this
 package on their PYTHONPATH."""
-import collections
 import ctypes
 import json
 import os
@@ -48,25 +47,6 @@ def _child_setup(cpus):
     return setup
 
 
-def cpu_group(index, count):
-    """The index-th of `count` groups of this node's CPUs, both hardware threads of a core in the same
-    group (as tools/dataset/synth_dataset.sh splits a host): the timing processes never share a CPU."""
-    cores = collections.defaultdict(list)
-    try:
-        out = subprocess.run(["lscpu", "-p=CPU,CORE"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        out = ""
-    for line in out.splitlines():
-        if line and not line.startswith("#"):
-            cpu, core = line.split(",")[:2]
-            cores[int(core or cpu)].append(int(cpu))
-    if not cores:
-        cores = {c: [c] for c in sorted(os.sched_getaffinity(0))}
-    keys = sorted(cores)
-    mine = sorted(c for k in keys[index * len(keys) // count:(index + 1) * len(keys) // count] for c in cores[k])
-    return mine or sorted(os.sched_getaffinity(0))
-
-
 class StageProcess:
     def __init__(self, slot, root, python, dataset, device, workdir, group=None):
         """slot: the driver's number of this process; root: the checkout (same path on every node);
@@ -80,7 +60,12 @@ class StageProcess:
         os.makedirs(self.out, exist_ok=True)
         self.part = os.path.join(self.out, "part-0.jsonl")
         self.log = os.path.join(self.dir, "stage.log")
-        self.cpus = cpu_group(*group) if group else None
+        self.cpus = None
+        if group:  # synth_gpu's split of a host's CPUs, from the checkout (this module travels by value)
+            if os.path.join(root, "tools", "dataset") not in sys.path:
+                sys.path.append(os.path.join(root, "tools", "dataset"))
+            from synth_gpu.placement import cpu_group
+            self.cpus = cpu_group(*group)
         self.proc = None
         self.offset = 0
         self.chunk_no = -1
