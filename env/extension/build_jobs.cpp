@@ -61,6 +61,20 @@ int run_build_jobs(const ChildSandbox& sandbox, std::vector<BuildJob>& jobs, int
   return failed;
 }
 
+bool run_build_jobs_into(const ChildSandbox& sandbox, std::vector<BuildJob>& jobs, int parallel, double timeout_s,
+                         const std::string& tmp_suffix, ExtensionBuildResult& out) {
+  bool timed_out = false;
+  const int failed = run_build_jobs(sandbox, jobs, parallel, timeout_s, &timed_out);
+  for (const auto& j : jobs) out.steps.push_back(j.step);
+  if (failed >= 0) {
+    out.error_kind = timed_out ? "timeout" : "compile_error";
+    out.log = jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + trimmed_build_log(jobs[failed].log);
+    return false;
+  }
+  for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
+  return true;
+}
+
 std::string trimmed_build_log(const std::string& path) {
   std::string s = try_read_file(path).value_or("");
   constexpr size_t kMax = 16 * 1024;

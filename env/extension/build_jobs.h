@@ -23,6 +23,11 @@ struct BuildJob {
 // Runs the jobs, `parallel` at a time; the first that fails (or outlasts the limit) stops the rest.
 // Returns its index, or -1 when all succeeded; `timed_out` says which way it failed.
 int run_build_jobs(const ChildSandbox& sandbox, std::vector<BuildJob>& jobs, int parallel, double timeout_s, bool* timed_out);
+// run_build_jobs with the build's bookkeeping: each job's step into out.steps; on a failure (or a
+// timeout) out.error_kind (compile_error, timeout) and out.log ("WHAT: LOG", the limit named on a
+// timeout) and false; else each job's output moved from OUTPUT + tmp_suffix into place.
+bool run_build_jobs_into(const ChildSandbox& sandbox, std::vector<BuildJob>& jobs, int parallel, double timeout_s,
+                         const std::string& tmp_suffix, ExtensionBuildResult& out);
 // A job's log, cut at 16 KiB.
 std::string trimmed_build_log(const std::string& path);
 // What the build makes of a candidate's file; anything but source and headers is a spec error.

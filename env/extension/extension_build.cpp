@@ -266,9 +266,8 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
   try {
     KFORGE_CHECK(std::regex_match(req.module_name, std::regex("[A-Za-z_][A-Za-z0-9_]*")), spec,
                  "extension module name '" << req.module_name << "' is not an identifier");
-    std::vector<ExtensionFile> files = req.files;
-    KFORGE_CHECK(!files.empty(), spec, "an extension candidate has no files");
-    std::string headers;  // every header of the candidate: part of every object's key
+    std::vector<ExtensionFile> files = req.files;  // not empty: build() checked the candidate's files
+    std::string headers;                           // every header of the candidate: part of every object's key
     for (const auto& f : files)
       if (checked_file_kind(f.path) == ExtensionFileKind::header) headers += f.path + "\n" + f.text + "\n";
     if (req.cuda_agent_module) {
@@ -306,43 +305,26 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
 
     ObjectPlan plan = plan_objects({tc_, toolchain_id_, work.string(), pch, tmp_suffix, headers, arch, halves}, req.module_name, files,
                                    cuda_extra, host_extra);
-    std::vector<BuildJob>& jobs = plan.jobs;
     for (const auto& st : plan.cached) out.steps.push_back(st);
-    bool timed_out = false;
-    int failed = run_build_jobs(*sandbox_, jobs, tc_.jobs, tc_.timeout_s, &timed_out);
-    for (const auto& j : jobs) out.steps.push_back(j.step);
-    if (failed >= 0) {
-      out.error_kind = timed_out ? "timeout" : "compile_error";
-      out.log =
-          jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + trimmed_build_log(jobs[failed].log);
+    auto stopped = [&] {  // a failed build keeps its work folder: the logs
       out.total_ms = ms_since(t0);
       return out;
-    }
-    for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
+    };
+    if (!run_build_jobs_into(*sandbox_, plan.jobs, tc_.jobs, tc_.timeout_s, tmp_suffix, out)) return stopped();
     std::vector<std::string> objects = plan.objects;
-    if (!plan.cubins.empty() && !cubin_objects(*sandbox_, tc_, toolchain_id_, plan.cubins, work, tmp_suffix, out, objects)) {
-      out.total_ms = ms_since(t0);
-      return out;
-    }
-
+    if (!plan.cubins.empty() && !cubin_objects(*sandbox_, tc_, toolchain_id_, plan.cubins, work, tmp_suffix, out, objects))
+      return stopped();
     BuildJob link;
     link.step = {"link", "g++", 0, false};
     link.argv = {tc_.cxx, "-shared", "-o", lib.string() + tmp_suffix};
-    for (const auto& o : objects) link.argv.push_back(o);
+    link.argv.insert(link.argv.end(), objects.begin(), objects.end());
     link.argv.insert(link.argv.end(), {"-L" + tc_.torch_lib_dir, "-lc10", "-ltorch_cpu", "-lc10_cuda", "-ltorch_cuda",
                                        "-L" + tc_.cuda_lib_dir, "-lcudart", "-Wl,-rpath," + tc_.torch_lib_dir});
+    link.output = lib.string();
     link.log = (work / "link.log").string();
     fs::create_directories(lib.parent_path());
-    std::vector<BuildJob> ljobs{link};
-    failed = run_build_jobs(*sandbox_, ljobs, 1, tc_.timeout_s, &timed_out);
-    out.steps.push_back(ljobs[0].step);
-    if (failed >= 0) {
-      out.error_kind = timed_out ? "timeout" : "compile_error";
-      out.log = "link: " + trimmed_build_log(link.log);
-      out.total_ms = ms_since(t0);
-      return out;
-    }
-    fs::rename(lib.string() + tmp_suffix, lib);
+    std::vector<BuildJob> links{link};
+    if (!run_build_jobs_into(*sandbox_, links, 1, tc_.timeout_s, tmp_suffix, out)) return stopped();
     remove_tree(work.string());  // a failed build keeps its folder: the logs
     out.ok = true;
     out.library = lib.string();

@@ -47,14 +47,12 @@ std::string cubin_data_source(const std::string& cubin_path, const std::string& 
     for (char c : t) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
     return q + "\"";
   };
-  std::string s = "  .section .rodata.kforge_cubin,\"a\",@progbits\n  .balign 128\n";
-  for (const std::string& sym : {symbol, symbol + "_names"}) {
-    s += "  .globl " + sym + "\n  .hidden " + sym + "\n  .type " + sym + ", @object\n" + sym + ":\n";
-    if (sym == symbol)
-      s += "  .incbin " + quoted(cubin_path) + "\n";
-    else
-      for (const auto& [k, v] : names) s += "  .asciz " + quoted(k) + "\n  .asciz " + quoted(v) + "\n";
-  }
+  auto label = [](const std::string& sym) {
+    return "  .globl " + sym + "\n  .hidden " + sym + "\n  .type " + sym + ", @object\n" + sym + ":\n";
+  };
+  std::string s = "  .section .rodata.kforge_cubin,\"a\",@progbits\n  .balign 128\n" + label(symbol) + "  .incbin " + quoted(cubin_path) +
+                  "\n" + label(symbol + "_names");
+  for (const auto& [k, v] : names) s += "  .asciz " + quoted(k) + "\n  .asciz " + quoted(v) + "\n";
   return s + "  .byte 0\n  .section .note.GNU-stack,\"\",@progbits\n";
 }
 
@@ -103,16 +101,7 @@ bool cubin_objects(const ChildSandbox& sandbox, const ExtensionToolchain& tc, co
     j.log = src.string() + ".log";
     jobs.push_back(std::move(j));
   }
-  bool timed_out = false;
-  const int failed = run_build_jobs(sandbox, jobs, tc.jobs, tc.timeout_s, &timed_out);
-  for (const auto& j : jobs) out.steps.push_back(j.step);
-  if (failed >= 0) {
-    out.error_kind = timed_out ? "timeout" : "compile_error";
-    out.log = jobs[failed].step.what + ": " + trimmed_build_log(jobs[failed].log);
-    return false;
-  }
-  for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);
-  return true;
+  return run_build_jobs_into(sandbox, jobs, tc.jobs, tc.timeout_s, tmp_suffix, out);
 }
 
 ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {

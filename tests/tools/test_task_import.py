@@ -201,7 +201,10 @@ def test_convolutions_are_traced_in_float32(kb):
     # artifact_mismatch by the GPU stage on the H100, about 5e-4 off eager). Every imported artifact
     # passes allow_tf32 = False, and so does a convolution traced while the global flag is on.
     sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
-    from task_import.artifact import tf32_convolutions, trace
+    try:
+        from task_import.artifact import tf32_convolutions, trace
+    finally:
+        sys.path.pop(0)
     convs = 0
     for t in kb.tasks.values():
         loaded = torch.jit.load(io.BytesIO(base64.b64decode(t["reference"]["artifact"])))
