@@ -10,7 +10,7 @@ import threading
 import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from client_harness import CAND, SOURCE_DIR, Server, StandInChat, candidate  # noqa: E402,F401
+from client_harness import CAND, SOURCE_DIR, Server, StandInChat, candidate, reward_config_rescaling  # noqa: E402,F401
 
 POLICIES = os.path.join(SOURCE_DIR, "datasets", "samples", "policies")
 SAMPLES = os.path.join(SOURCE_DIR, "datasets", "samples")
@@ -61,10 +61,9 @@ def tier_task_dirs(tmp_path):
         name = f"{task}_reward{tier}".replace("-", "m")
         spec["id"] = name
         if baselines:
-            # Synthetic times name no GPU: the reward's GPU-model check (compile_baseline.other_gpu)
-            # cannot tell them from the judge's own, so tier 3 stays reachable on any GPU.
+            # Synthetic times keep the sample's GPU and method (a spec needs both); gpu_server's
+            # reward config rescales another model's baseline, so tier 3 is reachable on any GPU.
             spec["baselines"].update(eager_ms=baselines[0], compile_ms=baselines[1])
-            spec["baselines"].pop("gpu", None)
         with open(folder / f"{name}.yaml", "w") as f:
             yaml.safe_dump(spec, f, sort_keys=False)
         names[tier] = name
@@ -74,7 +73,8 @@ def tier_task_dirs(tmp_path):
 def gpu_server(tmp_path):
     """A server with every visible GPU and the tier tasks; (server, {tier: task}), or (None, why)."""
     folder, names = tier_task_dirs(tmp_path)
-    s = Server(tmp_path, scheduler={"gpus": -1}, tasks={"samples": False, "dirs": [str(folder)]})
+    s = Server(tmp_path, scheduler={"gpus": -1}, tasks={"samples": False, "dirs": [str(folder)]},
+               reward_config=reward_config_rescaling(tmp_path))
     from kforge_client import Client
     with Client(s.endpoint) as c:
         gpus = c.health()["gpus"]

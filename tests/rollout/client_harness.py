@@ -4,6 +4,7 @@ endpoint. Their `server` fixture is in conftest.py."""
 import json
 import http.server
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +36,19 @@ def call(name, **args):
     return {"name": name, "arguments": args}
 
 
+def reward_config_rescaling(tmp_path):
+    """configs/reward.yaml with compile_baseline.other_gpu: rescale, written to tmp_path: a server
+    config's `reward_config` for tasks whose synthetic baselines name the sample's H200, so that tier 3
+    stays reachable when the judge runs on another GPU model (the evidence states the rescale)."""
+    with open(os.path.join(SOURCE_DIR, "configs", "reward.yaml")) as f:
+        text = f.read()
+    text, n = re.subn(r"^  other_gpu: refuse\b", "  other_gpu: rescale", text, flags=re.M)
+    assert n == 1, "configs/reward.yaml no longer sets compile_baseline.other_gpu: refuse"
+    path = tmp_path / "reward.yaml"
+    path.write_text(text)
+    return str(path)
+
+
 class Server:
     """`kforge serve` as a subprocess with a config written for the test."""
 
@@ -44,7 +58,10 @@ class Server:
         self.record = str(tmp_path / "trajectories.h5") if record else None
         config = {"scheduler": {"gpus": 0, "compile_workers": 1}}
         for k, v in sections.items():
-            config.setdefault(k, {}).update(v)
+            if isinstance(v, dict):
+                config.setdefault(k, {}).update(v)
+            else:
+                config[k] = v
         if self.record:
             config["record"] = {"path": self.record, "fsync": False}
         if stream:

@@ -21,7 +21,7 @@ import skyrl_gym
 
 sys.path.insert(0, os.path.dirname(__file__))
 from scripted_policy import SOURCE_DIR, Policy  # noqa: E402
-from client_harness import Server  # noqa: E402
+from client_harness import Server, reward_config_rescaling  # noqa: E402
 
 from kforge_client import Client, read_trajectories  # noqa: E402
 from kforge_client.adapters.gymnasium_env import ENV_ID  # noqa: E402
@@ -38,11 +38,10 @@ def write_tier_tasks(directory):
     with open(os.path.join(SOURCE_DIR, "datasets", "samples", "gelu_scale_residual.yaml")) as f:
         sample = f.read()
     eager = re.search(r"^  eager_ms: ([0-9.]+)$", sample, re.M).group(1)
-    # gelu_tier3's times are synthetic: it names no GPU, so the reward's GPU-model check
-    # (compile_baseline.other_gpu) leaves tier 3 reachable on a GPU other than the sample's H200.
+    # gelu_tier3's times are synthetic and keep the sample's H200: gpu_server's reward config
+    # rescales another model's baseline (compile_baseline.other_gpu), so tier 3 is reachable on any GPU.
     tier3 = re.sub(r"^  compile_ms: .*$", f"  compile_ms: {eager}", sample, flags=re.M)
-    variants = {"gelu_tier2": re.sub(r"^  compile_ms: .*\n", "", sample, flags=re.M),
-                "gelu_tier3": re.sub(r"^  gpu: .*\n", "", tier3, flags=re.M)}
+    variants = {"gelu_tier2": re.sub(r"^  compile_ms: .*\n", "", sample, flags=re.M), "gelu_tier3": tier3}
     for name, text in variants.items():
         text = text.replace("id: gelu_scale_residual", f"id: {name}", 1)
         (directory / f"{name}.yaml").write_text(text)
@@ -53,7 +52,8 @@ def gpu_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gpu_adapters")
     (tmp / "tasks").mkdir()
     write_tier_tasks(tmp / "tasks")
-    s = Server(tmp, scheduler={"gpus": -1, "compile_workers": 2}, tasks={"dirs": [str(tmp / "tasks")]})
+    s = Server(tmp, scheduler={"gpus": -1, "compile_workers": 2}, tasks={"dirs": [str(tmp / "tasks")]},
+               reward_config=reward_config_rescaling(tmp))
     with Client(s.endpoint) as c:
         s.gpus = c.health()["gpus"]
     yield s
@@ -130,7 +130,8 @@ def best_verified_server(tmp_path_factory):
     (tmp / "tasks").mkdir()
     write_tier_tasks(tmp / "tasks")
     (tmp / "env.yaml").write_text("history: {reward_from: best_verified}\n")
-    s = Server(tmp, scheduler={"gpus": -1, "compile_workers": 2}, tasks={"dirs": [str(tmp / "tasks")]})
+    s = Server(tmp, scheduler={"gpus": -1, "compile_workers": 2}, tasks={"dirs": [str(tmp / "tasks")]},
+               reward_config=reward_config_rescaling(tmp))
     s.stop()  # env_config is a top-level path, not a section: written into the config, then served
     config = json.loads(s.config.read_text())
     config["env_config"] = str(tmp / "env.yaml")
