@@ -383,3 +383,33 @@ TEST(ExtensionBuild, ALoadInlineSourceTheSplitRefusesIsBuiltAsItIs) {
   EXPECT_NE(e.log.find("absolute paths"), std::string::npos) << e.log;
   EXPECT_NE(e.log.find("(cuda.cu built unsplit: cuda.cu:12: a launch with template arguments"), std::string::npos) << e.log;
 }
+
+// The link names no torch library (its symbols resolve against the loading process's libtorch), so
+// a function the candidate declares and never defines is found when the library is loaded: the
+// load fails as a spec error naming it, and a library that uses only torch's symbols loads.
+TEST(ExtensionBuild, AnUndefinedFunctionFailsTheLoadNamingIt) {
+  ExtensionBuildRequest r = cuda_agent_candidate();
+  r.files[1].text = std::string("extern \"C\" void kforge_test_nowhere_defined(int);\n") + kBinding;
+  const std::string call = "auto out = torch::empty_like(a);";
+  const size_t at = r.files[1].text.find(call);
+  ASSERT_NE(at, std::string::npos);
+  r.files[1].text.insert(at + call.size(), " kforge_test_nowhere_defined(1);");
+  const ExtensionBuildResult b = builder().build(r);
+  ASSERT_TRUE(b.ok) << b.log;
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  try {
+    load_extension_library(bytes(b.library));
+    ADD_FAILURE() << "a library with an undefined function loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::spec);
+    EXPECT_NE(std::string(e.what()).find("kforge_test_nowhere_defined"), std::string::npos) << e.what();
+  }
+  const ExtensionBuildResult good = builder().build(cuda_agent_candidate());
+  ASSERT_TRUE(good.ok) << good.log;
+  const LoadedExtension x = load_extension_library(bytes(good.library));
+  ASSERT_NE(x.functions, nullptr);
+  EXPECT_EQ(x.functions->size(), 2u);
+}
