@@ -113,6 +113,15 @@ def test_bad_inputs_are_one_line_errors(dataset, tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, r.stderr
 
 
+def test_kforge_baseline_is_the_driver(tmp_path):
+    """`kforge baseline ARGS...` runs this driver with the project's Python, its help and errors as they are."""
+    r = subprocess.run([KFORGE, "baseline", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "usage: baseline_ray.py" in r.stdout and "--merge" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run([KFORGE, "baseline", str(tmp_path / "none.h5"), "--out", str(tmp_path)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and r.stderr.strip().startswith("baseline_ray: error: ") and "no such file" in r.stderr, r.stderr
+
+
 def test_rows_spread_over_processes_on_two_nodes_in_the_key_folder(dataset, cluster, tmp_path):
     out = tmp_path / "out"
     rc, err = finish(start(dataset, cluster, out, "--limit", "4"))

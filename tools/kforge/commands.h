@@ -42,9 +42,10 @@ double process_to_main_ms();  // the process's start (fork) to main, 1/CLK_TCK r
 // (help included) to kforge-full beside it, which has every command. Returns only on failure (1).
 int exec_full(char** argv);
 
-// kforge report ARGS...: execs the project's Python with `-m kforge_client.report ARGS...` (argv[2:]);
-// returns only on failure (1).
-int exec_report(int argc, char** argv);
+// The commands written in Python (python_commands.cpp): argv[1] is `report` (execs the project's
+// Python with `-m kforge_client.report ARGS...`, argv[2:]) or `baseline` (tools/dataset/baseline_ray.py
+// ARGS...); returns only on failure (1).
+int exec_python_command(int argc, char** argv);
 
 // A task argument: an existing path, or the name of a shipped sample (datasets/samples/NAME.yaml).
 std::string resolve_task_path(const std::string& task);

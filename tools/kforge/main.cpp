@@ -12,8 +12,9 @@
 
 int main(int argc, char** argv) {
   kforge::cli::mark_main();
-  // Both executables: every argument goes to the Python report (its own --help included).
-  if (argc > 1 && std::strcmp(argv[1], "report") == 0) return kforge::cli::exec_report(argc, argv);
+  // Both executables: every argument goes to the Python command (its own --help included).
+  if (argc > 1 && (std::strcmp(argv[1], "report") == 0 || std::strcmp(argv[1], "baseline") == 0))
+    return kforge::cli::exec_python_command(argc, argv);
 #ifdef KFORGE_CLI_LIGHT
   {
     bool mine = argc > 1 && (std::strcmp(argv[1], "eval") == 0 || std::strcmp(argv[1], "demo") == 0);
@@ -30,6 +31,9 @@ int main(int argc, char** argv) {
   kforge::cli::add_eval_command(app);
   kforge::cli::add_demo_command(app);
   app.add_subcommand("report", "the checkpoint evaluation report of kforge-evaluate's JSONL (kforge report --help)");
+  app.add_subcommand("baseline",
+                     "eager and torch.compile baselines of a dataset on every GPU of a Ray cluster, kept by GPU model "
+                     "(kforge baseline --help)");
 #ifndef KFORGE_CLI_LIGHT
   kforge::cli::add_synth_commands(app);
   kforge::cli::add_gpu_stage_commands(app);
