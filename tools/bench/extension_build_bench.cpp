@@ -1,6 +1,7 @@
 // The extension kind's compile times (issue 28's goals), on the machine it runs on:
 //
 //   kforge_extension_build_bench [--candidate DIR] [--inline FILE] [--repeats N] [--jobs J] [--out FILE] [--inline-only]
+//                                [--no-unsplit]
 //
 //   DIR (default datasets/samples/extension_candidates/linear_relu/cuda_agent): a CUDA-Agent-format
 //   candidate, its kernels/*.cu and kernels/*_binding.cpp. FILE (default .../load_inline/model_new.py):
@@ -13,7 +14,7 @@
 //   .cu and a host .cpp: env/extension/cuda_split.h) and `load_inline_unsplit_cold_ms` (cuda.cu as it
 //   is, nvcc over torch's headers: the build before the split, and the split's fallback); per step
 //   (nvcc, g++, link) medians, and `pch_ms`. --inline-only leaves the CUDA-Agent series out (its first
-//   build still makes the precompiled header). Writes a results record (tools/bench/results_doc.py's shape).
+//   build still makes the precompiled header); --no-unsplit the unsplit load_inline series. Writes a results record (tools/bench/results_doc.py's shape).
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
     const std::string cache = (fs::temp_directory_path() / ("kforge-extbench-" + std::to_string(getpid()))).string();
     ExtensionBuilder builder(tc, cache);
     const bool inline_only = std::find(argv + 1, argv + argc, std::string("--inline-only")) != argv + argc;
+    const bool no_unsplit = std::find(argv + 1, argv + argc, std::string("--no-unsplit")) != argv + argc;
     const ExtensionBuildRequest agent = read_cuda_agent(dir), inline_req = read_load_inline(inl, true),
                                 inline_unsplit = read_load_inline(inl, false);
 
@@ -140,10 +142,11 @@ int main(int argc, char** argv) {
       const ExtensionBuildResult split = builder.build(salted(inline_req, salt, false));
       split_note = split.split;
       inline_cold.add(split, "load_inline cold");
-      inline_unsplit_cold.add(builder.build(salted(inline_unsplit, salt, false)), "load_inline unsplit cold");
+      if (!no_unsplit) inline_unsplit_cold.add(builder.build(salted(inline_unsplit, salt, false)), "load_inline unsplit cold");
       std::fprintf(stderr, "build %d: cold %.0f ms, one .cu changed %.0f ms, cached %.1f ms, load_inline cold %.0f ms (unsplit %.0f ms)\n",
                    i, cold.total.empty() ? 0.0 : cold.total.back(), one_cu.total.empty() ? 0.0 : one_cu.total.back(),
-                   cached.total.empty() ? 0.0 : cached.total.back(), inline_cold.total.back(), inline_unsplit_cold.total.back());
+                   cached.total.empty() ? 0.0 : cached.total.back(), inline_cold.total.back(),
+                   inline_unsplit_cold.total.empty() ? 0.0 : inline_unsplit_cold.total.back());
     }
     Json fig = {{"pch_ms", pch_ms},
                 {"cuda_agent_cold_ms_p50", median(cold.total)},
@@ -157,6 +160,8 @@ int main(int argc, char** argv) {
                 {"repeats_count", repeats}};
     for (const auto& [tool, v] : cold.by_tool)
       fig["cuda_agent_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
+    for (const auto& [tool, v] : one_cu.by_tool)  // what the changed .cu costs: its device compile, the host half, the link
+      fig["cuda_agent_one_cu_changed_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     for (const auto& [tool, v] : inline_cold.by_tool)
       fig["load_inline_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     for (const auto& [what, v] : inline_cold.by_step) fig["load_inline_cold_step_" + what + "_ms_p50"] = median(v);
@@ -164,15 +169,16 @@ int main(int argc, char** argv) {
     for (const auto& [tool, v] : inline_unsplit_cold.by_tool)
       fig["load_inline_unsplit_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     std::cout << fig.dump(2) << "\n";
-    const Json doc = {{"gpu", std::getenv("KFORGE_GPU") ? std::getenv("KFORGE_GPU") : "none (compile only)"},
-                      {"driver", ""},
-                      {"cuda", "13.0"},
-                      {"torch", "2.11.0"},
-                      {"date", utc_now()},
-                      {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
-                      {"command", "kforge_extension_build_bench --repeats " + std::to_string(repeats) + " --jobs " +
-                                      std::to_string(tc.jobs) + (inline_only ? " --inline-only" : "")},
-                      {"figures", fig}};
+    const Json doc = {
+        {"gpu", std::getenv("KFORGE_GPU") ? std::getenv("KFORGE_GPU") : "none (compile only)"},
+        {"driver", ""},
+        {"cuda", "13.0"},
+        {"torch", "2.11.0"},
+        {"date", utc_now()},
+        {"commit", std::getenv("KFORGE_COMMIT") ? std::getenv("KFORGE_COMMIT") : "unknown"},
+        {"command", "kforge_extension_build_bench --repeats " + std::to_string(repeats) + " --jobs " + std::to_string(tc.jobs) +
+                        (inline_only ? " --inline-only" : "") + (no_unsplit ? " --no-unsplit" : "")},
+        {"figures", fig}};
     std::ofstream(arg_value(argc, argv, "--out", "extension_build.json")) << doc.dump(2) << "\n";
     std::error_code ec;
     fs::remove_all(cache, ec);  // (no libtorch in this process: see remove_tree in extension_build.cpp)

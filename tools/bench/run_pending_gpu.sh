@@ -62,7 +62,7 @@
 #                     ATen/cuBLAS by config), its episode (EpisodeGpuTest.AnExtension*) and the build's sandbox
 #                     and compile figures (extension_build_tests; OUTDIR/extension.txt, verbose), the split's
 #                     kernels launched from their cubin (SplitLaunchGpu.*)
-#   extbench          issue 28's compile figures (kforge_extension_build_bench, KFORGE_EXTBENCH_REPEATS (3) builds
+#   extbench          issue 28's compile figures (kforge_extension_build_bench, KFORGE_EXTBENCH_REPEATS (3) builds, KFORGE_EXTBENCH_ARGS more options (--no-unsplit)
 #                     each, --jobs 8; JSON in OUTDIR/extension_build_bench.json) and the linkers the host has
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR. Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
@@ -209,7 +209,7 @@ for s in $steps; do
         >"$out/extension.txt" 2>&1 ;;
     extbench) cmake --build "$b" -j "$(nproc)" --target kforge_extension_build_bench >"$out/extbench_build.txt" 2>&1
       { command -v ld.lld ld.gold ld.bfd; nproc; } >"$out/extbench_tools.txt" 2>&1
-      timeout 400 "$b/tools/kforge_extension_build_bench" --repeats "${KFORGE_EXTBENCH_REPEATS:-3}" --jobs 8 \
+      timeout 400 "$b/tools/kforge_extension_build_bench" --repeats "${KFORGE_EXTBENCH_REPEATS:-3}" --jobs 8 ${KFORGE_EXTBENCH_ARGS:-} \
         --out "$out/extension_build_bench.json" >"$out/extbench.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
