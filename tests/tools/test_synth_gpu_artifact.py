@@ -178,3 +178,38 @@ def test_compare_counts_nonfinite_and_tolerance(tmp_path):
     assert s.abs().max() <= 3.4642 and abs(float(s.mean())) < 0.05
     s = artifact_check.sample(torch, {"dist": "randint", "low": -1, "high": 2}, [1000], torch.int64, g, "cpu")
     assert set(s.tolist()) == {-1, 0, 1}
+
+
+def test_an_older_artifact_with_tf32_convolutions_is_checked_in_float32():
+    """An artifact traced with cudnn.allow_tf32 on (the importer before cf02da8) holds allow_tf32 = True in
+    its convolutions, nested modules included: the check clears it on load, as kforge's loader does, and
+    the module still computes the same."""
+    import io
+
+    from synth_gpu import artifact_check
+    nn = torch.nn
+
+    class Convs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 4, 3)
+            self.inner = nn.Sequential(nn.Conv1d(2, 2, 3))
+
+        def forward(self, x, y):
+            return self.c(x), self.inner(y)
+
+    x, y = torch.randn(1, 3, 8, 8), torch.randn(1, 2, 8)
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True  # as an older import traced
+    try:
+        traced = torch.jit.trace(Convs(), (x, y))
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+    buf = io.BytesIO()
+    torch.jit.save(traced, buf)
+    loaded = torch.jit.load(io.BytesIO(buf.getvalue()))
+    assert artifact.tf32_convolutions(loaded) == 2
+    want = [t.clone() for t in loaded(x, y)]
+    assert artifact_check.float32_convolutions(loaded) == 2
+    assert artifact_check.float32_convolutions(loaded) == 0  # none left in the graphs that run
+    assert all(torch.equal(a, b) for a, b in zip(loaded(x, y), want))
