@@ -1,5 +1,8 @@
 #include "rollout/server_impl.h"
 
+#include <filesystem>
+#include <set>
+
 #ifndef KFORGE_VERSION
 #define KFORGE_VERSION "unknown"
 #endif
@@ -71,6 +74,7 @@ void RolloutServer::Impl::start() {
   if (config.tasks.samples) catalog.add_spec_dir(resource_path("datasets/samples"));
   for (const auto& d : config.tasks.dirs) catalog.add_spec_dir(d);
   for (const auto& d : config.tasks.datasets) catalog.add_dataset(d, config.tasks.serve_unmeasured, config.tasks.min_headroom);
+  overlay_own_baselines();
 
   // The policy must never know its inputs: a salt of 0 (reproducible draws for tools) is
   // replaced by a random one for this server's life.
@@ -206,6 +210,28 @@ void RolloutServer::Impl::handle(const Envelope& to, const Request& req) {
   }
 }
 
+void RolloutServer::Impl::overlay_own_baselines() {
+  const std::string& dir = config.tasks.baselines;
+  if (dir.empty()) return;
+  const std::set<std::string> models(setup.gpu_names.begin(),
+                                     setup.gpu_names.begin() + std::min<size_t>(setup.gpus, setup.gpu_names.size()));
+  baselines_overlay = {{"folder", dir}, {"key", nullptr}, {"rows", 0}};
+  if (models.size() != 1) {
+    baselines_overlay["note"] = models.empty() ? "no GPU judges here: no model's baselines taken"
+                                               : "GPUs of several models judge here: no one model's baselines taken";
+    return;
+  }
+  const std::string model = *models.begin();
+  const std::string best = merged_baselines_of(dir, model);
+  if (best.empty()) {
+    baselines_overlay["note"] = "no merged baselines of " + model + " in " + dir + " (" + baseline_key_slug(model) +
+                                "__torch-*/dataset.h5: kforge baseline, then --merge)";
+    return;
+  }
+  baselines_overlay["key"] = std::filesystem::path(best).parent_path().filename().string();
+  baselines_overlay["rows"] = catalog.overlay_baselines(best);
+}
+
 // Which GPU models the served tasks' torch.compile baselines were measured on, against the models
 // judging here (issue 32): on another model the reward gives no tier 3 from them unless
 // reward.compile_baseline.other_gpu is rescale.
@@ -236,6 +262,7 @@ Json RolloutServer::Impl::baselines_health() const {
           {"without_torch_compile", catalog.without_compile_baseline()},
           {"judging", judging},
           {"other_gpu", other_gpu_baseline_name(setup.reward.compile_baseline.other_gpu)},
+          {"overlay", baselines_overlay},
           {"note", note.empty() ? Json() : Json(note)}};
 }
 

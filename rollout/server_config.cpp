@@ -39,6 +39,7 @@ ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& ba
     for (const auto& d : n->get<std::vector<std::string>>("datasets", {})) c.tasks.datasets.push_back(resolve(d, base_dir));
     c.tasks.serve_unmeasured = n->get<bool>("serve_unmeasured", c.tasks.serve_unmeasured);
     c.tasks.min_headroom = n->get<double>("min_headroom", c.tasks.min_headroom);
+    if (n->find("baselines")) c.tasks.baselines = path_key(*n, "baselines", base_dir);
     if (!(c.tasks.min_headroom >= 0)) n->at("min_headroom").fail("must be >= 0 (0: every row; 1.15: the payable split)");
     n->check_no_unknown_keys();
   }
@@ -115,6 +116,7 @@ void ServerConfig::check_paths() const {
   must_exist("anticheat_config", anticheat_config, "the file");
   for (const auto& d : tasks.dirs) must_exist("tasks.dirs", d, "the folder");
   for (const auto& d : tasks.datasets) must_exist("tasks.datasets", d, "the dataset");
+  must_exist("tasks.baselines", tasks.baselines, "the folder");
   if (!record.path.empty()) {
     fs::path folder = fs::absolute(record.path).parent_path();
     must_exist("record.path", folder.string(), "the folder of the trajectory file,");

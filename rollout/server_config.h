@@ -23,6 +23,9 @@ struct ServerConfig {
     std::vector<std::string> datasets;  // dataset files (kforge synth's dataset.h5) or directories holding one
     bool serve_unmeasured = true;       // dataset rows no GPU stage has measured yet: served, or left out
     double min_headroom = 0;            // > 0: only dataset rows whose compile_headroom is at least this
+    // `kforge baseline`'s output folder (issue 32): the served dataset rows take the baselines of the
+    // GPU model judging here from its key folder (<gpu>__torch-<v>__cuda-<v>/dataset.h5, the merge's)
+    std::string baselines;
   } tasks;
 
   struct Sessions {

@@ -126,6 +126,7 @@ struct RolloutServer::Impl {
   std::unique_ptr<zmq::socket_t> push;
   std::string endpoint, stream_endpoint;
   TaskCatalog catalog;
+  Json baselines_overlay;            // what tasks.baselines gave (overlay_own_baselines), null without it
   std::unique_ptr<LaneJudge> judge;  // the front thread's (no evaluator): front-lane steps and new episodes
   Inbox inbox;
   std::unique_ptr<Recorder> recorder;
@@ -200,6 +201,8 @@ struct RolloutServer::Impl {
 
   Json health();
   Json baselines_health() const;
+  // tasks.baselines: the key folder of the GPU model judging here, overlaid on the catalog.
+  void overlay_own_baselines();
 
   std::shared_ptr<Session> find(const std::string& id);
 

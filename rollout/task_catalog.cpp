@@ -1,6 +1,7 @@
 #include "rollout/task_catalog.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 
@@ -111,6 +112,7 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured, do
       if (b.is_object() && b.contains("gpu") && b["gpu"].is_string()) e.baseline_gpu = b["gpu"].get<std::string>();
     }
     e.origin = file;
+    e.graph_hash = row.graph_hash;
     if (imported) {
       // Imported rows (a few hundred at most) are parsed now: the listing names their level and
       // tolerance profile, and their TorchScript artifact is decoded once.
@@ -176,7 +178,78 @@ std::shared_ptr<const TaskSpec> TaskCatalog::find(const std::string& name) {
     e.spec_yaml.clear();
     e.spec_yaml.shrink_to_fit();
   }
+  if (e.baselines && !(e.spec->baselines.gpu == e.baselines->gpu && e.spec->baselines.eager_ms == e.baselines->eager_ms &&
+                       e.spec->baselines.compile_ms == e.baselines->compile_ms)) {
+    auto with = std::make_shared<TaskSpec>(*e.spec);
+    with->baselines = *e.baselines;
+    e.spec = std::move(with);
+  }
   return e.spec;
+}
+
+std::string baseline_key_slug(const std::string& gpu_model) {
+  std::string s;
+  for (char c : gpu_model) {
+    const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::isalnum(static_cast<unsigned char>(l)) || l == '.')
+      s += l;
+    else if (s.empty() || s.back() != '-')
+      s += '-';
+  }
+  auto edge = [](char c) { return c == '-' || c == '.'; };
+  size_t start = 0;
+  while (start < s.size() && edge(s[start])) ++start;
+  s = s.substr(start);
+  while (!s.empty() && edge(s.back())) s.pop_back();
+  s = s.substr(0, 64);
+  while (!s.empty() && edge(s.back())) s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
+std::string merged_baselines_of(const std::string& dir, const std::string& gpu_model) {
+  const std::string prefix = baseline_key_slug(gpu_model) + "__torch-";
+  fs::path best;
+  fs::file_time_type best_time{};
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const fs::path merged = it->path() / "dataset.h5";
+    std::error_code tec;
+    const auto t = fs::last_write_time(merged, tec);
+    if (name.rfind(prefix, 0) != 0 || name.find("__cuda-", prefix.size()) == std::string::npos || tec) continue;
+    if (best.empty() || t > best_time) best = merged, best_time = t;
+  }
+  return best.string();
+}
+
+size_t TaskCatalog::overlay_baselines(const std::string& dataset) {
+  const Dataset d = read_dataset(dataset);
+  size_t replaced = 0;
+  for (const auto& row : d.rows) {
+    if (read_status(row.status, dataset + ": row '" + row.id + "'").kind != RowStatus::Kind::ok) continue;
+    auto it = entries_.find(row.id);
+    if (it == entries_.end() || it->second.graph_hash.empty() || it->second.graph_hash != row.graph_hash) continue;
+    Baselines b;
+    if (std::isfinite(row.eager_ms) && row.eager_ms > 0) b.eager_ms = row.eager_ms;
+    if (std::isfinite(row.compile_ms) && row.compile_ms > 0) b.compile_ms = row.compile_ms;
+    const Json j = Json::parse(row.baseline_json.empty() ? "{}" : row.baseline_json, nullptr, false);
+    KFORGE_CHECK(j.is_object(), spec, dataset << ": row '" << row.id << "': baseline_json is not a JSON object");
+    auto text = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+    b.gpu = text("gpu");
+    b.torch_version = text("torch");
+    b.cuda_version = text("cuda");
+    b.method = text("method");
+    if (j.contains("flags") && j["flags"].is_object())
+      for (const auto& [k, v] : j["flags"].items())
+        if (v.is_string()) b.flags[k] = v.get<std::string>();
+    CatalogEntry& e = it->second;
+    e.eager_ms = b.eager_ms;
+    e.compile_ms = b.compile_ms;
+    e.baseline_gpu = b.gpu;
+    e.baselines = std::make_shared<const Baselines>(std::move(b));
+    ++replaced;
+  }
+  return replaced;
 }
 
 Json TaskCatalog::list(const TasksParams& f, int64_t default_limit) const {

@@ -26,7 +26,17 @@ struct CatalogEntry {
   std::string tolerance_profile;               // an imported task's tolerance profile (kforge, cuda-agent)
   std::string spec_yaml;                       // for dataset rows: the spec text, parsed on first use
   std::shared_ptr<const TaskSpec> spec;
+  std::string graph_hash;                      // a dataset row's (what an overlay of baselines must match)
+  std::shared_ptr<const Baselines> baselines;  // an overlay's (overlay_baselines), in place of the spec's
 };
+
+// A GPU model's name as `kforge baseline` names its key folders (tools/dataset/baseline_ray/keys.py,
+// slug): lower case, runs of anything but letters, digits and '.' as one '-', no '-' or '.' at either
+// end, at most 64 characters ("NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3").
+std::string baseline_key_slug(const std::string& gpu_model);
+// The merged baselines of `gpu_model` in `kforge baseline`'s output folder: KEY/dataset.h5 of a key
+// folder <slug>__torch-<v>__cuda-<v>, of several (torch or CUDA versions) the newest; "" when none.
+std::string merged_baselines_of(const std::string& dir, const std::string& gpu_model);
 
 // Where a row the catalog does not serve was left out (named as left_out_stage_name gives it):
 // gpu_stage (status rejected:<reason>), import (DIR/skipped.jsonl beside the dataset: the importer's
@@ -54,6 +64,11 @@ class TaskCatalog {
   // `min_headroom` > 0, rows whose compile_headroom is below it or unknown too (the payable split).
   void add_dataset(const std::string& path, bool serve_unmeasured = true, double min_headroom = 0);
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
+  // Baselines measured elsewhere for this catalog's dataset rows (issue 32): every `ok` row of
+  // `dataset` (`kforge baseline`'s merge of one GPU model, torch and CUDA version, OUT/KEY/dataset.h5)
+  // replaces the baselines of the served dataset row with the same id and graph hash, in the listing
+  // and in the spec an episode gets. Returns how many rows it replaced; io/spec errors name the file.
+  size_t overlay_baselines(const std::string& dataset);
 
   size_t size() const { return entries_.size(); }
   // Of them, the sample tasks (source `samples`).

@@ -48,6 +48,7 @@ TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {
   ServerConfig c = ServerConfig::from_yaml(YamlNode::parse("record: {path: out/t.h5}\nenv_config: env.yaml\n", "s.yaml"), "/base");
   EXPECT_EQ(c.record.path, "/base/out/t.h5");
   EXPECT_EQ(c.env_config, "/base/env.yaml");
+  EXPECT_EQ(ServerConfig::from_yaml(YamlNode::parse("tasks: {baselines: b}\n", "s.yaml"), "/base").tasks.baselines, "/base/b");
 }
 
 TEST(RolloutServerConfig, AMissingPathNamesTheKeyTheFullPathTriedAndTheRule) {
@@ -72,6 +73,9 @@ TEST(RolloutServerConfig, AMissingPathNamesTheKeyTheFullPathTriedAndTheRule) {
   EXPECT_NE(io_error(c).find("tasks.datasets: the dataset " + (dir.parent_path() / "datasets/synth/dataset.h5.xz").string()),
             std::string::npos);
   c.tasks.datasets.clear();
+  c.tasks.baselines = (dir / "baselines").string();
+  EXPECT_NE(io_error(c).find("tasks.baselines: the folder " + (dir / "baselines").string() + " does not exist"), std::string::npos);
+  c.tasks.baselines.clear();
   c.record.path = (dir / "no_such_folder" / "t.h5").string();
   EXPECT_NE(io_error(c).find("record.path: the folder of the trajectory file, " + (dir / "no_such_folder").string()), std::string::npos);
   fs::remove_all(dir);

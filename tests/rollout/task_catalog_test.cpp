@@ -4,6 +4,7 @@
 // catalog counts exactly the shipped dataset's rows, split by split.
 #include "rollout/task_catalog.h"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -269,5 +270,100 @@ TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
   EXPECT_NE(prompt.find(original.program.substr(0, original.program.size() - 1)), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("fc.weight"), std::string::npos);  // the argument table lists the state
   EXPECT_EQ(c.find("kb_bad_sha"), nullptr);
+  fs::remove_all(dir);
+}
+
+// `kforge baseline`'s merge for one GPU model (issue 32) overlaid on a served dataset: each ok row
+// with the same id and graph hash replaces the row's baselines, in the listing and in the spec an
+// episode gets (gpu, torch, method and flags from its baseline_json); a row whose graph differs, a
+// rejected row and a task the catalog does not serve are left alone.
+TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaselines) {
+  const std::string spec = read_file(resource_path("datasets/samples/linear_relu.yaml"));
+  auto dataset = [&](const std::string& file, const std::vector<std::tuple<std::string, std::string, std::string, double>>& rows,
+                     const std::string& baseline_json) {
+    Dataset d;
+    d.attrs["format"] = "kforge-dataset";
+    for (const auto& [id, hash, status, eager] : rows) {
+      DatasetRow r;
+      r.id = id;
+      r.split = "train";
+      r.status = status;
+      r.source = "synth";
+      r.dtype = "float32";
+      r.ops = "linear,relu";
+      r.n_ops = 2;
+      r.spec_yaml = spec;
+      r.graph_hash = hash;
+      r.eager_ms = eager;
+      r.compile_ms = eager / 2;
+      r.baseline_json = baseline_json;
+      d.rows.push_back(r);
+    }
+    write_dataset(file, d);
+  };
+  fs::path dir = fs::path(kforge::testing::temp_path("kforge_catalog_test", "overlay"));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "key");
+  const std::string served = (dir / "dataset.h5").string(), merged = (dir / "key" / "dataset.h5").string();
+  dataset(served, {{"syn_a", "h_a", "ok", 12.0}, {"syn_b", "h_b", "ok", 20.0}, {"syn_c", "h_c", "ok", 30.0}},
+          R"({"gpu": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "method": "m"})");
+  dataset(
+      merged,
+      {{"syn_a", "h_a", "ok", 8.0},
+       {"syn_b", "other", "ok", 9.0},
+       {"syn_c", "h_c", "rejected:compile_mismatch", 7.0},
+       {"syn_z", "h_z", "ok", 6.0}},
+      R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "cuda": "13.0", "method": "h100 method", "flags": {"allow_tf32": "false"}})");
+  TaskCatalog c;
+  c.add_dataset(served);
+  const Baselines before = c.find("syn_a")->baselines;  // the sample's, as its spec has them
+  ASSERT_NE(before.eager_ms, std::optional<double>(8.0));
+  EXPECT_EQ(c.overlay_baselines(merged), 1u) << "syn_a only: syn_b's graph differs, syn_c was rejected there, syn_z is not served";
+  const std::shared_ptr<const TaskSpec> a = c.find("syn_a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->baselines.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(a->baselines.eager_ms, 8.0);
+  EXPECT_EQ(a->baselines.compile_ms, 4.0);
+  EXPECT_EQ(a->baselines.method, "h100 method");
+  EXPECT_EQ(a->baselines.flags.at("allow_tf32"), "false");
+  EXPECT_EQ(c.find("syn_a"), a) << "replaced once, then kept";
+  EXPECT_EQ(c.compile_baselines_by_gpu(), (std::map<std::string, size_t>{{"NVIDIA H100 80GB HBM3", 1}, {"NVIDIA H200", 2}}));
+  TasksParams all;
+  const Json listed = c.list(all)["tasks"];
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_DOUBLE_EQ(listed[0]["eager_ms"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(listed[1]["eager_ms"].get<double>(), 20.0);
+  EXPECT_EQ(c.find("syn_b")->baselines.eager_ms, before.eager_ms) << "as the served spec has them";
+  EXPECT_EQ(c.find("syn_c")->baselines.gpu, before.gpu);
+  fs::remove_all(dir);
+}
+
+// The server finds its GPU model's merge by the key folder's name, spelt as keys.py spells it (the
+// expected names below are keys.py's slug of each text); of two torch versions, the newer merge.
+TEST(TaskCatalog, TheMergedBaselinesOfAGpuModelAreFoundByItsKeyFolder) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{{"NVIDIA H100 80GB HBM3", "nvidia-h100-80gb-hbm3"},
+                                                                                   {"NVIDIA H200", "nvidia-h200"},
+                                                                                   {"  Tesla (V100)... ", "tesla-v100"},
+                                                                                   {std::string(70, 'A') + " x", std::string(64, 'a')},
+                                                                                   {"--", "unknown"}})
+    EXPECT_EQ(baseline_key_slug(text), want) << text;
+  fs::path dir = fs::path(kforge::testing::temp_path("kforge_catalog_test", "keys"));
+  fs::remove_all(dir);
+  auto merged = [&](const std::string& key) {
+    fs::create_directories(dir / key);
+    std::ofstream(dir / key / "dataset.h5") << "x";
+    return (dir / key / "dataset.h5").string();
+  };
+  EXPECT_EQ(merged_baselines_of(dir.string(), "NVIDIA H100 80GB HBM3"), "") << "an empty folder";
+  const std::string old_torch = merged("nvidia-h100-80gb-hbm3__torch-2.10.0__cuda-12.8");
+  merged("nvidia-h200__torch-2.11.0__cuda-13.0");
+  fs::create_directories(dir / "nvidia-h100-80gb-hbm3__torch-2.12.0__cuda-13.0");  // parts only, not merged
+  fs::create_directories(dir / "nvidia-h100-pcie__torch-2.11.0__cuda-13.0");
+  EXPECT_EQ(merged_baselines_of(dir.string(), "NVIDIA H100 80GB HBM3"), old_torch);
+  const std::string new_torch = merged("nvidia-h100-80gb-hbm3__torch-2.11.0__cuda-13.0");
+  fs::last_write_time(old_torch, fs::last_write_time(new_torch) - std::chrono::hours(1));
+  EXPECT_EQ(merged_baselines_of(dir.string(), "NVIDIA H100 80GB HBM3"), new_torch);
+  EXPECT_EQ(merged_baselines_of(dir.string(), "NVIDIA A100-SXM4-80GB"), "");
+  EXPECT_EQ(merged_baselines_of((dir / "none").string(), "NVIDIA H200"), "") << "no such folder";
   fs::remove_all(dir);
 }

@@ -365,6 +365,23 @@ def test_health_says_which_gpu_models_the_tasks_baselines_were_measured_on(tmp_p
         assert b["judging"] == [] and b["note"] is None, b
     elif any(j["other_gpus"] for j in b["judging"]):
         assert "give no tier 3 here (reward.compile_baseline.other_gpu: refuse" in b["note"], b
+    assert b["overlay"] is None, b  # no tasks.baselines
+    # With `kforge baseline`'s folder (tasks.baselines) that holds no merge of the model judging here.
+    folder = tmp_path / "baselines"
+    (folder / "some-other-gpu__torch-2.11.0__cuda-13.0").mkdir(parents=True)
+    (tmp_path / "with_overlay").mkdir()
+    s = Server(tmp_path / "with_overlay", record=False, scheduler={"gpus": -1}, tasks={"baselines": str(folder)})
+    try:
+        with Client(s.endpoint) as c:
+            o = c.health()["baselines"]["overlay"]
+    finally:
+        s.stop()
+    assert o["folder"] == str(folder) and o["key"] is None and o["rows"] == 0, o
+    models = sorted({g["name"] for g in health["gpus"]})
+    if not models:
+        assert o["note"] == "no GPU judges here: no model's baselines taken", o
+    elif len(models) == 1:
+        assert o["note"].startswith(f"no merged baselines of {models[0]} in {folder}"), o
 
 
 def test_package_version_program_name_and_ignored_build_outputs():
