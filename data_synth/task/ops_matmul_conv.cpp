@@ -1,6 +1,7 @@
 // Matrix products (matmul with broadcast batch dims, bmm, linear layers) and 2-D convolution.
 #include "data_synth/task/op_registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -25,6 +26,27 @@ int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { retur
 
 int64_t conv_transpose_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t op, int64_t d) {
   return (in - 1) * s - 2 * p + d * (k - 1) + op + 1;
+}
+
+// The share of a convolution's direct FLOPs that the cheapest algorithm the libraries run needs, so
+// that the speed-of-light floor and the headroom do not count work a fast algorithm skips (issue 32).
+// Only at stride 1 and dilation 1, the fast algorithms' domain (a transposed convolution at stride 1
+// is a convolution); per (input channel, output channel) pair of a group:
+//   Winograd F(4x4, 3x3) (2-D, k = 3): 6 x 6 = 36 products for 16 outputs, against 9 per output: 1/4;
+//   FFT over tiles of T = 32 per dim (cuDNN's FFT_TILING): one complex multiply-add (8 flops) per
+//   frequency, T^nd / 2 frequencies for real data, for (T - k + 1)^nd outputs, against 2 k^nd flops
+//   per output: 2 (T / (T - k + 1))^nd / k^nd (0.253 at k = 3 in 2-D, 0.062 at k = 7).
+// The transforms are left out (a floor, not an estimate); 1 where neither is cheaper (k = 1, 1-D k = 2).
+double fast_conv_share(int nd, int64_t k, int64_t stride, int64_t dilation) {
+  if (stride != 1 || dilation != 1 || k < 2) return 1.0;
+  constexpr double kTile = 32;
+  double share = 1.0;
+  if (k < kTile) {
+    const double kn = std::pow(static_cast<double>(k), nd);
+    share = std::min(share, 2.0 * std::pow(kTile / (kTile - static_cast<double>(k) + 1), nd) / kn);
+  }
+  if (nd == 2 && k == 3) share = std::min(share, 36.0 / (16.0 * 9.0));
+  return share;
 }
 
 int64_t ipow(int64_t b, int e) {
@@ -84,9 +106,10 @@ OpDef conv_nd(int nd, bool transposed) {
   d.flops = [nd, transposed](const OpCall& c, const TensorMeta& out) {
     int64_t kk = ipow(c.i("kernel_size"), nd), g = c.i("groups");
     // Every input element meets every kernel tap of its group's output channels (transposed), or
-    // every output element every tap of its group's input channels.
-    if (transposed) return 2.0 * numel(c.shape()) * (c.i("out_channels") / g) * kk;
-    return 2.0 * numel(out.shape) * (c.shape()[1] / g) * kk;
+    // every output element every tap of its group's input channels; at the cheapest algorithm's share.
+    const double share = fast_conv_share(nd, c.i("kernel_size"), c.i("stride"), c.i("dilation"));
+    if (transposed) return 2.0 * numel(c.shape()) * (c.i("out_channels") / g) * kk * share;
+    return 2.0 * numel(out.shape) * (c.shape()[1] / g) * kk * share;
   };
   d.py_module = [nds, transposed](const OpCall& c) {
     std::string s = std::string("nn.") + (transposed ? "ConvTranspose" : "Conv") + nds + "(" + std::to_string(c.shape()[1]) + ", " +
@@ -247,7 +270,7 @@ void add_conv2d(OpRegistry& r) {
   };
   d.flops = [](const OpCall& c, const TensorMeta& out) {
     int64_t k = c.i("kernel_size");
-    return 2.0 * numel(out.shape) * (c.shape()[1] / c.i("groups")) * k * k;
+    return 2.0 * numel(out.shape) * (c.shape()[1] / c.i("groups")) * k * k * fast_conv_share(2, k, c.i("stride"), c.i("dilation"));
   };
   d.py_module = [](const OpCall& c) {
     return "nn.Conv2d(" + std::to_string(c.shape()[1]) + ", " + c.attr("out_channels").py + ", kernel_size=" + c.attr("kernel_size").py +

@@ -162,8 +162,10 @@ def render(s, files_dir=None, commit="", calls=None):
     if s.get("recost"):
         rc = s["recost"]
         out.append(f"**Costs** (`cost` in each spec, the `flops` and `min_bytes` columns) re-derived from the graphs by "
-                   f"`kforge tasks recost` after causal `sdpa` FLOPs came to count only the unmasked (query, key) pairs "
-                   f"(issue 32): {rc.get('changed', 0)} of {rc.get('graph_tasks', 0)} rows changed "
+                   f"`kforge tasks recost` after causal `sdpa` FLOPs came to count only the unmasked (query, key) pairs, "
+                   f"then convolutions the FLOPs of the cheapest algorithm the libraries run (Winograd F(4x4, 3x3), FFT "
+                   f"over 32-wide tiles; stride 1 and dilation 1 only; issue 32): the last recost changed "
+                   f"{rc.get('changed', 0)} of {rc.get('graph_tasks', 0)} rows "
                    f"({rc.get('changed_served', 0)} kept); `est_runtime_ms` is the CPU stage's estimate as it was.\n")
     if s.get("headroom"):
         out.append(headroom_section(s["headroom"]))

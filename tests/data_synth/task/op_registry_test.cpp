@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
@@ -175,4 +177,37 @@ TEST(OpRegistry, CausalSdpaCountsOnlyTheUnmaskedPairs) {
   // Square: L (L + 1) / 2 pairs.
   EXPECT_EQ(flops({1, 1, 5, 4}, {1, 1, 5, 4}, {1, 1, 5, 4}, "true"), 2.0 * 8 * 15);
   EXPECT_EQ(flops({1, 1, 5, 4}, {1, 1, 5, 4}, {1, 1, 5, 4}, "false"), 2.0 * 8 * 25);
+}
+
+// Convolutions count the FLOPs of the cheapest algorithm the libraries run (issue 32): at stride 1
+// and dilation 1, Winograd F(4x4, 3x3) for a 2-D 3x3 kernel (a quarter of the direct count), an FFT
+// over 32-wide tiles otherwise, 2 (32 / (33 - k))^nd / k^nd of it, where that is below the direct
+// count; strided, dilated and 1x1 convolutions stay direct.
+TEST(OpRegistry, ConvolutionsCountTheCheapestAlgorithmsFlops) {
+  auto flops = [](const std::string& op, Shape in, std::map<std::string, std::string> attrs) {
+    const OpDef& d = op_registry().get(op);
+    OpCall c = call_for(d, {{in}, attrs, ""});
+    return d.flops(c, d.infer(c));
+  };
+  // conv2d [2, 4, 10, 10] -> 6 channels, k = 3, padding 1: 2 * (2 * 6 * 10 * 10) * 4 * 9 direct.
+  const double direct3 = 2.0 * 2 * 6 * 10 * 10 * 4 * 9;
+  EXPECT_DOUBLE_EQ(flops("conv2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "3"}, {"padding", "1"}}), direct3 / 4);
+  EXPECT_DOUBLE_EQ(flops("conv2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "3"}, {"padding", "1"}, {"stride", "2"}}),
+                   2.0 * 2 * 6 * 5 * 5 * 4 * 9);
+  EXPECT_DOUBLE_EQ(flops("conv2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "3"}, {"padding", "2"}, {"dilation", "2"}}),
+                   direct3);
+  EXPECT_DOUBLE_EQ(flops("conv2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "1"}}), 2.0 * 2 * 6 * 10 * 10 * 4);
+  // k = 7, padding 3: the FFT's 2 (32 / 26)^2 / 49 of the direct count.
+  const double direct7 = 2.0 * 2 * 6 * 10 * 10 * 4 * 49;
+  EXPECT_DOUBLE_EQ(flops("conv2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "7"}, {"padding", "3"}}),
+                   direct7 * 2 * (32.0 / 26) * (32.0 / 26) / 49);
+  // 1-D, k = 3: the FFT's 2 (32 / 30) / 3 = 0.711 of it; k = 2 in 1-D stays direct (the FFT's share is above 1).
+  EXPECT_DOUBLE_EQ(flops("conv1d", {2, 4, 16}, {{"out_channels", "6"}, {"kernel_size", "3"}, {"padding", "1"}}),
+                   2.0 * 2 * 6 * 16 * 4 * 3 * (2 * (32.0 / 30) / 3));
+  EXPECT_DOUBLE_EQ(flops("conv1d", {2, 4, 16}, {{"out_channels", "6"}, {"kernel_size", "2"}}), 2.0 * 2 * 6 * 15 * 4 * 2);
+  // Transposed at stride 1 is a convolution: every input element meets every tap, at the FFT's share.
+  EXPECT_DOUBLE_EQ(flops("conv_transpose2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "5"}}),
+                   2.0 * 2 * 4 * 10 * 10 * 6 * 25 * (2 * (32.0 / 28) * (32.0 / 28) / 25));
+  EXPECT_DOUBLE_EQ(flops("conv_transpose2d", {2, 4, 10, 10}, {{"out_channels", "6"}, {"kernel_size", "5"}, {"stride", "2"}}),
+                   2.0 * 2 * 4 * 10 * 10 * 6 * 25);
 }
