@@ -95,6 +95,33 @@ bool outputs_empty(const ResolvedGraph& g) {
   return !g.output_metas.empty();
 }
 
+// The largest batch above the task's own whose footprint is at most `bytes`: only where no output
+// reduces over B (each is empty at B = 0), so that every reduction keeps its length and the task's
+// stored tolerance holds, and where the graph resolves with its index draws unchanged.
+std::optional<DimEnv> large_target(const OwnShape& own, double bytes) {
+  const auto b = own.task.dims.find("B");
+  if (b == own.task.dims.end() || b->second < 1 || !(bytes > own.footprint)) return std::nullopt;
+  auto at = [&](int64_t v) {
+    DimEnv d = own.task.dims;
+    d["B"] = v;
+    return d;
+  };
+  const std::optional<ResolvedGraph> zero = resolve_at(own, at(0));
+  if (!zero || !outputs_empty(*zero)) return std::nullopt;
+  auto fits = [&](int64_t v) {
+    const std::optional<ResolvedGraph> g = resolve_at(own, at(v));
+    return g && footprint_bytes(*g) <= bytes;
+  };
+  int64_t lo = b->second;  // fits: its footprint is the task's own
+  while (lo < (int64_t{1} << 40) && fits(lo * 2)) lo *= 2;
+  for (int64_t hi = lo * 2; hi - lo > 1;) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  if (lo == b->second) return std::nullopt;
+  return at(lo);
+}
+
 }  // namespace
 
 std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeConfig& cfg, const EmptyShapeCheck& empty_ok) {
@@ -116,13 +143,15 @@ std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeCon
     d["B"] = 0;
     targets.emplace_back("empty", d);
   }
+  if (cfg.large_bytes > 0)
+    if (std::optional<DimEnv> d = large_target(own, cfg.large_bytes)) targets.emplace_back("large", *d);
 
   std::vector<DimEnv> seen = {t.dims};
   for (const auto& [kind, full] : targets) {
     if (static_cast<int>(out.size()) >= cfg.max_shapes) break;
     if (std::find(seen.begin(), seen.end(), full) != seen.end()) continue;
     std::optional<ResolvedGraph> g = resolve_at(own, full);
-    if (!g || footprint_bytes(*g) > own.footprint) continue;
+    if (!g || (kind != "large" && footprint_bytes(*g) > own.footprint)) continue;
     if (kind == "empty" && (!outputs_empty(*g) || !empty_ok(t.with_dims({{"B", 0}})).empty())) continue;
     ExtraShape s{kind, {}};
     for (const auto& [k, v] : full)

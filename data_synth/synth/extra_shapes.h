@@ -1,6 +1,6 @@
 #pragma once
 // Other shapes a graph task's verification also runs a candidate at (issue 30), so that a kernel
-// hard-coded to the task's own shape fails. Three kinds, each drawn from the task's seed alone:
+// hard-coded to the task's own shape fails. Five kinds, each drawn from the task's seed and dims alone:
 //   odd:        every dim d > 3 an odd size near d x f, f in [0.3, 0.7] per dim, at least 3 (a
 //               multiple of no power of two: tile sizes of 8 to 128 never divide it);
 //   batch_one:  {B: 1}, where the task has a B > 1;
@@ -9,6 +9,10 @@
 //               too (no reduction over B, whose answer would be a NaN or an error), and the task's
 //               reference, run there by the caller's EmptyShapeCheck (libtorch, which this library
 //               does not link), accepts it. No check given: no empty shape.
+//   large:      {B: the largest batch whose footprint is at most ExtraShapeConfig::large_bytes} (the
+//               largest size that fits), only with large_bytes > 0 and only where every output is
+//               empty at B = 0 (no output reduces over B, so no reduction grows and the stored
+//               tolerance still holds); the one kind allowed a footprint above the task's own.
 // Only batch_one makes a dim 1: a dim of 1 turns an unbiased variance over it into NaN and makes
 // PyTorch's instance norm refuse the input, and B is the batch by the synthesizer's convention.
 // Where a whole map does not resolve (heads, groups, reshapes constrain some dims), its dims are
@@ -16,7 +20,8 @@
 // kept only when the graph resolves there, no index draw (randint) changes (the task keeps its
 // stored draws at other dims: TaskSpec::with_dims), it differs from the task's dims and from the
 // shapes before it, and its footprint (arguments and every result) is at most the task's own:
-// shapes only shrink, so the reductions are no longer and the task's stored tolerance still holds.
+// shapes only shrink (but `large`, whose reductions keep their length), so the reductions are no
+// longer and the task's stored tolerance still holds.
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,7 +32,7 @@
 namespace kforge {
 
 struct ExtraShape {
-  std::string kind;  // odd | batch_one | off_by_one | empty
+  std::string kind;  // odd | batch_one | off_by_one | empty | large
   DimEnv dims;       // the dims it changes, at their new values (an entry of TaskSpec::extra_dims)
 };
 

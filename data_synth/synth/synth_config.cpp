@@ -130,8 +130,10 @@ SynthConfig SynthConfig::from_yaml(const YamlNode& node) {
     ExtraShapeConfig& x = c.extra_shapes;
     x.enabled = n->get<bool>("enabled", x.enabled);
     x.max_shapes = n->get<int>("max_shapes", x.max_shapes);
-    if (x.max_shapes < 1 || x.max_shapes > 4)
-      n->at("max_shapes").fail("must be in [1, 4] (one shape per kind: odd, batch one, off by one, empty)");
+    if (x.max_shapes < 1 || x.max_shapes > 5)
+      n->at("max_shapes").fail("must be in [1, 5] (one shape per kind: odd, batch one, off by one, empty, large)");
+    x.large_bytes = n->get<double>("large_bytes", x.large_bytes);
+    if (!(x.large_bytes >= 0)) n->at("large_bytes").fail("must be >= 0 (0: no large shape)");
     n->check_no_unknown_keys();
   }
   if (auto n = node.find("decontamination")) {

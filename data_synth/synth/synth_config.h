@@ -43,7 +43,11 @@ struct CpuCheckConfig {
 // the footprint does not grow.
 struct ExtraShapeConfig {
   bool enabled = true;
-  int max_shapes = 4;  // at most this many per task (1-4: one per kind; empty only where a reference check is given)
+  int max_shapes = 4;  // at most this many per task (1-5: one per kind; empty only where a reference check is given)
+  // > 0: a `large` shape too, the largest batch whose footprint is at most this many bytes (the
+  // largest size that fits a judge's share of the GPU); 0: none (the default until its cost per
+  // verify is measured on a GPU)
+  double large_bytes = 0;
 };
 
 struct DecontaminationConfig {

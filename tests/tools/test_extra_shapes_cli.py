@@ -120,8 +120,9 @@ def test_imported_rows_are_left_as_they_are(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--max-shapes", "5"], "--max-shapes is 1 to 4"),
-    (["--max-shapes", "0"], "--max-shapes is 1 to 4"),
+    (["--max-shapes", "6"], "--max-shapes is 1 to 5"),
+    (["--max-shapes", "0"], "--max-shapes is 1 to 5"),
+    (["--large-bytes", "-1"], "--large-bytes must be >= 0"),
     (["--out", "OUT.h5.xz"], "uncompressed"),
     (["--out", "IN"], "must not be the dataset it reads"),
 ])

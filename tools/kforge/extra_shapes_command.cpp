@@ -25,6 +25,7 @@ namespace {
 struct ExtraShapesArgs {
   std::string in, out;
   int max_shapes = ExtraShapeConfig{}.max_shapes;
+  double large_bytes = ExtraShapeConfig{}.large_bytes;
   int64_t progress = 500;
 };
 
@@ -72,13 +73,15 @@ std::string summary_with_counts(const std::string& summary, const ExtraShapeCoun
 }
 
 int add_extra_shapes(const ExtraShapesArgs& a) {
-  KFORGE_CHECK(a.max_shapes >= 1 && a.max_shapes <= 4, usage,
-               "--max-shapes is 1 to 4 (one shape per kind: odd, batch one, off by one, empty), not " << a.max_shapes);
+  KFORGE_CHECK(a.max_shapes >= 1 && a.max_shapes <= 5, usage,
+               "--max-shapes is 1 to 5 (one shape per kind: odd, batch one, off by one, empty, large), not " << a.max_shapes);
+  KFORGE_CHECK(a.large_bytes >= 0, usage, "--large-bytes must be >= 0 (0: no large shape), not " << a.large_bytes);
   KFORGE_CHECK(a.progress >= 1, usage, "--progress must be >= 1");
   check_dataset_rewrite(a.in, a.out);
   Dataset d = read_dataset(a.in);
   ExtraShapeConfig cfg;
   cfg.max_shapes = a.max_shapes;
+  cfg.large_bytes = a.large_bytes;
   ExtraShapeCounts counts;
   const auto t0 = std::chrono::steady_clock::now();
   auto progress = [&](size_t done) {
@@ -125,10 +128,13 @@ void add_extra_shapes_command(CLI::App& app) {
   CLI::App* tasks = app.get_subcommand("tasks");
   auto* sub = tasks->add_subcommand("extra-shapes",
                                     "Give a dataset's graph tasks extra shapes (extra_dims: odd sizes, a batch of 1, every dim one "
-                                    "smaller, an empty batch) that verification also runs; every other column is kept");
+                                    "smaller, an empty batch, with --large-bytes the largest batch that fits) that verification "
+                                    "also runs; every other column is kept");
   static ExtraShapesArgs a;
   add_dataset_rewrite_options(sub, a.in, a.out);
-  sub->add_option("--max-shapes", a.max_shapes, "at most this many shapes per task (1-4)")->capture_default_str();
+  sub->add_option("--max-shapes", a.max_shapes, "at most this many shapes per task (1-5)")->capture_default_str();
+  sub->add_option("--large-bytes", a.large_bytes, "> 0: a large shape too, the largest batch whose footprint is at most this")
+      ->capture_default_str();
   sub->add_option("--progress", a.progress, "a progress line on stderr every this many rows")->capture_default_str();
   set_action(sub, [] { return add_extra_shapes(a); });
 }

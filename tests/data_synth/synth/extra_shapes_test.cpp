@@ -177,7 +177,11 @@ TEST(ExtraShapes, ConfigKeysAreCheckedLikeTheirNeighbours) {
   SynthConfig c = SynthConfig::from_yaml(YamlNode::parse("extra_shapes: {enabled: false, max_shapes: 2}\n", "synth.yaml"));
   EXPECT_FALSE(c.extra_shapes.enabled);
   EXPECT_EQ(c.extra_shapes.max_shapes, 2);
-  for (const char* bad : {"extra_shapes: {max_shapes: 0}\n", "extra_shapes: {max_shapes: 5}\n", "extra_shapes: {max_shape: 2}\n"}) {
+  EXPECT_EQ(c.extra_shapes.large_bytes, 0) << "no large shape unless asked for";
+  EXPECT_EQ(
+      SynthConfig::from_yaml(YamlNode::parse("extra_shapes: {max_shapes: 5, large_bytes: 1.0e9}\n", "s.yaml")).extra_shapes.large_bytes,
+      1.0e9);
+  for (const char* bad : {"extra_shapes: {max_shapes: 0}\n", "extra_shapes: {max_shapes: 6}\n", "extra_shapes: {max_shape: 2}\n"}) {
     try {
       SynthConfig::from_yaml(YamlNode::parse(bad, "synth.yaml"));
       ADD_FAILURE() << bad << " was accepted";
@@ -186,4 +190,59 @@ TEST(ExtraShapes, ConfigKeysAreCheckedLikeTheirNeighbours) {
       EXPECT_NE(std::string(e.what()).find("max_shape"), std::string::npos) << e.what();
     }
   }
+}
+
+// The largest size that fits (issue 30): with large_bytes, a `large` shape {B: the largest batch whose
+// footprint is at most it}, only where no output reduces over B; each promise checked by hand.
+TEST(ExtraShapes, TheLargeShapeIsTheLargestBatchThatFitsWhereNoOutputReducesOverB) {
+  auto task = [](const std::string& nodes, const std::string& outputs) {
+    return parse_task(R"(kforge_task: 1
+id: big
+source: synth
+split: train
+seed: 5
+dtype: float32
+dims: {B: 8, N: 100}
+graph:
+  inputs: [{name: x, shape: [B, N]}]
+  nodes:
+)" + nodes + "  outputs: [" +
+                          outputs + "]\nprovenance: {generator: test}\n",
+                      "big.yaml");
+  };
+  // relu over [B, N] float32: 800 B of input and 800 B of output per row of B.
+  TaskSpec rows = task("    - {id: r, op: relu, in: [x]}\n", "r");
+  const double own = footprint_bytes(resolve_graph(rows.graph, rows.dims));
+  ASSERT_EQ(own, 8 * 800.0);
+  ExtraShapeConfig cfg;
+  cfg.max_shapes = 5;
+  cfg.large_bytes = 1000 * 800.0 + 799;  // room for B = 1000, not 1001
+  std::vector<ExtraShape> shapes = draw_extra_shapes(rows, cfg);
+  ASSERT_FALSE(shapes.empty());
+  EXPECT_EQ(shapes.back().kind, "large");
+  EXPECT_EQ(shapes.back().dims, (DimEnv{{"B", 1000}}));
+  const TaskSpec at = rows.with_dims(shapes.back().dims);
+  EXPECT_LE(footprint_bytes(at.resolved), cfg.large_bytes);
+  // Off by default; none when the task already fills the budget, or with room for no larger batch.
+  for (const auto& s : draw_extra_shapes(rows, {})) EXPECT_NE(s.kind, "large");
+  cfg.large_bytes = own;
+  for (const auto& s : draw_extra_shapes(rows, cfg)) EXPECT_NE(s.kind, "large");
+  cfg.large_bytes = 9 * 800.0 - 1;
+  for (const auto& s : draw_extra_shapes(rows, cfg)) EXPECT_NE(s.kind, "large");
+  // A sum over B: the output is not empty at B = 0, and a longer reduction would outgrow the
+  // tolerance: no large shape.
+  cfg.large_bytes = 1e9;
+  TaskSpec summed = task("    - {id: s, op: sum, in: [x], attrs: {dim: 0}}\n", "s");
+  for (const auto& s : draw_extra_shapes(summed, cfg)) EXPECT_NE(s.kind, "large") << "a reduction over B";
+  // A sum over N alone keeps B: the large shape is taken, its footprint within the budget.
+  TaskSpec per_row = task("    - {id: s, op: sum, in: [x], attrs: {dim: 1}}\n", "s");
+  bool large = false;
+  for (const auto& s : draw_extra_shapes(per_row, cfg))
+    if (s.kind == "large") {
+      large = true;
+      EXPECT_GT(s.dims.at("B"), 8);
+      EXPECT_LE(footprint_bytes(per_row.with_dims(s.dims).resolved), 1e9);
+      EXPECT_GT(footprint_bytes(per_row.with_dims({{"B", s.dims.at("B") + 1}}).resolved), 1e9) << "the largest that fits";
+    }
+  EXPECT_TRUE(large);
 }
