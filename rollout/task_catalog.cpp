@@ -178,11 +178,11 @@ std::shared_ptr<const TaskSpec> TaskCatalog::find(const std::string& name) {
     e.spec_yaml.clear();
     e.spec_yaml.shrink_to_fit();
   }
-  if (e.baselines && !(e.spec->baselines.gpu == e.baselines->gpu && e.spec->baselines.eager_ms == e.baselines->eager_ms &&
-                       e.spec->baselines.compile_ms == e.baselines->compile_ms)) {
+  if (e.baselines) {  // an overlay not yet applied to the spec
     auto with = std::make_shared<TaskSpec>(*e.spec);
     with->baselines = *e.baselines;
     e.spec = std::move(with);
+    e.baselines.reset();
   }
   return e.spec;
 }

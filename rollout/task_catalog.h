@@ -27,7 +27,7 @@ struct CatalogEntry {
   std::string spec_yaml;                       // for dataset rows: the spec text, parsed on first use
   std::shared_ptr<const TaskSpec> spec;
   std::string graph_hash;                      // a dataset row's (what an overlay of baselines must match)
-  std::shared_ptr<const Baselines> baselines;  // an overlay's (overlay_baselines), in place of the spec's
+  std::shared_ptr<const Baselines> baselines;  // an overlay's (overlay_baselines), put into the spec by find()
 };
 
 // A GPU model's name as `kforge baseline` names its key folders (tools/dataset/baseline_ray/keys.py,
