@@ -41,21 +41,27 @@ TasksParams query(std::optional<std::string> split, std::optional<std::string> s
 
 int64_t total(const TaskCatalog& c, const TasksParams& p) { return c.list(p, 100000)["total"].get<int64_t>(); }
 
+// A synthesised row of the linear_relu sample's spec.
+DatasetRow linear_relu_row(const std::string& id, const std::string& split, const std::string& status, const std::string& spec) {
+  DatasetRow r;
+  r.id = id;
+  r.split = split;
+  r.status = status;
+  r.source = "synth";
+  r.dtype = "float32";
+  r.ops = "linear,relu";
+  r.n_ops = 2;
+  r.spec_yaml = spec;
+  return r;
+}
+
 // Two measured dataset rows, one per split, written as dataset.h5 under a fresh folder.
 std::string small_dataset() {
   const std::string spec = read_file(resource_path("datasets/samples/linear_relu.yaml"));
   Dataset d;
   d.attrs["format"] = "kforge-dataset";
   for (const auto& [id, split] : std::vector<std::pair<std::string, std::string>>{{"syn_a", "train"}, {"syn_b", "heldout"}}) {
-    DatasetRow r;
-    r.id = id;
-    r.split = split;
-    r.status = "ok";
-    r.source = "synth";
-    r.dtype = "float32";
-    r.ops = "linear,relu";
-    r.n_ops = 2;
-    r.spec_yaml = spec;
+    DatasetRow r = linear_relu_row(id, split, "ok", spec);
     r.eager_ms = 10.0;
     r.compile_ms = 5.0;
     d.rows.push_back(r);
@@ -146,15 +152,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
                                                                       {"syn_b", "train", "rejected:compile_mismatch"},
                                                                       {"syn_c", "heldout", "ok"},
                                                                       {"syn_d", "train", "cpu_ok"}}) {
-    DatasetRow r;
-    r.id = id;
-    r.split = split;
-    r.status = status;
-    r.source = "synth";
-    r.dtype = "float32";
-    r.ops = "linear,relu";
-    r.n_ops = 2;
-    r.spec_yaml = spec;
+    DatasetRow r = linear_relu_row(id, split, status, spec);
     r.eager_ms = id == "syn_a" ? 12.5 : std::nan("");  // syn_c: no time stored; syn_d: no GPU stage yet
     r.compile_ms = id == "syn_a" ? 5.0 : std::nan("");
     d.rows.push_back(r);
@@ -284,15 +282,7 @@ TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaseline
     Dataset d;
     d.attrs["format"] = "kforge-dataset";
     for (const auto& [id, hash, status, eager] : rows) {
-      DatasetRow r;
-      r.id = id;
-      r.split = "train";
-      r.status = status;
-      r.source = "synth";
-      r.dtype = "float32";
-      r.ops = "linear,relu";
-      r.n_ops = 2;
-      r.spec_yaml = spec;
+      DatasetRow r = linear_relu_row(id, "train", status, spec);
       r.graph_hash = hash;
       r.eager_ms = eager;
       r.compile_ms = eager / 2;
