@@ -33,6 +33,9 @@
 #                     list, 5 metrics in 6 passes since the sixth session (JSON in
 #                     OUTDIR/eval_profile_counters_default.json)
 #   serve_load        GPU actions under load (verifies per minute, GPU utilisation, A/A)
+#   serve_pairs       issue 31: the load bench over the sample tasks' 31 passing candidates (--pairs samples),
+#                     64 episodes of verify + submit: judged candidates per GPU-hour, where the lanes' time
+#                     goes (kernels, harness GPU work, timing, the rest), GPU utilisation (OUTDIR/util_pairs.csv)
 #   synth_calibration the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
 #                     stored eager_ms (Python eager, synth_gpu; and again now) on 40 kept tasks: the shipped
@@ -145,6 +148,13 @@ for s in $steps; do
       nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util.csv" 2>&1 & u=$!
       timeout 240 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
       r=$?; kill $u 2>/dev/null; (exit $r) ;;
+    serve_pairs)
+      nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs.csv" 2>&1 & u=$!
+      timeout 300 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples --episodes 64 --rounds 2 --json \
+        >"$out/serve_pairs.txt" 2>&1
+      r=$?; kill $u 2>/dev/null
+      cp "$(ls -t tools/bench/results/serve_bench_gpu_*.json 2>/dev/null | head -1)" "$out/" 2>/dev/null  # the record, into the archive
+      (exit $r) ;;
     synth_calibration)
       d=$out/synth; mkdir -p "$d"
       timeout 60 "$b/tools/kforge" synth --config configs/synth.yaml --out "$d" --target 400 --quiet >"$out/synth.txt" 2>&1 &&

@@ -2,6 +2,15 @@
 """Load benchmark of `kforge serve`: N concurrent episodes doing non-GPU actions (write_file,
 list_files, read_file), or with --gpu, verify/profile/submit of a passing candidate on every GPU.
 
+The episodes' (task, candidate) pairs: --task with the gelu_scale_residual candidate `fused` (the
+default), or --pairs: `samples` (every stored candidate of the sample tasks whose expect.yaml says
+`pass`: datasets/samples/candidates/, 13 tasks across operator families, naive to fused), or a file
+of `TASK CANDIDATE_DIR` lines (# comments); episode i takes pair i mod their count. With --gpu the
+reports' phases are summed per tool (the candidate's and the reference's GPU time, the harness's GPU
+work, the timing stage and its checks) and set against the GPU lanes' time (wall x GPUs): where lane
+time goes under load (issue 31), and the judged candidates (episodes, each ending with a submit) per
+GPU-hour.
+
 Starts the server itself (its own config: no GPU lanes unless --gpu, one compile worker), opens
 --episodes episodes from one asyncio client, then runs --rounds rounds in which every episode
 does one action at a time, all episodes concurrently. Prints figures and, with --json, writes the
@@ -9,12 +18,14 @@ result file tools/bench/results/*.json (ARCHITECTURE.md, Tests and benchmarks).
 
     tools/bench/serve_bench.py --kforge build/tools/kforge --episodes 1024 --rounds 8 --json
     tools/bench/serve_bench.py --kforge build/tools/kforge --gpu --episodes 64 --rounds 3 --json   # on a GPU host
+    tools/bench/serve_bench.py --gpu --pairs samples --episodes 64 --rounds 2 --json   # verify + submit per candidate
 """
 import argparse
 import asyncio
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -26,7 +37,10 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 from kforge_client import AsyncClient  # noqa: E402
 import results_doc  # noqa: E402
 
-CAND = os.path.join(ROOT, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
+CANDIDATES = os.path.join(ROOT, "datasets", "samples", "candidates")
+CAND = os.path.join(CANDIDATES, "gelu_scale_residual", "fused")
+# A report's phases summed per tool (env/evaluator/EVAL_REPORT.md, `phases`).
+PHASES = ("verify_candidate_gpu_ms", "verify_reference_gpu_ms", "verify_harness_gpu_ms", "time_ms", "timed_checks_ms", "worker_ms")
 
 
 def rss_kib(pid):
@@ -42,15 +56,44 @@ def pct(values, q):
     return v[min(len(v) - 1, int(q / 100 * len(v)))]
 
 
-def read(name):
-    with open(os.path.join(CAND, name)) as f:
+def read(folder, name):
+    with open(os.path.join(folder, name)) as f:
         return f.read()
 
 
-async def run(args, endpoint, pid):
-    kernel, plan = read("kernel.cu"), read("launch.yaml")
+def load_pairs(spec, task):
+    """[(task, candidate folder)]: --pairs `samples`, a file of `TASK CANDIDATE_DIR` lines, or none (--task
+    with the default candidate)."""
+    if not spec:
+        return [(task, CAND)]
+    if spec == "samples":
+        out = []
+        for t in sorted(os.listdir(CANDIDATES)):
+            for c in sorted(os.listdir(os.path.join(CANDIDATES, t)) if os.path.isdir(os.path.join(CANDIDATES, t)) else []):
+                expect = os.path.join(CANDIDATES, t, c, "expect.yaml")
+                if os.path.isfile(expect) and re.search(r"^verdict:\s*pass\b", read(os.path.dirname(expect), "expect.yaml"), re.M):
+                    out.append((t, os.path.join(CANDIDATES, t, c)))
+        return out
+    out = []
+    with open(spec) as f:
+        for n, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split()
+            if len(parts) != 2 or not os.path.isfile(os.path.join(parts[1], "kernel.cu")):
+                sys.exit(f"serve_bench: {spec}:{n}: expected `TASK CANDIDATE_DIR` with a kernel.cu in the folder, got {line!r}")
+            out.append((parts[0], parts[1]))
+    if not out:
+        sys.exit(f"serve_bench: {spec}: no pairs")
+    return out
+
+
+async def run(args, endpoint, pid, pairs):
+    files = [(t, read(c, "kernel.cu"), read(c, "launch.yaml")) for t, c in pairs]
     lat = {k: [] for k in ("reset", "single_list_files", "write_file", "list_files", "read_file", "verify", "profile", "submit")}
     speedups = []
+    phases = {tool: dict.fromkeys(PHASES, 0.0) for tool in ("verify", "profile", "submit")}
 
     async def timed(kind, coro):
         t = time.perf_counter()
@@ -61,25 +104,33 @@ async def run(args, endpoint, pid):
     async with AsyncClient(endpoint, timeout=3600) as c:
         health0 = await c.health()
         rss0 = rss_kib(pid)
-        eps = await asyncio.gather(*[timed("reset", c.reset(args.task, seed=i, options={"max_turns": 1000}))
+        eps = await asyncio.gather(*[timed("reset", c.reset(files[i % len(files)][0], seed=i, options={"max_turns": 1000}))
                                      for i in range(args.episodes)])
+        own = {id(ep): files[i % len(files)] for i, ep in enumerate(eps)}
         rss_open = rss_kib(pid)
         t0 = time.perf_counter()
 
         async def cpu_round(ep, r):
+            kernel = own[id(ep)][1]
             await timed("write_file", ep.step({"name": "write_file", "arguments": {"path": "kernel.cu", "content": kernel}}))
             await timed("list_files", ep.step({"name": "list_files", "arguments": {}}))
             await timed("read_file", ep.step({"name": "read_file", "arguments": {"path": "kernel.cu"}}))
 
         async def gpu_round(ep, r):
+            _, kernel, plan = own[id(ep)]
             if r == 0:
                 await ep.step({"name": "write_file", "arguments": {"path": "kernel.cu", "content": kernel}})
                 await ep.step({"name": "write_file", "arguments": {"path": "launch.yaml", "content": plan}})
             tool = "submit" if r == args.rounds - 1 else ("profile" if r % 2 else "verify")
             obs, reward, term, trunc, info = await timed(tool, ep.step({"name": tool, "arguments": {}}))
-            sp = (((info.get("report") or {}).get("timing") or {}).get("speedup") or {}).get("point")
+            report = info.get("report") or {}
+            sp = ((report.get("timing") or {}).get("speedup") or {}).get("point")
             if sp:
                 speedups.append((tool, sp))
+            for k in PHASES:
+                v = (report.get("phases") or {}).get(k)
+                if isinstance(v, (int, float)):
+                    phases[tool][k] += v
 
         for r in range(args.rounds):
             await asyncio.gather(*[(gpu_round if args.gpu else cpu_round)(ep, r) for ep in eps])
@@ -87,14 +138,14 @@ async def run(args, endpoint, pid):
         rss_after = rss_kib(pid)
         # One episode alone, one request at a time: the round trip without queueing behind the others
         # (a fresh one: with --gpu every episode above has submitted, which ends it).
-        solo = await c.reset(args.task, seed=args.episodes, options={"max_turns": 1000})
+        solo = await c.reset(files[0][0], seed=args.episodes, options={"max_turns": 1000})
         lat["single_list_files"] = []
         for _ in range(200):
             await timed("single_list_files", solo.step({"name": "list_files", "arguments": {}}))
         await solo.close()
         health = await c.health()
         await asyncio.gather(*[ep.close() for ep in eps])
-    return lat, speedups, wall, rss0, rss_open, rss_after, health0, health
+    return lat, speedups, phases, wall, rss0, rss_open, rss_after, health0, health
 
 
 def main():
@@ -103,9 +154,11 @@ def main():
     ap.add_argument("--episodes", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--task", default="gelu_scale_residual")
+    ap.add_argument("--pairs", help="the episodes' (task, candidate) pairs: `samples`, or a file of `TASK CANDIDATE_DIR` lines")
     ap.add_argument("--gpu", action="store_true", help="GPU actions (verify/profile/submit) on every visible GPU")
     ap.add_argument("--json", action="store_true", help="write tools/bench/results/serve_bench_*.json")
     args = ap.parse_args()
+    pairs = load_pairs(args.pairs, args.task)
 
     tmp = tempfile.mkdtemp(prefix="kforge_serve_bench_")
     endpoint = f"ipc://{tmp}/s.sock"
@@ -119,12 +172,13 @@ def main():
     line = proc.stdout.readline()
     print(line.strip())
     try:
-        lat, speedups, wall, rss0, rss_open, rss_after, h0, h = asyncio.run(run(args, endpoint, proc.pid))
+        lat, speedups, phases, wall, rss0, rss_open, rss_after, h0, h = asyncio.run(run(args, endpoint, proc.pid, pairs))
     finally:
         proc.terminate()
         proc.wait(60)
 
-    figures = {"episodes_count": args.episodes, "rounds_count": args.rounds,
+    figures = {"episodes_count": args.episodes, "rounds_count": args.rounds, "pairs_count": len(pairs),
+               "tasks_count": len({t for t, _ in pairs}),
                "server_rss_idle_mib": rss0 / 1024, "server_rss_open_mib": rss_open / 1024,
                "server_rss_after_mib": rss_after / 1024,
                "server_memory_per_episode_kib": (rss_after - rss0) / args.episodes,
@@ -139,6 +193,24 @@ def main():
         gpu_steps = sum(len(lat[k]) for k in ("verify", "profile", "submit"))
         figures["gpu_steps_per_min"] = gpu_steps / wall * 60
         figures["verifies_per_min"] = len(lat["verify"]) / wall * 60
+        gpus = max(1, len(h.get("gpus") or []))
+        lane_ms = wall * 1000 * gpus
+        figures["gpus_count"] = gpus
+        figures["judged_candidates_per_gpu_hour"] = args.episodes / (wall / 3600 * gpus)
+        # Where the lanes' time went: the kernels (candidate and reference, verification), the harness's
+        # GPU work, the timing stage (its timed calls and their checks), and the rest (host work, idle).
+        own_ms = sum(p["verify_candidate_gpu_ms"] + p["verify_reference_gpu_ms"] for p in phases.values())
+        harness_ms = sum(p["verify_harness_gpu_ms"] for p in phases.values())
+        timing_ms = sum(p["time_ms"] for p in phases.values())
+        figures["lane_share_kernels_pct"] = own_ms / lane_ms * 100
+        figures["lane_share_harness_gpu_pct"] = harness_ms / lane_ms * 100
+        figures["lane_share_timing_pct"] = timing_ms / lane_ms * 100
+        figures["lane_share_rest_pct"] = max(0.0, 100 - (own_ms + harness_ms + timing_ms) / lane_ms * 100)
+        for tool, p in phases.items():
+            n = len(lat[tool])
+            if n:
+                for k, v in p.items():
+                    figures[f"{tool}_{k}_mean"] = v / n
         # Timing under load against the A/A figures (RESULTS.md: one candidate timed in 30 separate
         # requests on an idle worker): per tool, the spread (max - min) / median and the largest
         # deviation from the median of the requests' speedups.
