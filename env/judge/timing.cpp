@@ -106,8 +106,9 @@ L2Flush::L2Flush(const at::Device& device, double factor) : factor_(factor) {
 
 void L2Flush::operator()(int pattern, void* stream) const {
   if (!buf_.defined()) return;
-  cuda_check(cudaMemsetAsync(buf_.data_ptr(), pattern & 0xff, buf_.numel(), static_cast<cudaStream_t>(stream)), "L2 flush");
-  cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache");
+  cuda_check(cudaMemsetAsync(buf_.data_ptr(), pattern & 0xff, buf_.numel(), static_cast<cudaStream_t>(stream)), "L2 flush",
+             CudaBlame::kforge_unless_sticky);
+  cuda_check(cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache", CudaBlame::kforge_unless_sticky);
 }
 
 TimedRun time_function(const std::function<void()>& fn, const at::Device& device, const TimingConfig& c) {
@@ -191,7 +192,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
         calls[j].call();
         after(j);
       }
-      cuda_check(cudaStreamSynchronize(stream), "warm-up");
+      cuda_check(cudaStreamSynchronize(stream), "warm-up", CudaBlame::kforge_unless_sticky);
       ++warmup;
     }
     // Events are recorded in batches; a batch is read after one synchronisation.
@@ -213,17 +214,18 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
             int h = before(j);
             if (j == 0) stratum[i] = h;
             flush_l2(i);
-            cuda_check(cudaEventRecord(events[2 * (i * k + j)], stream), "cudaEventRecord");
+            cuda_check(cudaEventRecord(events[2 * (i * k + j)], stream), "cudaEventRecord", CudaBlame::kforge_unless_sticky);
             calls[j].call();
-            cuda_check(cudaEventRecord(events[2 * (i * k + j) + 1], stream), "cudaEventRecord");
+            cuda_check(cudaEventRecord(events[2 * (i * k + j) + 1], stream), "cudaEventRecord", CudaBlame::kforge_unless_sticky);
             after(j);
           }
         }
-        cuda_check(cudaStreamSynchronize(stream), "timed calls");
+        cuda_check(cudaStreamSynchronize(stream), "timed calls", CudaBlame::kforge_unless_sticky);
         for (int i = 0; i < batch; ++i) {
           for (size_t j = 0; j < k; ++j) {
             float e = 0;
-            cuda_check(cudaEventElapsedTime(&e, events[2 * (i * k + j)], events[2 * (i * k + j) + 1]), "cudaEventElapsedTime");
+            cuda_check(cudaEventElapsedTime(&e, events[2 * (i * k + j)], events[2 * (i * k + j) + 1]), "cudaEventElapsedTime",
+                       CudaBlame::kforge_unless_sticky);
             ms[j] = e;
           }
           rs.add(ms, stratum[i]);

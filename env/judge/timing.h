@@ -31,6 +31,9 @@ TimedRun time_function(const std::function<void()>& fn, const at::Device& device
 // Times several functions interleaved call by call (f0, f1, f0, f1, ...), each call with its own
 // flush and events, so clock and thermal drift hit them alike. Stops when every function's
 // relative standard error is below target (after min_reps each), or on the budget or max_reps.
+// The loop's own CUDA calls (flush, events, synchronisations) are checked as KFORGE_CUDA checks a
+// harness call beside a candidate's kernels (env/cuda/cuda_check.h): a lost context, which only a
+// kernel causes, is the candidate's runtime_error, not kforge's error.
 std::vector<TimedRun> time_interleaved(const std::vector<std::function<void()>>& fns, const at::Device& device, const TimingConfig& config);
 
 // A timed call with work around it that stays outside the timed region: `before` runs before the

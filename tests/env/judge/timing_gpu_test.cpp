@@ -5,6 +5,8 @@
 #include "tests/skip_without_cuda.h"
 
 #include "data_synth/reference/reference.h"
+#include "env/judge/candidate_error.h"
+#include "env/judge/timing.h"
 
 using namespace kforge;
 
@@ -44,4 +46,23 @@ TEST(TimingGpu, TimingTheSameThingTwiceAgrees) {
   auto fn = [&] { at::mm_out(out, a, a); };
   double m1 = time_function(fn, dev, c).stats.median, m2 = time_function(fn, dev, c).stats.median;
   EXPECT_LT(std::abs(m1 - m2) / std::min(m1, m2), 0.05) << m1 << " vs " << m2;
+}
+
+// A kernel that loses the context while it is timed (here ATen's own index check, a device-side
+// assert, standing in for a candidate's fault) is the candidate's runtime_error, fatal: the timing
+// loop's synchronisation blames a lost context on the kernels it times, not on kforge. (ctest runs
+// each test in its own process: the lost context ends with it.)
+TEST(TimingGpu, AContextLostWhileTimingIsTheCandidatesRuntimeError) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  at::Device dev(at::kCUDA, 0);
+  at::Tensor src = at::zeros({16}, at::TensorOptions().device(dev));
+  at::Tensor bad = at::full({1}, int64_t{1} << 20, at::TensorOptions().device(dev).dtype(at::kLong));
+  TimingConfig c;
+  try {
+    time_function([&] { at::index_select(src, 0, bad); }, dev, c);
+    ADD_FAILURE() << "timing a kernel that asserts on the device returned";
+  } catch (const CandidateError& e) {
+    EXPECT_EQ(e.kind, worker_error::runtime_error) << e.what();
+    EXPECT_TRUE(e.fatal) << e.what();
+  }
 }
