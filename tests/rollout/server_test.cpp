@@ -341,8 +341,9 @@ TEST(ServerSetup, SaysPlainlyWhetherGpusWereFoundAndWhichOnes) {
   if (s.gpus == 0) {
     EXPECT_TRUE(s.gpu_summary.rfind("no GPU lanes: no GPU is", 0) == 0) << s.gpu_summary;
     // The CUDA runtime's "driver version is insufficient" is not said when there is no driver at all.
-    if (!fs::exists("/proc/driver/nvidia/version") && !fs::exists("/dev/nvidiactl"))
+    if (!fs::exists("/proc/driver/nvidia/version") && !fs::exists("/dev/nvidiactl")) {
       EXPECT_EQ(s.gpu_summary.find("insufficient"), std::string::npos) << s.gpu_summary;
+    }
   } else {
     EXPECT_NE(s.gpu_summary.find("GPU 0 " + s.gpu_names[0]), std::string::npos) << s.gpu_summary;
   }

@@ -49,7 +49,9 @@ TEST(RobustDraws, EveryVariantIsTheSameBytesForTheSameSeedAndOthersForAnother) {
       apply_variant(t, v, seed, c);
       differ += changed(a, c) > 0 ? 1 : 0;
     }
-    if (v != DrawVariant::shifted) EXPECT_GE(differ, 4) << variant_name(v) << ": the seed hardly matters";
+    if (v != DrawVariant::shifted) {
+      EXPECT_GE(differ, 4) << variant_name(v) << ": the seed hardly matters";
+    }
   }
 }
 
@@ -138,7 +140,9 @@ TEST(RobustDraws, ConstantAndIntegerArgumentsAreNeverTouched) {
       for (size_t i = 0; i < a.size(); ++i) {
         const TaskArgument& arg = t.arguments[i];
         bool may = dtype_is_float(arg.decl.meta.dtype) && (arg.draw.dist == DrawDist::normal || arg.draw.dist == DrawDist::uniform);
-        if (!may) EXPECT_TRUE(a[i].equal(plain[i])) << name << " " << arg.decl.name << " " << variant_name(v);
+        if (!may) {
+          EXPECT_TRUE(a[i].equal(plain[i])) << name << " " << arg.decl.name << " " << variant_name(v);
+        }
       }
     }
   }

@@ -77,7 +77,9 @@ TEST(Composer, EveryCandidateResolvesWithFlowingShapesAndRenders) {
     for (const auto& n : c.task.resolved.nodes) EXPECT_FALSE(n.call.op->nondeterministic) << n.call.op->name;
     std::string py = render_python(c.task);
     EXPECT_NE(py.find("class Model(nn.Module)"), std::string::npos);
-    if (c.task.check_dims) EXPECT_LE(c.task.at_check_dims().dims.at("B"), cfg.cpu_check.check_batch);
+    if (c.task.check_dims) {
+      EXPECT_LE(c.task.at_check_dims().dims.at("B"), cfg.cpu_check.check_batch);
+    }
   }
 }
 

@@ -101,7 +101,9 @@ TEST(TaskSpec, AFloatArgumentWithAConstantDrawIsRefusedNamingIt) {
   EXPECT_NE(std::string(e.what()).find("constant draw"), std::string::npos) << e.what();
   for (const auto& s : samples()) {  // BatchNorm's num_batches_tracked: int64, constant, not read
     for (const auto& a : s.arguments) {
-      if (a.draw.dist == DrawDist::constant) EXPECT_TRUE(!dtype_is_float(a.decl.meta.dtype) || !a.decl.used) << s.id << " " << a.decl.name;
+      if (a.draw.dist == DrawDist::constant) {
+        EXPECT_TRUE(!dtype_is_float(a.decl.meta.dtype) || !a.decl.used) << s.id << " " << a.decl.name;
+      }
     }
   }
 }

@@ -68,8 +68,9 @@ TEST_F(HistoryGpuTest, APolicyThatImprovesRegressesAndRestoresIsRewardedByItsBes
   EXPECT_FALSE(versions[2].verified());
   ASSERT_TRUE(versions[0].speedup && versions[1].speedup);
   EXPECT_GT(versions[1].speedup->point, versions[0].speedup->point) << "v2 (float4) is faster than v1 (scalar)";
-  if (steps[5].result.info["report"].value("profile", Json()).is_object())
+  if (steps[5].result.info["report"].value("profile", Json()).is_object()) {
     EXPECT_TRUE(versions[1].counters.is_object()) << "profile() kept its key figures";
+  }
 
   const StepResult& s = steps.back().result;
   ASSERT_TRUE(s.terminated);

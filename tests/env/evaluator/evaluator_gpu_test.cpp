@@ -192,7 +192,9 @@ TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
     }
     ASSERT_EQ(c["kernels"].size(), kernels) << c.dump(2);
     ASSERT_TRUE(c["replay"].is_string());
-    if (c["replay"] == "user") EXPECT_EQ(c["calls"].get<size_t>(), c["passes"].get<size_t>()) << c.dump(2);
+    if (c["replay"] == "user") {
+      EXPECT_EQ(c["calls"].get<size_t>(), c["passes"].get<size_t>()) << c.dump(2);
+    }
     // The host setup is made by the first collection in this worker and reused by the next.
     EXPECT_EQ(c["setup_cached"].get<bool>(), kernels == 2) << c.dump(2);
     double read = 0;
@@ -202,7 +204,9 @@ TEST(EvaluatorGpu, CountersAreReportedOrSaidUnavailable) {
       EXPECT_GT(m["gpu__time_duration.sum"].get<double>(), 0.0);
       read += m.value("dram__bytes_read.sum", 0.0);
     }
-    if (c["metrics"].dump().find("dram__bytes_read.sum") != std::string::npos) EXPECT_GT(read, 1.0e9) << c.dump(2);
+    if (c["metrics"].dump().find("dram__bytes_read.sum") != std::string::npos) {
+      EXPECT_GT(read, 1.0e9) << c.dump(2);
+    }
   }
 }
 

@@ -123,7 +123,9 @@ TEST(ImportedTaskGpu, AKernelThatAssumesTheModulesInitialStateFails) {
   Evaluator ev(test_config());
   TaskSpec task = fixture("kb_l2_batchnorm_eval");
   for (const auto& a : task.arguments)
-    if (a.decl.meta.dtype == DType::float32) EXPECT_NE(a.draw.dist, DrawDist::constant) << a.decl.name;
+    if (a.decl.meta.dtype == DType::float32) {
+      EXPECT_NE(a.draw.dist, DrawDist::constant) << a.decl.name;
+    }
   EvalOptions opt;
   opt.trials = 3;
   opt.time = false;

@@ -110,7 +110,9 @@ TEST(TimingCpu, StrataAreKeptPerSampleAndTheirDifferenceIsNotNoise) {
   EXPECT_GE(r[0].samples_ms.size(), 12u);
   for (size_t i = 0; i < r[0].samples_ms.size(); ++i) {
     EXPECT_TRUE(r[0].strata[i] == 3 || r[0].strata[i] == 7);
-    if (r[0].strata[i] == 7) EXPECT_GE(r[0].samples_ms[i], 8.0);
+    if (r[0].strata[i] == 7) {
+      EXPECT_GE(r[0].samples_ms[i], 8.0);
+    }
   }
   // Without strata the same calls run to max_reps: their pooled spread is ~60 %.
   calls[0].stratum = nullptr;
