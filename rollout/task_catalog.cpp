@@ -213,11 +213,11 @@ std::string merged_baselines_of(const std::string& dir, const std::string& gpu_m
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.find("__cuda-", prefix.size()) == std::string::npos) continue;
     const fs::path merged = it->path() / "dataset.h5";
     std::error_code tec;
     const auto t = fs::last_write_time(merged, tec);
-    if (name.rfind(prefix, 0) != 0 || name.find("__cuda-", prefix.size()) == std::string::npos || tec) continue;
-    if (best.empty() || t > best_time) best = merged, best_time = t;
+    if (!tec && (best.empty() || t > best_time)) best = merged, best_time = t;
   }
   return best.string();
 }
@@ -229,19 +229,8 @@ size_t TaskCatalog::overlay_baselines(const std::string& dataset) {
     if (read_status(row.status, dataset + ": row '" + row.id + "'").kind != RowStatus::Kind::ok) continue;
     auto it = entries_.find(row.id);
     if (it == entries_.end() || it->second.graph_hash.empty() || it->second.graph_hash != row.graph_hash) continue;
-    Baselines b;
-    if (std::isfinite(row.eager_ms) && row.eager_ms > 0) b.eager_ms = row.eager_ms;
-    if (std::isfinite(row.compile_ms) && row.compile_ms > 0) b.compile_ms = row.compile_ms;
-    const Json j = Json::parse(row.baseline_json.empty() ? "{}" : row.baseline_json, nullptr, false);
-    KFORGE_CHECK(j.is_object(), spec, dataset << ": row '" << row.id << "': baseline_json is not a JSON object");
-    auto text = [&](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
-    b.gpu = text("gpu");
-    b.torch_version = text("torch");
-    b.cuda_version = text("cuda");
-    b.method = text("method");
-    if (j.contains("flags") && j["flags"].is_object())
-      for (const auto& [k, v] : j["flags"].items())
-        if (v.is_string()) b.flags[k] = v.get<std::string>();
+    // The baselines the merge wrote into the row's spec: what an episode gets when it serves that dataset.
+    Baselines b = spec_baselines(row.spec_yaml, dataset + ":" + row.id);
     CatalogEntry& e = it->second;
     e.eager_ms = b.eager_ms;
     e.compile_ms = b.compile_ms;

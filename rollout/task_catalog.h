@@ -66,8 +66,9 @@ class TaskCatalog {
   void add_task(std::shared_ptr<const TaskSpec> spec, const std::string& origin);
   // Baselines measured elsewhere for this catalog's dataset rows (issue 32): every `ok` row of
   // `dataset` (`kforge baseline`'s merge of one GPU model, torch and CUDA version, OUT/KEY/dataset.h5)
-  // replaces the baselines of the served dataset row with the same id and graph hash, in the listing
-  // and in the spec an episode gets. Returns how many rows it replaced; io/spec errors name the file.
+  // replaces the baselines of the served dataset row with the same id and graph hash by those its spec
+  // holds (what serving that dataset would give), in the listing and in the spec an episode gets.
+  // Returns how many rows it replaced; io/spec errors name the file.
   size_t overlay_baselines(const std::string& dataset);
 
   size_t size() const { return entries_.size(); }

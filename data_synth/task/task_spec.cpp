@@ -591,6 +591,12 @@ std::string task_to_yaml(const TaskSpec& t) {
   return std::string(e.c_str()) + "\n";
 }
 
+Baselines spec_baselines(const std::string& yaml_text, const std::string& origin) {
+  const YamlNode root = YamlNode::parse(yaml_text, origin, ErrorKind::spec);
+  const auto b = root.find("baselines");
+  return b ? read_baselines(*b) : Baselines{};
+}
+
 std::string spec_with_baselines(const std::string& text, const Baselines& b, const std::string& origin) {
   // A top-level key starts a line with neither indentation, comment nor list marker.
   auto top_level = [](const std::string& ln) {

@@ -149,5 +149,8 @@ void derive_task(TaskSpec& task);
 // was, comments included (hand-written samples keep their layout). The block is the one
 // task_to_yaml emits. Throws a spec error when the result does not parse.
 std::string spec_with_baselines(const std::string& yaml_text, const Baselines& b, const std::string& origin);
+// The spec text's top-level `baselines:` block as parse_task reads it (empty when there is none),
+// without parsing the rest of the task; spec errors name `origin`.
+Baselines spec_baselines(const std::string& yaml_text, const std::string& origin);
 
 }  // namespace kforge

@@ -277,8 +277,10 @@ TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
 // rejected row and a task the catalog does not serve are left alone.
 TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaselines) {
   const std::string spec = read_file(resource_path("datasets/samples/linear_relu.yaml"));
+  // A dataset of these rows; `merged`: as the GPU stage's merge writes them (kforge tasks set-baselines),
+  // each ok row's spec given the baselines measured there.
   auto dataset = [&](const std::string& file, const std::vector<std::tuple<std::string, std::string, std::string, double>>& rows,
-                     const std::string& baseline_json) {
+                     const std::string& baseline_json, const std::optional<Baselines>& merged) {
     Dataset d;
     d.attrs["format"] = "kforge-dataset";
     for (const auto& [id, hash, status, eager] : rows) {
@@ -287,6 +289,12 @@ TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaseline
       r.eager_ms = eager;
       r.compile_ms = eager / 2;
       r.baseline_json = baseline_json;
+      if (merged && status == "ok") {
+        Baselines b = *merged;
+        b.eager_ms = eager;
+        b.compile_ms = eager / 2;
+        r.spec_yaml = spec_with_baselines(spec, b, id);
+      }
       d.rows.push_back(r);
     }
     write_dataset(file, d);
@@ -296,14 +304,21 @@ TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaseline
   fs::create_directories(dir / "key");
   const std::string served = (dir / "dataset.h5").string(), merged = (dir / "key" / "dataset.h5").string();
   dataset(served, {{"syn_a", "h_a", "ok", 12.0}, {"syn_b", "h_b", "ok", 20.0}, {"syn_c", "h_c", "ok", 30.0}},
-          R"({"gpu": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "method": "m"})");
+          R"({"gpu": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "method": "m"})", std::nullopt);
+  Baselines h100;
+  h100.gpu = "NVIDIA H100 80GB HBM3";
+  h100.torch_version = "2.11.0";
+  h100.cuda_version = "13.0";
+  h100.method = "h100 method";
+  h100.flags = {{"allow_tf32", "false"}};
   dataset(
       merged,
       {{"syn_a", "h_a", "ok", 8.0},
        {"syn_b", "other", "ok", 9.0},
        {"syn_c", "h_c", "rejected:compile_mismatch", 7.0},
        {"syn_z", "h_z", "ok", 6.0}},
-      R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "cuda": "13.0", "method": "h100 method", "flags": {"allow_tf32": "false"}})");
+      R"({"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "cuda": "13.0", "method": "h100 method", "flags": {"allow_tf32": "false"}})",
+      h100);
   TaskCatalog c;
   c.add_dataset(served);
   const Baselines before = c.find("syn_a")->baselines;  // the sample's, as its spec has them
