@@ -210,11 +210,14 @@ void RolloutServer::Impl::handle(const Envelope& to, const Request& req) {
   }
 }
 
+std::set<std::string> RolloutServer::Impl::judging_models() const {
+  return {setup.gpu_names.begin(), setup.gpu_names.begin() + std::min<size_t>(setup.gpus, setup.gpu_names.size())};
+}
+
 void RolloutServer::Impl::overlay_own_baselines() {
   const std::string& dir = config.tasks.baselines;
   if (dir.empty()) return;
-  const std::set<std::string> models(setup.gpu_names.begin(),
-                                     setup.gpu_names.begin() + std::min<size_t>(setup.gpus, setup.gpu_names.size()));
+  const std::set<std::string> models = judging_models();
   baselines_overlay = {{"folder", dir}, {"key", nullptr}, {"rows", 0}};
   if (models.size() != 1) {
     baselines_overlay["note"] = models.empty() ? "no GPU judges here: no model's baselines taken"
@@ -244,8 +247,7 @@ Json RolloutServer::Impl::baselines_health() const {
     with += n;
   }
   const size_t unnamed = by.count("") ? by.at("") : 0;
-  const std::set<std::string> models(setup.gpu_names.begin(),
-                                     setup.gpu_names.begin() + std::min<size_t>(setup.gpus, setup.gpu_names.size()));
+  const std::set<std::string> models = judging_models();
   const bool refuse = setup.reward.compile_baseline.other_gpu == OtherGpuBaseline::refuse;
   Json judging = Json::array();
   std::string note;

@@ -201,6 +201,8 @@ struct RolloutServer::Impl {
 
   Json health();
   Json baselines_health() const;
+  // The GPU models of the lanes judging here.
+  std::set<std::string> judging_models() const;
   // tasks.baselines: the key folder of the GPU model judging here, overlaid on the catalog.
   void overlay_own_baselines();
 
