@@ -70,9 +70,10 @@ def load_pairs(spec, task):
         out = []
         for t in sorted(os.listdir(CANDIDATES)):
             for c in sorted(os.listdir(os.path.join(CANDIDATES, t)) if os.path.isdir(os.path.join(CANDIDATES, t)) else []):
-                expect = os.path.join(CANDIDATES, t, c, "expect.yaml")
-                if os.path.isfile(expect) and re.search(r"^verdict:\s*pass\b", read(os.path.dirname(expect), "expect.yaml"), re.M):
-                    out.append((t, os.path.join(CANDIDATES, t, c)))
+                folder = os.path.join(CANDIDATES, t, c)
+                expect = os.path.join(folder, "expect.yaml")
+                if os.path.isfile(expect) and re.search(r"^verdict:\s*pass\b", read(folder, "expect.yaml"), re.M):
+                    out.append((t, folder))
         return out
     out = []
     with open(spec) as f:
