@@ -29,6 +29,9 @@
 //   kforge_eval_bench sequential [--requests N] [--pairs P] [--out FILE]
 //       The sequential stopping rule on the GPU (tools/bench/sequential_bench.cpp): long runs timed
 //       as timing.h times, replayed through the rule; how many decisions differ, pairs needed.
+//   kforge_eval_bench shapes --out FILE [--repeats N] [--large-bytes B1,B2] [--time on|off]
+//       What a task's other shapes cost per verify, today's kinds and a `large` shape at each
+//       budget, side by side on the sample tasks (tools/bench/shapes_bench.cpp).
 //   All but reference and sequential take --anticheat on|off (default on): off turns every dynamic anti-cheat check off
 //   (state trials, fresh inputs and a comparison around every timed call, scrubbing, the speed of
 //   light), to measure what the checks cost. aa also reports the wall time per timing request.
@@ -49,6 +52,7 @@
 #include "tools/bench/bench_result.h"
 #include "tools/bench/reference_overhead.h"
 #include "tools/bench/sequential_bench.h"
+#include "tools/bench/shapes_bench.h"
 
 using namespace kforge;
 using kforge::bench::arg_value;
@@ -285,8 +289,9 @@ int main(int argc, char** argv) {
     if (mode == "profile") return profile(argc, argv);
     if (mode == "reference") return kforge::bench::reference_overhead(argc, argv);
     if (mode == "sequential") return kforge::bench::sequential(argc, argv);
-    std::cerr
-        << "usage: kforge_eval_bench overhead|aa|profile|reference|sequential [options] (see the header of tools/bench/eval_bench.cpp)\n";
+    if (mode == "shapes") return kforge::bench::shapes(argc, argv);
+    std::cerr << "usage: kforge_eval_bench overhead|aa|profile|reference|sequential|shapes [options] (see the header of "
+                 "tools/bench/eval_bench.cpp)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "kforge_eval_bench: " << e.what() << "\n";

@@ -20,6 +20,9 @@
 #                     (evaluator_gpu_tests EvaluatorGpu.SequentialRule*)
 #   shapes            issue 30 on the GPU: a task's other shapes (ShapesGpu.*: a tuned kernel refused at another shape, a general
 #                     one passing, a plan of numbers, the extra trials' cost side by side; OUTDIR/shapes.txt)
+#   shapes_cost       issue 30: kforge_eval_bench shapes, what the other shapes cost per verify on the sample tasks, today's
+#                     kinds and a `large` shape at each budget of KFORGE_LARGE_BYTES (2e9,8e9), side by side
+#                     (OUTDIR/eval_shapes_cost.json)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with 3 and 2 buffer sets
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
@@ -34,8 +37,9 @@
 #                     OUTDIR/eval_profile_counters_default.json)
 #   serve_load        GPU actions under load (verifies per minute, GPU utilisation, A/A)
 #   serve_pairs       issue 31: the load bench over the sample tasks' 31 passing candidates (--pairs samples),
-#                     64 episodes of verify + submit: judged candidates per GPU-hour, where the lanes' time
-#                     goes (kernels, harness GPU work, timing, the rest), GPU utilisation (OUTDIR/util_pairs.csv)
+#                     64 episodes of verify + submit, with the old lane timing (--sequential off) and today's:
+#                     judged candidates per GPU-hour, where the lanes' time goes (kernels, harness GPU work, timing,
+#                     the rest), GPU utilisation (OUTDIR/util_pairs_ARM.csv)
 #   synth_calibration the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
 #                     stored eager_ms (Python eager, synth_gpu; and again now) on 40 kept tasks: the shipped
@@ -123,6 +127,8 @@ for s in $steps; do
                   >"$out/sequential.txt" 2>&1
                 timeout 120 "$b/tests/evaluator_gpu_tests" --gtest_filter='EvaluatorGpu.SequentialRule*' >>"$out/sequential.txt" 2>&1 ;;
     shapes) timeout 240 "$b/tests/evaluator_gpu_tests" --gtest_filter='ShapesGpu.*' >"$out/shapes.txt" 2>&1 ;;
+    shapes_cost) timeout 420 "$b/tools/kforge_eval_bench" shapes --repeats 3 --large-bytes "${KFORGE_LARGE_BYTES:-2e9,8e9}" \
+                   --out "$out/eval_shapes_cost.json" >"$out/shapes_cost.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     aa) aa_softmax 200 20 eval_aa.json >"$out/aa.txt" 2>&1 ;;
     aa_ab) for v in 3 2; do
@@ -148,12 +154,15 @@ for s in $steps; do
       nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util.csv" 2>&1 & u=$!
       timeout 240 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
       r=$?; kill $u 2>/dev/null; (exit $r) ;;
-    serve_pairs)
-      nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs.csv" 2>&1 & u=$!
-      timeout 300 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples --episodes 64 --rounds 2 --json \
-        >"$out/serve_pairs.txt" 2>&1
-      r=$?; kill $u 2>/dev/null
-      cp "$(ls -t tools/bench/results/serve_bench_gpu_*.json 2>/dev/null | head -1)" "$out/" 2>/dev/null  # the record, into the archive
+    serve_pairs)  # the old lane timing (--sequential off) and today's, one after the other on the same host
+      r=0
+      for arm in off on; do
+        nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs_$arm.csv" 2>&1 & u=$!
+        timeout 280 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples --episodes 64 --rounds 2 \
+          --sequential $arm --label "pairs_seq_$arm" --json >"$out/serve_pairs_$arm.txt" 2>&1 || r=$?
+        kill $u 2>/dev/null
+      done
+      cp tools/bench/results/serve_bench_gpu_*_pairs_seq_*.json "$out/" 2>/dev/null  # the records, into the archive
       (exit $r) ;;
     synth_calibration)
       d=$out/synth; mkdir -p "$d"
