@@ -61,3 +61,14 @@ def test_a_pairs_file_and_its_errors(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_old_lane_timing_beside_the_new_one():
+    # --sequential off serves with a copy of configs/eval.yaml whose timing.sequential is false (the server
+    # reads and validates it at start); the figures say which arm ran.
+    for arm, want in (("off", 0.0), ("on", 1.0)):
+        r = bench("--pairs", "samples", "--episodes", "2", "--sequential", arm)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert figure(r.stdout, "sequential") == want
+    r = bench("--episodes", "1", "--label", "a/b")
+    assert r.returncode != 0 and "--label takes" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -19,6 +19,7 @@ result file tools/bench/results/*.json (ARCHITECTURE.md, Tests and benchmarks).
     tools/bench/serve_bench.py --kforge build/tools/kforge --episodes 1024 --rounds 8 --json
     tools/bench/serve_bench.py --kforge build/tools/kforge --gpu --episodes 64 --rounds 3 --json   # on a GPU host
     tools/bench/serve_bench.py --gpu --pairs samples --episodes 64 --rounds 2 --json   # verify + submit per candidate
+    tools/bench/serve_bench.py --gpu --pairs samples --sequential off --label fixed --json   # the old lane timing, beside it
 """
 import argparse
 import asyncio
@@ -90,6 +91,18 @@ def load_pairs(spec, task):
     return out
 
 
+def eval_config(tmp, sequential):
+    """A copy of configs/eval.yaml with timing.sequential set (the server reads it by absolute path)."""
+    text = read(os.path.join(ROOT, "configs"), "eval.yaml")
+    new, n = re.subn(r"^(  sequential:\s*)(true|false)\b", lambda m: m.group(1) + ("true" if sequential else "false"), text, flags=re.M)
+    if n != 1:
+        sys.exit("serve_bench: configs/eval.yaml has no single `  sequential: true|false` line under timing")
+    path = os.path.join(tmp, "eval.yaml")
+    with open(path, "w") as f:
+        f.write(new)
+    return path
+
+
 async def run(args, endpoint, pid, pairs):
     files = [(t, read(c, "kernel.cu"), read(c, "launch.yaml")) for t, c in pairs]
     lat = {k: [] for k in ("reset", "single_list_files", "write_file", "list_files", "read_file", "verify", "profile", "submit")}
@@ -157,8 +170,14 @@ def main():
     ap.add_argument("--task", default="gelu_scale_residual")
     ap.add_argument("--pairs", help="the episodes' (task, candidate) pairs: `samples`, or a file of `TASK CANDIDATE_DIR` lines")
     ap.add_argument("--gpu", action="store_true", help="GPU actions (verify/profile/submit) on every visible GPU")
+    ap.add_argument("--sequential", choices=("on", "off"), default="on",
+                    help="the lanes' timing: the sequential stopping rule (on, configs/eval.yaml's default) or the fixed "
+                         "noise target and budget it replaced (off): old and new lane settings side by side")
+    ap.add_argument("--label", default="", help="appended to the result file's name (side-by-side arms of one run)")
     ap.add_argument("--json", action="store_true", help="write tools/bench/results/serve_bench_*.json")
     args = ap.parse_args()
+    if args.label and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.label):
+        sys.exit(f"serve_bench: --label takes letters, digits, '_', '.' and '-', not {args.label!r}")
     pairs = load_pairs(args.pairs, args.task)
 
     tmp = tempfile.mkdtemp(prefix="kforge_serve_bench_")
@@ -166,6 +185,7 @@ def main():
     config = {"scheduler": {"gpus": -1 if args.gpu else 0, "compile_workers": 2, "max_gpu_queue": 100000},
               "sessions": {"max_episodes": max(4096, args.episodes)},
               "record": {"path": os.path.join(tmp, "t.h5")}}
+    config["eval_config"] = eval_config(tmp, args.sequential == "on")
     with open(os.path.join(tmp, "server.yaml"), "w") as f:
         json.dump(config, f)
     proc = subprocess.Popen([args.kforge, "serve", "--config", os.path.join(tmp, "server.yaml"), "--bind", endpoint],
@@ -178,7 +198,8 @@ def main():
         proc.terminate()
         proc.wait(60)
 
-    figures = {"episodes_count": args.episodes, "rounds_count": args.rounds, "pairs_count": len(pairs),
+    figures = {"sequential": args.sequential == "on",
+               "episodes_count": args.episodes, "rounds_count": args.rounds, "pairs_count": len(pairs),
                "tasks_count": len({t for t, _ in pairs}),
                "server_rss_idle_mib": rss0 / 1024, "server_rss_open_mib": rss_open / 1024,
                "server_rss_after_mib": rss_after / 1024,
@@ -239,7 +260,8 @@ def main():
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "commit": results_doc.commit(),
                   "command": " ".join(sys.argv), "host_cpus": os.cpu_count(), "figures": figures}
-        name = f"serve_bench_{'gpu' if args.gpu else 'cpu'}_{datetime.date.today().isoformat()}.json"
+        label = f"_{args.label}" if args.label else ""
+        name = f"serve_bench_{'gpu' if args.gpu else 'cpu'}_{datetime.date.today().isoformat()}{label}.json"
         results_doc.write(os.path.join(ROOT, "tools", "bench", "results", name), result, "serve_bench")
 
 
