@@ -1,5 +1,5 @@
 #pragma once
-// The pieces of the task format's reader and writer that graph tasks (task_spec.cpp) and imported
+// The pieces of the task format's reader and writer that graph tasks (task_spec.cpp reads, task_spec_writer.cpp writes) and imported
 // tasks (task_imported.cpp) share. Internal to data_synth.
 #include <string>
 
