@@ -61,6 +61,9 @@
 #   verl              verl's reward-tier episodes on the GPU (python.verl_adapter_gpu) and its per-step overhead
 #                     (tools/bench/adapter_overhead_verl.py --only verl) with verl, a pruned ray and
 #                     the rest of its imports from .verl/site.tar.xz (tools/bench/gpu_verl_bundle.sh; carry .verl)
+#   ray_serve         issue 32: a Ray-started kforge serve per GPU node behind kforge_client.ray's router, played by a
+#                     trainer-side client over the 31 passing sample candidates (tools/bench/ray_serve_gpu.py), with ray
+#                     from .ray/site.tar.xz (tools/bench/gpu_ray_bundle.sh; carry .ray); OUTDIR/ray_serve.txt and the record
 #   imported_eval     the test modules imported, baselined by the GPU stage, served, and judged by
 #                     kforge-evaluate --report with stored candidates (python.imported_eval_gpu; its
 #                     listing, rows and report in OUTDIR/imported_eval)
@@ -211,6 +214,14 @@ for s in $steps; do
         --timeout 280 >"$out/verl.txt" 2>&1 || r=$?
       PYTHONPATH=/tmp/site_verl${PYTHONPATH:+:$PYTHONPATH} timeout 90 "$py" tools/bench/adapter_overhead_verl.py \
         --kforge "$b/tools/kforge" --steps 2000 --only verl >"$out/verl_overhead.txt" 2>&1 || r=$?
+      (exit $r) ;;
+    ray_serve)
+      # ray with its cluster binaries and what its core imports beyond the image (tools/bench/gpu_ray_bundle.sh; carry .ray)
+      rm -rf /tmp/site_ray && mkdir -p /tmp/site_ray && tar xJf .ray/site.tar.xz -C /tmp/site_ray
+      PYTHONPATH=/tmp/site_ray${PYTHONPATH:+:$PYTHONPATH} timeout 300 "$py" tools/bench/ray_serve_gpu.py --kforge "$b/tools/kforge" \
+        --json >"$out/ray_serve.txt" 2>&1
+      r=$?
+      cp tools/bench/results/ray_serve_gpu_*.json "$out/" 2>/dev/null  # the record, into the archive
       (exit $r) ;;
     imported_eval)
       install_wheels
