@@ -64,6 +64,9 @@
 #   ray_serve         issue 32: a Ray-started kforge serve per GPU node behind kforge_client.ray's router, played by a
 #                     trainer-side client over the 31 passing sample candidates (tools/bench/ray_serve_gpu.py), with ray
 #                     from .ray/site.tar.xz (tools/bench/gpu_ray_bundle.sh; carry .ray); OUTDIR/ray_serve.txt and the record
+#   baseline_slice    issue 32: tools/dataset/baseline_ray.py (kforge baseline) through Ray over this host's GPUs on the
+#                     shipped dataset for KFORGE_BASELINE_BUDGET_S (240) s: rows per GPU-hour against the shipped run's
+#                     (OUTDIR/baseline_ray_summary.json); carry .ray
 #   imported_eval     the test modules imported, baselined by the GPU stage, served, and judged by
 #                     kforge-evaluate --report with stored candidates (python.imported_eval_gpu; its
 #                     listing, rows and report in OUTDIR/imported_eval)
@@ -223,6 +226,14 @@ for s in $steps; do
       r=$?
       cp tools/bench/results/ray_serve_gpu_*.json "$out/" 2>/dev/null  # the record, into the archive
       (exit $r) ;;
+    baseline_slice)
+      # kforge baseline's engine over this host's GPUs through Ray, on a slice of the shipped dataset: rows per GPU-hour
+      # against the shipped run's (ray from .ray/site.tar.xz, as ray_serve)
+      [ -d /tmp/site_ray/ray ] || { mkdir -p /tmp/site_ray && tar xJf .ray/site.tar.xz -C /tmp/site_ray; }
+      xz -dkc datasets/synth/dataset.h5.xz >/tmp/kforge_ds.h5 && rm -rf /tmp/kforge_bl &&
+        PYTHONPATH=/tmp/site_ray${PYTHONPATH:+:$PYTHONPATH} timeout "$(( ${KFORGE_BASELINE_BUDGET_S:-240} + 90 ))" "$py" \
+          tools/dataset/baseline_ray.py /tmp/kforge_ds.h5 --out /tmp/kforge_bl --time-budget-s "${KFORGE_BASELINE_BUDGET_S:-240}" \
+          --summary "$out/baseline_ray_summary.json" >"$out/baseline_slice.txt" 2>&1 ;;
     imported_eval)
       install_wheels
       KFORGE_REPORT_OUT="$out/imported_eval" timeout 560 ctest --test-dir "$b" -R "python\.imported_eval_gpu" -V --timeout 540 \
