@@ -39,7 +39,8 @@
 #   serve_pairs       issue 31: the load bench over the sample tasks' 31 passing candidates (--pairs samples),
 #                     64 episodes of verify + submit, with the old lane timing (--sequential off) and today's:
 #                     judged candidates per GPU-hour, where the lanes' time goes (kernels, harness GPU work, timing,
-#                     the rest), GPU utilisation (OUTDIR/util_pairs_ARM.csv)
+#                     the rest), GPU utilisation (OUTDIR/util_pairs_ARM.csv); KFORGE_PAIRS_EPISODES (64) episodes,
+#                     KFORGE_PAIRS_TIMEOUT_S (280) s per arm
 #   synth_calibration the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
 #                     stored eager_ms (Python eager, synth_gpu; and again now) on 40 kept tasks: the shipped
@@ -164,7 +165,8 @@ for s in $steps; do
       r=0
       for arm in off on; do
         nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs_$arm.csv" 2>&1 & u=$!
-        timeout 280 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples --episodes 64 --rounds 2 \
+        timeout "${KFORGE_PAIRS_TIMEOUT_S:-280}" "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples \
+          --episodes "${KFORGE_PAIRS_EPISODES:-64}" --rounds 2 \
           --sequential $arm --label "pairs_seq_$arm" --json >"$out/serve_pairs_$arm.txt" 2>&1 || r=$?
         kill $u 2>/dev/null
       done
