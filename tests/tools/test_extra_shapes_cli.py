@@ -140,3 +140,17 @@ def test_bad_arguments_are_usage_errors(datasets, tmp_path, args, needle):
 def test_a_missing_dataset_is_an_io_error(tmp_path):
     r = kforge("tasks", "extra-shapes", tmp_path / "none.h5", "--out", tmp_path / "x.h5", check=False)
     assert r.returncode == 1 and r.stderr.strip().splitlines()[-1].startswith("kforge: io_error: "), r.stderr
+
+
+def test_a_large_shape_is_counted_with_its_footprint_growth(datasets, tmp_path):
+    # --large-bytes adds the largest batch that fits; the summary gives how much larger than the task's
+    # own footprint each large shape is (p10 <= p50 <= p90, every one above 1); none without it.
+    r = kforge("tasks", "extra-shapes", datasets / "off" / "dataset.h5", "--out", tmp_path / "l.h5", "--max-shapes", 5,
+               "--large-bytes", "1e11")
+    added = json.loads(columns(tmp_path / "l.h5")[1]["summary_json"])["extra_shapes_added"]
+    assert added["by_kind"].get("large", 0) >= 1, added
+    g = added["large_footprint_growth"]
+    assert 1 < g["p10"] <= g["p50"] <= g["p90"], g
+    assert "large shapes' footprint over the task's own: p10 x" in r.stdout, r.stdout
+    kforge("tasks", "extra-shapes", datasets / "off" / "dataset.h5", "--out", tmp_path / "n.h5")
+    assert json.loads(columns(tmp_path / "n.h5")[1]["summary_json"])["extra_shapes_added"]["large_footprint_growth"] == {}

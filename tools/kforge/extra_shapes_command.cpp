@@ -1,6 +1,7 @@
 // kforge tasks extra-shapes: an existing dataset's graph tasks given extra shapes (issue 30;
 // data_synth/synth/extra_shapes.h), as `kforge synth` gives new ones: each row's spec_yaml gets its
 // extra_dims, every other column is left as it was.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -11,6 +12,7 @@
 
 #include "configs/error.h"
 #include "data_synth/dataset/dataset_h5.h"
+#include "data_synth/synth/composer.h"
 #include "data_synth/synth/cpu_checks.h"
 #include "data_synth/synth/extra_shapes.h"
 #include "data_synth/task/task_spec.h"
@@ -34,6 +36,16 @@ struct ExtraShapeCounts {
   std::map<int, int64_t> all, served;
   std::map<std::string, int64_t> by_kind;
   int64_t imported = 0;
+  std::vector<double> large_growth;  // per large shape: its footprint over the task's own
+
+  // p10, p50, p90 of the large shapes' growth ({} without any).
+  Json growth_quantiles() const {
+    if (large_growth.empty()) return Json::object();
+    std::vector<double> v = large_growth;
+    std::sort(v.begin(), v.end());
+    auto at = [&](double q) { return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))]; };
+    return {{"p10", at(0.1)}, {"p50", at(0.5)}, {"p90", at(0.9)}};
+  }
 
   static Json histogram(const std::map<int, int64_t>& h, int max_shapes) {
     Json j = Json::object();
@@ -68,7 +80,8 @@ std::string summary_with_counts(const std::string& summary, const ExtraShapeCoun
                              {"max_shapes", max_shapes},
                              {"imported", c.imported},
                              {"by_kind", c.by_kind},
-                             {"served", ExtraShapeCounts::histogram(c.served, max_shapes)}};
+                             {"served", ExtraShapeCounts::histogram(c.served, max_shapes)},
+                             {"large_footprint_growth", c.growth_quantiles()}};
   return j.dump(2);
 }
 
@@ -100,6 +113,7 @@ int add_extra_shapes(const ExtraShapesArgs& a) {
       std::vector<DimEnv> extra;
       for (ExtraShape& s : draw_extra_shapes(t, cfg, reference_accepts_empty)) {
         ++counts.by_kind[s.kind];
+        if (s.kind == "large") counts.large_growth.push_back(footprint_bytes(t.with_dims(s.dims).resolved) / footprint_bytes(t.resolved));
         extra.push_back(std::move(s.dims));
       }
       r.spec_yaml = spec_with_extra_dims(r.spec_yaml, extra, origin);
@@ -118,6 +132,9 @@ int add_extra_shapes(const ExtraShapesArgs& a) {
   std::string kinds;
   for (const auto& [k, v] : counts.by_kind) kinds += (kinds.empty() ? "" : ", ") + k + " " + std::to_string(v);
   std::cout << "  shapes by kind: " << (kinds.empty() ? "none" : kinds) << "\n";
+  if (const Json g = counts.growth_quantiles(); !g.empty())
+    std::cout << "  large shapes' footprint over the task's own: p10 x" << g["p10"].get<double>() << ", p50 x" << g["p50"].get<double>()
+              << ", p90 x" << g["p90"].get<double>() << "\n";
   std::cout << "  imported: no dims: " << counts.imported << "\n";
   return 0;
 }
