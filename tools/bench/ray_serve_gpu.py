@@ -74,7 +74,7 @@ def main():
     work = tempfile.mkdtemp(prefix="kforge_ray_serve_")
     os.environ["PYTHONPATH"] = os.path.join(ROOT, "tools", "python") + os.pathsep + os.environ.get("PYTHONPATH", "")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)  # its own cluster, never one running here
     fleet = None
     try:
         t0 = time.perf_counter()
