@@ -20,6 +20,10 @@
 #                     (evaluator_gpu_tests EvaluatorGpu.SequentialRule*)
 #   shapes            issue 30 on the GPU: a task's other shapes (ShapesGpu.*: a tuned kernel refused at another shape, a general
 #                     one passing, a plan of numbers, the extra trials' cost side by side; OUTDIR/shapes.txt)
+#   timing_gpu        the timing stage's GPU tests (reference_gpu_tests TimingGpu.*: a context lost while timing is the
+#                     candidate's runtime_error, not kforge's; OUTDIR/timing_gpu.txt)
+#   history           issue 30's candidate history on the GPU (episode_gpu_tests HistoryGpuTest.*: improve, regress,
+#                     restore, rewarded by the best version under the option; OUTDIR/history.txt)
 #   shapes_cost       issue 30: kforge_eval_bench shapes, what the other shapes cost per verify on the sample tasks, today's
 #                     kinds and a `large` shape at each budget of KFORGE_LARGE_BYTES (2e9,8e9), side by side
 #                     (OUTDIR/eval_shapes_cost.json)
@@ -134,6 +138,8 @@ for s in $steps; do
                   >"$out/sequential.txt" 2>&1
                 timeout 120 "$b/tests/evaluator_gpu_tests" --gtest_filter='EvaluatorGpu.SequentialRule*' >>"$out/sequential.txt" 2>&1 ;;
     shapes) timeout 240 "$b/tests/evaluator_gpu_tests" --gtest_filter='ShapesGpu.*' >"$out/shapes.txt" 2>&1 ;;
+    timing_gpu) timeout 120 "$b/tests/reference_gpu_tests" --gtest_filter='TimingGpu.*' >"$out/timing_gpu.txt" 2>&1 ;;
+    history) timeout 300 "$b/tests/episode_gpu_tests" --gtest_filter='HistoryGpuTest.*' >"$out/history.txt" 2>&1 ;;
     shapes_cost) timeout 420 "$b/tools/kforge_eval_bench" shapes --repeats 3 --large-bytes "${KFORGE_LARGE_BYTES:-2e9,8e9}" \
                    --out "$out/eval_shapes_cost.json" >"$out/shapes_cost.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
