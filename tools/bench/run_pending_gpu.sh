@@ -25,7 +25,7 @@
 #   history           issue 30's candidate history on the GPU (episode_gpu_tests HistoryGpuTest.*: improve, regress,
 #                     restore, rewarded by the best version under the option; OUTDIR/history.txt)
 #   shapes_cost       issue 30: kforge_eval_bench shapes, what the other shapes cost per verify on the sample tasks, today's
-#                     kinds and a `large` shape at each budget of KFORGE_LARGE_BYTES (2e9,8e9), side by side
+#                     kinds and a `large` shape at each budget of KFORGE_LARGE_BYTES (2e9,8e9,32e9), side by side
 #                     (OUTDIR/eval_shapes_cost.json)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with 3 and 2 buffer sets
@@ -140,7 +140,7 @@ for s in $steps; do
     shapes) timeout 240 "$b/tests/evaluator_gpu_tests" --gtest_filter='ShapesGpu.*' >"$out/shapes.txt" 2>&1 ;;
     timing_gpu) timeout 120 "$b/tests/reference_gpu_tests" --gtest_filter='TimingGpu.*' >"$out/timing_gpu.txt" 2>&1 ;;
     history) timeout 300 "$b/tests/episode_gpu_tests" --gtest_filter='HistoryGpuTest.*' >"$out/history.txt" 2>&1 ;;
-    shapes_cost) timeout 420 "$b/tools/kforge_eval_bench" shapes --repeats 3 --large-bytes "${KFORGE_LARGE_BYTES:-2e9,8e9}" \
+    shapes_cost) timeout 420 "$b/tools/kforge_eval_bench" shapes --repeats 3 --large-bytes "${KFORGE_LARGE_BYTES:-2e9,8e9,32e9}" \
                    --out "$out/eval_shapes_cost.json" >"$out/shapes_cost.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
     aa) aa_softmax 200 20 eval_aa.json >"$out/aa.txt" 2>&1 ;;
