@@ -198,7 +198,7 @@ def main():
         proc.terminate()
         proc.wait(60)
 
-    figures = {"sequential": args.sequential == "on",
+    figures = {"sequential": 1 if args.sequential == "on" else 0,  # a number, as the records want
                "episodes_count": args.episodes, "rounds_count": args.rounds, "pairs_count": len(pairs),
                "tasks_count": len({t for t, _ in pairs}),
                "server_rss_idle_mib": rss0 / 1024, "server_rss_open_mib": rss_open / 1024,
