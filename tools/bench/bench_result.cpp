@@ -1,5 +1,6 @@
 #include "tools/bench/bench_result.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -23,6 +24,13 @@ std::string arg_value(int argc, char** argv, const std::string& key, const std::
   for (int i = 1; i + 1 < argc; ++i)
     if (argv[i] == key) return argv[i + 1];
   return fallback;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void write_result(const std::string& path, const nlohmann::json& device, const std::string& command, const nlohmann::json& figures) {

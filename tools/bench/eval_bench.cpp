@@ -56,11 +56,10 @@
 
 using namespace kforge;
 using kforge::bench::arg_value;
+using kforge::bench::median;
 using kforge::bench::write_result;
 
 namespace {
-
-double median(std::vector<double> v) { return TimingStats::from_samples(std::move(v)).median; }
 
 // (max - min) / median of a list, in percent.
 double spread_pct(const std::vector<double>& v) {

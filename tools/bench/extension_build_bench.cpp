@@ -28,25 +28,15 @@
 #include "configs/error.h"
 #include "configs/file_reader.h"
 #include "env/extension/extension_build.h"
+#include "tools/bench/bench_result.h"
 
 using namespace kforge;
+using kforge::bench::arg_value;
+using kforge::bench::median;
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 namespace {
-
-std::string arg_value(int argc, char** argv, const std::string& key, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == key) return argv[i + 1];
-  return fallback;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 ExtensionBuildRequest read_cuda_agent(const std::string& dir) {
   ExtensionBuildRequest r;

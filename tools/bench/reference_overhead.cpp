@@ -22,21 +22,11 @@
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
 #include "env/process/clock.h"
+#include "tools/bench/bench_result.h"
 
 namespace kforge::bench {
 
 namespace {
-
-std::string option(int argc, char** argv, const std::string& key, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == key) return argv[i + 1];
-  return fallback;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 struct CallTimes {
   double first_us = 0, median_us = 0, p10_us = 0, p90_us = 0;
@@ -64,9 +54,9 @@ CallTimes time_calls(const TaskSpec& t, const std::vector<at::Tensor>& args, boo
 }  // namespace
 
 int reference_overhead(int argc, char** argv) {
-  const std::string dir = option(argc, argv, "--tasks", ""), device_name = option(argc, argv, "--device", "cpu");
-  const int calls = std::stoi(option(argc, argv, "--calls", "2000"));
-  const std::string out_path = option(argc, argv, "--out", "");
+  const std::string dir = arg_value(argc, argv, "--tasks", ""), device_name = arg_value(argc, argv, "--device", "cpu");
+  const int calls = std::stoi(arg_value(argc, argv, "--calls", "2000"));
+  const std::string out_path = arg_value(argc, argv, "--out", "");
   KFORGE_CHECK(!dir.empty(), usage, "--tasks DIR (what tests/data_synth/make_imported_tasks.py --out DIR wrote) is required");
   KFORGE_CHECK(device_name == "cpu" || device_name == "cuda", usage, "--device is cpu or cuda");
   KFORGE_CHECK(calls >= 10, usage, "--calls is at least 10");

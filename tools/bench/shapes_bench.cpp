@@ -25,7 +25,6 @@
 #include "data_synth/synth/cpu_checks.h"
 #include "data_synth/synth/extra_shapes.h"
 #include "env/evaluator/evaluator.h"
-#include "reward/timing_stats.h"
 #include "tests/env/evaluator/candidates.h"
 #include "tools/bench/bench_result.h"
 #include "tools/bench/shapes_bench.h"
@@ -33,8 +32,6 @@
 namespace kforge::bench {
 
 namespace {
-
-double median(std::vector<double> v) { return v.empty() ? 0.0 : TimingStats::from_samples(std::move(v)).median; }
 
 std::vector<double> parse_budgets(const std::string& list) {
   std::vector<double> out;
