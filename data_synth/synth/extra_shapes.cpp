@@ -153,7 +153,7 @@ std::vector<ExtraShape> draw_extra_shapes(const TaskSpec& t, const ExtraShapeCon
     std::optional<ResolvedGraph> g = resolve_at(own, full);
     if (!g || (kind != "large" && footprint_bytes(*g) > own.footprint)) continue;
     if (kind == "empty" && (!outputs_empty(*g) || !empty_ok(t.with_dims({{"B", 0}})).empty())) continue;
-    ExtraShape s{kind, {}};
+    ExtraShape s{kind, {}, footprint_bytes(*g)};
     for (const auto& [k, v] : full)
       if (t.dims.at(k) != v) s.dims[k] = v;
     seen.push_back(full);

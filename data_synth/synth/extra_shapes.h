@@ -34,6 +34,7 @@ namespace kforge {
 struct ExtraShape {
   std::string kind;  // odd | batch_one | off_by_one | empty | large
   DimEnv dims;       // the dims it changes, at their new values (an entry of TaskSpec::extra_dims)
+  double bytes = 0;  // its footprint: the arguments and every result there (composer.h footprint_bytes)
 };
 
 // Whether the task's reference runs at `at` (the task at its empty shape): empty when it does, else

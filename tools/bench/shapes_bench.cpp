@@ -171,7 +171,7 @@ int shapes(int argc, char** argv) {
       std::printf("  %-16s verify %8.1f ms (x%.2f), shape trials %8.1f ms:", arm.name.c_str(), m, m / base, median(arm.shapes_ms));
       for (const auto& s : arm.shapes) {
         const double t = median(arm.trial_ms.count(s.kind) ? arm.trial_ms.at(s.kind) : std::vector<double>{});
-        const double gb = footprint_bytes(task.with_dims(s.dims).resolved) / 1e9;
+        const double gb = s.bytes / 1e9;
         fig[ak + s.kind + "_trial_ms"] = t;
         fig[ak + s.kind + "_footprint_gb"] = gb;
         std::printf(" %s %.1f ms (%.3g GB)", s.kind.c_str(), t, gb);

@@ -113,7 +113,7 @@ int add_extra_shapes(const ExtraShapesArgs& a) {
       std::vector<DimEnv> extra;
       for (ExtraShape& s : draw_extra_shapes(t, cfg, reference_accepts_empty)) {
         ++counts.by_kind[s.kind];
-        if (s.kind == "large") counts.large_growth.push_back(footprint_bytes(t.with_dims(s.dims).resolved) / footprint_bytes(t.resolved));
+        if (s.kind == "large") counts.large_growth.push_back(s.bytes / footprint_bytes(t.resolved));
         extra.push_back(std::move(s.dims));
       }
       r.spec_yaml = spec_with_extra_dims(r.spec_yaml, extra, origin);

@@ -223,6 +223,7 @@ graph:
   EXPECT_EQ(shapes.back().dims, (DimEnv{{"B", 1000}}));
   const TaskSpec at = rows.with_dims(shapes.back().dims);
   EXPECT_LE(footprint_bytes(at.resolved), cfg.large_bytes);
+  for (const auto& s : shapes) EXPECT_EQ(s.bytes, footprint_bytes(rows.with_dims(s.dims).resolved)) << s.kind << ": its footprint";
   // Off by default; none when the task already fills the budget, or with room for no larger batch.
   for (const auto& s : draw_extra_shapes(rows, {})) EXPECT_NE(s.kind, "large");
   cfg.large_bytes = own;
