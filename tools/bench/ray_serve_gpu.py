@@ -17,7 +17,6 @@ import asyncio
 import datetime
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -115,15 +114,7 @@ def main():
         print(f"{k:34s} {v:12.3f}")
     print(f"{'rewards_by_value':34s} {details['rewards_by_value']}")
     if args.json:
-        def sh(cmd):
-            try:
-                return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip() or None
-            except (OSError, subprocess.SubprocessError):
-                return None
-        result = {"gpu": sh("nvidia-smi --query-gpu=name --format=csv,noheader | head -1"),
-                  "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1"),
-                  "cuda": sh(f"{sys.executable} -c 'import torch; print(torch.version.cuda)'"),
-                  "torch": sh(f"{sys.executable} -c 'import torch; print(torch.__version__)'"),
+        result = {**results_doc.host(),
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "commit": results_doc.commit(), "command": " ".join(sys.argv), "figures": figures, "details": details}
         name = f"ray_serve_gpu_{datetime.date.today().isoformat()}.json"

@@ -41,6 +41,21 @@ def commit():
         return ""
 
 
+def host():
+    """The record's gpu, driver, cuda and torch for this host: nvidia-smi's first GPU and driver (gpu
+    "none (CPU run)" and driver None without one) and this interpreter's torch (None without it),
+    asked in child processes so that the caller need not import torch."""
+    def sh(cmd):
+        try:
+            return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return {"gpu": sh("nvidia-smi --query-gpu=name --format=csv,noheader | head -1") or "none (CPU run)",
+            "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1"),
+            "cuda": sh(f"{sys.executable} -c 'import torch; print(torch.version.cuda)'"),
+            "torch": sh(f"{sys.executable} -c 'import torch; print(torch.__version__)'")}
+
+
 def write(path, doc, who):
     """Writes `doc` to `path` (its folder made), says so, and says on stderr what keeps it from the
     shape: the record is written all the same, so no measurement is lost. True when it has the shape."""

@@ -248,15 +248,7 @@ def main():
         print(f"{k:40s} {v:12.3f}")
 
     if args.json:
-        def sh(cmd):
-            try:
-                return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
-            except Exception:
-                return ""
-        gpu = sh("nvidia-smi --query-gpu=name --format=csv,noheader | head -1") or "none (CPU run)"
-        result = {"gpu": gpu, "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1") or None,
-                  "cuda": sh(f"{sys.executable} -c 'import torch; print(torch.version.cuda)'") or None,
-                  "torch": sh(f"{sys.executable} -c 'import torch; print(torch.__version__)'") or None,
+        result = {**results_doc.host(),
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "commit": results_doc.commit(),
                   "command": " ".join(sys.argv), "host_cpus": os.cpu_count(), "figures": figures}
