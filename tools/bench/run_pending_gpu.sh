@@ -122,6 +122,11 @@ install_wheels() {
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   fi
 }
+# ray with its cluster binaries and what its core imports beyond the image, from .ray/ (tools/bench/gpu_ray_bundle.sh;
+# carry .ray), into /tmp/site_ray once per host
+unpack_ray() {
+  [ -d /tmp/site_ray/ray ] || { mkdir -p /tmp/site_ray && tar xJf .ray/site.tar.xz -C /tmp/site_ray; }
+}
 for s in $steps; do
   t0=$(date +%s)
   case $s in
@@ -227,8 +232,7 @@ for s in $steps; do
         --kforge "$b/tools/kforge" --steps 2000 --only verl >"$out/verl_overhead.txt" 2>&1 || r=$?
       (exit $r) ;;
     ray_serve)
-      # ray with its cluster binaries and what its core imports beyond the image (tools/bench/gpu_ray_bundle.sh; carry .ray)
-      rm -rf /tmp/site_ray && mkdir -p /tmp/site_ray && tar xJf .ray/site.tar.xz -C /tmp/site_ray
+      unpack_ray
       PYTHONPATH=/tmp/site_ray${PYTHONPATH:+:$PYTHONPATH} timeout 300 "$py" tools/bench/ray_serve_gpu.py --kforge "$b/tools/kforge" \
         --json >"$out/ray_serve.txt" 2>&1
       r=$?
@@ -236,8 +240,8 @@ for s in $steps; do
       (exit $r) ;;
     baseline_slice)
       # kforge baseline's engine over this host's GPUs through Ray, on a slice of the shipped dataset: rows per GPU-hour
-      # against the shipped run's (ray from .ray/site.tar.xz, as ray_serve)
-      [ -d /tmp/site_ray/ray ] || { mkdir -p /tmp/site_ray && tar xJf .ray/site.tar.xz -C /tmp/site_ray; }
+      # against the shipped run's
+      unpack_ray
       xz -dkc datasets/synth/dataset.h5.xz >/tmp/kforge_ds.h5 && rm -rf /tmp/kforge_bl &&
         PYTHONPATH=/tmp/site_ray${PYTHONPATH:+:$PYTHONPATH} timeout "$(( ${KFORGE_BASELINE_BUDGET_S:-240} + 90 ))" "$py" \
           tools/dataset/baseline_ray.py /tmp/kforge_ds.h5 --out /tmp/kforge_bl --time-budget-s "${KFORGE_BASELINE_BUDGET_S:-240}" \
