@@ -13,6 +13,7 @@ import time
 import pytest
 
 from client_harness import KFORGE, call, client_env, write
+from shared_checks import pid_alive
 
 ray = pytest.importorskip("ray", reason="ray is not installed (tools/setup.sh's trainers step installs it)")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -48,14 +49,6 @@ def fleet(cluster, tmp_path_factory):
     yield f, recording
     f.shutdown(timeout=30)
 
-
-def pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"  # a zombie is gone but for its parent's wait
 
 
 def run(coro):

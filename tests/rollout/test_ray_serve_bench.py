@@ -4,7 +4,6 @@ stored sample candidate asked for; every episode is placed, answered and in the 
 verify and submit answer no_gpu, so no submit ends an episode and the run says so with exit status 1
 (on a GPU host the same run must end every episode with a reward: run_pending_gpu.sh ray_serve)."""
 import os
-import re
 import subprocess
 import sys
 
@@ -15,11 +14,7 @@ pytest.importorskip("ray", reason="ray is not installed (tools/setup.sh's traine
 SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KFORGE = os.environ.get("KFORGE_BIN") or os.path.join(SOURCE_DIR, "build", "tools", "kforge")
 
-
-def figure(out, name):
-    m = re.search(rf"^{name}\s+([0-9.]+)$", out, re.M)
-    assert m, out
-    return float(m.group(1))
+from shared_checks import figure  # noqa: E402
 
 
 def test_every_episode_is_placed_answered_and_recorded_and_no_submit_ends_on_cpu():

@@ -36,6 +36,9 @@ STAGE = [*FAST, "--workers", "0"]
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "dataset"))
 from baseline_ray.keys import key_of  # noqa: E402
 
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "rollout"))
+from shared_checks import pid_alive  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
@@ -92,14 +95,6 @@ def wait_for(cond, timeout, what):
         assert time.monotonic() - t0 < timeout, f"timed out waiting for {what}"
         time.sleep(0.2)
 
-
-def pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
 
 
 def test_bad_inputs_are_one_line_errors(dataset, tmp_path):

@@ -12,17 +12,14 @@ SOURCE_DIR = os.environ.get("KFORGE_SOURCE_DIR") or os.path.abspath(os.path.join
 BENCH = os.path.join(SOURCE_DIR, "tools", "bench", "serve_bench.py")
 KFORGE = os.environ.get("KFORGE_BIN") or os.path.join(SOURCE_DIR, "build", "tools", "kforge")
 CANDIDATES = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "rollout"))
+from shared_checks import figure  # noqa: E402
 
 
 def bench(*args):
     return subprocess.run([sys.executable, BENCH, "--kforge", KFORGE, "--rounds", "1", *args],
                           capture_output=True, text=True, timeout=300)
 
-
-def figure(out, name):
-    m = re.search(rf"^{name}\s+([0-9.]+)$", out, re.M)
-    assert m, out
-    return float(m.group(1))
 
 
 def passing_candidates():
