@@ -5,6 +5,7 @@
 
 #include "configs/error.h"
 #include "env/process/strict_json.h"
+#include "env/process/worker_protocol.h"
 
 namespace kforge {
 
@@ -437,6 +438,13 @@ CheckOutcome parse_check(const Json& j, const std::string& path) {
   c.evidence = o.raw("evidence");
   o.done();
   return c;
+}
+
+Json error_reply_after(const Json& partial, const std::string& kind, const std::string& message, bool fatal) {
+  Json err = error_reply(kind, message, fatal);
+  for (const char* k : {"load", "verify", "anticheat_checks"})
+    if (partial.contains(k)) err[k] = partial[k];
+  return err;
 }
 
 GpuEvalReply parse_gpu_eval_reply(const Json& reply) {

@@ -155,7 +155,13 @@ CheckOutcome parse_check(const Json& j, const std::string& path);
 std::map<std::string, double> parse_measured_map(const Json& j, const std::string& path);
 Json measured_map_json(const std::map<std::string, double>& m);
 
-// The sections of a reply (ok or not: an error reply may carry `load`, `verify` and `phases`).
+// A candidate's error reply (worker_protocol.h's error_reply) with what the judgement wrote before it
+// failed: its `load` and `verify` sections and the named checks that already ran (`anticheat_checks`),
+// so a fault while timing still reports the verification and checks that passed.
+Json error_reply_after(const Json& partial, const std::string& kind, const std::string& message, bool fatal);
+
+// The sections of a reply (ok or not: an error reply may carry `load`, `verify`, `anticheat_checks`
+// and `phases`).
 // Throws a spec error naming the first unknown, missing or mistyped key ("reply.verify.passed").
 GpuEvalReply parse_gpu_eval_reply(const Json& reply);
 

@@ -220,9 +220,7 @@ Json GpuWorker::evaluate(const Json& request) {
     if (req.time && j.clean()) j.time();
     if (req.profile && j.clean()) j.profile();
   } catch (const CandidateError& e) {
-    Json err = error_reply(e.kind, e.what(), e.fatal);
-    for (const char* k : {"load", "verify"})
-      if (j.reply().contains(k)) err[k] = j.reply()[k];
+    Json err = error_reply_after(j.reply(), e.kind, e.what(), e.fatal);
     j.phases()["worker_ms"] = ms_since(t_req);
     err["phases"] = j.phases();
     if (e.fatal || s_->extensions_full()) throw FatalWorkerError(err);
@@ -230,10 +228,12 @@ Json GpuWorker::evaluate(const Json& request) {
   } catch (const c10::Error& e) {
     // libtorch failing after the candidate ran means the context may be gone.
     CUresult r = cuda_driver().CtxSynchronize();
-    Json err = error_reply(
-        is_sticky(r) ? worker_error::runtime_error : worker_error::internal,
+    Json err = error_reply_after(
+        j.reply(), is_sticky(r) ? worker_error::runtime_error : worker_error::internal,
         std::string("libtorch failed: ") + e.what_without_backtrace() + (is_sticky(r) ? " (after " + cuda_error_text(r) + ")" : ""),
         is_sticky(r));
+    j.phases()["worker_ms"] = ms_since(t_req);
+    err["phases"] = j.phases();
     if (is_sticky(r)) throw FatalWorkerError(err);
     return err;
   }

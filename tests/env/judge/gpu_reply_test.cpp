@@ -396,6 +396,25 @@ TEST(GpuEvalReply, ProfileWithoutCuptiAndWithoutFlopsParses) {
   EXPECT_FALSE(r.profile->achieved->tflops.has_value());
 }
 
+TEST(GpuEvalReply, AFaultAfterVerificationKeepsTheSectionsAndChecksThatRan) {
+  // What the judgement wrote before timing faulted (gpu_worker.cpp): load, verify and its checks,
+  // and a timing section it had not finished (never in a reply: it is written when timing ends).
+  Json partial = {{"ok", true}, {"load", load_of()}, {"verify", verify_passed(false)}, {"anticheat_checks", checks_full()}};
+  Json err = error_reply_after(partial, worker_error::runtime_error, "the candidate failed while running (timing)", true);
+  EXPECT_FALSE(err["ok"].get<bool>());
+  EXPECT_TRUE(err["fatal"].get<bool>());
+  EXPECT_EQ(err["error"]["kind"], worker_error::runtime_error);
+  GpuEvalReply r = round_trip(err);
+  ASSERT_TRUE(r.load && r.verify);
+  EXPECT_TRUE(r.verify->passed);
+  ASSERT_EQ(r.anticheat_checks.size(), checks_full().size());
+  EXPECT_EQ(r.anticheat_checks.front().name, "inputs_unchanged");
+  EXPECT_FALSE(r.timing.has_value());
+  // Before verification ended nothing but the error is carried.
+  Json bare = error_reply_after({{"ok", true}}, worker_error::launch_error, "k launched with 2048 threads per block", false);
+  EXPECT_FALSE(bare.contains("load") || bare.contains("verify") || bare.contains("anticheat_checks") || bare.contains("fatal"));
+}
+
 TEST(GpuEvalReply, EveryErrorReplyParses) {
   // gpu_worker.cpp: a CandidateError carries load and verify when they were written, and phases.
   auto candidate_error = [](const char* kind, const std::string& msg, bool fatal) {
@@ -414,10 +433,11 @@ TEST(GpuEvalReply, EveryErrorReplyParses) {
   e = candidate_error(worker_error::runtime_error, "the candidate failed while running (verification): CUDA_ERROR_ILLEGAL_ADDRESS", true);
   e["load"] = load_of();
   round_trip(e);
-  // A fault while timing or profiling: load and verify, phases up to there.
+  // A fault while timing or profiling: load, verify and the checks that ran, phases up to there.
   e = candidate_error(worker_error::runtime_error, "the candidate failed while running (timing): CUDA_ERROR_LAUNCH_FAILED", true);
   e["load"] = load_of();
   e["verify"] = verify_passed(true);
+  e["anticheat_checks"] = Json::array({check("inputs_unchanged", true, {{"calls", int64_t{5}}})});
   e["phases"] = phases_full();
   round_trip(e);
   // libtorch failing (gpu_worker.cpp), a bad request or an internal error (worker_loop.cpp), the test hook's fatal reply.
