@@ -12,6 +12,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "env/extension/nvrtc_cubin.h"
 #include "env/process/child_sandbox.h"
 #include "env/process/clock.h"
 
@@ -65,10 +66,18 @@ bool run_build_jobs_into(const ChildSandbox& sandbox, std::vector<BuildJob>& job
                          const std::string& tmp_suffix, ExtensionBuildResult& out) {
   bool timed_out = false;
   const int failed = run_build_jobs(sandbox, jobs, parallel, timeout_s, &timed_out);
-  for (const auto& j : jobs) out.steps.push_back(j.step);
+  std::vector<bool> fell_back(jobs.size(), false);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    BuildJob& j = jobs[i];
+    fell_back[i] = !j.fallback_tool.empty() && try_read_file(j.log).value_or("").rfind(kNvrtcFallbackMarker, 0) == 0;
+    if (fell_back[i]) j.step.tool = j.fallback_tool;
+    out.steps.push_back(j.step);
+  }
   if (failed >= 0) {
+    std::string log = trimmed_build_log(jobs[failed].log);
+    if (fell_back[failed]) log.erase(0, log.find('\n') == std::string::npos ? log.size() : log.find('\n') + 1);  // nvcc's words only
     out.error_kind = timed_out ? "timeout" : "compile_error";
-    out.log = jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + trimmed_build_log(jobs[failed].log);
+    out.log = jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + log;
     return false;
   }
   for (const auto& j : jobs) fs::rename(j.output + tmp_suffix, j.output);

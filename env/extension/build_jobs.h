@@ -18,6 +18,9 @@ struct BuildJob {
   std::vector<std::string> argv;
   std::string output;
   std::string log;
+  // kforge-nvrtc-cubin's job: the step's tool when its log starts with kNvrtcFallbackMarker (nvcc
+  // built the half), a line left out of the log a failure reports.
+  std::string fallback_tool;
 };
 
 // Runs the jobs, `parallel` at a time; the first that fails (or outlasts the limit) stops the rest.

@@ -5,9 +5,9 @@
 // runs its whole host chain (preprocessing twice, cudafe++, a host compile) for every changed kernel.
 // The split reads the source with the one lexer of CUDA source (env/cuda_source/cuda_lexer.h) and
 // writes two files:
-//   - a torch-free `.cu` for `nvcc -cubin`: the device code (kernels, __device__ functions and
-//     variables, types holding device code) and what both sides share (types, constants, #defines,
-//     includes other than torch's);
+//   - a torch-free `.cu` for a cubin (`nvcc -cubin`, or NVRTC where it may: nvrtc_cubin.h): the
+//     device code (kernels, __device__ functions and variables, types holding device code) and what
+//     both sides share (types, constants, #defines, includes other than torch's);
 //   - a `.cpp` for g++ (with the precompiled torch header where the source includes torch's or its
 //     own headers): the host code (the functions using torch, torch's includes, what both share),
 //     each `K<<<grid, block[, smem[, stream]]>>>(args)` rewritten to

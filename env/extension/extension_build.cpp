@@ -18,6 +18,7 @@
 #include "configs/file_reader.h"
 #include "configs/sha256.h"
 #include "env/extension/build_jobs.h"
+#include "env/extension/nvrtc_cubin.h"
 #include "env/extension/source_rules.h"
 #include "env/process/child_sandbox.h"
 #include "env/process/clock.h"
@@ -68,7 +69,8 @@ ChildSandboxSpec compiler_sandbox(const ExtensionToolchain& tc, const std::strin
   const fs::path nvcc = fs::canonical(tc.nvcc, ec), cxx = fs::canonical(tc.cxx, ec);
   add(s.read_paths, nvcc.parent_path().parent_path());  // the CUDA toolkit's root
   add(s.read_paths, cxx.parent_path().parent_path());
-  for (const auto& p : {tc.cuda_include, tc.cuda_lib_dir, tc.torch_lib_dir, tc.shim_dir}) add(s.read_paths, p);
+  for (const auto& p : {tc.cuda_include, tc.cuda_lib_dir, tc.torch_lib_dir, tc.shim_dir, tc.nvrtc_shim_dir}) add(s.read_paths, p);
+  if (!tc.nvrtc_cubin.empty()) add(s.read_paths, fs::path(tc.nvrtc_cubin).parent_path());
   for (const auto& p : tc.torch_includes) add(s.read_paths, p);
   fs::create_directories(fs::path(cache_dir) / "tmp");
   add(s.write_paths, cache_dir);
@@ -93,6 +95,8 @@ ExtensionToolchain ExtensionToolchain::from_build() {
   t.torch_lib_dir = KFORGE_EXT_TORCH_LIB_DIR;
   t.torch_cxx_flags = KFORGE_EXT_TORCH_CXX_FLAGS;
   t.torch_includes = split_list(KFORGE_EXT_TORCH_INCLUDES);
+  t.nvrtc_cubin = KFORGE_EXT_NVRTC_CUBIN;
+  t.nvrtc_shim_dir = KFORGE_EXT_NVRTC_SHIM_DIR;
 #endif
   t.jobs = std::max(1u, std::thread::hardware_concurrency());
   return t;
@@ -101,8 +105,11 @@ ExtensionToolchain ExtensionToolchain::from_build() {
 ExtensionBuilder::ExtensionBuilder(ExtensionToolchain tc, std::string cache_dir) : tc_(std::move(tc)), cache_dir_(std::move(cache_dir)) {
   KFORGE_CHECK(!tc_.nvcc.empty() && !tc_.cxx.empty(), config, "the extension kind needs nvcc and a C++ compiler (none configured)");
   std::string shim;
-  for (const auto& e : fs::recursive_directory_iterator(tc_.shim_dir))
-    if (e.is_regular_file()) shim += e.path().string() + "\n" + read_file(e.path().string(), "shim header") + "\n";
+  for (const auto& dir : {tc_.shim_dir, tc_.nvrtc_shim_dir}) {
+    if (dir.empty()) continue;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) shim += e.path().string() + "\n" + read_file(e.path().string(), "shim header") + "\n";
+  }
   toolchain_id_ = sha256_hex(tool_version(tc_.nvcc) + "|" + tool_version(tc_.cxx) + "|" + tc_.arch + "|" + tc_.torch_cxx_flags + "|" + shim)
                       .substr(0, 16);
   fs::create_directories(fs::path(cache_dir_) / "obj");
@@ -196,6 +203,20 @@ std::vector<std::string> split_host_flags(const std::vector<std::string>& cuda_e
   return out;
 }
 
+// kforge-nvrtc-cubin's NVRTC options for a device half whose nvcc command is `nvcc` (no -o or
+// source yet), or none when nvcc builds it: no NVRTC in the toolchain, or the half (or a candidate
+// header) or a flag that NVRTC may read differently (nvrtc_cubin.h).
+std::vector<std::string> nvrtc_plan(const BuildPlace& at, const ExtensionFile& f, const std::vector<std::string>& nvcc) {
+  if (at.tc.nvrtc_cubin.empty() || !nvrtc_unsuitable(f.text).empty() || !nvrtc_unsuitable(at.headers).empty()) return {};
+  std::vector<std::string> flags;
+  for (size_t a = 1; a < nvcc.size(); ++a)
+    if (nvcc[a] != "-cubin" && nvcc[a].rfind("-arch=", 0) != 0) flags.push_back(nvcc[a]);
+  std::optional<std::vector<std::string>> opts = nvrtc_options(at.arch, flags, nullptr);
+  if (!opts) return {};
+  for (const auto& dir : {at.tc.nvrtc_shim_dir, at.tc.cuda_include, at.work}) opts->push_back("-I" + dir);
+  return *opts;
+}
+
 ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, const std::vector<ExtensionFile>& files,
                         const std::vector<std::string>& cuda_extra, const std::vector<std::string>& host_extra) {
   const ExtensionToolchain& tc = at.tc;
@@ -206,6 +227,7 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
     if (k == ExtensionFileKind::header) continue;
     BuildJob j;
     j.step = {f.path, k == ExtensionFileKind::cuda ? "nvcc" : "g++", 0, false};
+    std::vector<std::string> nvrtc;  // kforge-nvrtc-cubin's options, when NVRTC builds this device half
     const SplitHalves* device_half = half_of(at.halves, f.path, true);
     const SplitHalves* host_half = half_of(at.halves, f.path, false);
     if (k == ExtensionFileKind::cuda) {
@@ -220,6 +242,7 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
       j.argv.push_back(define);
       for (const auto& x : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) j.argv.push_back(x);
       for (const auto& x : cuda_extra) j.argv.push_back(x);
+      if (device_half) nvrtc = nvrtc_plan(at, f, j.argv);
     } else {
       j.argv = {tc.cxx, "-c"};
       for (const auto& x : host_flags(tc)) j.argv.push_back(x);
@@ -232,6 +255,8 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
     std::string flags;
     for (size_t a = 1; a < j.argv.size(); ++a)
       if (j.argv[a].rfind("-I", 0) != 0 && j.argv[a].rfind(at.pch, 0) != 0) flags += j.argv[a] + " ";
+    for (const auto& o : nvrtc)
+      if (o.rfind("-I", 0) != 0) flags += "nvrtc:" + o + " ";
     const std::string key = sha256_hex(at.toolchain_id + "|" + flags + "|" + f.path + "|" + f.text + "|" +
                                        (f.path == "kforge_ext_entry.cpp" ? std::string() : at.headers));
     const fs::path obj = fs::path(at.work).parent_path().parent_path() / "obj" / (key.substr(0, 32) + (device_half ? ".cubin" : ".o"));
@@ -246,6 +271,15 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
     }
     j.output = obj.string();
     j.argv.insert(j.argv.end(), {"-o", obj.string() + at.tmp_suffix, (fs::path(at.work) / f.path).string()});
+    if (!nvrtc.empty()) {  // NVRTC first, nvcc's command in its place if it fails
+      std::vector<std::string> w = {at.tc.nvrtc_cubin, (fs::path(at.work) / f.path).string(), obj.string() + at.tmp_suffix};
+      w.insert(w.end(), nvrtc.begin(), nvrtc.end());
+      w.push_back("--");
+      w.insert(w.end(), j.argv.begin(), j.argv.end());
+      j.argv = std::move(w);
+      j.step.tool = "nvrtc";
+      j.fallback_tool = "nvcc";
+    }
     j.log = (fs::path(at.work) / (f.path + ".log")).string();
     plan.jobs.push_back(std::move(j));
   }

@@ -1,8 +1,9 @@
 #pragma once
 // Builds an extension candidate (issue 28; env/extension/EXTENSION_FORMAT.md) into one shared
 // library the GPU worker loads. Each `.cu` file is split (cuda_split.h) into its device code, built
-// with `nvcc -cubin` and linked as data beside its kernels' symbols (split_launchers.h), and its host
-// code, built with g++; a `.cu` the split refuses is built whole with nvcc. The host files (and host
+// to a cubin (NVRTC where it reads it as nvcc would, else `nvcc -cubin`: nvrtc_cubin.h) and linked
+// as data beside its kernels' symbols (split_launchers.h), and its host code, built with g++; a
+// `.cu` the split refuses is built whole with nvcc. The host files (and host
 // halves that include torch's or the candidate's headers) build against a precompiled torch header
 // set; everything in parallel, each object cached by the hash of everything that can change it, then
 // one link. The binding headers a candidate includes (pybind11's, torch's extension header, CUDA
@@ -40,8 +41,8 @@ struct ExtensionBuildRequest {
   std::vector<std::string> extra_cflags;       // load_inline's, after the allow-list (extension_flags)
   std::vector<std::string> extra_cuda_cflags;
   std::string arch;  // the device's (sm_90a: the evaluator's worker reports it); empty: the toolchain's
-  // Each .cu file is split (cuda_split.h) into a torch-free device half for nvcc -cubin and a host
-  // .cpp for g++ (load_inline's cuda.cu into cuda_device.cu and cuda_host.cpp, any other X.cu into
+  // Each .cu file is split (cuda_split.h) into a torch-free device half for a cubin (nvrtc_cubin.h)
+  // and a host .cpp for g++ (load_inline's cuda.cu into cuda_device.cu and cuda_host.cpp, any other X.cu into
   // X_kforge_device.cu and X_kforge_host.cpp beside it); where the split refuses a source, or the
   // halves do not build, the .cu is built as it is. The request's files stay the candidate's (what
   // the static scan reads); the split is the builder's.
@@ -51,6 +52,9 @@ struct ExtensionBuildRequest {
 // Where the toolchain and torch are (the build's own, from CMake, by default).
 struct ExtensionToolchain {
   std::string nvcc, cxx, shim_dir, cuda_include, cuda_lib_dir, torch_lib_dir, torch_cxx_flags;
+  // kforge-nvrtc-cubin and its stand-in headers (nvrtc_cubin.h): the split's device halves with NVRTC
+  // where it builds what nvcc would; empty: nvcc -cubin for every half.
+  std::string nvrtc_cubin, nvrtc_shim_dir;
   std::vector<std::string> torch_includes;
   std::string arch = "sm_90a";  // when a request names none
   int jobs = 4;
@@ -61,7 +65,7 @@ struct ExtensionToolchain {
 // One compiler or linker step, for "where the time goes".
 struct BuildStep {
   std::string what;  // a file's path, "pch" or "link"
-  std::string tool;  // nvcc | g++
+  std::string tool;  // nvcc | nvrtc | g++ | as
   double ms = 0;
   bool cached = false;
 };

@@ -1,6 +1,7 @@
 // The split of an extension candidate's .cu files for its build (extension_build.h, cuda_split.h):
-// each into a device half built with nvcc -cubin and linked as data beside its kernels' symbols
-// (split_launchers.h, cubin_symbols.h), and a host half for g++; refusals and fallbacks, per file.
+// each into a device half built to a cubin (NVRTC or nvcc -cubin: nvrtc_cubin.h) and linked as data
+// beside its kernels' symbols (split_launchers.h, cubin_symbols.h), and a host half for g++;
+// refusals and fallbacks, per file.
 #include <set>
 #include <utility>
 
@@ -132,7 +133,8 @@ ExtensionBuildResult ExtensionBuilder::build(const ExtensionBuildRequest& req) {
     split.files.push_back({device, s.device_cu});
     split.files.push_back({host, s.host_cpp});
     notes.push_back(f.path + " split: " + std::to_string(s.launched.size()) + " kernel(s) launched at " + std::to_string(s.launches) +
-                    " site(s), device code to " + device + " (nvcc -cubin, no torch headers), host code to " + host + " (g++" +
+                    " site(s), device code to " + device +
+                    " (a cubin, NVRTC where it may, else nvcc -cubin; no torch headers), host code to " + host + " (g++" +
                     (s.host_uses_torch ? ", precompiled torch header" : "") + ")");
   }
   auto joined = [](const std::vector<std::string>& v) {

@@ -9,7 +9,9 @@
 //   (the glue reader does this properly; the bench needs only the sources).
 //   Figures, each the median of N builds in one warm builder (its precompiled torch header made
 //   first, as a worker does at start): `cuda_agent_cold_ms` (every file new: a comment salted per
-//   build), `cuda_agent_one_cu_changed_ms` (only the .cu differs from the build before),
+//   build), `cuda_agent_one_cu_changed_ms` (only the .cu differs from the build before; its device half by
+//   NVRTC where it may: env/extension/nvrtc_cubin.h), `cuda_agent_one_cu_changed_nvcc_only_ms` (the same, side by side,
+//   by a second builder on the same cache without NVRTC: nvcc -cubin),
 //   `cuda_agent_cached_ms` (the same files again), `load_inline_cold_ms` (cuda.cu split into a torch-free
 //   .cu and a host .cpp: env/extension/cuda_split.h) and `load_inline_unsplit_cold_ms` (cuda.cu as it
 //   is, nvcc over torch's headers: the build before the split, and the split's fallback); per step
@@ -109,6 +111,11 @@ int main(int argc, char** argv) {
     tc.jobs = std::stoi(arg_value(argc, argv, "--jobs", std::to_string(tc.jobs)));
     const std::string cache = (fs::temp_directory_path() / ("kforge-extbench-" + std::to_string(getpid()))).string();
     ExtensionBuilder builder(tc, cache);
+    // The same toolchain without NVRTC (nvcc -cubin for every device half), on the same cache: the
+    // host objects it finds are the first builder's, its device halves its own (nvrtc_cubin.h).
+    ExtensionToolchain tc_nvcc = tc;
+    tc_nvcc.nvrtc_cubin.clear();
+    ExtensionBuilder builder_nvcc(tc_nvcc, cache);
     const bool inline_only = std::find(argv + 1, argv + argc, std::string("--inline-only")) != argv + argc;
     const bool no_unsplit = std::find(argv + 1, argv + argc, std::string("--no-unsplit")) != argv + argc;
     const ExtensionBuildRequest agent = read_cuda_agent(dir), inline_req = read_load_inline(inl, true),
@@ -119,7 +126,7 @@ int main(int argc, char** argv) {
     double pch_ms = 0;
     for (const auto& s : first.steps)
       if (s.what == "pch") pch_ms = s.ms;
-    Series cold, one_cu, cached, inline_cold, inline_unsplit_cold;
+    Series cold, one_cu, one_cu_nvcc, cached, inline_cold, inline_unsplit_cold;
     std::string split_note;
     for (int i = 0; i < repeats; ++i) {
       const std::string salt = "build " + std::to_string(i) + " of " + std::to_string(getpid());
@@ -127,20 +134,24 @@ int main(int argc, char** argv) {
         ExtensionBuildRequest c = salted(agent, salt, false);
         cold.add(builder.build(c), "cold");
         cached.add(builder.build(c), "cached");
+        one_cu_nvcc.add(builder_nvcc.build(salted(c, "changed with nvcc", true)), "one .cu changed, nvcc");
         one_cu.add(builder.build(salted(c, "changed", true)), "one .cu changed");
       }
       const ExtensionBuildResult split = builder.build(salted(inline_req, salt, false));
       split_note = split.split;
       inline_cold.add(split, "load_inline cold");
       if (!no_unsplit) inline_unsplit_cold.add(builder.build(salted(inline_unsplit, salt, false)), "load_inline unsplit cold");
-      std::fprintf(stderr, "build %d: cold %.0f ms, one .cu changed %.0f ms, cached %.1f ms, load_inline cold %.0f ms (unsplit %.0f ms)\n",
+      std::fprintf(stderr,
+                   "build %d: cold %.0f ms, one .cu changed %.0f ms (nvcc only %.0f ms), cached %.1f ms, load_inline cold %.0f ms "
+                   "(unsplit %.0f ms)\n",
                    i, cold.total.empty() ? 0.0 : cold.total.back(), one_cu.total.empty() ? 0.0 : one_cu.total.back(),
-                   cached.total.empty() ? 0.0 : cached.total.back(), inline_cold.total.back(),
-                   inline_unsplit_cold.total.empty() ? 0.0 : inline_unsplit_cold.total.back());
+                   one_cu_nvcc.total.empty() ? 0.0 : one_cu_nvcc.total.back(), cached.total.empty() ? 0.0 : cached.total.back(),
+                   inline_cold.total.back(), inline_unsplit_cold.total.empty() ? 0.0 : inline_unsplit_cold.total.back());
     }
     Json fig = {{"pch_ms", pch_ms},
                 {"cuda_agent_cold_ms_p50", median(cold.total)},
                 {"cuda_agent_one_cu_changed_ms_p50", median(one_cu.total)},
+                {"cuda_agent_one_cu_changed_nvcc_only_ms_p50", median(one_cu_nvcc.total)},
                 {"cuda_agent_cached_ms_p50", median(cached.total)},
                 {"load_inline_cold_ms_p50", median(inline_cold.total)},
                 {"load_inline_unsplit_cold_ms_p50", median(inline_unsplit_cold.total)},
@@ -152,6 +163,8 @@ int main(int argc, char** argv) {
       fig["cuda_agent_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     for (const auto& [tool, v] : one_cu.by_tool)  // what the changed .cu costs: its device compile, the host half, the link
       fig["cuda_agent_one_cu_changed_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
+    for (const auto& [tool, v] : one_cu_nvcc.by_tool)
+      fig["cuda_agent_one_cu_changed_nvcc_only_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     for (const auto& [tool, v] : inline_cold.by_tool)
       fig["load_inline_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
     for (const auto& [what, v] : inline_cold.by_step) fig["load_inline_cold_step_" + what + "_ms_p50"] = median(v);

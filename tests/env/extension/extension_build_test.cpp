@@ -147,14 +147,14 @@ TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
   // torch's header; a change to the kernel's body alone recompiles the device code only.
   EXPECT_EQ(first.split,
             "kernels/scale_add.cu split: 1 kernel(s) launched at 1 site(s), device code to kernels/scale_add_kforge_device.cu "
-            "(nvcc -cubin, no torch headers), host code to kernels/scale_add_kforge_host.cpp (g++)");
+            "(a cubin, NVRTC where it may, else nvcc -cubin; no torch headers), host code to kernels/scale_add_kforge_host.cpp (g++)");
   ExtensionBuildResult changed = builder().build(candidate("alpha * a[i] - 2.0f * b[i]"));
   ASSERT_TRUE(changed.ok) << changed.log;
   EXPECT_NE(changed.library, first.library);
   EXPECT_EQ(step(changed, "kernels/scale_add.cu"), nullptr);
   ASSERT_NE(step(changed, "kernels/scale_add_kforge_device.cu"), nullptr);
   EXPECT_FALSE(step(changed, "kernels/scale_add_kforge_device.cu")->cached);
-  EXPECT_EQ(step(changed, "kernels/scale_add_kforge_device.cu")->tool, "nvcc");
+  EXPECT_EQ(step(changed, "kernels/scale_add_kforge_device.cu")->tool, "nvrtc");         // no std, no compiler macros: NVRTC
   ASSERT_NE(step(changed, "kernels/scale_add_kforge_device.cu (cubin data)"), nullptr);  // cached by the cubin's bytes
   ASSERT_NE(step(changed, "kernels/scale_add_kforge_host.cpp"), nullptr);
   EXPECT_TRUE(step(changed, "kernels/scale_add_kforge_host.cpp")->cached);
@@ -162,6 +162,39 @@ TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
   EXPECT_TRUE(step(changed, "kernels/scale_add_binding.cpp")->cached);
   EXPECT_TRUE(step(changed, "kforge_ext_entry.cpp")->cached);
   ASSERT_NE(step(changed, "link"), nullptr);
+}
+
+// Issue 28's one .cu changed (env/extension/nvrtc_cubin.h): a device half NVRTC reads as nvcc does is
+// built by NVRTC (kforge-nvrtc-cubin); one naming std, or one NVRTC does not compile, by nvcc as before;
+// a compile error is nvcc's, without kforge-nvrtc-cubin's line.
+TEST(ExtensionBuild, DeviceHalvesAreBuiltByNvrtcWhereItMayElseByNvcc) {
+  const std::string run = "\n#define KFORGE_TEST_NVRTC " + std::to_string(getpid()) + "\n";
+  auto built = [&](const std::string& body) {
+    ExtensionBuildRequest r = cuda_agent_candidate(body);
+    for (auto& f : r.files) f.text += run;
+    return builder().build(r);
+  };
+  auto device_tool = [](const ExtensionBuildResult& b) {  // a failed split is retried unsplit: its steps are "split ..."
+    const BuildStep* s = step(b, "kernels/scale_add_kforge_device.cu");
+    if (!s) s = step(b, "split kernels/scale_add_kforge_device.cu");
+    return s ? s->tool : std::string("(no step)");
+  };
+  ExtensionBuildResult nvrtc = built("alpha * a[i] + 3.0f * b[i] + FLT_EPSILON * INT_MAX");  // the stand-ins' names
+  ASSERT_TRUE(nvrtc.ok) << nvrtc.log;
+  EXPECT_EQ(device_tool(nvrtc), "nvrtc");
+  ExtensionBuildResult named_std = built("std::min(alpha * a[i], b[i])");
+  ASSERT_TRUE(named_std.ok) << named_std.log;
+  EXPECT_EQ(device_tool(named_std), "nvcc");
+  ExtensionBuildResult refused = built("a[i] != a[i] ? NAN : alpha * a[i] + b[i]");  // no stand-in defines NAN
+  ASSERT_TRUE(refused.ok) << refused.log;
+  EXPECT_EQ(device_tool(refused), "nvcc");
+  ExtensionBuildResult wrong = built("alpha * a[i] + undefined_name_in_the_kernel");
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_EQ(wrong.error_kind, "compile_error");
+  EXPECT_NE(wrong.log.find("undefined_name_in_the_kernel"), std::string::npos) << wrong.log;
+  EXPECT_NE(wrong.log.find("kernels/scale_add.cu"), std::string::npos) << wrong.log;
+  EXPECT_EQ(wrong.log.find("kforge-nvrtc-cubin"), std::string::npos) << wrong.log;
+  EXPECT_EQ(device_tool(wrong), "nvcc");
 }
 
 TEST(ExtensionBuild, ALoadInlineStyleHostFileRegistersItsModule) {
@@ -216,6 +249,7 @@ TEST(ExtensionBuild, ACompileErrorNamesTheFileAndKeepsTheLog) {
   EXPECT_EQ(b.error_kind, "compile_error");
   EXPECT_NE(b.log.find("kernels/scale_add.cu"), std::string::npos) << b.log;
   EXPECT_NE(b.log.find("error"), std::string::npos) << b.log;
+  EXPECT_EQ(b.log.find("kforge-nvrtc-cubin"), std::string::npos) << b.log;  // nvcc's words, after NVRTC's attempt
 }
 
 TEST(ExtensionBuild, PathsIncludesAndFlagsOutsideTheRulesAreSpecErrors) {
@@ -310,7 +344,7 @@ ExtensionBuildRequest load_inline_sample(bool split) {
 
 }  // namespace
 
-// Issue 28's split: the sample's cuda.cu builds as a torch-free cuda_device.cu (nvcc -cubin, linked as
+// Issue 28's split: the sample's cuda.cu builds as a torch-free cuda_device.cu (a cubin, linked as
 // data) and a cuda_host.cpp (g++ with the precompiled torch header), one library registering the
 // same function.
 // (Its kernel cannot run here: no GPU. extension_eval_gpu_tests runs the sample on one.)
@@ -328,7 +362,7 @@ TEST(ExtensionBuild, TheLoadInlineSampleBuildsSplitWithItsFunctionRegistered) {
   EXPECT_EQ(b.log, b.split);
   EXPECT_EQ(to_json(b).value("split", ""), b.split);
   ASSERT_NE(step(b, "cuda_device.cu"), nullptr);
-  EXPECT_EQ(step(b, "cuda_device.cu")->tool, "nvcc");
+  EXPECT_EQ(step(b, "cuda_device.cu")->tool, "nvrtc");  // cuda.h (load_inline's) is a stand-in; no std: NVRTC
   ASSERT_NE(step(b, "cuda_host.cpp"), nullptr);
   EXPECT_EQ(step(b, "cuda_host.cpp")->tool, "g++");
   EXPECT_FALSE(step(b, "cuda_device.cu")->cached);
