@@ -204,16 +204,22 @@ std::vector<std::string> split_host_flags(const std::vector<std::string>& cuda_e
 }
 
 // kforge-nvrtc-cubin's NVRTC options for a device half whose nvcc command is `nvcc` (no -o or
-// source yet), or none when nvcc builds it: no NVRTC in the toolchain, or the half (or a candidate
-// header) or a flag that NVRTC may read differently (nvrtc_cubin.h).
-std::vector<std::string> nvrtc_plan(const BuildPlace& at, const ExtensionFile& f, const std::vector<std::string>& nvcc) {
+// source yet), or none when nvcc builds it: no NVRTC in the toolchain, the half (or a candidate
+// header) or a flag that NVRTC may read differently (nvrtc_cubin.h), or a candidate file named as a
+// stand-in header (nvcc's own includes would find it where NVRTC has none).
+std::vector<std::string> nvrtc_plan(const BuildPlace& at, const std::vector<ExtensionFile>& files, const ExtensionFile& f,
+                                    const std::vector<std::string>& nvcc) {
   if (at.tc.nvrtc_cubin.empty() || !nvrtc_unsuitable(f.text).empty() || !nvrtc_unsuitable(at.headers).empty()) return {};
+  for (const auto& c : files)
+    if (fs::exists(fs::path(at.tc.nvrtc_shim_dir) / fs::path(c.path).filename())) return {};
   std::vector<std::string> flags;
   for (size_t a = 1; a < nvcc.size(); ++a)
     if (nvcc[a] != "-cubin" && nvcc[a].rfind("-arch=", 0) != 0) flags.push_back(nvcc[a]);
   std::optional<std::vector<std::string>> opts = nvrtc_options(at.arch, flags, nullptr);
   if (!opts) return {};
-  for (const auto& dir : {at.tc.nvrtc_shim_dir, at.tc.cuda_include, at.work}) opts->push_back("-I" + dir);
+  // nvcc's order (common_includes): the candidate's folder first, so that a header of its own shadows
+  // a standard one for both compilers alike; then the stand-ins where nvcc has the system's headers.
+  for (const auto& dir : {at.work, at.tc.nvrtc_shim_dir, at.tc.cuda_include}) opts->push_back("-I" + dir);
   return *opts;
 }
 
@@ -242,7 +248,7 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
       j.argv.push_back(define);
       for (const auto& x : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) j.argv.push_back(x);
       for (const auto& x : cuda_extra) j.argv.push_back(x);
-      if (device_half) nvrtc = nvrtc_plan(at, f, j.argv);
+      if (device_half) nvrtc = nvrtc_plan(at, files, f, j.argv);
     } else {
       j.argv = {tc.cxx, "-c"};
       for (const auto& x : host_flags(tc)) j.argv.push_back(x);

@@ -188,6 +188,14 @@ TEST(ExtensionBuild, DeviceHalvesAreBuiltByNvrtcWhereItMayElseByNvcc) {
   ExtensionBuildResult refused = built("a[i] != a[i] ? NAN : alpha * a[i] + b[i]");  // no stand-in defines NAN
   ASSERT_TRUE(refused.ok) << refused.log;
   EXPECT_EQ(device_tool(refused), "nvcc");
+  // A header of the candidate's named as a stand-in (kernels/stdint.h): nvcc builds the half. (The rule
+  // is by name: one at the candidate's root would shadow the system's header in nvcc's own includes.)
+  ExtensionBuildRequest shadowing = cuda_agent_candidate("alpha * a[i] + b[i] + KFORGE_OWN_HEADER");
+  shadowing.files[0].text = "#include \"stdint.h\"\n" + shadowing.files[0].text + run;
+  shadowing.files.push_back({"kernels/stdint.h", "#pragma once\n#define KFORGE_OWN_HEADER 1.0f\n" + run});
+  ExtensionBuildResult shadowed = builder().build(shadowing);
+  ASSERT_TRUE(shadowed.ok) << shadowed.log;
+  EXPECT_EQ(device_tool(shadowed), "nvcc");
   ExtensionBuildResult wrong = built("alpha * a[i] + undefined_name_in_the_kernel");
   EXPECT_FALSE(wrong.ok);
   EXPECT_EQ(wrong.error_kind, "compile_error");
