@@ -358,6 +358,13 @@ def test_synth_dataset_steps_and_the_gpu_host_script_run_the_setting(tmp_path):
     assert r.returncode == 0 and "step python: rc 0" in r.stdout, r.stdout + r.stderr
     info = (out / "python.txt").read_text()
     assert f"python: {expected}\n" in info and "torch: " in info and FAKE not in info, info
+    # Under a device call's limit a step that needs more than is left is skipped, the next one runs, and
+    # the archive holds both lines.
+    r = subprocess.run(["bash", os.path.join(SOURCE_DIR, "tools", "bench", "run_pending_gpu.sh"), str(out), "python:100000", "python:1"],
+                       capture_output=True, text=True, env=dict(env, KFORGE_CALL_LIMIT_S="600"), timeout=300, cwd=SOURCE_DIR)
+    assert r.returncode == 0 and "step python: skipped, " in r.stdout and "(needs 100000)" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.count("step python: rc 0") == 1, r.stdout
+    assert (tmp_path / "pending.tgz").stat().st_size > 0
 
 
 def test_setup_makes_an_isolated_venv_and_sets_an_existing_one_to_the_mode_asked(tmp_path):
