@@ -1,8 +1,11 @@
 #pragma once
-// kforge's stand-in for <math.h> under NVRTC (env/extension/nvrtc_cubin.h): the functions are NVRTC's own (CUDA's math API, as nvcc's device code gets it); glibc's M_ constants and the infinities. NAN is left out: a file using it is built by nvcc.
-#define INFINITY (1.0f / 0.0f)
-#define HUGE_VALF (1.0f / 0.0f)
-#define HUGE_VAL (1.0 / 0.0)
+// kforge's stand-in for <math.h> under NVRTC (env/extension/nvrtc_cubin.h): the functions are NVRTC's own (CUDA's math API, as nvcc's device code gets it); glibc's M_ constants, and its infinities and NaN by their bits.
+// (NVRTC does not fold 1.0f / 0.0f everywhere: it would compute an rcp where nvcc has a constant. The
+// bits fold to the constant; in a constant expression they fail NVRTC, and nvcc builds the file.)
+#define INFINITY (__int_as_float(0x7f800000))
+#define HUGE_VALF (__int_as_float(0x7f800000))
+#define HUGE_VAL (__longlong_as_double(0x7ff0000000000000LL))
+#define NAN (__int_as_float(0x7fc00000))
 #define M_E 2.7182818284590452354
 #define M_LOG2E 1.4426950408889634074
 #define M_LOG10E 0.43429448190325182765

@@ -179,13 +179,14 @@ TEST(ExtensionBuild, DeviceHalvesAreBuiltByNvrtcWhereItMayElseByNvcc) {
     if (!s) s = step(b, "split kernels/scale_add_kforge_device.cu");
     return s ? s->tool : std::string("(no step)");
   };
-  ExtensionBuildResult nvrtc = built("alpha * a[i] + 3.0f * b[i] + FLT_EPSILON * INT_MAX");  // the stand-ins' names
+  // The stand-ins' names, INFINITY and NAN spelled by their bits.
+  ExtensionBuildResult nvrtc = built("alpha * a[i] + 3.0f * b[i] + FLT_EPSILON * INT_MAX + (a[i] == INFINITY ? NAN : 0.0f)");
   ASSERT_TRUE(nvrtc.ok) << nvrtc.log;
   EXPECT_EQ(device_tool(nvrtc), "nvrtc");
   ExtensionBuildResult named_std = built("std::min(alpha * a[i], b[i])");
   ASSERT_TRUE(named_std.ok) << named_std.log;
   EXPECT_EQ(device_tool(named_std), "nvcc");
-  ExtensionBuildResult refused = built("a[i] != a[i] ? NAN : alpha * a[i] + b[i]");  // no stand-in defines NAN
+  ExtensionBuildResult refused = built("alpha * a[i] + b[i] + offsetof(float2, y)");  // no stand-in defines offsetof
   ASSERT_TRUE(refused.ok) << refused.log;
   EXPECT_EQ(device_tool(refused), "nvcc");
   // A header of the candidate's named as a stand-in (kernels/stdint.h): nvcc builds the half. (The rule
