@@ -9,7 +9,7 @@
 // build in the compilers' sandbox, one child per device half.
 #include <unistd.h>
 
-#include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
