@@ -70,7 +70,7 @@ ChildSandboxSpec compiler_sandbox(const ExtensionToolchain& tc, const std::strin
   add(s.read_paths, nvcc.parent_path().parent_path());  // the CUDA toolkit's root
   add(s.read_paths, cxx.parent_path().parent_path());
   for (const auto& p : {tc.cuda_include, tc.cuda_lib_dir, tc.torch_lib_dir, tc.shim_dir, tc.nvrtc_shim_dir}) add(s.read_paths, p);
-  if (!tc.nvrtc_cubin.empty()) add(s.read_paths, fs::path(tc.nvrtc_cubin).parent_path());
+  if (!tc.nvrtc_cubin.empty()) add(s.read_paths, tc.nvrtc_cubin);  // the tool alone, not the build folder it is in
   for (const auto& p : tc.torch_includes) add(s.read_paths, p);
   fs::create_directories(fs::path(cache_dir) / "tmp");
   add(s.write_paths, cache_dir);

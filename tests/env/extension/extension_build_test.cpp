@@ -183,6 +183,7 @@ TEST(ExtensionBuild, DeviceHalvesAreBuiltByNvrtcWhereItMayElseByNvcc) {
   ExtensionBuildResult nvrtc = built("alpha * a[i] + 3.0f * b[i] + FLT_EPSILON * INT_MAX + (a[i] == INFINITY ? NAN : 0.0f)");
   ASSERT_TRUE(nvrtc.ok) << nvrtc.log;
   EXPECT_EQ(device_tool(nvrtc), "nvrtc");
+  EXPECT_NE(step(nvrtc, "kernels/scale_add_kforge_device.cu"), nullptr) << nvrtc.split;  // built split, not retried unsplit
   ExtensionBuildResult named_std = built("std::min(alpha * a[i], b[i])");
   ASSERT_TRUE(named_std.ok) << named_std.log;
   EXPECT_EQ(device_tool(named_std), "nvcc");
