@@ -78,18 +78,23 @@ ExtensionBuildRequest salted(ExtensionBuildRequest r, const std::string& salt, b
 
 struct Series {
   std::vector<double> total;
-  std::map<std::string, std::vector<double>> by_tool;  // uncached steps only
-  std::map<std::string, std::vector<double>> by_step;  // the same, by file ("cuda_device.cu", "link")
+  std::map<std::string, std::vector<double>> by_tool;  // uncached steps only, by tool as a figure name's part (g++: gxx)
+  std::map<std::string, std::vector<double>> by_step;  // the same, by file ("cuda_device_cu", "link")
   void add(const ExtensionBuildResult& b, const std::string& what) {
     KFORGE_CHECK(b.ok, runtime, what << " failed (" << b.error_kind << "):\n" << b.log);
     total.push_back(b.total_ms);
     for (const auto& s : b.steps)
       if (!s.cached && s.what != "pch") {
-        by_tool[s.what == "link" ? "link" : s.tool].push_back(s.ms);
+        by_tool[s.what == "link" ? "link" : std::regex_replace(s.tool, std::regex("\\+"), "x")].push_back(s.ms);
         by_step[std::regex_replace(s.what, std::regex("[^A-Za-z0-9]"), "_")].push_back(s.ms);
       }
   }
 };
+
+// PREFIX + KEY + "_ms_p50": the median of each list in `by`.
+void put_medians(Json& fig, const std::string& prefix, const std::map<std::string, std::vector<double>>& by) {
+  for (const auto& [key, v] : by) fig[prefix + key + "_ms_p50"] = median(v);
+}
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -158,18 +163,13 @@ int main(int argc, char** argv) {
                 {"cuda_agent_files_count", agent.files.size()},
                 {"jobs_count", tc.jobs},
                 {"repeats_count", repeats}};
-    for (const auto& [tool, v] : cold.by_tool)
-      fig["cuda_agent_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
-    for (const auto& [tool, v] : one_cu.by_tool)  // what the changed .cu costs: its device compile, the host half, the link
-      fig["cuda_agent_one_cu_changed_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
-    for (const auto& [tool, v] : one_cu_nvcc.by_tool)
-      fig["cuda_agent_one_cu_changed_nvcc_only_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
-    for (const auto& [tool, v] : inline_cold.by_tool)
-      fig["load_inline_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
-    for (const auto& [what, v] : inline_cold.by_step) fig["load_inline_cold_step_" + what + "_ms_p50"] = median(v);
-    for (const auto& [what, v] : inline_unsplit_cold.by_step) fig["load_inline_unsplit_cold_step_" + what + "_ms_p50"] = median(v);
-    for (const auto& [tool, v] : inline_unsplit_cold.by_tool)
-      fig["load_inline_unsplit_cold_" + std::regex_replace(tool, std::regex("\\+"), "x") + "_ms_p50"] = median(v);
+    put_medians(fig, "cuda_agent_cold_", cold.by_tool);
+    put_medians(fig, "cuda_agent_one_cu_changed_", one_cu.by_tool);  // the changed .cu's device compile, its host half, the link
+    put_medians(fig, "cuda_agent_one_cu_changed_nvcc_only_", one_cu_nvcc.by_tool);
+    put_medians(fig, "load_inline_cold_", inline_cold.by_tool);
+    put_medians(fig, "load_inline_cold_step_", inline_cold.by_step);
+    put_medians(fig, "load_inline_unsplit_cold_", inline_unsplit_cold.by_tool);
+    put_medians(fig, "load_inline_unsplit_cold_step_", inline_unsplit_cold.by_step);
     std::cout << fig.dump(2) << "\n";
     const Json doc = {
         {"gpu", std::getenv("KFORGE_GPU") ? std::getenv("KFORGE_GPU") : "none (compile only)"},
