@@ -75,7 +75,10 @@ bool run_build_jobs_into(const ChildSandbox& sandbox, std::vector<BuildJob>& job
   }
   if (failed >= 0) {
     std::string log = trimmed_build_log(jobs[failed].log);
-    if (fell_back[failed]) log.erase(0, log.find('\n') == std::string::npos ? log.size() : log.find('\n') + 1);  // nvcc's words only
+    if (fell_back[failed]) {  // nvcc's words only: the marker line out
+      const size_t nl = log.find('\n');
+      log.erase(0, nl == std::string::npos ? std::string::npos : nl + 1);
+    }
     out.error_kind = timed_out ? "timeout" : "compile_error";
     out.log = jobs[failed].step.what + ": " + (timed_out ? "the compile outlasted its limit\n" : "") + log;
     return false;

@@ -84,8 +84,9 @@
 #                     each, --jobs 8; JSON in OUTDIR/extension_build_bench.json) and the linkers the host has
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR, archived into OUTDIR.tgz after every step. A step written
-# STEP:NEED_S runs only while NEED_S seconds of KFORGE_CALL_LIMIT_S are left (for a device call's limit). Python is KFORGE_PYTHON_BIN (tools/python_env.sh):
-# the project's venv, or on a GPU host without one the python3 that .gpu/run.sh uses.
+# STEP:NEED_S runs only while NEED_S seconds of KFORGE_CALL_LIMIT_S are left (for a device call's limit).
+# Python is KFORGE_PYTHON_BIN (tools/python_env.sh): the project's venv, or on a GPU host without one the
+# python3 that .gpu/run.sh uses.
 set -uo pipefail
 out=${1:?usage: run_pending_gpu.sh OUTDIR [steps]}; shift
 steps=${*:-build new_gpu}
@@ -133,10 +134,12 @@ for s in $steps; do
   # STEP:NEED_S runs STEP only while NEED_S seconds of KFORGE_CALL_LIMIT_S (counted from this script's
   # start) are left: a device call cut at its limit still returns the archive of the steps that ran
   need=${s#*:}; s=${s%%:*}
-  if [ -n "${KFORGE_CALL_LIMIT_S:-}" ] && [ "$need" != "$s" ] &&
-     [ $(( KFORGE_CALL_LIMIT_S - ($(date +%s) - t_call) )) -lt "$need" ]; then
-    echo "step $s: skipped, $(( KFORGE_CALL_LIMIT_S - ($(date +%s) - t_call) )) s of the call left (needs $need)" | tee -a "$out/steps.txt"
-    continue
+  if [ -n "${KFORGE_CALL_LIMIT_S:-}" ] && [ "$need" != "$s" ]; then
+    left=$(( KFORGE_CALL_LIMIT_S - ($(date +%s) - t_call) ))
+    if [ "$left" -lt "$need" ]; then
+      echo "step $s: skipped, $left s of the call left (needs $need)" | tee -a "$out/steps.txt"
+      continue
+    fi
   fi
   t0=$(date +%s)
   case $s in
