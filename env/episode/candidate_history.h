@@ -25,7 +25,7 @@ SubmissionOutcome submission_outcome(const EvalReport& report);
 // One judging of a version.
 struct VersionJudging {
   int turn = 0;
-  std::string tool;  // verify | profile | submit
+  std::string tool;  // verify | profile | submit | confirm (best_verified's judging of the version it rewards)
   Verdict verdict = Verdict::error;
 };
 

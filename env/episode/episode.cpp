@@ -354,7 +354,7 @@ KernelEnv::ToolResult KernelEnv::tool_diff(const Json& arguments) const {
   return r;
 }
 
-RewardResult KernelEnv::episode_reward(const RewardResult& last, std::optional<int> last_version) const {
+RewardResult KernelEnv::episode_reward(const RewardResult& last, std::optional<int> last_version) {
   std::vector<VersionReward> verified;
   if (env_.history.reward_from == RewardFrom::best_verified) {
     for (const CandidateVersion& v : history_.versions()) {
@@ -364,7 +364,62 @@ RewardResult KernelEnv::episode_reward(const RewardResult& last, std::optional<i
       verified.push_back({v.number, submission_reward(reward_, o, stored_baseline(task_->baselines))});
     }
   }
-  return choose_episode_reward(env_.history.reward_from, last, last_version, verified);
+  // The version that would replace `last` (choose_episode_reward's rule: the highest, ties to the later).
+  const VersionReward* best = nullptr;
+  for (const VersionReward& v : verified)
+    if (!best || v.reward.value >= best->reward.value) best = &v;
+  if (!best || last.rule == "cheat" || best->reward.value <= last.value)
+    return choose_episode_reward(env_.history.reward_from, last, last_version, verified);
+  return confirm_version(*best, last, last_version);
+}
+
+// Picking the best of many judged versions picks their luck too: of twenty versions of one kernel
+// that sits at the tier line, one's interval clears it by chance far more often than one
+// submission's does, and profile() verifies with fewer trials than a submission. So the picked
+// version is judged once more as a submission, on draws and timing nobody has seen, and cannot gain
+// from it: the reward is the lower of the two.
+RewardResult KernelEnv::confirm_version(const VersionReward& best, const RewardResult& last, std::optional<int> last_version) {
+  const CandidateVersion& v = *history_.find(best.version);
+  Candidate cand = v.files;
+  cand.dir = "v" + std::to_string(best.version);
+  const std::string hash = v.content_hash;
+  nlohmann::ordered_json confirmation = {{"version", best.version},
+                                         {"selected", {{"rule", best.reward.rule}, {"reward", best.reward.value}}}};
+  std::optional<EvalReport> report;
+  try {
+    report = judge_->evaluate(*task_, cand, next_eval_options(judge_->eval_config().verify.submit_trials, true));
+  } catch (const NotJudged& e) {
+    confirmation["why"] = e.kind() + ": " + e.what();
+  } catch (const Error& e) {
+    confirmation["why"] = std::string(error_kind_name(e.kind())) + ": " + e.what();
+  }
+  RewardResult chosen;
+  if (!report) {  // not judged again, so not rewarded above `last`
+    confirmation["ran"] = false;
+    chosen = choose_episode_reward(env_.history.reward_from, last, last_version, {});
+  } else {
+    if (report->gpu_request_wall_ms) gpu_time_s_ += *report->gpu_request_wall_ms / 1000.0;
+    history_.record(cand, hash, "confirm", turn_, *report);
+    remember_cheat("confirm", *report, hash);
+    SubmissionOutcome o = submission_outcome(*report);
+    o.earlier_cheat = earlier_cheat(hash);
+    RewardResult confirmed = submission_reward(reward_, o, stored_baseline(task_->baselines));
+    confirmation["ran"] = true;
+    confirmation["verdict"] = verdict_name(report->verdict);
+    confirmation["rule"] = confirmed.rule;
+    confirmation["reward"] = confirmed.value;
+    if (confirmed.rule == "cheat") {  // the version the reward would come from is a cheat: the episode's reward is the penalty
+      chosen = confirmed;
+      chosen.evidence["reward_from"] = reward_from_name(env_.history.reward_from);
+      chosen.evidence["version"] = best.version;
+      chosen.evidence["last"] = {{"rule", last.rule}, {"reward", last.value}};
+    } else {
+      const RewardResult& lower = confirmed.value < best.reward.value ? confirmed : best.reward;
+      chosen = choose_episode_reward(env_.history.reward_from, last, last_version, {{best.version, lower}});
+    }
+  }
+  chosen.evidence["confirmation"] = confirmation;
+  return chosen;
 }
 
 KernelEnv::ToolResult KernelEnv::run_tool(const ToolCall& call) {
@@ -458,7 +513,7 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
     if (none.rule == "cheat") os << " (cheat: " << none.evidence.value("why", std::string()) << ")";
     if (chosen.evidence.contains("last"))
       os << " (" << chosen.rule << ", from v" << chosen.evidence["version"].get<int>() << ", the best verified version)";
-    os << "\n";
+    os << "\n" << confirmation_text(chosen);
     result.observation += os.str();
   }
   running_ = !(s.terminated || s.truncated);

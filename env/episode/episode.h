@@ -145,8 +145,13 @@ class KernelEnv {
   ToolResult tool_restore(const Json& arguments);
   ToolResult tool_diff(const Json& arguments) const;
   // The episode's reward from the submission's (or no submission's) reward `last`, by
-  // env_.history.reward_from (choose_episode_reward over the verified versions' rewards).
-  RewardResult episode_reward(const RewardResult& last, std::optional<int> last_version) const;
+  // env_.history.reward_from (choose_episode_reward over the verified versions' rewards). Under
+  // best_verified, a version whose reward would replace `last` is first judged again as a
+  // submission (confirm_version): the reward is the lower of the two, a catch is the cheating penalty.
+  RewardResult episode_reward(const RewardResult& last, std::optional<int> last_version);
+  // Judges version `best` again with a submission's trials and timing, on fresh draws; records the
+  // judging (tool `confirm`) in the history. Returns the episode's reward given `last`.
+  RewardResult confirm_version(const VersionReward& best, const RewardResult& last, std::optional<int> last_version);
   // Remembers the report's anti-cheat refusal, if it has one.
   void remember_cheat(const std::string& tool, const EvalReport& report, const std::string& content_hash);
   // The catch that decides the reward: the latest of the content `content_hash` (same_candidate),

@@ -208,7 +208,21 @@ std::string reward_text(const RewardResult& r) {
     os << "\n  the reward of v" << e["version"].get<int>() << ", the best verified version (history.reward_from: best_verified); the "
        << (e["last"].value("rule", std::string()) == "no_submission" ? "episode's own" : "submission's own") << " was "
        << e["last"].value("reward", 0.0) << " (" << e["last"].value("rule", std::string()) << ")";
-  os << "\n";
+  os << "\n" << confirmation_text(r);
+  return os.str();
+}
+
+std::string confirmation_text(const RewardResult& r) {
+  if (!r.evidence.contains("confirmation")) return "";
+  const auto& c = r.evidence["confirmation"];
+  std::ostringstream os;
+  os << "  v" << c.value("version", 0) << ", the best verified version (" << c["selected"].value("rule", std::string()) << ", "
+     << c["selected"].value("reward", 0.0) << "), ";
+  if (c.value("ran", false))
+    os << "was judged again as a submission: " << c.value("rule", std::string()) << " (" << c.value("reward", 0.0)
+       << "); the lower of the two counts, and a catch is the cheating penalty\n";
+  else
+    os << "could not be judged again (" << c.value("why", std::string()) << "), so it gives no reward\n";
   return os.str();
 }
 

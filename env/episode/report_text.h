@@ -23,5 +23,8 @@ std::string timing_text(const EvalReport& report, const Baselines& baselines);
 std::string profile_text(const EvalReport& report);
 // The reward of a submission and the rule that fired.
 std::string reward_text(const RewardResult& reward);
+// Under history.reward_from: best_verified, the line saying how the best verified version fared
+// when judged again as a submission (the reward's `confirmation`); "" without one.
+std::string confirmation_text(const RewardResult& r);
 
 }  // namespace kforge

@@ -226,8 +226,10 @@ TEST_F(EpisodeTest, UnderBestVerifiedARegressedSubmissionEarnsTheBestVersionsRew
     env.step(call("profile"));  // v2: correct, not faster
     env.step(write_call("kernel.cu", fused("kernel.cu") + "// v3\n"));
     replay.reports.push_back(wrong_report());
-    StepResult s = env.step(call("submit"));  // v3 is wrong
+    if (mode == RewardFrom::best_verified) replay.reports.push_back(pass_report(1.0, 3.2));  // v1 judged again as a submission
+    StepResult s = env.step(call("submit"));                                                 // v3 is wrong
     ASSERT_TRUE(s.terminated);
+    EXPECT_TRUE(replay.reports.empty()) << "best_verified judged v1 again; last_submission judged nothing more";
     EXPECT_EQ(s.info["version"], 3);
     if (mode == RewardFrom::last_submission) {
       EXPECT_EQ(s.reward, -1) << s.info["reward"].dump(2);
@@ -239,6 +241,8 @@ TEST_F(EpisodeTest, UnderBestVerifiedARegressedSubmissionEarnsTheBestVersionsRew
       EXPECT_EQ(s.info["reward"]["last"]["rule"], "verify_fail");
       EXPECT_NE(s.observation.find("reward: 2 (faster_than_eager)"), std::string::npos) << s.observation;
       EXPECT_NE(s.observation.find("the reward of v1, the best verified version"), std::string::npos) << s.observation;
+      EXPECT_EQ(s.info["reward"]["confirmation"]["rule"], "faster_than_eager");
+      EXPECT_EQ(replay.candidates.back().dir, "v1");
     }
     EXPECT_EQ(s.info["episode_reward"], s.reward);
   }
@@ -257,10 +261,12 @@ TEST_F(EpisodeTest, UnderBestVerifiedATruncatedEpisodeEarnsTheBestVersionsReward
   Json untimed = pass_report(1.0, 1.0);
   untimed["timing"] = nullptr;  // verify() does not time
   replay.reports.push_back(untimed);
-  StepResult s = env.step(call("verify"));  // v2: verified, untimed; turn 6 truncates
+  replay.reports.push_back(pass_report(1.0, 3.2));  // v2 judged again as a submission: timed, and faster than eager
+  StepResult s = env.step(call("verify"));          // v2: verified, untimed; turn 6 truncates
   ASSERT_TRUE(s.truncated);
   EXPECT_EQ(s.reward, 1) << s.info["reward"].dump(2);
   EXPECT_EQ(s.info["reward"]["rule"], "correct_untimed") << "a version only verified counts as correct, untimed";
+  EXPECT_EQ(s.info["reward"]["confirmation"]["rule"], "faster_than_eager") << "the confirmation never raises the reward";
   EXPECT_EQ(s.info["reward"]["version"], 2);
   EXPECT_EQ(s.info["reward"]["last"]["rule"], "no_submission");
   EXPECT_NE(s.observation.find("from v2, the best verified version"), std::string::npos) << s.observation;

@@ -91,6 +91,9 @@ TEST_F(HistoryGpuTest, CutShortAfterTheRegressionTheBestVersionStillPaysOnlyUnde
   EXPECT_EQ(b.info["reward"]["version"], 2);
   EXPECT_EQ(b.info["reward"]["last"]["rule"], "no_submission");
   EXPECT_GT(b.reward, 2);
+  EXPECT_TRUE(b.info["reward"]["confirmation"]["ran"].get<bool>()) << "v2 was judged again as a submission";
+  EXPECT_EQ(b.info["reward"]["confirmation"]["rule"], "faster_than_eager");
+  EXPECT_EQ(env->history().find(2)->judgings.back().tool, "confirm");
   const double v2_speedup = env->history().find(2)->speedup->point;
 
   auto last = run(RewardFrom::last_submission, {{"max_turns", 9}});
