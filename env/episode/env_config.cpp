@@ -80,7 +80,18 @@ ToolConfig ToolConfig::from_yaml(const YamlNode& node) {
   ToolConfig c;
   c.verify_trials = node.get<int>("verify_trials", c.verify_trials);
   c.profile_times = node.get<bool>("profile_times", c.profile_times);
-  c.profile_counters = node.get<bool>("profile_counters", c.profile_counters);
+  if (node.has("profile_counters")) {
+    // asked | always | never; true and false are read as always and never (the option was a switch).
+    const std::string v = node.req<std::string>("profile_counters");
+    if (v == "asked")
+      c.profile_counters = CountersWhen::asked;
+    else if (v == "always" || v == "true")
+      c.profile_counters = CountersWhen::always;
+    else if (v == "never" || v == "false")
+      c.profile_counters = CountersWhen::never;
+    else
+      node.at("profile_counters").fail("'" + v + "' is not asked, always or never");
+  }
   c.profile_metrics = node.get<std::vector<std::string>>("profile_metrics", c.profile_metrics);
   for (size_t i = 0; i < c.profile_metrics.size(); ++i) {
     const std::string& m = c.profile_metrics[i];
@@ -94,6 +105,10 @@ ToolConfig ToolConfig::from_yaml(const YamlNode& node) {
   if (c.verify_trials < 0) node.at("verify_trials").fail("must be >= 0 (0: the eval config's verify.trials)");
   node.check_no_unknown_keys();
   return c;
+}
+
+const char* profile_counters_name(CountersWhen c) {
+  return c == CountersWhen::asked ? "asked" : c == CountersWhen::always ? "always" : "never";
 }
 
 const char* reward_from_name(RewardFrom r) { return r == RewardFrom::best_verified ? "best_verified" : "last_submission"; }

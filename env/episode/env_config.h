@@ -14,6 +14,12 @@ namespace kforge {
 enum class RewardFrom { last_submission, best_verified };
 const char* reward_from_name(RewardFrom r);
 
+// When profile() reads hardware counters (CUPTI's range profiler replays the call once per pass,
+// about 0.35 s on the H200 with the default metrics): when the call asks (profile(counters=true)),
+// on every profile(), or never.
+enum class CountersWhen { asked, always, never };
+const char* profile_counters_name(CountersWhen c);
+
 class YamlNode;
 
 struct EpisodeLimits {
@@ -50,9 +56,9 @@ struct PromptConfig {
 };
 
 struct ToolConfig {
-  int verify_trials = 0;         // trials of verify() and profile(); 0: the eval config's verify.trials
-  bool profile_times = true;     // profile() times the candidate against eager (else verification only)
-  bool profile_counters = true;  // profile() reads hardware counters through CUPTI's range profiler
+  int verify_trials = 0;                                // trials of verify() and profile(); 0: the eval config's verify.trials
+  bool profile_times = true;                            // profile() times the candidate against eager (else verification only)
+  CountersWhen profile_counters = CountersWhen::asked;  // when profile() reads hardware counters
   // The counters' metrics (CUPTI/Nsight Compute names); empty: the worker's default list
   // (env/judge/kernel_counters.cpp, default_counter_metrics). Each pass the metrics need replays the call.
   std::vector<std::string> profile_metrics;

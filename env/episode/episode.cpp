@@ -233,7 +233,8 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool, const Json& arguments)
                                             : next_eval_options(verify_trials, false);
   if (tool == Tool::profile) {
     opt.profile = true;
-    opt.counters = env_.tools.profile_counters;
+    const bool asked = arguments.value("counters", false);
+    opt.counters = env_.tools.profile_counters == CountersWhen::always || (asked && env_.tools.profile_counters == CountersWhen::asked);
     opt.counter_metrics = env_.tools.profile_metrics;
   }
   try {
@@ -254,7 +255,11 @@ KernelEnv::ToolResult KernelEnv::tool_evaluate(Tool tool, const Json& arguments)
   std::ostringstream os;
   os << verify_text(report, log_budget);
   if (passed && (tool == Tool::profile || tool == Tool::submit)) os << timing_text(report, task_->baselines);
-  if (passed && tool == Tool::profile) os << profile_text(report);
+  if (passed && tool == Tool::profile)
+    os << profile_text(report, opt.counters ? ""
+                               : env_.tools.profile_counters == CountersWhen::never
+                                   ? "not read in this environment (tools.profile_counters: never)"
+                                   : "not read; profile(counters=true) reads them (the call is replayed once per counter pass)");
   std::string content_hash = candidate_content_hash(*cand);
   r.version = history_.record(*cand, content_hash, name, turn_, report);
   os << "(version v" << *r.version << (history_.find(*r.version)->judgings.size() > 1 ? ", judged before" : "") << ")\n";

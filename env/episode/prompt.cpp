@@ -164,7 +164,8 @@ std::map<std::string, std::string> prompt_fields(const TaskSpec& task, const std
   if (env.history.reward_from == RewardFrom::best_verified)
     rw << "\nEvery candidate verify(), profile() or submit() judges is kept as a version (history()). The episode's reward is "
        << "the highest of the submission's and that of every version all of whose checks passed, scored as if submitted "
-       << "(profile() a version to count its speed); a caught cheat still gets " << number(fl.cheat) << ".";
+       << "(profile() a version to count its speed). That version is judged once more as a submission at the end, and the "
+       << "lower of its two rewards counts; a caught cheat still gets " << number(fl.cheat) << ".";
   if (!task.baselines.compile_ms) rw << " (This task stores no torch.compile time.)";
   f["reward"] = rw.str();
   return f;

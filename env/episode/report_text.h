@@ -20,7 +20,8 @@ std::string verify_text(const EvalReport& report, size_t log_max_chars);
 // Timing against eager and against the task's torch.compile baseline rescaled by eager now / eager stored.
 std::string timing_text(const EvalReport& report, const Baselines& baselines);
 // The report's `profile` section (kernels, ceilings, achieved rates, counters), or why there is none.
-std::string profile_text(const EvalReport& report);
+// `counters_note`, when not empty, stands in for the counters' line (they were not read).
+std::string profile_text(const EvalReport& report, const std::string& counters_note = "");
 // The reward of a submission and the rule that fired.
 std::string reward_text(const RewardResult& reward);
 // Under history.reward_from: best_verified, the line saying how the best verified version fared

@@ -46,7 +46,12 @@ std::vector<ToolSpec> build_table() {
       tool(Tool::profile, "profile", Lane::gpu,
            "Verify, then time the candidate against eager PyTorch (and the task's torch.compile "
            "baseline) and report what each kernel did on the GPU.",
-           Json::object(), Json::array()),
+           {{"counters",
+             {{"type", "boolean"},
+              {"description",
+               "also read the hardware counters of the candidate's kernels (DRAM bytes, warps active, L2 hit rate); "
+               "the call is replayed once per counter pass, so it takes longer"}}}},
+           Json::array()),
       tool(Tool::submit, "submit", Lane::gpu,
            "Submit the workspace's candidate (or the version named by `version`, from history()) for the "
            "final evaluation (more trials, full timing). This ends the episode and gives the reward.",
@@ -164,6 +169,14 @@ ParsedAction checked(const std::string& name, Json arguments) {
     if (props[key]["type"] == "string" && !value.is_string()) {
       out.error = name + ": argument '" + key + "' must be a string, not " + json_type_name(value);
       return out;
+    }
+    if (props[key]["type"] == "boolean") {  // true, false, or the words as a model may quote them
+      if (value == "true" || value == "false") value = value == "true";
+      if (!value.is_boolean()) {
+        out.error = name + ": argument '" + key + "' must be true or false, not " +
+                    (value.is_string() ? "'" + excerpt(value.get<std::string>()) + "'" : value.dump());
+        return out;
+      }
     }
     if (props[key]["type"] == "integer") {  // the integer arguments are version numbers, from 1
       std::optional<int64_t> n = integer_argument(value);

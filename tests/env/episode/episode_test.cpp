@@ -339,7 +339,7 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   EXPECT_TRUE(replay.options[0].time);
   EXPECT_EQ(replay.options[0].trials, evaluator.config().verify.trials);
   EXPECT_TRUE(replay.options[0].profile);
-  EXPECT_TRUE(replay.options[0].counters) << "tools.profile_counters is on by default";
+  EXPECT_FALSE(replay.options[0].counters) << "tools.profile_counters: asked, and this profile() did not ask";
   EXPECT_TRUE(replay.options[0].counter_metrics.empty()) << "tools.profile_metrics: the worker's default list";
 
   Json rep = pass_report(1.0, 3.0);
@@ -363,7 +363,8 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
       {"achieved", {{"gbps", 2200.0}, {"dram_fraction", 0.55}, {"basis", "b"}, {"tflops", 0.8}, {"fp32_fraction", 0.8 / 60}}},
       {"counters", {{"unavailable", "CUPTI profiling API: insufficient privileges"}}}};
   replay.reports.push_back(rep);
-  StepResult p = env.step(call("profile"));
+  StepResult p = env.step({{"name", "profile"}, {"arguments", {{"counters", true}}}});
+  EXPECT_TRUE(replay.options[1].counters) << "profile(counters=true) asks";
   EXPECT_NE(p.observation.find("kernel gelu_fused: 0.9877 ms, grid [65536, 1, 1], block [256, 1, 1], 30 registers"), std::string::npos)
       << p.observation;
   EXPECT_NE(p.observation.find("occupancy 75 %"), std::string::npos);
@@ -386,7 +387,8 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
       {"kernels", Json::array({{{"range", "gelu_fused"},
                                 {"metrics", {{"gpu__time_duration.sum", 612345.0}, {"dram__bytes_read.sum", 1073741824.0}}}}})}};
   replay.reports.push_back(counted);
-  StepResult pc = env.step(call("profile"));
+  StepResult pc = env.step(Json{{"name", "profile"}, {"arguments", {{"counters", "true"}}}});
+  EXPECT_TRUE(replay.options[2].counters) << "a quoted true, as models write it";
   EXPECT_NE(pc.observation.find("hardware counters (2 replay pass(es)):"), std::string::npos) << pc.observation;
   EXPECT_NE(pc.observation.find("gelu_fused: dram__bytes_read.sum 1073741824.0 gpu__time_duration.sum 612345.0"), std::string::npos)
       << pc.observation;
@@ -411,6 +413,28 @@ TEST_F(EpisodeTest, ProfileShowsTimingAndTheProfileSectionOrSaysItIsUnavailable)
   chosen.step(call("verify"));
   EXPECT_TRUE(replay.options.back().counter_metrics.empty());
   EXPECT_FALSE(replay.options.back().counters);
+
+  // tools.profile_counters: always reads them unasked; never does not, and says so when asked.
+  for (CountersWhen when : {CountersWhen::always, CountersWhen::never}) {
+    SCOPED_TRACE(profile_counters_name(when));
+    ec.tools.profile_counters = when;
+    KernelEnv e(ec, RewardConfig{}, replay);
+    e.reset(t, 3);
+    write_candidate(e, "gelu_scale_residual", "fused");
+    replay.reports.push_back(rep);
+    StepResult s = e.step(when == CountersWhen::always ? call("profile") : Json{{"name", "profile"}, {"arguments", {{"counters", true}}}});
+    EXPECT_EQ(replay.options.back().counters, when == CountersWhen::always);
+    if (when == CountersWhen::never)
+      EXPECT_NE(s.observation.find("hardware counters: not read in this environment (tools.profile_counters: never)"), std::string::npos)
+          << s.observation;
+  }
+  replay.reports.push_back(rep);
+  StepResult unasked = env.step(call("profile"));
+  EXPECT_NE(unasked.observation.find("hardware counters: not read; profile(counters=true) reads them"), std::string::npos)
+      << unasked.observation;
+  EXPECT_EQ(unasked.observation.find("hardware counters unavailable"), std::string::npos) << "the note stands in for the worker's line";
+  StepResult bad = env.step(Json{{"name", "profile"}, {"arguments", {{"counters", 3}}}});
+  EXPECT_NE(bad.observation.find("profile: argument 'counters' must be true or false, not 3"), std::string::npos) << bad.observation;
 }
 
 TEST_F(EpisodeTest, TheGpuTimeBudgetTruncatesAndShapingPaysTheFirstVerify) {

@@ -138,8 +138,15 @@ TEST(EnvConfig, ShippedFileLoadsAndMatchesTheDefaults) {
   EXPECT_EQ(c.tools.verify_trials, 0);
   EXPECT_EQ(c.tools.profile_times, d.tools.profile_times);
   EXPECT_EQ(c.tools.profile_counters, d.tools.profile_counters);
-  EXPECT_TRUE(c.tools.profile_counters);
-  EXPECT_FALSE(EnvConfig::from_yaml(YamlNode::parse("tools: {profile_counters: false}\n", "env.yaml"), ".").tools.profile_counters);
+  EXPECT_EQ(c.tools.profile_counters, CountersWhen::asked) << "counters only when profile() asks";
+  auto counters = [](const char* v) {
+    return EnvConfig::from_yaml(YamlNode::parse(std::string("tools: {profile_counters: ") + v + "}\n", "env.yaml"), ".")
+        .tools.profile_counters;
+  };
+  EXPECT_EQ(counters("always"), CountersWhen::always);
+  EXPECT_EQ(counters("never"), CountersWhen::never);
+  EXPECT_EQ(counters("true"), CountersWhen::always) << "the switch it was: true is always";
+  EXPECT_EQ(counters("false"), CountersWhen::never);
   // profile_metrics: empty in the shipped file and by default (the worker's list), or the metrics given, in order.
   EXPECT_EQ(c.tools.profile_metrics, d.tools.profile_metrics);
   EXPECT_TRUE(c.tools.profile_metrics.empty());
@@ -167,7 +174,7 @@ TEST(EnvConfig, ErrorsNameFileLineAndKey) {
   EXPECT_NE(err("workspace: {max_total_bytes: 2000}\n").find("must be >= max_file_bytes"), std::string::npos);
   EXPECT_NE(err("prompt: {template: no_such.md}\n").find("prompt.template: no such file"), std::string::npos);
   EXPECT_NE(err("tools: {profile_times: maybe}\n").find("tools.profile_times: expected true or false"), std::string::npos);
-  EXPECT_NE(err("tools: {profile_counters: 2}\n").find("tools.profile_counters: expected true or false"), std::string::npos);
+  EXPECT_NE(err("tools: {profile_counters: 2}\n").find("tools.profile_counters: '2' is not asked, always or never"), std::string::npos);
   EXPECT_NE(err("tools: {profile_metrics: [DRAM bytes]}\n").find("tools.profile_metrics: 'DRAM bytes' is not a metric name"),
             std::string::npos)
       << err("tools: {profile_metrics: [DRAM bytes]}\n");

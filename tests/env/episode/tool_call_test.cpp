@@ -20,7 +20,7 @@ TEST(ToolSchemas, AreFlatOpenAiFunctionSchemas) {
     EXPECT_EQ(f["parameters"]["type"], "object");
     EXPECT_EQ(f["parameters"]["additionalProperties"], false);
     for (const auto& [k, v] : f["parameters"]["properties"].items())
-      EXPECT_TRUE(v["type"] == "string" || v["type"] == "integer") << "flat parameters only: " << k;
+      EXPECT_TRUE(v["type"] == "string" || v["type"] == "integer" || v["type"] == "boolean") << "flat parameters only: " << k;
     for (const auto& r : f["parameters"]["required"]) EXPECT_TRUE(f["parameters"]["properties"].contains(r.get<std::string>()));
   }
   EXPECT_EQ(names, (std::set<std::string>{"write_file", "read_file", "list_files", "compile", "verify", "profile", "submit", "history",
