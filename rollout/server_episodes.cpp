@@ -114,7 +114,7 @@ void RolloutServer::Impl::step(const Envelope& to, const StepParams& p) {
   job->action = p.action;
   job->received = Clock::now();
   job->parsed = parse_action(p.action);
-  job->lane = lane_of(job->parsed);
+  job->lane = s->env.step_lane(job->parsed);  // a step that may end a best_verified episode judges on a GPU
   // Without GPUs a GPU tool is answered at once: the judge says there is no GPU.
   if (job->lane == Lane::gpu && setup.gpus == 0) job->lane = Lane::front;
   if (job->lane == Lane::front) {

@@ -359,6 +359,16 @@ KernelEnv::ToolResult KernelEnv::tool_diff(const Json& arguments) const {
   return r;
 }
 
+Lane KernelEnv::step_lane(const ParsedAction& parsed) const {
+  const Lane lane = lane_of(parsed);
+  if (lane == Lane::gpu || !running_ || env_.history.reward_from != RewardFrom::best_verified) return lane;
+  bool any_verified = false;
+  for (const CandidateVersion& v : history_.versions()) any_verified = any_verified || v.verified();
+  const bool may_end = turn_ + 1 >= limits_.max_turns || (limits_.wall_clock_s > 0 && elapsed_s() + 1.0 >= limits_.wall_clock_s) ||
+                       (limits_.gpu_time_s > 0 && gpu_time_s_ >= limits_.gpu_time_s);
+  return any_verified && may_end ? Lane::gpu : lane;
+}
+
 RewardResult KernelEnv::episode_reward(const RewardResult& last, std::optional<int> last_version) {
   std::vector<VersionReward> verified;
   if (env_.history.reward_from == RewardFrom::best_verified) {

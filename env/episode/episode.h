@@ -106,6 +106,11 @@ class KernelEnv {
   // The judge the next steps use (a rollout server's lane hands over its own before it runs a
   // step: the lane's evaluators do the work). The judge must outlive those steps.
   void set_judge(CandidateJudge& judge) { judge_ = &judge; }
+  // Where a rollout server runs this step: its tool's lane (lane_of), or a GPU lane when the step
+  // may end the episode and judge the best verified version again (history.reward_from:
+  // best_verified; the last turn, a wall-clock budget within a second of its end, or a GPU-time
+  // budget spent), so that a write_file on the last turn does not lose that judging.
+  Lane step_lane(const ParsedAction& parsed) const;
 
   bool running() const { return running_; }
   int turn() const { return turn_; }

@@ -160,3 +160,24 @@ def test_gymnasium_info_and_the_trajectory_carry_the_history_of_improve_regress_
     [t] = [t for t in read_trajectories(best_verified_server.record) if t["episode"] == episode]
     assert t["reward_from"] == "best_verified" and len(t["history"]) == 3
     assert "float4" in t["history"][1]["files"]["kernel.cu"]
+
+
+def test_a_best_verified_episode_cut_short_by_a_write_judges_its_best_version_on_a_gpu_lane(best_verified_server):
+    """The last turn is a write_file (a front-lane tool): the server runs it on a GPU lane, where the
+    best version is judged once more as a submission before it pays (KernelEnv::step_lane)."""
+    need_gpu(best_verified_server)
+    fused = os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "gelu_scale_residual", "fused")
+    files = {name: open(os.path.join(fused, name)).read() for name in ("kernel.cu", "launch.yaml")}
+    with Client(best_verified_server.endpoint) as c:
+        r = c.reset("gelu_tier2", seed=3, options={"max_turns": 4, "files": files})
+        episode = r["episode"]
+        c.step(episode, {"name": "profile", "arguments": {}})
+        c.step(episode, {"name": "write_file", "arguments": {"path": "notes.md", "content": "v1 is the one"}})
+        c.step(episode, {"name": "write_file", "arguments": {"path": "kernel.cu", "content": "// broken\n"}})
+        last = c.step(episode, {"name": "write_file", "arguments": {"path": "notes.md", "content": "out of turns"}})
+        print(f"[best_verified, cut short by a write] reward {last['reward']}: {last['info']['reward']}")
+        assert last["truncated"] and last["timings"]["lane"] == "gpu", last["timings"]
+        confirmation = last["info"]["reward"]["confirmation"]
+        assert confirmation["ran"] and confirmation["version"] == 1, confirmation
+        assert last["info"]["reward"]["rule"] == "faster_than_eager" and last["reward"] >= 2
+        c.close_episode(episode)

@@ -24,6 +24,7 @@ TEST_F(EpisodeTest, ATrajectoryRecordsTheCandidateHistoryWithFilesAndFigures) {
   std::string v2 = read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")) + "// v2 — regressed\n";
   env.step(write_call("kernel.cu", v2));
   replay.reports.push_back(wrong_report());
+  replay.reports.push_back(pass_report(1.0, 3.2));  // v1 judged again before it pays
   StepResult last = env.step(call("submit"));
   ASSERT_TRUE(last.terminated);
 
@@ -47,6 +48,7 @@ TEST_F(EpisodeTest, ATrajectoryRecordsTheCandidateHistoryWithFilesAndFigures) {
   EXPECT_EQ(h[0]["version"], 1);
   EXPECT_TRUE(h[0]["verified"].get<bool>());
   EXPECT_EQ(h[0]["judgings"][0]["tool"], "profile");
+  EXPECT_EQ(h[0]["judgings"][1]["tool"], "confirm");
   EXPECT_EQ(h[0]["speedup"]["point"], 3.2);
   EXPECT_EQ(h[0]["files"]["kernel.cu"], read_file(candidate_file("gelu_scale_residual", "fused", "kernel.cu")));
   EXPECT_EQ(h[0]["files"]["launch.yaml"], read_file(candidate_file("gelu_scale_residual", "fused", "launch.yaml")));

@@ -157,3 +157,33 @@ TEST_F(EpisodeTest, ProfilingManyVariantsAndKeepingTheLuckiestEarnsNoMoreThanOne
   EXPECT_GE(selected_tier2, 5 * single_rate * episodes) << "the exploit's best variant clears the line often: the test has teeth";
   EXPECT_LE(rewarded_tier2, single_rate * episodes + 3) << "no more often than one submission";
 }
+
+// A rollout server runs a step where step_lane says: a step that may end a best_verified episode
+// with a verified version goes to a GPU lane, whatever its tool, so that the judging can run.
+TEST_F(EpisodeTest, AStepThatMayEndABestVerifiedEpisodeRunsOnAGpuLane) {
+  const ParsedAction write = parse_action(write_call("notes.md", "x"));
+  const ParsedAction compile = parse_action(call("compile"));
+  for (RewardFrom mode : {RewardFrom::last_submission, RewardFrom::best_verified}) {
+    SCOPED_TRACE(reward_from_name(mode));
+    EnvConfig ec = test_env_config();
+    ec.history.reward_from = mode;
+    KernelEnv env(ec, RewardConfig{}, replay);
+    env.reset(task_without_baselines(), 1, {{"max_turns", 5}});
+    write_candidate(env, "gelu_scale_residual", "fused");
+    EXPECT_EQ(env.step_lane(write), Lane::front) << "nothing verified yet";
+    replay.reports.push_back(pass_report(1.0, 3.2));
+    env.step(call("profile"));  // turn 3: v1 verified
+    EXPECT_EQ(env.step_lane(write), Lane::front) << "turn 4 does not end the episode";
+    EXPECT_EQ(env.step_lane(compile), Lane::compile);
+    env.step(write_call("notes.md", "y"));  // turn 4
+    const bool best = mode == RewardFrom::best_verified;
+    EXPECT_EQ(env.step_lane(write), best ? Lane::gpu : Lane::front) << "turn 5 is the last";
+    EXPECT_EQ(env.step_lane(compile), best ? Lane::gpu : Lane::compile);
+    EXPECT_EQ(env.step_lane(parse_action(call("verify"))), Lane::gpu);
+    if (best) replay.reports.push_back(pass_report(1.0, 3.2));
+    StepResult s = env.step(write);
+    ASSERT_TRUE(s.truncated);
+    EXPECT_EQ(s.reward, best ? 2 : -1) << s.info["reward"].dump(2);
+    EXPECT_EQ(env.step_lane(write), Lane::front) << "the episode is over";
+  }
+}
