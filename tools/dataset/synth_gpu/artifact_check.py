@@ -37,10 +37,6 @@ from .checks import failing_fraction
 from .common import InputError, error_line, run_kforge
 from .torch_env import as_outputs
 
-if os.path.dirname(os.path.dirname(os.path.abspath(__file__))) not in sys.path:  # tools/dataset: the importer beside
-    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from task_import.running import state_swapped  # noqa: E402  (the importer's own: what the artifact was traced with)
-
 MODES = ("auto", "all", "off")
 OWN_SIZE_TIER = "module"  # traced and checked at the module's own size, with values
 NORMAL_BOUND = 3.4641016151377544  # kforge's normal stays within +-sqrt(12) std (data_synth/task/draw.h)
@@ -164,6 +160,12 @@ def float32_convolutions(module):
 def check(torch, model, draw, spec, task, device, tier):
     """(reason or "", details) of the artifact check of one task (the model already built on the device
     at its own size, `draw` its get_inputs() on the device)."""
+    # The importer's own state_swapped (what the artifact was traced with). Imported here: its module
+    # imports torch, which the command line defers until its cheap checks have passed.
+    tools_dataset = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if tools_dataset not in sys.path:  # tools/dataset: the importer beside
+        sys.path.append(tools_dataset)
+    from task_import.running import state_swapped
     t0 = time.monotonic()
     d = {"tier": tier or "unknown", "checked": True}
     dev = torch.device(device)
