@@ -41,6 +41,14 @@ struct StepJob {
   std::optional<StepResult> result;
   std::string failure;  // set when step() itself threw (a server bug): answered as `internal`
   std::atomic<int> state{queued};
+  // A warm compile (scheduler.warm_compiles): no session and no reply; a compile thread builds
+  // this candidate of this task into the shared cache ahead of its GPU step.
+  struct Warm {
+    TaskSpec task;
+    Candidate candidate;
+    std::string arch;  // the GPU lane's compile target ("" before its worker said hello)
+  };
+  std::shared_ptr<const Warm> warm;
 };
 using StepJobPtr = std::shared_ptr<StepJob>;
 

@@ -137,6 +137,7 @@ void RolloutServer::Impl::start() {
       try {
         Json device = ev->gpu_worker().hello().value("device", Json());
         gpu_state[g]->set_name(device.is_object() ? device.value("name", std::string()) : "");
+        gpu_state[g]->set_arch(device.is_object() ? device.value("arch", std::string()) : "");
       } catch (const std::exception& e) {
         std::cerr << "kforge serve: GPU " << g << ": the worker did not start (" << e.what() << "); its steps will report the error"
                   << std::endl;
@@ -150,6 +151,17 @@ void RolloutServer::Impl::start() {
 void RolloutServer::Impl::lane_loop(WorkQueue& queue, Evaluator* compile_ev, Evaluator* gpu_ev, int gpu) {
   LaneJudge lane_judge(setup.eval, setup.gpus > 0, compile_ev, gpu_ev);
   while (StepJobPtr job = queue.pop()) {
+    if (job->warm) {  // a warm compile: the report is not wanted, the cache entry it leaves is
+      const auto t0 = Clock::now();
+      try {
+        compile_ev->check(job->warm->task, job->warm->candidate, job->warm->arch);
+      } catch (const std::exception&) {
+        // The GPU step compiles it again and reports what failed.
+      }
+      queue.finished(ms_between(t0, Clock::now()) / 1000.0);
+      ++warm_compiles_done;
+      continue;
+    }
     run_step(*job, lane_judge);
     queue.finished(ms_between(job->started, job->finished) / 1000.0);
     if (gpu >= 0) gpu_state[gpu]->worker_starts = gpu_ev->gpu_worker().starts();
@@ -273,6 +285,7 @@ Json RolloutServer::Impl::health() {
   for (int g = 0; g < setup.gpus; ++g) {
     gpus.push_back({{"index", g},
                     {"name", gpu_state[g]->name()},
+                    {"arch", gpu_state[g]->arch()},
                     {"queued", gpu_queues[g]->queued()},
                     {"running", gpu_queues[g]->running()},
                     {"done", gpu_queues[g]->done()},
@@ -288,28 +301,30 @@ Json RolloutServer::Impl::health() {
   Json left_out = Json::array();
   for (const auto& l : catalog.left_out())
     left_out.push_back({{"source", l.source}, {"stage", left_out_stage_name(l.stage)}, {"reason", l.reason}, {"rows", l.rows}});
-  return {{"status", shutting_down ? "shutting_down" : "ok"},
-          {"version", kforge_version()},
-          {"protocol", kProtocolVersion},
-          {"uptime_s", std::chrono::duration<double>(Clock::now() - started).count()},
-          {"episodes",
-           {{"open", sessions.size()},
-            {"max", config.sessions.max_episodes},
-            {"steps_in_flight", in_flight},
-            {"idle_timeout_s", config.sessions.idle_timeout_s}}},
-          {"compile",
-           {{"workers", config.scheduler.compile_workers},
-            {"queued", compile_queue->queued()},
-            {"running", compile_queue->running()},
-            {"done", compile_queue->done()}}},
-          {"gpus", gpus},
-          {"tasks", catalog.size()},
-          {"baselines", baselines_health()},
-          {"left_out", left_out},
-          {"trajectories", trajectories},
-          {"requests", requests},
-          {"stream", stream},
-          {"record", record}};
+  return {
+      {"status", shutting_down ? "shutting_down" : "ok"},
+      {"version", kforge_version()},
+      {"protocol", kProtocolVersion},
+      {"uptime_s", std::chrono::duration<double>(Clock::now() - started).count()},
+      {"episodes",
+       {{"open", sessions.size()},
+        {"max", config.sessions.max_episodes},
+        {"steps_in_flight", in_flight},
+        {"idle_timeout_s", config.sessions.idle_timeout_s}}},
+      {"compile",
+       {{"workers", config.scheduler.compile_workers},
+        {"queued", compile_queue->queued()},
+        {"running", compile_queue->running()},
+        {"done", compile_queue->done()},
+        {"warm", {{"enabled", config.scheduler.warm_compiles}, {"queued", warm_compiles_queued}, {"done", warm_compiles_done.load()}}}}},
+      {"gpus", gpus},
+      {"tasks", catalog.size()},
+      {"baselines", baselines_health()},
+      {"left_out", left_out},
+      {"trajectories", trajectories},
+      {"requests", requests},
+      {"stream", stream},
+      {"record", record}};
 }
 
 void RolloutServer::Impl::flush_stream() {
@@ -370,6 +385,7 @@ void RolloutServer::Impl::begin_shutdown() {
   for (auto& q : gpu_queues)
     for (auto& j : q->drain()) queued.push_back(j);
   for (auto& job : queued) {
+    if (job->warm) continue;  // nobody waits for a warm compile
     job->session->pending = nullptr;
     --in_flight;
     reply_error(job->to, error(Kind::cancelled, "the server is shutting down; the queued step was not run"));

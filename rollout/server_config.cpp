@@ -59,6 +59,7 @@ ServerConfig ServerConfig::from_yaml(const YamlNode& node, const std::string& ba
     s.gpus = n->get<int>("gpus", s.gpus);
     s.max_gpu_queue = n->get<int>("max_gpu_queue", s.max_gpu_queue);
     s.min_retry_after_s = n->get<double>("min_retry_after_s", s.min_retry_after_s);
+    s.warm_compiles = n->get<bool>("warm_compiles", s.warm_compiles);
     if (s.compile_workers < 1 || s.compile_workers > 256) n->at("compile_workers").fail("must be in [1, 256]");
     if (s.max_compile_queue < 0) n->at("max_compile_queue").fail("must be >= 0");
     if (s.gpus < -1 || s.gpus > 64) n->at("gpus").fail("must be -1 (every visible GPU), 0 (none) or a count up to 64");

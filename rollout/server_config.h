@@ -40,6 +40,10 @@ struct ServerConfig {
     int gpus = -1;                   // GPU lanes: -1 = every visible device (cudaGetDeviceCount), 0 = none
     int max_gpu_queue = 256;         // steps waiting per GPU; beyond it `busy`
     double min_retry_after_s = 0.2;  // the smallest retry_after a busy reply advises
+    // A queued verify/profile/submit's candidate is compiled at once on the compile pool, into the
+    // server's shared compile cache, so that its GPU lane finds it built instead of compiling it
+    // while the GPU idles (best effort: only while the compile queue is under half full).
+    bool warm_compiles = true;
   } scheduler;
 
   struct Stream {

@@ -137,6 +137,18 @@ void RolloutServer::Impl::step(const Envelope& to, const StepParams& p) {
   }
   s->pending = job;
   ++in_flight;
+  if (job->lane == Lane::gpu) warm_compile(*s, job->parsed);
+}
+
+void RolloutServer::Impl::warm_compile(const Session& s, const ParsedAction& parsed) {
+  if (!config.scheduler.warm_compiles || !s.env.task()) return;
+  if (compile_queue->queued() * 2 >= static_cast<size_t>(config.scheduler.max_compile_queue)) return;
+  std::optional<Candidate> candidate = s.env.candidate_to_judge(parsed);
+  if (!candidate) return;
+  auto warm = std::make_shared<StepJob>();
+  warm->warm = std::make_shared<const StepJob::Warm>(
+      StepJob::Warm{*s.env.task(), std::move(*candidate), s.gpu >= 0 ? gpu_state[s.gpu]->arch() : std::string()});
+  if (compile_queue->push(warm)) ++warm_compiles_queued;
 }
 
 void RolloutServer::Impl::step_done(const StepJobPtr& job) {

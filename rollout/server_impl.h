@@ -4,6 +4,7 @@
 // server_episodes.cpp the episode requests (reset, step, close, cancel).
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -148,6 +149,15 @@ struct RolloutServer::Impl {
       std::lock_guard<std::mutex> lock(m);
       return name_;
     }
+    std::string arch_;  // its compile target (sm_90a), once its worker said hello
+    void set_arch(std::string a) {
+      std::lock_guard<std::mutex> lock(m);
+      arch_ = std::move(a);
+    }
+    std::string arch() {
+      std::lock_guard<std::mutex> lock(m);
+      return arch_;
+    }
     int sessions = 0;  // open episodes assigned to it (front thread)
   };
   std::vector<std::unique_ptr<GpuState>> gpu_state;
@@ -158,7 +168,9 @@ struct RolloutServer::Impl {
   void forget(const Session& s);                         // a session leaves `sessions`: its client holds one fewer
   std::mt19937_64 rng{std::random_device{}()};
   uint64_t next_job = 1;
-  int in_flight = 0;  // steps queued or running on a lane
+  int in_flight = 0;                            // steps queued or running on a lane
+  uint64_t warm_compiles_queued = 0;            // scheduler.warm_compiles: pushed (front thread)
+  std::atomic<uint64_t> warm_compiles_done{0};  // and built (compile threads)
   bool shutting_down = false;
   Clock::time_point shutdown_deadline;
   Clock::time_point started = Clock::now();
@@ -213,6 +225,8 @@ struct RolloutServer::Impl {
   void reset(const Envelope& to, const ResetParams& p);
 
   void step(const Envelope& to, const StepParams& p);
+  // scheduler.warm_compiles: queues the candidate of a GPU step `parsed` of `s` for a compile thread.
+  void warm_compile(const Session& s, const ParsedAction& parsed);
 
   // A step finished (on the front thread: inline, or posted by its lane).
   void step_done(const StepJobPtr& job);

@@ -359,6 +359,22 @@ KernelEnv::ToolResult KernelEnv::tool_diff(const Json& arguments) const {
   return r;
 }
 
+std::optional<Candidate> KernelEnv::candidate_to_judge(const ParsedAction& parsed) const {
+  if (!running_ || !parsed.call) return std::nullopt;
+  const Tool tool = parsed.call->tool;
+  if (tool != Tool::verify && tool != Tool::profile && tool != Tool::submit) return std::nullopt;
+  const Json& arguments = parsed.call->arguments;
+  if (arguments.contains("version")) {
+    const CandidateVersion* v = history_.find(arguments["version"].get<int>());
+    if (!v) return std::nullopt;
+    Candidate c = v->files;
+    c.dir = "v" + std::to_string(v->number);
+    return c;
+  }
+  std::string why;
+  return workspace_.candidate("workspace", kind_, why);
+}
+
 Lane KernelEnv::step_lane(const ParsedAction& parsed) const {
   const Lane lane = lane_of(parsed);
   if (lane == Lane::gpu || !running_ || env_.history.reward_from != RewardFrom::best_verified) return lane;

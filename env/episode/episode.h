@@ -111,6 +111,11 @@ class KernelEnv {
   // best_verified; the last turn, a wall-clock budget within a second of its end, or a GPU-time
   // budget spent), so that a write_file on the last turn does not lose that judging.
   Lane step_lane(const ParsedAction& parsed) const;
+  // The candidate a verify, profile or submit step would judge (the workspace's, or submit's
+  // `version`), and the task; nullopt for any other step or when there is none to judge. A rollout
+  // server compiles it ahead of the step (scheduler.warm_compiles).
+  std::optional<Candidate> candidate_to_judge(const ParsedAction& parsed) const;
+  const std::optional<TaskSpec>& task() const { return task_; }
 
   bool running() const { return running_; }
   int turn() const { return turn_; }

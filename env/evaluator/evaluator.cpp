@@ -196,10 +196,10 @@ EvalReport Evaluator::extension_stages(const TaskSpec& task, const Candidate& ca
   return report;
 }
 
-EvalReport Evaluator::check(const TaskSpec& task, const Candidate& cand) {
+EvalReport Evaluator::check(const TaskSpec& task, const Candidate& cand, const std::string& target) {
   EvalReport report;
   bool front_ok = false;
-  const std::string arch = config_.worker.arch.empty() ? "sm_90a" : config_.worker.arch;
+  const std::string arch = !config_.worker.arch.empty() ? config_.worker.arch : !target.empty() ? target : std::string("sm_90a");
   if (cand.kind == CandidateKind::extension) {
     std::optional<GpuExtension> gpu;
     report = extension_stages(task, cand, arch, gpu);

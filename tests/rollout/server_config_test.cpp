@@ -37,6 +37,8 @@ TEST(RolloutServerConfig, RejectsUnknownKeysAndBadValues) {
   fails("sessions: {max_episode: 3}\n", "max_episodes");
   fails("scheduler: {gpus: -2}\n", "gpus");
   fails("scheduler: {compile_workers: 0}\n", "compile_workers");
+  fails("scheduler: {warm_compiles: sometimes}\n", "warm_compiles");
+  EXPECT_FALSE(ServerConfig::from_yaml(YamlNode::parse("scheduler: {warm_compiles: false}\n", "s.yaml")).scheduler.warm_compiles);
   fails("protocol: {max_depth: 1000}\n", "max_depth");
   fails("recrod: {path: x.h5}\n", "record");
   fails("tasks: {serve_unmeasured: maybe}\n", "serve_unmeasured");
@@ -85,6 +87,7 @@ TEST(RolloutServerConfig, TheShippedConfigLoads) {
   ServerConfig c = ServerConfig::load(resource_path("configs/server.yaml"));
   EXPECT_EQ(c.bind, "tcp://127.0.0.1:5555");
   EXPECT_EQ(c.scheduler.gpus, -1);
+  EXPECT_TRUE(c.scheduler.warm_compiles) << "a GPU step's candidate is compiled ahead by default";
   EXPECT_NO_THROW(ServerSetup::load(c));
   // It serves the shipped dataset: at least 5 800 tasks (5 882 after issue 25's input checks), each
   // with both baselines, heldout at least 5 %.

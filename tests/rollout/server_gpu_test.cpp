@@ -1,7 +1,8 @@
 // The rollout server on a GPU host: whole episodes judged on the GPU through the server, and the
 // GPU worker killed in the middle of a verify: that request gets a worker_crashed observation, the
 // episode goes on, the other episodes are served, the worker is restarted and the next verify
-// passes, and every finished trajectory is on disk. Skipped (visibly) without a CUDA device.
+// passes, and every finished trajectory is on disk. A queued verify's candidate is compiled on the
+// compile pool while the GPU is busy (scheduler.warm_compiles). Skipped (visibly) without a CUDA device.
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -157,4 +158,50 @@ TEST(RolloutServerGpu, KilledGpuWorkerCostsOneRequestAndEveryOtherEpisodeIsServe
   stop = true;
   serving.join();
   EXPECT_EQ(read_trajectory_index(cfg.record.path).size(), 2u);
+}
+
+// scheduler.warm_compiles: while the GPU lane judges one episode's submission, another episode's
+// verify of a candidate never compiled before waits in its queue; a compile thread builds it into
+// the shared cache meanwhile, and the GPU lane's compile is a cache hit. Off, the lane compiles it.
+TEST(RolloutServerGpu, AQueuedVerifysCandidateIsCompiledWhileTheGpuIsBusy) {
+  SKIP_WITHOUT_GPU();
+  for (bool warm : {true, false}) {
+    SCOPED_TRACE(warm ? "warm_compiles: true" : "warm_compiles: false");
+    ServerConfig cfg;
+    cfg.bind = "tcp://127.0.0.1:*";
+    cfg.scheduler.gpus = 1;
+    cfg.scheduler.warm_compiles = warm;
+    std::atomic<bool> stop{false};
+    RolloutServer server(cfg, ServerSetup::load(cfg));
+    std::thread serving([&] { server.run(stop); });
+    zmq::context_t ctx;
+    Client busy(ctx, server.endpoint()), queued(ctx, server.endpoint());
+    for (int i = 0; i < 3000 && busy.call("health").payload["gpus"][0]["arch"] == ""; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::string a = busy.reset_with_candidate(), b = queued.reset_with_candidate();
+    ASSERT_EQ(busy.step(a, "verify").payload["info"]["verdict"], "pass");  // the worker is up, this candidate built
+
+    // A source nobody compiled before: the fused kernel with a comment of this run's own.
+    std::string dir = resource_path("datasets/samples/candidates/gelu_scale_residual/fused/");
+    std::string fresh = read_file(dir + "kernel.cu") + "// " + std::to_string(getpid()) + (warm ? " warm" : " cold") + " " +
+                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+    ASSERT_EQ(queued.step(b, "write_file", {{"path", "kernel.cu"}, {"content", fresh}}).status, "ok");
+    busy.send("s", "step", {{"episode", a}, {"action", {{"name", "submit"}, {"arguments", Json::object()}}}});
+    for (int i = 0; i < 2000 && queued.call("health").payload["gpus"][0]["running"] != 1; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    Reply v = queued.step(b, "verify");
+    Reply s = busy.receive();
+    EXPECT_TRUE(s.payload["terminated"].get<bool>()) << s.payload.dump();
+    ASSERT_EQ(v.payload["info"]["verdict"], "pass") << v.payload["observation"];
+    const Json& compile = v.payload["info"]["report"]["compile"];
+    const Json health = queued.call("health").payload["compile"]["warm"];
+    std::printf("warm_compiles %s: the queued verify's compile cache_hit %s, compile_ms %.1f, queued %.0f ms, ran %.0f ms; warm %s\n",
+                warm ? "true" : "false", compile["cache_hit"].dump().c_str(), compile.value("compile_ms", 0.0),
+                v.payload["timings"].value("queued_ms", 0.0), v.payload["timings"].value("run_ms", 0.0), health.dump().c_str());
+    EXPECT_EQ(compile["cache_hit"].get<bool>(), warm) << compile.dump();
+    EXPECT_EQ(health["enabled"].get<bool>(), warm);
+    EXPECT_EQ(health["done"].get<int>() >= 2, warm) << "the first verify's and this one's candidates, built ahead";
+    stop = true;
+    serving.join();
+  }
 }

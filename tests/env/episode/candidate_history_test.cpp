@@ -295,3 +295,29 @@ TEST(HistoryConfig, ThePromptSaysWhereTheRewardComesFrom) {
       << best;
   EXPECT_NE(best.find("a caught cheat still gets -1"), std::string::npos) << best;
 }
+
+// What a rollout server compiles ahead of a GPU step (scheduler.warm_compiles): the candidate the
+// step will judge, the workspace's or submit's named version, and nothing for other steps.
+TEST_F(EpisodeTest, TheCandidateAGpuStepWillJudgeIsKnownBeforeTheStep) {
+  KernelEnv env(test_env_config(), RewardConfig{}, replay);
+  EXPECT_FALSE(env.candidate_to_judge(parse_action(call("verify")))) << "no episode";
+  env.reset(task_without_baselines(), 1);
+  EXPECT_FALSE(env.candidate_to_judge(parse_action(call("verify")))) << "an empty workspace";
+  write_candidate(env, "gelu_scale_residual", "fused");
+  for (const char* tool : {"verify", "profile", "submit"}) {
+    std::optional<Candidate> c = env.candidate_to_judge(parse_action(call(tool)));
+    ASSERT_TRUE(c) << tool;
+    EXPECT_EQ(c->source, fused("kernel.cu"));
+  }
+  EXPECT_FALSE(env.candidate_to_judge(parse_action(call("compile"))));
+  EXPECT_FALSE(env.candidate_to_judge(parse_action(call("list_files"))));
+  replay.reports.push_back(pass_report(1.0, 3.2));
+  env.step(call("verify"));  // v1
+  env.step(write_call("kernel.cu", "// work in progress\n"));
+  std::optional<Candidate> v1 = env.candidate_to_judge(parse_action(hermes("submit", {{"version", 1}})));
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->source, fused("kernel.cu")) << "submit(version=1) judges v1's files, not the workspace's";
+  EXPECT_EQ(v1->dir, "v1");
+  EXPECT_EQ(env.candidate_to_judge(parse_action(call("verify")))->source, "// work in progress\n");
+  EXPECT_FALSE(env.candidate_to_judge(parse_action(hermes("submit", {{"version", 7}})))) << "no such version";
+}
