@@ -70,9 +70,9 @@ class Evaluator {
   EvalReport evaluate(const TaskSpec& task, const Candidate& candidate, const EvalOptions& options);
   // The compile and plan stages alone (no GPU needed): the report stops before loading, with the
   // verdict "checked" when both succeeded.
-  // `arch`: the target to compile for ("": worker.arch, else sm_90a); a rollout server's warm
+  // `target`: the arch to compile for where worker.arch names none ("": sm_90a); a rollout server's warm
   // compile names its GPU lane's, so that the lane's compile finds the result in the shared cache.
-  EvalReport check(const TaskSpec& task, const Candidate& candidate, const std::string& arch = "");
+  EvalReport check(const TaskSpec& task, const Candidate& cand, const std::string& target = "");
 
   WorkerProcess& compile_worker() { return *compile_; }
   WorkerProcess& gpu_worker() { return *gpu_; }

@@ -155,9 +155,10 @@ TEST_F(EpisodeTest, ProfilingManyVariantsAndKeepingTheLuckiestEarnsNoMoreThanOne
   SCOPED_TRACE("of " + std::to_string(episodes) + " episodes: best variant at tier 2 " + std::to_string(selected_tier2) +
                ", rewarded tier 2 " + std::to_string(rewarded_tier2) + "; one submission at tier 2 in " + std::to_string(single_tier2) +
                " of " + std::to_string(controls));
-  std::printf("best of %d profiled variants, %d episodes: tier 2 selected (what it earned without the confirmation) %d, "
-              "rewarded %d; one submission: tier 2 in %d of %d\n",
-              variants, episodes, selected_tier2, rewarded_tier2, single_tier2, controls);
+  std::printf(
+      "best of %d profiled variants, %d episodes: tier 2 selected (what it earned without the confirmation) %d, "
+      "rewarded %d; one submission: tier 2 in %d of %d\n",
+      variants, episodes, selected_tier2, rewarded_tier2, single_tier2, controls);
   EXPECT_GE(selected_tier2, 5 * single_rate * episodes) << "the exploit's best variant clears the line often: the test has teeth";
   EXPECT_LE(rewarded_tier2, single_rate * episodes + 3) << "no more often than one submission";
 }
