@@ -41,7 +41,8 @@
 #                     OUTDIR/eval_profile_counters_default.json)
 #   serve_load        GPU actions under load (verifies per minute, GPU utilisation, A/A)
 #   serve_pairs       issue 31: the load bench over the sample tasks' 31 passing candidates (--pairs samples),
-#                     64 episodes of verify + submit, with the old lane timing (--sequential off) and today's:
+#                     64 episodes of verify + submit, each judging a new source (--fresh-sources on), with the
+#                     old lane settings (--sequential off --warm off) and today's (--sequential on --warm on):
 #                     judged candidates per GPU-hour, where the lanes' time goes (kernels, harness GPU work, timing,
 #                     the rest), GPU utilisation (OUTDIR/util_pairs_ARM.csv); KFORGE_PAIRS_EPISODES (64) episodes,
 #                     KFORGE_PAIRS_TIMEOUT_S (280) s per arm
@@ -185,13 +186,13 @@ for s in $steps; do
       nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util.csv" 2>&1 & u=$!
       timeout 240 "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --episodes 64 --rounds 5 --json >"$out/serve_load.txt" 2>&1
       r=$?; kill $u 2>/dev/null; (exit $r) ;;
-    serve_pairs)  # the old lane timing (--sequential off) and today's, one after the other on the same host
+    serve_pairs)  # the old lane settings and today's, one after the other on the same host
       r=0
-      for arm in off on; do
+      for arm in off on; do  # off: fixed timing budget, compiles on the GPU lane; on: sequential rule, warm compiles
         nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs_$arm.csv" 2>&1 & u=$!
         timeout "${KFORGE_PAIRS_TIMEOUT_S:-280}" "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples \
           --episodes "${KFORGE_PAIRS_EPISODES:-64}" --rounds 2 \
-          --sequential $arm --label "pairs_seq_$arm" --json >"$out/serve_pairs_$arm.txt" 2>&1 || r=$?
+          --sequential $arm --warm $arm --fresh-sources on --label "pairs_seq_$arm" --json >"$out/serve_pairs_$arm.txt" 2>&1 || r=$?
         kill $u 2>/dev/null
       done
       cp tools/bench/results/serve_bench_gpu_*_pairs_seq_*.json "$out/" 2>/dev/null  # the records, into the archive

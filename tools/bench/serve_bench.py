@@ -20,6 +20,12 @@ result file tools/bench/results/*.json (ARCHITECTURE.md, Tests and benchmarks).
     tools/bench/serve_bench.py --kforge build/tools/kforge --gpu --episodes 64 --rounds 3 --json   # on a GPU host
     tools/bench/serve_bench.py --gpu --pairs samples --episodes 64 --rounds 2 --json   # verify + submit per candidate
     tools/bench/serve_bench.py --gpu --pairs samples --sequential off --label fixed --json   # the old lane timing, beside it
+    tools/bench/serve_bench.py --gpu --pairs samples --fresh-sources on --sequential off --warm off --label old --json
+    tools/bench/serve_bench.py --gpu --pairs samples --fresh-sources on --label new --json   # old and new lane settings
+
+--fresh-sources on writes a new source before every GPU step, so that each judged candidate is
+compiled as it is in training; --warm (scheduler.warm_compiles) chooses where that compile runs;
+the figures then include the compiles' share of the lanes' time and their cache hits.
 """
 import argparse
 import asyncio
@@ -108,6 +114,7 @@ async def run(args, endpoint, pid, pairs):
     lat = {k: [] for k in ("reset", "single_list_files", "write_file", "list_files", "read_file", "verify", "profile", "submit")}
     speedups = []
     phases = {tool: dict.fromkeys(PHASES, 0.0) for tool in ("verify", "profile", "submit")}
+    compiles = {"ms": 0.0, "count": 0, "cache_hits": 0}  # the GPU steps' compiles, on their lanes
 
     async def timed(kind, coro):
         t = time.perf_counter()
@@ -132,8 +139,11 @@ async def run(args, endpoint, pid, pairs):
 
         async def gpu_round(ep, r):
             _, kernel, plan = own[id(ep)]
-            if r == 0:
+            if args.fresh_sources == "on":  # every judged candidate is a new source, as in training
+                kernel = f"{kernel}// episode {id(ep)} round {r}\n"
+            if r == 0 or args.fresh_sources == "on":
                 await ep.step({"name": "write_file", "arguments": {"path": "kernel.cu", "content": kernel}})
+            if r == 0:
                 await ep.step({"name": "write_file", "arguments": {"path": "launch.yaml", "content": plan}})
             tool = "submit" if r == args.rounds - 1 else ("profile" if r % 2 else "verify")
             obs, reward, term, trunc, info = await timed(tool, ep.step({"name": tool, "arguments": {}}))
@@ -141,6 +151,11 @@ async def run(args, endpoint, pid, pairs):
             sp = ((report.get("timing") or {}).get("speedup") or {}).get("point")
             if sp:
                 speedups.append((tool, sp))
+            compiled = report.get("compile") or {}
+            if isinstance(compiled.get("wall_ms"), (int, float)):
+                compiles["ms"] += compiled["wall_ms"]
+                compiles["count"] += 1
+                compiles["cache_hits"] += bool(compiled.get("cache_hit"))
             for k in PHASES:
                 v = (report.get("phases") or {}).get(k)
                 if isinstance(v, (int, float)):
@@ -159,7 +174,7 @@ async def run(args, endpoint, pid, pairs):
         await solo.close()
         health = await c.health()
         await asyncio.gather(*[ep.close() for ep in eps])
-    return lat, speedups, phases, wall, rss0, rss_open, rss_after, health0, health
+    return lat, speedups, phases, compiles, wall, rss0, rss_open, rss_after, health0, health
 
 
 def main():
@@ -173,6 +188,12 @@ def main():
     ap.add_argument("--sequential", choices=("on", "off"), default="on",
                     help="the lanes' timing: the sequential stopping rule (on, configs/eval.yaml's default) or the fixed "
                          "noise target and budget it replaced (off): old and new lane settings side by side")
+    ap.add_argument("--warm", choices=("on", "off"), default="on",
+                    help="scheduler.warm_compiles: a queued GPU step's candidate compiled ahead on the compile pool (on, the "
+                         "default) or on its GPU lane (off)")
+    ap.add_argument("--fresh-sources", choices=("on", "off"), default="off",
+                    help="on: every GPU round writes a new source (a comment), so every judged candidate is compiled "
+                         "as in training; off: each episode's candidate is written once")
     ap.add_argument("--label", default="", help="appended to the result file's name (side-by-side arms of one run)")
     ap.add_argument("--json", action="store_true", help="write tools/bench/results/serve_bench_*.json")
     args = ap.parse_args()
@@ -182,7 +203,8 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="kforge_serve_bench_")
     endpoint = f"ipc://{tmp}/s.sock"
-    config = {"scheduler": {"gpus": -1 if args.gpu else 0, "compile_workers": 2, "max_gpu_queue": 100000},
+    config = {"scheduler": {"gpus": -1 if args.gpu else 0, "compile_workers": 2, "max_gpu_queue": 100000,
+                            "warm_compiles": args.warm == "on"},
               "sessions": {"max_episodes": max(4096, args.episodes)},
               "record": {"path": os.path.join(tmp, "t.h5")}}
     config["eval_config"] = eval_config(tmp, args.sequential == "on")
@@ -193,12 +215,13 @@ def main():
     line = proc.stdout.readline()
     print(line.strip())
     try:
-        lat, speedups, phases, wall, rss0, rss_open, rss_after, h0, h = asyncio.run(run(args, endpoint, proc.pid, pairs))
+        lat, speedups, phases, compiles, wall, rss0, rss_open, rss_after, h0, h = asyncio.run(run(args, endpoint, proc.pid, pairs))
     finally:
         proc.terminate()
         proc.wait(60)
 
     figures = {"sequential": 1 if args.sequential == "on" else 0,  # a number, as the records want
+               "warm_compiles": 1 if args.warm == "on" else 0, "fresh_sources": 1 if args.fresh_sources == "on" else 0,
                "episodes_count": args.episodes, "rounds_count": args.rounds, "pairs_count": len(pairs),
                "tasks_count": len({t for t, _ in pairs}),
                "server_rss_idle_mib": rss0 / 1024, "server_rss_open_mib": rss_open / 1024,
@@ -228,6 +251,14 @@ def main():
         figures["lane_share_harness_gpu_pct"] = harness_ms / lane_ms * 100
         figures["lane_share_timing_pct"] = timing_ms / lane_ms * 100
         figures["lane_share_rest_pct"] = max(0.0, 100 - (own_ms + harness_ms + timing_ms) / lane_ms * 100)
+        # Of the rest: the GPU steps' compiles on their lanes (a cache hit where the candidate was built ahead).
+        figures["lane_share_compile_pct"] = compiles["ms"] / lane_ms * 100
+        if compiles["count"]:
+            figures["gpu_step_compile_ms_mean"] = compiles["ms"] / compiles["count"]
+            figures["gpu_step_compile_cache_hit_pct"] = compiles["cache_hits"] / compiles["count"] * 100
+        warm = ((h.get("compile") or {}).get("warm") or {})
+        if isinstance(warm.get("done"), int):
+            figures["warm_compiles_done_count"] = warm["done"]
         for tool, p in phases.items():
             n = len(lat[tool])
             if n:
