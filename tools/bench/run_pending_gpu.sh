@@ -23,7 +23,10 @@
 #   timing_gpu        the timing stage's GPU tests (reference_gpu_tests TimingGpu.*: a context lost while timing is the
 #                     candidate's runtime_error, not kforge's; OUTDIR/timing_gpu.txt)
 #   history           issue 30's candidate history on the GPU (episode_gpu_tests HistoryGpuTest.*: improve, regress,
-#                     restore, rewarded by the best version under the option; OUTDIR/history.txt)
+#                     restore, rewarded by the best version under the option, judged again first; OUTDIR/history.txt)
+#   warm              the rollout server's GPU tests (rollout_server_gpu_tests): a queued verify's candidate compiled
+#                     on the compile pool while the GPU is busy (scheduler.warm_compiles on and off), a GPU worker
+#                     killed mid-request (OUTDIR/warm.txt)
 #   shapes_cost       issue 30: kforge_eval_bench shapes, what the other shapes cost per verify on the sample tasks, today's
 #                     kinds and a `large` shape at each budget of KFORGE_LARGE_BYTES (2e9,8e9,32e9), side by side
 #                     (OUTDIR/eval_shapes_cost.json)
@@ -159,6 +162,7 @@ for s in $steps; do
     shapes) timeout 240 "$b/tests/evaluator_gpu_tests" --gtest_filter='ShapesGpu.*' >"$out/shapes.txt" 2>&1 ;;
     timing_gpu) timeout 120 "$b/tests/reference_gpu_tests" --gtest_filter='TimingGpu.*' >"$out/timing_gpu.txt" 2>&1 ;;
     history) timeout 300 "$b/tests/episode_gpu_tests" --gtest_filter='HistoryGpuTest.*' >"$out/history.txt" 2>&1 ;;
+    warm) timeout 200 "$b/tests/rollout_server_gpu_tests" >"$out/warm.txt" 2>&1 ;;
     shapes_cost) timeout 420 "$b/tools/kforge_eval_bench" shapes --repeats 3 --large-bytes "${KFORGE_LARGE_BYTES:-2e9,8e9,32e9}" \
                    --out "$out/eval_shapes_cost.json" >"$out/shapes_cost.txt" 2>&1 ;;
     overhead) timeout 150 "$b/tools/kforge_eval_bench" overhead --repeats 3 --out "$out/eval_overhead.json" >"$out/overhead.txt" 2>&1 ;;
