@@ -117,6 +117,7 @@ ResetResult KernelEnv::reset(const TaskSpec& task, uint64_t seed, const Json& op
   history_.clear();
   gpu_time_s_ = 0;
   total_reward_ = 0;
+  bonus_paid_ = 0;
   termination_.clear();
   start_ = Clock::now();
   ResetResult r;
@@ -517,12 +518,15 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
   verified_once_ = verified_once_ || result.verified;
   TurnShaping shaping = turn_shaping(reward_.shaping, first_compile, first_verify);
   s.reward = shaping.value;
+  bonus_paid_ += shaping.evidence.value("first_compile", 0.0) + shaping.evidence.value("first_verify", 0.0);
 
   Json reward_info;
+  std::string final_rule;  // the episode's reward rule, on its last step
   if (result.submission) {
     s.terminated = true;
     termination_ = termination::submitted;
     RewardResult chosen = episode_reward(*result.submission, result.version);
+    final_rule = chosen.rule;
     s.reward += chosen.value;
     reward_info = plain_json(chosen.evidence);
     result.observation += reward_text(chosen);
@@ -537,6 +541,7 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
     s.truncated = true;
     RewardResult none = no_submission_reward(reward_, termination_, earlier_cheat(""));
     RewardResult chosen = episode_reward(none, std::nullopt);
+    final_rule = chosen.rule;
     s.reward += chosen.value;
     reward_info = plain_json(chosen.evidence);
     std::ostringstream os;
@@ -546,6 +551,16 @@ StepResult KernelEnv::step(const ParsedAction& parsed) {
       os << " (" << chosen.rule << ", from v" << chosen.evidence["version"].get<int>() << ", the best verified version)";
     os << "\n" << confirmation_text(chosen);
     result.observation += os.str();
+  }
+  if (final_rule == "cheat" && bonus_paid_ != 0) {
+    // A caught cheat keeps none of the shaping's bonuses it was paid on the way (a cheat that slipped
+    // through a verify earned first_verify): the episode totals the turn costs and the penalty.
+    s.reward -= bonus_paid_;
+    reward_info["shaping_taken_back"] = bonus_paid_;
+    std::ostringstream os;
+    os << "  the shaping's bonuses paid earlier (" << bonus_paid_ << ") are taken back: a caught cheat keeps none\n";
+    result.observation += os.str();
+    bonus_paid_ = 0;
   }
   running_ = !(s.terminated || s.truncated);
   total_reward_ += s.reward;

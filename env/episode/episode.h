@@ -189,6 +189,7 @@ class KernelEnv {
   bool verified_once_ = false;
   double gpu_time_s_ = 0;
   double total_reward_ = 0;
+  double bonus_paid_ = 0;                   // the shaping's first_compile and first_verify paid so far (taken back from a caught cheat)
   std::vector<CaughtCheat> caught_cheats_;  // every anti-cheat refusal of the episode, in order
   CandidateHistory history_;
   std::string termination_;

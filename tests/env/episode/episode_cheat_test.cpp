@@ -135,3 +135,36 @@ TEST_F(EpisodeTest, EndingWithoutASubmissionAfterACaughtCheatIsTheCheatingPenalt
             std::string::npos)
       << s.observation;
 }
+
+// A cheat that slips through a verify is paid the shaping's first_verify (and first_compile) on the
+// way; when the episode ends caught, those bonuses are taken back: it totals its turn costs and the
+// penalty, and nothing it was paid for cheating remains. An honest episode keeps them.
+TEST_F(EpisodeTest, ACaughtCheatKeepsNoneOfTheShapingBonusesItWasPaid) {
+  RewardConfig rc;
+  rc.shaping.first_compile = 0.2;
+  rc.shaping.first_verify = 0.5;
+  rc.shaping.per_turn = -0.01;
+  for (bool caught : {true, false}) {
+    SCOPED_TRACE(caught ? "caught at submit" : "honest");
+    KernelEnv env(test_env_config(), rc, replay);
+    env.reset(load_task(sample_task("gelu_scale_residual")), 1);
+    write_candidate(env, "gelu_scale_residual", "fused");  // turns 1-2
+    StepResult c = env.step(call("compile"));              // turn 3: first compile
+    EXPECT_NEAR(c.reward, 0.19, 1e-12) << c.observation;
+    replay.reports.push_back(pass_report(1.0, 3.0));
+    StepResult v = env.step(call("verify"));  // turn 4: it slips through (or is honest)
+    EXPECT_NEAR(v.reward, 0.49, 1e-12);
+    replay.reports.push_back(caught ? cheat_report("state_same_addresses") : pass_report(1.0, 3.0));
+    StepResult s = env.step(call("submit"));  // turn 5
+    ASSERT_TRUE(s.terminated);
+    if (caught) {
+      EXPECT_EQ(s.info["reward"]["shaping_taken_back"].get<double>(), 0.7) << s.info["reward"].dump(2);
+      EXPECT_NEAR(s.info["episode_reward"].get<double>(), 5 * -0.01 + rc.failures.cheat, 1e-12) << "turn costs and the penalty only";
+      EXPECT_NE(s.observation.find("bonuses paid earlier (0.7) are taken back"), std::string::npos) << s.observation;
+    } else {
+      EXPECT_FALSE(s.info["reward"].contains("shaping_taken_back"));
+      EXPECT_GT(s.reward, 0) << s.observation;
+      EXPECT_NEAR(s.info["episode_reward"].get<double>(), -0.02 + 0.19 + 0.49 + s.reward, 1e-12) << "the bonuses kept";
+    }
+  }
+}
