@@ -38,9 +38,17 @@ int run_build_jobs(const ChildSandbox& sandbox, std::vector<BuildJob>& jobs, int
       running[sandbox.spawn({jobs[next].argv, jobs[next].log, ""})] = next;
       ++next;
     }
+    // Only this call's own children: waitpid(-1) would also reap another thread's build jobs (two
+    // builders of one server) and the server's worker processes, whose owners then wait forever.
     int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && running.count(pid)) {
+    pid_t pid = 0;
+    for (const auto& [p, i] : running) {
+      if (waitpid(p, &status, WNOHANG) == p) {
+        pid = p;
+        break;
+      }
+    }
+    if (pid > 0) {
       size_t i = running[pid];
       running.erase(pid);
       jobs[i].step.ms = ms_since(started[i]);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,18 @@
 
 namespace kforge {
 namespace fs = std::filesystem;
+
+namespace {
+
+// A name part no other build of this machine uses at the same time: the process and a count within
+// it. Two threads of one server (a compile thread's warm build and a GPU lane's) may build the same
+// candidate at once; each writes its own work folder and temporary files, and the last rename wins.
+std::string build_token() {
+  static std::atomic<uint64_t> next{0};
+  return std::to_string(getpid()) + "." + std::to_string(next++);
+}
+
+}  // namespace
 
 namespace {
 
@@ -149,7 +162,7 @@ std::string ExtensionBuilder::pch_dir() {
   j.argv = {tc_.cxx, "-x", "c++-header"};
   for (const auto& f : host_flags(tc_)) j.argv.push_back(f);
   for (const auto& f : common_includes(tc_, dir.string())) j.argv.push_back(f);
-  const std::string tmp = gch.string() + ".tmp" + std::to_string(getpid());  // concurrent builders each write their own
+  const std::string tmp = gch.string() + ".tmp" + build_token();  // concurrent builders each write their own
   j.argv.insert(j.argv.end(), {"-o", tmp, header.string()});
   j.log = (dir / "pch.log").string();
   std::vector<BuildJob> jobs{j};
@@ -330,7 +343,8 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
     const std::string key_all = sha256_hex(toolchain_id_ + "|" + arch + "|" + req.module_name + "|" + all_text + "|" +
                                            nlohmann::json(cuda_extra).dump() + nlohmann::json(host_extra).dump());
     out.hash = key_all.substr(0, 32);
-    const fs::path work = fs::path(cache_dir_) / "work" / (out.hash + "-" + std::to_string(getpid()));
+    const std::string token = build_token();
+    const fs::path work = fs::path(cache_dir_) / "work" / (out.hash + "-" + token);
     const fs::path lib = fs::path(cache_dir_) / "lib" / ("ext-" + out.hash + ".so");
     if (fs::exists(lib)) {
       out.ok = true;
@@ -339,7 +353,7 @@ ExtensionBuildResult ExtensionBuilder::build_files(const ExtensionBuildRequest& 
       out.total_ms = ms_since(t0);
       return out;
     }
-    const std::string tmp_suffix = ".tmp" + std::to_string(getpid());
+    const std::string tmp_suffix = ".tmp" + token;
     remove_tree(work.string());
     for (const auto& f : files) write_build_file(work / f.path, f.text);
 

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <kforge_ext.h>
@@ -162,6 +163,29 @@ TEST(ExtensionBuild, OnlyTheChangedFileIsCompiledAgain) {
   EXPECT_TRUE(step(changed, "kernels/scale_add_binding.cpp")->cached);
   EXPECT_TRUE(step(changed, "kforge_ext_entry.cpp")->cached);
   ASSERT_NE(step(changed, "link"), nullptr);
+}
+
+// Two builders of one process (a rollout server's compile thread building a candidate ahead of its
+// GPU step, scheduler.warm_compiles, and the GPU lane's evaluator) build the same new candidate at
+// the same moment into one cache: each writes its own work folder and temporary files, both succeed
+// and both name the one library.
+TEST(ExtensionBuild, TwoBuildersOfOneProcessBuildTheSameCandidateAtOnce) {
+  const std::string run = "\n#define KFORGE_TEST_RUN_TWICE " + std::to_string(getpid()) + "\n";
+  ExtensionBuildRequest r = cuda_agent_candidate("alpha * a[i] + 3.0f * b[i]");
+  for (auto& f : r.files) f.text += run;
+  builder();  // the precompiled header exists before the race
+  ExtensionBuilder first(ExtensionToolchain::from_build(), KFORGE_EXT_TEST_CACHE),
+      second(ExtensionToolchain::from_build(), KFORGE_EXT_TEST_CACHE);
+  ExtensionBuildResult a, b;
+  std::thread ta([&] { a = first.build(r); });
+  std::thread tb([&] { b = second.build(r); });
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(a.ok) << a.log;
+  ASSERT_TRUE(b.ok) << b.log;
+  EXPECT_EQ(a.library, b.library);
+  EXPECT_TRUE(fs::exists(a.library));
+  EXPECT_FALSE(a.library_cached && b.library_cached) << "at least one of them built it";
 }
 
 // Issue 28's one .cu changed (env/extension/nvrtc_cubin.h): a device half NVRTC reads as nvcc does is
