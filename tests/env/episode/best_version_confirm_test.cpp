@@ -14,25 +14,6 @@
 using namespace kforge;
 using namespace kforge::testing;
 
-namespace {
-
-std::string fused(const char* file) { return read_file(candidate_file("gelu_scale_residual", "fused", file)); }
-
-// The sample task without stored baselines: tier 2 (faster than eager) is the top.
-TaskSpec task_without_baselines() {
-  TaskSpec t = load_task(sample_task("gelu_scale_residual"));
-  t.baselines = Baselines{};
-  return t;
-}
-
-EnvConfig best_verified_config() {
-  EnvConfig c = test_env_config();
-  c.history.reward_from = RewardFrom::best_verified;
-  return c;
-}
-
-}  // namespace
-
 TEST_F(EpisodeTest, TheBestVersionIsJudgedAgainAsASubmissionAndTheLowerRewardCounts) {
   KernelEnv env(best_verified_config(), RewardConfig{}, replay);
   env.reset(task_without_baselines(), 1);

@@ -137,6 +137,21 @@ class EpisodeTest : public ::testing::Test {
   ReplayJudge replay;
 };
 
+// The candidate history's suites (candidate_history_test.cpp, best_version_confirm_test.cpp): a file
+// of the sample's fused GELU candidate, the sample task without stored baselines (tier 2, faster
+// than eager, is the top), and the test environment with history.reward_from: best_verified.
+inline std::string fused(const char* file) { return read_file(candidate_file("gelu_scale_residual", "fused", file)); }
+inline TaskSpec task_without_baselines() {
+  TaskSpec t = load_task(sample_task("gelu_scale_residual"));
+  t.baselines = Baselines{};
+  return t;
+}
+inline EnvConfig best_verified_config() {
+  EnvConfig c = test_env_config();
+  c.history.reward_from = RewardFrom::best_verified;
+  return c;
+}
+
 inline void write_candidate(KernelEnv& env, const std::string& task, const std::string& cand) {
   for (const char* f : {"kernel.cu", "launch.yaml"}) {
     StepResult s = env.step(write_call(f, read_file(candidate_file(task, cand, f))));
