@@ -42,8 +42,12 @@ StepJobPtr WorkQueue::pop() {
   std::unique_lock<std::mutex> lock(m_);
   cv_.wait(lock, [this] { return stopped_ || !q_.empty(); });
   if (stopped_) return nullptr;
-  StepJobPtr job = std::move(q_.front());
-  q_.pop_front();
+  // A step someone waits for goes before a warm compile (scheduler.warm_compiles), which only saves
+  // a GPU lane's time later; among each, first come first served.
+  auto it = std::find_if(q_.begin(), q_.end(), [](const StepJobPtr& j) { return !j->warm; });
+  if (it == q_.end()) it = q_.begin();
+  StepJobPtr job = std::move(*it);
+  q_.erase(it);
   job->state = StepJob::running;
   ++running_;
   return job;

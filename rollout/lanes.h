@@ -58,7 +58,7 @@ class WorkQueue {
   explicit WorkQueue(size_t max_queued) : max_(max_queued) {}
   // False when the queue is full (the caller answers `busy`).
   bool push(StepJobPtr job);
-  // Blocks for the next job; nullptr once stopped.
+  // Blocks for the next job (the oldest step, else the oldest warm compile); nullptr once stopped.
   StepJobPtr pop();
   // Takes a queued job out; false when it already started (or was never here).
   bool remove(const StepJobPtr& job);

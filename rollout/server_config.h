@@ -42,7 +42,8 @@ struct ServerConfig {
     double min_retry_after_s = 0.2;  // the smallest retry_after a busy reply advises
     // A queued verify/profile/submit's candidate is compiled at once on the compile pool, into the
     // server's shared compile cache, so that its GPU lane finds it built instead of compiling it
-    // while the GPU idles (best effort: only while the compile queue is under half full).
+    // while the GPU idles (best effort: only while the compile queue is under half full; a waiting
+    // compile() step goes first).
     bool warm_compiles = true;
   } scheduler;
 
