@@ -124,7 +124,7 @@ void RolloutServer::Impl::start() {
     gpu_evaluators.back()->set_anticheat(setup.anticheat);
     gpu_queues.push_back(std::make_unique<WorkQueue>(static_cast<size_t>(config.scheduler.max_gpu_queue)));
     gpu_state.push_back(std::make_unique<GpuState>());
-    if (g < static_cast<int>(setup.gpu_names.size())) gpu_state.back()->set_name(setup.gpu_names[g]);
+    if (g < static_cast<int>(setup.gpu_names.size())) gpu_state.back()->set_device({setup.gpu_names[g], ""});
   }
   for (int i = 0; i < nc; ++i) {
     Evaluator* ev = compile_evaluators[i].get();
@@ -136,8 +136,8 @@ void RolloutServer::Impl::start() {
       // Start the GPU worker before taking work: its CUDA context and warm-up are not a step's time.
       try {
         Json device = ev->gpu_worker().hello().value("device", Json());
-        gpu_state[g]->set_name(device.is_object() ? device.value("name", std::string()) : "");
-        gpu_state[g]->set_arch(device.is_object() ? device.value("arch", std::string()) : "");
+        gpu_state[g]->set_device(
+            {device.is_object() ? device.value("name", std::string()) : "", device.is_object() ? device.value("arch", std::string()) : ""});
       } catch (const std::exception& e) {
         std::cerr << "kforge serve: GPU " << g << ": the worker did not start (" << e.what() << "); its steps will report the error"
                   << std::endl;
@@ -284,8 +284,8 @@ Json RolloutServer::Impl::health() {
   Json gpus = Json::array();
   for (int g = 0; g < setup.gpus; ++g) {
     gpus.push_back({{"index", g},
-                    {"name", gpu_state[g]->name()},
-                    {"arch", gpu_state[g]->arch()},
+                    {"name", gpu_state[g]->device().name},
+                    {"arch", gpu_state[g]->device().arch},
                     {"queued", gpu_queues[g]->queued()},
                     {"running", gpu_queues[g]->running()},
                     {"done", gpu_queues[g]->done()},

@@ -147,7 +147,7 @@ void RolloutServer::Impl::warm_compile(const Session& s, const ParsedAction& par
   if (!candidate) return;
   auto warm = std::make_shared<StepJob>();
   warm->warm = std::make_shared<const StepJob::Warm>(
-      StepJob::Warm{*s.env.task(), std::move(*candidate), s.gpu >= 0 ? gpu_state[s.gpu]->arch() : std::string()});
+      StepJob::Warm{*s.env.task(), std::move(*candidate), s.gpu >= 0 ? gpu_state[s.gpu]->device().arch : std::string()});
   if (compile_queue->push(warm)) ++warm_compiles_queued;
 }
 
@@ -167,7 +167,7 @@ void RolloutServer::Impl::step_done(const StepJobPtr& job) {
                   {"run_ms", ms_between(job->started, job->finished)},
                   {"total_ms", ms_between(job->received, Clock::now())}};
   if (job->gpu >= 0) timings["gpu"] = job->gpu;
-  if (job->gpu >= 0) s.gpu_name = gpu_state[job->gpu]->name();  // its lane's device, as its worker named it
+  if (job->gpu >= 0) s.gpu_name = gpu_state[job->gpu]->device().name;  // its lane's device, as its worker named it
   s.turns.push_back({{"turn", s.env.turn()},
                      {"action", job->action},
                      {"observation", r.observation},

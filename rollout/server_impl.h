@@ -140,23 +140,18 @@ struct RolloutServer::Impl {
   struct GpuState {
     std::atomic<int> worker_starts{0};
     std::mutex m;
-    std::string name_;  // the device's name, once its worker said hello
-    void set_name(std::string n) {
+    // The device's name (from the set-up, then as its worker named it) and its compile target
+    // (sm_90a; "" until its worker said hello).
+    struct Device {
+      std::string name, arch;
+    } device_;
+    void set_device(Device d) {
       std::lock_guard<std::mutex> lock(m);
-      name_ = std::move(n);
+      device_ = std::move(d);
     }
-    std::string name() {
+    Device device() {
       std::lock_guard<std::mutex> lock(m);
-      return name_;
-    }
-    std::string arch_;  // its compile target (sm_90a), once its worker said hello
-    void set_arch(std::string a) {
-      std::lock_guard<std::mutex> lock(m);
-      arch_ = std::move(a);
-    }
-    std::string arch() {
-      std::lock_guard<std::mutex> lock(m);
-      return arch_;
+      return device_;
     }
     int sessions = 0;  // open episodes assigned to it (front thread)
   };
