@@ -37,10 +37,6 @@ std::string build_token() {
   return std::to_string(getpid()) + "." + std::to_string(next++);
 }
 
-}  // namespace
-
-namespace {
-
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
