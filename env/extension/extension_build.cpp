@@ -212,15 +212,21 @@ std::vector<std::string> split_host_flags(const std::vector<std::string>& cuda_e
   return out;
 }
 
-// kforge-nvrtc-cubin's NVRTC options for a device half whose nvcc command is `nvcc` (no -o or
-// source yet), or none when nvcc builds it: no NVRTC in the toolchain, the half (or a candidate
-// header) or a flag that NVRTC may read differently (nvrtc_cubin.h), or a candidate file named as a
-// stand-in header (nvcc's own includes would find it where NVRTC has none).
-std::vector<std::string> nvrtc_plan(const BuildPlace& at, const std::vector<ExtensionFile>& files, const ExtensionFile& f,
-                                    const std::vector<std::string>& nvcc) {
-  if (at.tc.nvrtc_cubin.empty() || !nvrtc_unsuitable(f.text).empty() || !nvrtc_unsuitable(at.headers).empty()) return {};
+// Whether NVRTC may build any device half of this build (what holds for all of them alike): NVRTC is
+// in the toolchain, the candidate's headers read as nvcc would read them (nvrtc_cubin.h), and no
+// candidate file is named as a stand-in header (nvcc's own includes would find it where NVRTC has none).
+bool nvrtc_may_build(const BuildPlace& at, const std::vector<ExtensionFile>& files) {
+  if (at.tc.nvrtc_cubin.empty() || !nvrtc_unsuitable(at.headers).empty()) return false;
   for (const auto& c : files)
-    if (fs::exists(fs::path(at.tc.nvrtc_shim_dir) / fs::path(c.path).filename())) return {};
+    if (fs::exists(fs::path(at.tc.nvrtc_shim_dir) / fs::path(c.path).filename())) return false;
+  return true;
+}
+
+// kforge-nvrtc-cubin's NVRTC options for a device half whose nvcc command is `nvcc` (no -o or
+// source yet), in a build NVRTC may build (nvrtc_may_build), or none when nvcc builds it: the half
+// or a flag that NVRTC may read differently (nvrtc_cubin.h).
+std::vector<std::string> nvrtc_plan(const BuildPlace& at, const ExtensionFile& f, const std::vector<std::string>& nvcc) {
+  if (!nvrtc_unsuitable(f.text).empty()) return {};
   std::vector<std::string> flags;
   for (size_t a = 1; a < nvcc.size(); ++a)
     if (nvcc[a] != "-cubin" && nvcc[a].rfind("-arch=", 0) != 0) flags.push_back(nvcc[a]);
@@ -237,6 +243,7 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
   const ExtensionToolchain& tc = at.tc;
   ObjectPlan plan;
   const std::string define = "-DTORCH_EXTENSION_NAME=" + module_name;
+  const bool nvrtc_build = !at.halves.empty() && nvrtc_may_build(at, files);  // once per build, not per half
   for (const auto& f : files) {
     const ExtensionFileKind k = checked_file_kind(f.path);
     if (k == ExtensionFileKind::header) continue;
@@ -257,7 +264,7 @@ ObjectPlan plan_objects(const BuildPlace& at, const std::string& module_name, co
       j.argv.push_back(define);
       for (const auto& x : split_list(std::regex_replace(tc.torch_cxx_flags, std::regex(" +"), ";"))) j.argv.push_back(x);
       for (const auto& x : cuda_extra) j.argv.push_back(x);
-      if (device_half) nvrtc = nvrtc_plan(at, files, f, j.argv);
+      if (device_half && nvrtc_build) nvrtc = nvrtc_plan(at, f, j.argv);
     } else {
       j.argv = {tc.cxx, "-c"};
       for (const auto& x : host_flags(tc)) j.argv.push_back(x);
