@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from client_harness import SOURCE_DIR, Server  # noqa: E402  (adds tools/python to sys.path)
 from kforge_client import Client  # noqa: E402
+from kforge_client.report.markdown import esc  # noqa: E402
 from client_harness import StandInChat, client_env  # noqa: E402
 from test_client_evaluate import tool_call  # noqa: E402
 
@@ -163,6 +164,7 @@ def test_gpu_report_numbers_are_what_the_stored_candidates_deserve(tmp_path):
     judged = by_task["gelu_scale_residual"]["judge"]
     assert judged["speedup_eager"] == speedups[0] and judged["device"]["name"] and judged["timing_method"]
     d = judged["device"]
-    assert f"GPU: {d['name']} (driver API {d['driver_api']}, CUDA {d['cuda']}, torch {d['torch']})" in md
-    assert f"timing method: {judged['timing_method']}" in md
+    # The Markdown escapes markup characters (the method text holds some), as esc() does.
+    assert f"GPU: {esc(d['name'])} (driver API {esc(d['driver_api'])}, CUDA {esc(d['cuda'])}, torch {esc(d['torch'])})" in md
+    assert f"timing method: {esc(judged['timing_method'])}" in md
 
