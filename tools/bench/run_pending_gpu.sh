@@ -47,7 +47,8 @@
 #                     64 episodes of verify + submit, each judging a new source (--fresh-sources on), with the
 #                     old lane settings (--sequential off --warm off) and today's (--sequential on --warm on):
 #                     judged candidates per GPU-hour, where the lanes' time goes (kernels, harness GPU work, timing,
-#                     the rest), GPU utilisation (OUTDIR/util_pairs_ARM.csv); KFORGE_PAIRS_EPISODES (64) episodes,
+#                     the rest), GPU utilisation (OUTDIR/util_pairs_ARM.csv); KFORGE_PAIRS_ARMS (`off:off on:on`) the
+#                     arms as SEQUENTIAL:WARM (`off:on` isolates the sequential rule); KFORGE_PAIRS_EPISODES (64) episodes,
 #                     KFORGE_PAIRS_TIMEOUT_S (280) s per arm
 #   synth_calibration the synthesizer's GPU stage on 200 tasks (tasks per minute)
 #   reference_vs_baseline  the C++ eager reference (what the reward times) against the dataset's
@@ -60,6 +61,7 @@
 #                     vector form, SkyRL; python.verifiers_adapter_gpu) and the report's stored-candidate
 #                     run (python.report_gpu), then tools/bench/adapter_overhead*.py; the packages the
 #                     host lacks come as wheels in .whl/ (carry it; tools/bench/gpu_wheels.sh fetches them).
+#                     KFORGE_ADAPTER_TESTS: a ctest -R regex instead, run without the overhead benches
 #                     verl has its own step (verl): ray's wheel is over the 64 MiB a call carries
 #   imported          kforge tasks import of tests/tools/import_modules/level1-3 (import speed), each
 #                     imported task's TorchScript reference run on the GPU (kforge task run --device cuda),
@@ -83,7 +85,7 @@
 #                     (extension_eval_gpu_tests: both honest formats, every entry of anticheat/corpus/extension/,
 #                     ATen/cuBLAS by config), its episode (EpisodeGpuTest.AnExtension*) and the build's sandbox
 #                     and compile figures (extension_build_tests; OUTDIR/extension.txt, verbose), the split's
-#                     kernels launched from their cubin (SplitLaunchGpu.*)
+#                     kernels launched from their cubin (SplitLaunchGpu.*); KFORGE_EXTENSION_TESTS a ctest -R regex instead
 #   extbench          issue 28's compile figures (kforge_extension_build_bench, KFORGE_EXTBENCH_REPEATS (3) builds, KFORGE_EXTBENCH_ARGS more options (--no-unsplit)
 #                     each, --jobs 8; JSON in OUTDIR/extension_build_bench.json) and the linkers the host has
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
@@ -192,11 +194,13 @@ for s in $steps; do
       r=$?; kill $u 2>/dev/null; (exit $r) ;;
     serve_pairs)  # the old lane settings and today's, one after the other on the same host
       r=0
-      for arm in off on; do  # off: fixed timing budget, compiles on the GPU lane; on: sequential rule, warm compiles
-        nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs_$arm.csv" 2>&1 & u=$!
+      # an arm is SEQUENTIAL:WARM; off:off the old settings (fixed timing budget, compiles on the GPU lane), on:on today's
+      for arm in ${KFORGE_PAIRS_ARMS:-off:off on:on}; do
+        seq=${arm%%:*} warm=${arm##*:}; lab=seq_$seq; [ "$seq" = "$warm" ] || lab=seq_${seq}_warm_$warm
+        nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv -l 1 >"$out/util_pairs_$lab.csv" 2>&1 & u=$!
         timeout "${KFORGE_PAIRS_TIMEOUT_S:-280}" "$py" tools/bench/serve_bench.py --kforge "$b/tools/kforge" --gpu --pairs samples \
           --episodes "${KFORGE_PAIRS_EPISODES:-64}" --rounds 2 \
-          --sequential $arm --warm $arm --fresh-sources on --label "pairs_seq_$arm" --json >"$out/serve_pairs_$arm.txt" 2>&1 || r=$?
+          --sequential "$seq" --warm "$warm" --fresh-sources on --label "pairs_$lab" --json >"$out/serve_pairs_$lab.txt" 2>&1 || r=$?
         kill $u 2>/dev/null
       done
       cp tools/bench/results/serve_bench_gpu_*_pairs_seq_*.json "$out/" 2>/dev/null  # the records, into the archive
@@ -222,12 +226,14 @@ for s in $steps; do
         "$py" tools/dataset/synth_gpu.py --merge "$d/dataset.h5" --out "$d/gpu" --no-plots >>"$out/sample_baselines.txt" 2>&1 ;;
     adapters)
       install_wheels
-      timeout 420 ctest --test-dir "$b" -R "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)" -V --timeout 400 \
+      timeout 420 ctest --test-dir "$b" -R "${KFORGE_ADAPTER_TESTS:-python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu)}" -V --timeout 400 \
         >"$out/adapters.txt" 2>&1
       r=$?
-      timeout 60 "$py" tools/bench/adapter_overhead.py --kforge "$b/tools/kforge" --rounds 50 >"$out/adapter_overhead.txt" 2>&1 || r=$?
-      timeout 60 "$py" tools/bench/adapter_overhead_verl.py --kforge "$b/tools/kforge" --steps 2000 --only verifiers \
-        >>"$out/adapter_overhead.txt" 2>&1 || r=$?
+      if [ -z "${KFORGE_ADAPTER_TESTS:-}" ]; then  # the overhead benches, unless a chosen test set runs alone
+        timeout 60 "$py" tools/bench/adapter_overhead.py --kforge "$b/tools/kforge" --rounds 50 >"$out/adapter_overhead.txt" 2>&1 || r=$?
+        timeout 60 "$py" tools/bench/adapter_overhead_verl.py --kforge "$b/tools/kforge" --steps 2000 --only verifiers \
+          >>"$out/adapter_overhead.txt" 2>&1 || r=$?
+      fi
       (exit $r) ;;
     imported)
       import_test_modules "$out/imp" >"$out/imported.txt" 2>&1
@@ -276,7 +282,7 @@ for s in $steps; do
     extension) cmake --build "$b" -j "$(nproc)" --target launch_origin_tests extension_eval_gpu_tests episode_gpu_tests \
         extension_build_tests child_sandbox_tests >"$out/extension_build.txt" 2>&1
       timeout 480 ctest --test-dir "$b" -V --timeout 420 \
-        -R 'LaunchOrigin|ExtensionEvalGpu|SplitLaunchGpu|CubinSymbols|CudaSplit|NvrtcCubin|EpisodeGpuTest.AnExtension|ExtensionBuild|ExtensionCandidate|ChildSandbox' \
+        -R "${KFORGE_EXTENSION_TESTS:-LaunchOrigin|ExtensionEvalGpu|SplitLaunchGpu|CubinSymbols|CudaSplit|NvrtcCubin|EpisodeGpuTest.AnExtension|ExtensionBuild|ExtensionCandidate|ChildSandbox}" \
         >"$out/extension.txt" 2>&1 ;;
     extbench) cmake --build "$b" -j "$(nproc)" --target kforge_extension_build_bench >"$out/extbench_build.txt" 2>&1
       { command -v ld.lld ld.gold ld.bfd; nproc; } >"$out/extbench_tools.txt" 2>&1

@@ -112,7 +112,7 @@ def eval_config(tmp, sequential):
 async def run(args, endpoint, pid, pairs):
     files = [(t, read(c, "kernel.cu"), read(c, "launch.yaml")) for t, c in pairs]
     lat = {k: [] for k in ("reset", "single_list_files", "write_file", "list_files", "read_file", "verify", "profile", "submit")}
-    speedups = []
+    speedups, stops = [], []
     phases = {tool: dict.fromkeys(PHASES, 0.0) for tool in ("verify", "profile", "submit")}
     compiles = {"ms": 0.0, "count": 0, "cache_hits": 0}  # the GPU steps' compiles, on their lanes
 
@@ -148,9 +148,13 @@ async def run(args, endpoint, pid, pairs):
             tool = "submit" if r == args.rounds - 1 else ("profile" if r % 2 else "verify")
             obs, reward, term, trunc, info = await timed(tool, ep.step({"name": tool, "arguments": {}}))
             report = info.get("report") or {}
-            sp = ((report.get("timing") or {}).get("speedup") or {}).get("point")
+            timing = report.get("timing") or {}
+            sp = (timing.get("speedup") or {}).get("point")
             if sp:
                 speedups.append((tool, sp))
+            n = (timing.get("candidate") or {}).get("n")
+            if isinstance(n, int) and timing.get("stop"):  # how many timed pairs the request needed, and why it stopped
+                stops.append((tool, n, timing["stop"]))
             compiled = report.get("compile") or {}
             if isinstance(compiled.get("wall_ms"), (int, float)):
                 compiles["ms"] += compiled["wall_ms"]
@@ -174,7 +178,7 @@ async def run(args, endpoint, pid, pairs):
         await solo.close()
         health = await c.health()
         await asyncio.gather(*[ep.close() for ep in eps])
-    return lat, speedups, phases, compiles, wall, rss0, rss_open, rss_after, health0, health
+    return lat, speedups, stops, phases, compiles, wall, rss0, rss_open, rss_after, health0, health
 
 
 def main():
@@ -215,7 +219,7 @@ def main():
     line = proc.stdout.readline()
     print(line.strip())
     try:
-        lat, speedups, phases, compiles, wall, rss0, rss_open, rss_after, h0, h = asyncio.run(run(args, endpoint, proc.pid, pairs))
+        lat, speedups, stops, phases, compiles, wall, rss0, rss_open, rss_after, h0, h = asyncio.run(run(args, endpoint, proc.pid, pairs))
     finally:
         proc.terminate()
         proc.wait(60)
@@ -275,6 +279,17 @@ def main():
                 figures[f"{tool}_speedup_median_under_load"] = m
                 figures[f"{tool}_speedup_spread_pct_under_load"] = (max(v) - min(v)) / m * 100
                 figures[f"{tool}_speedup_max_dev_pct_under_load"] = max(abs(x - m) for x in v) / m * 100
+        # The timed pairs each timing request needed, and the share stopped by each rule (timing.stop:
+        # decided (the sequential rule), rse, budget, max_reps).
+        for tool in ("profile", "submit"):
+            got = [(n, why) for t, n, why in stops if t == tool]
+            if got:
+                pairs = [n for n, _ in got]
+                figures[f"{tool}_timed_pairs_median"] = statistics.median(pairs)
+                figures[f"{tool}_timed_pairs_p90"] = pct(pairs, 90)
+                figures[f"{tool}_timed_pairs_max"] = max(pairs)
+                for why in ("decided", "rse", "budget", "max_reps"):
+                    figures[f"{tool}_stopped_{why}_pct"] = sum(w == why for _, w in got) / len(got) * 100
     for k, v in figures.items():
         print(f"{k:40s} {v:12.3f}")
 
