@@ -7,7 +7,8 @@ default), or --pairs: `samples` (every stored candidate of the sample tasks whos
 `pass`: datasets/samples/candidates/, 13 tasks across operator families, naive to fused), or a file
 of `TASK CANDIDATE_DIR` lines (# comments); episode i takes pair i mod their count. With --gpu the
 reports' phases are summed per tool (the candidate's and the reference's GPU time, the harness's GPU
-work, the timing stage and its checks) and set against the GPU lanes' time (wall x GPUs): where lane
+work, the timing stage and its checks, the worker's load and verify stages; the other shapes' trials
+and the request's round trip from the report) and set against the GPU lanes' time (wall x GPUs): where lane
 time goes under load (issue 31), and the judged candidates (episodes, each ending with a submit) per
 GPU-hour.
 
@@ -47,7 +48,11 @@ import results_doc  # noqa: E402
 CANDIDATES = os.path.join(ROOT, "datasets", "samples", "candidates")
 CAND = os.path.join(CANDIDATES, "gelu_scale_residual", "fused")
 # A report's phases summed per tool (env/evaluator/EVAL_REPORT.md, `phases`).
-PHASES = ("verify_candidate_gpu_ms", "verify_reference_gpu_ms", "verify_harness_gpu_ms", "time_ms", "timed_checks_ms", "worker_ms")
+PHASES = ("verify_candidate_gpu_ms", "verify_reference_gpu_ms", "verify_harness_gpu_ms", "time_ms", "timed_checks_ms", "worker_ms",
+          "load_ms", "verify_ms", "robustness_conditioning_ms", "ceilings_ms")
+# The report's own wall times beside them: the other shapes' trials (separate GPU requests), the GPU
+# request's round trip, and the whole evaluation seen by the server.
+WALLS = ("shapes_wall_ms", "gpu_request_wall_ms", "wall_ms")
 
 
 def rss_kib(pid):
@@ -113,7 +118,7 @@ async def run(args, endpoint, pid, pairs):
     files = [(t, read(c, "kernel.cu"), read(c, "launch.yaml")) for t, c in pairs]
     lat = {k: [] for k in ("reset", "single_list_files", "write_file", "list_files", "read_file", "verify", "profile", "submit")}
     speedups, stops = [], []
-    phases = {tool: dict.fromkeys(PHASES, 0.0) for tool in ("verify", "profile", "submit")}
+    phases = {tool: dict.fromkeys(PHASES + WALLS, 0.0) for tool in ("verify", "profile", "submit")}
     compiles = {"ms": 0.0, "count": 0, "cache_hits": 0}  # the GPU steps' compiles, on their lanes
 
     async def timed(kind, coro):
@@ -160,9 +165,10 @@ async def run(args, endpoint, pid, pairs):
                 compiles["ms"] += compiled["wall_ms"]
                 compiles["count"] += 1
                 compiles["cache_hits"] += bool(compiled.get("cache_hit"))
-            for k in PHASES:
-                v = (report.get("phases") or {}).get(k)
-                if isinstance(v, (int, float)):
+            walls = {"shapes_wall_ms": (report.get("shapes") or {}).get("wall_ms"),
+                     "gpu_request_wall_ms": report.get("gpu_request_wall_ms"), "wall_ms": report.get("wall_ms")}
+            for k, v in [(k, (report.get("phases") or {}).get(k)) for k in PHASES] + list(walls.items()):
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
                     phases[tool][k] += v
 
         for r in range(args.rounds):
@@ -257,6 +263,8 @@ def main():
         figures["lane_share_rest_pct"] = max(0.0, 100 - (own_ms + harness_ms + timing_ms) / lane_ms * 100)
         # Of the rest: the GPU steps' compiles on their lanes (a cache hit where the candidate was built ahead).
         figures["lane_share_compile_pct"] = compiles["ms"] / lane_ms * 100
+        # ... and the other shapes' trials (their own GPU requests, after the verification passed).
+        figures["lane_share_other_shapes_pct"] = sum(p["shapes_wall_ms"] for p in phases.values()) / lane_ms * 100
         if compiles["count"]:
             figures["gpu_step_compile_ms_mean"] = compiles["ms"] / compiles["count"]
             figures["gpu_step_compile_cache_hit_pct"] = compiles["cache_hits"] / compiles["count"] * 100
