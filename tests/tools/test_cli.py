@@ -185,8 +185,8 @@ def test_eval_check_reports_its_cold_start():
 
 
 def test_eval_runs_without_libtorch_and_every_other_command_is_still_there():
-    """`kforge` loads no libtorch (eval and demo judge through worker processes); every other
-    command line is run by kforge-full, the same help and errors."""
+    """`kforge` loads no libtorch (eval and demo judge through worker processes, serve and record are
+    the rollout server's); every other command line is run by kforge-full, the same help and errors."""
     import shutil
     import subprocess
     if shutil.which("ldd"):
@@ -196,4 +196,19 @@ def test_eval_runs_without_libtorch_and_every_other_command_is_still_there():
     for cmd in ("task", "ops", "eval", "demo", "synth", "tasks", "serve", "record", "counters"):
         assert f"  {cmd}" in helped, helped
     assert "--candidate" in run("eval", "--help").stdout
+    assert "--record" in run("serve", "--help").stdout and "--connect" in run("record", "--help").stdout
+
+
+def test_serve_and_record_run_in_kforge_itself_without_kforge_full(tmp_path):
+    """A copy of `kforge` alone, with no kforge-full beside it: serve and record (like eval) answer
+    from this process; a command that needs libtorch says that it cannot run kforge-full."""
+    import shutil
+    import subprocess
+    alone = tmp_path / "kforge"
+    shutil.copy2(shutil.which(KFORGE) or KFORGE, alone)
+    for cmd, option in (("serve", "--record"), ("record", "--connect"), ("eval", "--candidate")):
+        r = subprocess.run([str(alone), cmd, "--help"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and option in r.stdout, (cmd, r.returncode, r.stderr)
+    r = subprocess.run([str(alone), "tasks", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "io_error" in r.stderr and "kforge-full" in r.stderr, (r.returncode, r.stderr)
     one_error_line(run("eval", "--task", "no_such_task", "--candidate", ".", check=False), "io_error", "no_such_task")

@@ -117,7 +117,7 @@ int exec_full(char** argv) {
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   fs::path full = (ec ? fs::path(".") : self.parent_path()) / "kforge-full";
   ::execv(full.c_str(), argv);
-  std::fprintf(stderr, "kforge: io_error: cannot run %s (every command but eval and demo is there): %s\n", full.c_str(),
+  std::fprintf(stderr, "kforge: io_error: cannot run %s (every command but eval, demo, serve and record is there): %s\n", full.c_str(),
                std::strerror(errno));
   return 1;
 }

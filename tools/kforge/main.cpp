@@ -1,7 +1,8 @@
 // The kforge command line. Built twice: kforge-full has every command; kforge (KFORGE_CLI_LIGHT)
 // has those that need no libtorch in this process (eval, demo: they judge through worker
-// processes) and hands every other command line to kforge-full, so that `kforge eval` does not
-// spend its first few hundred milliseconds loading libtorch and running its static initialisers.
+// processes; serve, record: the rollout server, whose GPU work is its workers') and hands every
+// other command line to kforge-full, so that these do not spend their first few hundred
+// milliseconds loading libtorch and running its static initialisers.
 #include <cstring>
 #include <iostream>
 
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
     return kforge::cli::exec_python_command(argc, argv);
 #ifdef KFORGE_CLI_LIGHT
   {
-    bool mine = argc > 1 && (std::strcmp(argv[1], "eval") == 0 || std::strcmp(argv[1], "demo") == 0);
+    bool mine = false;
+    for (const char* c : {"eval", "demo", "serve", "record"}) mine = mine || (argc > 1 && std::strcmp(argv[1], c) == 0);
     if (!mine) return kforge::cli::exec_full(argv);
   }
 #endif
@@ -42,9 +44,9 @@ int main(int argc, char** argv) {
   kforge::cli::add_extra_shapes_command(app);
   kforge::cli::add_recost_command(app);
   kforge::cli::add_headroom_command(app);
-  kforge::cli::add_serve_commands(app);
   kforge::cli::add_counters_command(app);
 #endif
+  kforge::cli::add_serve_commands(app);
   try {
     app.parse(argc, argv);
     return kforge::cli::run_selected(app);
