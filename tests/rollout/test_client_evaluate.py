@@ -4,13 +4,14 @@ the OpenAI-compatible evaluation loop (ChatEvaluator) against a scripted stand-i
 and its refusal of a server without a GPU lane."""
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
 
 import pytest
 
-from client_harness import Server, StandInChat, candidate, client_env, dead_endpoint
+from client_harness import SOURCE_DIR, Server, StandInChat, candidate, client_env, dead_endpoint
 from kforge_client import Client, read_trajectories
 from kforge_client.adapters import ChatEvaluator
 
@@ -319,3 +320,70 @@ def test_the_client_timeout_flag_bounds_an_episode_against_a_dead_server(tmp_pat
     row = json.loads(out.read_text())
     assert row["error"].startswith("ServerUnavailable") and row["seconds"] < 8, row  # 120 s + 120 s without the flag
     assert r.returncode == 1, r.stderr
+
+
+def test_evaluate_replays_stored_candidates_as_the_policy(server, tmp_path):
+    """--replay DIR: each task's stored files are written and submitted in one turn (an extra file
+    such as expect.yaml is no part of the candidate); a task without a folder submits nothing; the
+    recording holds exactly the stored files."""
+    import shutil
+    stored = tmp_path / "stored"
+    shutil.copytree(os.path.join(SOURCE_DIR, "datasets", "samples", "candidates", "linear_relu", "tiled"), stored / "linear_relu")
+    (stored / "linear_relu" / "expect.yaml").write_text("verdict: pass\n")
+    out = tmp_path / "stored.jsonl"
+    r = evaluate_cli("--server", server.endpoint, "--replay", str(stored), "--model", "stored", "--tasks",
+                     "linear_relu,softmax_rows", "--out", str(out), "--allow-no-gpu", "--json", "--max-turns", "4",
+                     timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {x["task"]: x for x in map(json.loads, out.read_text().splitlines())}
+    files = sorted(p.name for p in (stored / "linear_relu").iterdir() if p.name != "expect.yaml")
+    # Nothing stored: the empty workspace is submitted and ends the episode (compile_error). With no
+    # GPU lane the candidate's submit answers no_gpu and the episode goes on: a submit every turn after.
+    assert rows["softmax_rows"]["turns"] == 1 and rows["softmax_rows"]["reward"]["rule"] == "compile_error", rows
+    assert rows["softmax_rows"]["termination_reason"] == "submitted"
+    assert rows["linear_relu"]["turns"] == 4 and all(x["model"] == "stored" and "error" not in x for x in rows.values())
+    written, tools = {}, {}
+    for t in read_trajectories(server.record):
+        tools[t["task"]] = [turn["info"]["tool"] for turn in t["turns"]]
+        for turn in t["turns"]:
+            if turn["info"]["tool"] == "write_file":
+                args = json.loads(turn["action"]["function"]["arguments"])  # the OpenAI tool call, as sent
+                written[(t["task"], args["path"])] = args["content"]
+    assert written == {("linear_relu", f): (stored / "linear_relu" / f).read_text() for f in files}
+    assert tools["linear_relu"] == ["write_file"] * len(files) + ["submit"] * (4 - len(files)), tools
+    # A stored file that is a link is refused: the episode is an error line, played again by a rerun.
+    (stored / "softmax_rows").mkdir()
+    os.symlink("/etc/hostname", stored / "softmax_rows" / "kernel.cu")
+    again = evaluate_cli("--server", server.endpoint, "--replay", str(stored), "--model", "linked", "--tasks",
+                         "softmax_rows", "--out", str(out), "--allow-no-gpu", "--json", timeout=300)
+    assert again.returncode == 1 and "not a regular file" in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--replay", "/nonexistent/stored"), "--replay /nonexistent/stored: not a folder"),
+    (("--replay", ".", "--chat-url", "http://127.0.0.1:9/v1"), "not allowed with argument"),
+    ((), "one of the arguments --chat-url --replay is required"),
+])
+def test_evaluate_takes_exactly_one_policy(tmp_path, args, message):
+    out = tmp_path / "out.jsonl"
+    r = evaluate_cli("--server", "ipc:///nonexistent/kforge.sock", "--model", "m", "--out", str(out), *args)
+    assert r.returncode == 2 and message in r.stderr and not out.exists(), r.stderr
+
+
+def test_a_stored_candidate_is_its_files_nested_folders_included(tmp_path):
+    """A CUDA Agent workdir keeps its files under kernels/: they are written at their relative paths;
+    expect.yaml, README.md and hidden files are no part of a candidate; a file over 1 MiB is refused."""
+    from kforge_client.adapters.replay_eval import candidate_files
+    d = tmp_path / "linear_relu"
+    (d / "kernels").mkdir(parents=True)
+    (d / "kernels" / "linear_relu.cu").write_text("// device\n")
+    (d / "kernels" / "linear_relu_binding.cpp").write_text("// binding\n")
+    (d / "model_new.py").write_text("# glue\n")
+    for skipped in ("expect.yaml", "README.md", ".notes"):
+        (d / skipped).write_text("x")
+    assert candidate_files(str(d)) == {"kernels/linear_relu.cu": "// device\n", "kernels/linear_relu_binding.cpp": "// binding\n",
+                                       "model_new.py": "# glue\n"}
+    assert candidate_files(str(tmp_path / "absent")) == {}
+    (d / "kernels" / "big.cu").write_text("x" * ((1 << 20) + 1))
+    with pytest.raises(ValueError, match="big.cu: over 1048576 bytes"):
+        candidate_files(str(d))

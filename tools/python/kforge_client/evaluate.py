@@ -4,7 +4,9 @@ server's tasks, many episodes at once, into a JSONL file that a rerun resumes.
     kforge-evaluate --server tcp://HOST:PORT --chat-url http://HOST:8000/v1 \\
         --model NAME --split heldout --seeds 0,1,2 --concurrency 16 --out heldout.jsonl
 
-(or ``python -m kforge_client.evaluate``). A server without a GPU lane (its health lists no GPU)
+(or ``python -m kforge_client.evaluate``). ``--replay DIR`` plays stored candidates instead of a
+model (``DIR/TASK/`` holds one candidate's files; kforge_client.adapters.replay_eval), so that a
+set written elsewhere is judged and reported as a model's would be. A server without a GPU lane (its health lists no GPU)
 cannot judge a submission: kforge-evaluate refuses it unless --allow-no-gpu, and then the summary
 says how many episodes nothing could be judged in (their lines carry "no_gpu": true and are played
 again by a run against a server with GPUs).
@@ -39,6 +41,7 @@ import time
 from typing import Any
 
 from .adapters.openai_eval import ChatEvaluator, StepError, http_url
+from .adapters.replay_eval import ReplayEvaluator
 from .client import Client
 from .errors import ServerUnavailable
 from .report.rows import read_jsonl
@@ -186,9 +189,13 @@ def parse_args(argv) -> argparse.Namespace:
     """The flags, checked: every usage error exits 2 with argparse's message."""
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--server", required=True, help="the kforge server's endpoint (tcp://HOST:PORT or ipc://PATH)")
-    ap.add_argument("--chat-url", required=True,
-                    help="an OpenAI-compatible base URL, http(s) only (…/v1 or …/v1/chat/completions)")
-    ap.add_argument("--model", required=True)
+    policy = ap.add_mutually_exclusive_group(required=True)
+    policy.add_argument("--chat-url", default=None,
+                        help="an OpenAI-compatible base URL, http(s) only (…/v1 or …/v1/chat/completions)")
+    policy.add_argument("--replay", default=None, metavar="DIR",
+                        help="play stored candidates instead of a model: DIR/TASK/ holds the candidate's files, written "
+                             "and submitted in one turn (a task without a folder submits nothing: a failure)")
+    ap.add_argument("--model", required=True, help="the model's name (with --replay: the candidates' label)")
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--split", default=None,
                        help="play every task of this split (default heldout; train only when named here)")
@@ -239,10 +246,13 @@ def parse_args(argv) -> argparse.Namespace:
     if not seeds:
         ap.error(f"--seeds takes integers separated by commas, not {a.seeds!r}")
     a.seed_list = seeds
-    try:
-        http_url(a.chat_url)
-    except ValueError as e:
-        ap.error(f"--chat-url: {e}")
+    if a.chat_url is not None:
+        try:
+            http_url(a.chat_url)
+        except ValueError as e:
+            ap.error(f"--chat-url: {e}")
+    elif not os.path.isdir(a.replay):
+        ap.error(f"--replay {a.replay}: not a folder")
     return a
 
 
@@ -308,9 +318,9 @@ def play_all(a, jobs, facts, server, no_gpu, system) -> None:
             client = Client(a.server, timeout=a.timeout)
             with lock:
                 clients.append(client)
-            local.evaluator = ChatEvaluator(a.chat_url, a.model, client, api_key=os.environ.get(a.api_key_env),
-                                            temperature=a.temperature, max_tokens=a.max_tokens,
-                                            http_timeout=a.chat_timeout)
+            local.evaluator = ReplayEvaluator(a.replay, client) if a.replay else ChatEvaluator(
+                a.chat_url, a.model, client, api_key=os.environ.get(a.api_key_env), temperature=a.temperature,
+                max_tokens=a.max_tokens, http_timeout=a.chat_timeout)
         start = time.monotonic()
         row = {"task": task, "seed": seed, "model": a.model, "server": server}
         if no_gpu:
