@@ -299,8 +299,11 @@ Json RolloutServer::Impl::health() {
     record = {{"path", recorder->path()},           {"written", recorder->written()}, {"failed", recorder->failed()},
               {"unwritten", recorder->unwritten()}, {"behind", recorder->behind()},   {"notes", recorder->notes()}};
   Json left_out = Json::array();
-  for (const auto& l : catalog.left_out())
-    left_out.push_back({{"source", l.source}, {"stage", left_out_stage_name(l.stage)}, {"reason", l.reason}, {"rows", l.rows}});
+  for (const auto& l : catalog.left_out()) {
+    Json x = {{"source", l.source}, {"stage", left_out_stage_name(l.stage)}, {"reason", l.reason}, {"rows", l.rows}};
+    if (l.level) x["level"] = *l.level;
+    left_out.push_back(std::move(x));
+  }
   return {
       {"status", shutting_down ? "shutting_down" : "ok"},
       {"version", kforge_version()},

@@ -84,18 +84,28 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured, do
     const bool imported = source == TaskSource::kernelbench || source == TaskSource::cuda_agent_ops;
     if (imported && imported_source.empty()) imported_source = row.source;
     const RowStatus status = read_status(row.status, file + ": row '" + row.id + "'");
+    // A row left out, counted by its stage and reason, and by its level where it is an imported one
+    // (its spec parsed for that: a few dozen rows of a few hundred; -1: no level).
+    auto leave_out = [&](LeftOutStage stage, const std::string& reason) {
+      int level = -1;
+      if (imported) {
+        const std::optional<int> l = parse_task(row.spec_yaml, file + ":" + row.id).provenance.level;
+        level = l ? *l : -1;
+      }
+      ++left_out_[{row.source, stage, reason, level}];
+    };
     if (status.rejected()) {
       // The input checks reject after the GPU stage: their own stage.
-      ++left_out_[{row.source, status.rejected_by_input_checks() ? LeftOutStage::input_checks : LeftOutStage::gpu_stage, status.reason}];
+      leave_out(status.rejected_by_input_checks() ? LeftOutStage::input_checks : LeftOutStage::gpu_stage, status.reason);
       continue;
     }
     const bool measured = status.kind == RowStatus::Kind::ok;
     if (!measured && !serve_unmeasured) {
-      ++left_out_[{row.source, LeftOutStage::not_measured, ""}];
+      leave_out(LeftOutStage::not_measured, "");
       continue;
     }
     if (min_headroom > 0 && !(row.compile_headroom >= min_headroom)) {
-      ++left_out_[{row.source, LeftOutStage::headroom, std::isfinite(row.compile_headroom) ? "below" : "unknown"}];
+      leave_out(LeftOutStage::headroom, std::isfinite(row.compile_headroom) ? "below" : "unknown");
       continue;
     }
     CatalogEntry e;
@@ -135,8 +145,19 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured, do
 void TaskCatalog::count_import_skips(const std::string& dataset_file, const std::string& source) {
   const std::string src = source.empty() ? "imported" : source;
   read_skipped_lines((fs::path(dataset_file).parent_path() / "skipped.jsonl").string(), [&](int, const SkippedLine& l) {
-    ++left_out_[{src, LeftOutStage::import, l.module ? l.module->reason : "unreadable"}];
+    const std::optional<int> level = l.module ? level_of_module_path(l.module->file) : std::nullopt;
+    ++left_out_[{src, LeftOutStage::import, l.module ? l.module->reason : "unreadable", level ? *level : -1}];
   });
+}
+
+std::optional<int> level_of_module_path(const std::string& path) {
+  for (fs::path p = fs::path(path).parent_path(); !p.empty() && p != p.parent_path(); p = p.parent_path()) {
+    const std::string name = p.filename().string();
+    const bool digits =
+        name.size() > 5 && name.size() <= 9 && std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits && name.compare(0, 5, "level") == 0) return std::stoi(name.substr(5));
+  }
+  return std::nullopt;
 }
 
 const char* left_out_stage_name(LeftOutStage stage) {
@@ -164,7 +185,10 @@ size_t TaskCatalog::unmeasured_left_out() const {
 
 std::vector<LeftOut> TaskCatalog::left_out() const {
   std::vector<LeftOut> out;
-  for (const auto& [key, rows] : left_out_) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), rows});
+  for (const auto& [key, rows] : left_out_) {
+    const int level = std::get<3>(key);
+    out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), rows, level >= 0 ? std::optional<int>(level) : std::nullopt});
+  }
   return out;
 }
 

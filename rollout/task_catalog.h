@@ -53,7 +53,14 @@ struct LeftOut {
   LeftOutStage stage = LeftOutStage::gpu_stage;
   std::string reason;
   size_t rows = 0;
+  // The KernelBench level, where the source has levels: an imported row's provenance.level, a
+  // skipped module's nearest levelN folder (as the importer reads it). A benchmark's per-level
+  // denominator counts these rows (kforge report's KernelBench table).
+  std::optional<int> level;
 };
+// The level a module's path names by its nearest enclosing folder level1, level2, ... (the
+// importer's rule, tools/dataset/task_import/sources.py), if any.
+std::optional<int> level_of_module_path(const std::string& path);
 
 class TaskCatalog {
  public:
@@ -79,7 +86,7 @@ class TaskCatalog {
   size_t unmeasured() const { return unmeasured_; }
   // Such rows left out (add_dataset's serve_unmeasured false).
   size_t unmeasured_left_out() const;
-  // What add_dataset left out, by source, stage and reason (in that order).
+  // What add_dataset left out, by source, stage, reason and level (in that order; no level first).
   std::vector<LeftOut> left_out() const;
   // The tasks with a stored torch.compile time (the tier-3 baseline), by the GPU model it was
   // measured on ("" where unnamed), and how many have none: for health's `baselines` (issue 32).
@@ -94,8 +101,9 @@ class TaskCatalog {
  private:
   void insert(CatalogEntry e);
   void count_import_skips(const std::string& dataset_file, const std::string& source);
-  std::map<std::string, CatalogEntry> entries_;                                    // by name: listing order is stable
-  std::map<std::tuple<std::string, LeftOutStage, std::string>, size_t> left_out_;  // (source, stage, reason)
+  std::map<std::string, CatalogEntry> entries_;  // by name: listing order is stable
+  // (source, stage, reason, level or -1)
+  std::map<std::tuple<std::string, LeftOutStage, std::string, int>, size_t> left_out_;
   size_t unmeasured_ = 0, samples_ = 0;
 };
 

@@ -195,20 +195,23 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   EXPECT_EQ(measured_only.unmeasured_left_out(), 1u);
   // What was left out, for an evaluation's denominator: the rejected row, the unmeasured one, and
   // the modules an import beside the dataset skipped (a line that does not parse counted too).
-  std::ofstream(dir / "skipped.jsonl") << "{\"file\": \"a.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"x\"}\n"
-                                       << "{\"file\": \"b.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"y\"}\n\n"
-                                       << "{\"file\": \"c.py\", \"reason\": \"load_error\"}\n{not json\n";
+  std::ofstream(dir / "skipped.jsonl")
+      << "{\"file\": \"a.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"x\"}\n"
+      << "{\"file\": \"b.py\", \"row\": null, \"reason\": \"stochastic\", \"detail\": \"y\"}\n\n"
+      << "{\"file\": \"c.py\", \"reason\": \"load_error\"}\n{not json\n"
+      << "{\"file\": \"/kb/level4/hf.py\", \"row\": null, \"reason\": \"needs_network\", \"detail\": \"z\"}\n";
   TaskCatalog with_skips;
   with_skips.add_dataset(h5, /*serve_unmeasured=*/false);
-  std::vector<std::tuple<std::string, std::string, std::string, size_t>> got;
-  for (const auto& l : with_skips.left_out()) got.emplace_back(l.source, left_out_stage_name(l.stage), l.reason, l.rows);
-  const std::vector<std::tuple<std::string, std::string, std::string, size_t>> want = {{"imported", "import", "load_error", 1},
-                                                                                       {"imported", "import", "stochastic", 2},
-                                                                                       {"imported", "import", "unreadable", 1},
-                                                                                       {"synth", "gpu_stage", "compile_mismatch", 1},
-                                                                                       {"synth", "not_measured", "", 1}};
+  std::vector<std::tuple<std::string, std::string, std::string, size_t, int>> got;
+  for (const auto& l : with_skips.left_out())
+    got.emplace_back(l.source, left_out_stage_name(l.stage), l.reason, l.rows, l.level.value_or(-1));
+  // A module under a levelN folder is counted at its level (KernelBench's level 4 needs the network).
+  const std::vector<std::tuple<std::string, std::string, std::string, size_t, int>> want = {
+      {"imported", "import", "load_error", 1, -1},       {"imported", "import", "needs_network", 1, 4},
+      {"imported", "import", "stochastic", 2, -1},       {"imported", "import", "unreadable", 1, -1},
+      {"synth", "gpu_stage", "compile_mismatch", 1, -1}, {"synth", "not_measured", "", 1, -1}};
   EXPECT_EQ(got, want);
-  EXPECT_EQ(served(h5).left_out().size(), 4u) << "serve_unmeasured true: the cpu_ok row is served, not left out";
+  EXPECT_EQ(served(h5).left_out().size(), 5u) << "serve_unmeasured true: the cpu_ok row is served, not left out";
   fs::remove(dir / "skipped.jsonl");
   fs::remove(h5);  // as shipped: the directory holds dataset.h5.xz alone
   EXPECT_EQ(served(dir.string()).size(), 3u);
@@ -268,6 +271,19 @@ TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
   EXPECT_NE(prompt.find(original.program.substr(0, original.program.size() - 1)), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("fc.weight"), std::string::npos);  // the argument table lists the state
   EXPECT_EQ(c.find("kb_bad_sha"), nullptr);
+
+  // A rejected imported row is left out at its level: a benchmark's per-level denominator counts it.
+  Dataset d = read_dataset((dir / "dataset.h5").string());
+  for (auto& r : d.rows)
+    if (r.id == "kb_l2_linear_relu") r.status = "rejected:artifact_mismatch";
+  fs::create_directories(dir / "rejected");
+  write_dataset((dir / "rejected" / "dataset.h5").string(), d);
+  TaskCatalog with_rejected;
+  with_rejected.add_dataset((dir / "rejected").string());
+  std::vector<std::tuple<std::string, std::string, size_t, std::optional<int>>> left;
+  for (const auto& l : with_rejected.left_out()) left.emplace_back(left_out_stage_name(l.stage), l.reason, l.rows, l.level);
+  const std::vector<std::tuple<std::string, std::string, size_t, std::optional<int>>> want = {{"gpu_stage", "artifact_mismatch", 1, 2}};
+  EXPECT_EQ(left, want);
   fs::remove_all(dir);
 }
 

@@ -90,15 +90,18 @@ def test_packing_again_does_not_repeat_the_parsers_refusals(import_dir):
 
 def test_the_server_says_what_an_imported_dataset_holds_but_does_not_serve(import_dir, tmp_path):
     """health's left_out: the modules the import skipped (skipped.jsonl beside the dataset) by
-    reason, and with serve_unmeasured false the rows no GPU stage has measured yet."""
+    reason and level, and with serve_unmeasured false the rows no GPU stage has measured yet."""
     sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "rollout"))
     from client_harness import Server
     from kforge_client import Client
     kforge("tasks", "import", "--format", "kernelbench", "--out", import_dir, "--pack-only")
-    imports = [{"source": "kernelbench", "stage": "import", "reason": r, "rows": n}
-               for r, n in (("load_error", 1), ("spec_error", 2), ("stochastic", 1))]
-    for unmeasured, tasks, extra in ((True, 5, []), (False, 0, [{"source": "kernelbench", "stage": "not_measured",
-                                                                  "reason": "", "rows": 5}])):
+    # A module under a levelN folder is counted at its level (a benchmark's per-level denominator); the
+    # parser's refusals of task files in tasks/ name none.
+    imports = [{"source": "kernelbench", "stage": "import", "reason": r, "rows": n, **level}
+               for r, n, level in (("load_error", 1, {"level": 1}), ("spec_error", 2, {}), ("stochastic", 1, {"level": 1}))]
+    unmeasured_rows = [{"source": "kernelbench", "stage": "not_measured", "reason": "", "rows": n, "level": lv}
+                       for lv, n in ((1, 3), (2, 2))]
+    for unmeasured, tasks, extra in ((True, 5, []), (False, 0, unmeasured_rows)):
         d = tmp_path / f"serve_{unmeasured}"
         d.mkdir()
         s = Server(d, record=False, tasks={"samples": False, "datasets": [str(import_dir)], "serve_unmeasured": unmeasured})
