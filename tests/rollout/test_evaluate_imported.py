@@ -151,10 +151,14 @@ def test_gpu_imported_set_is_baselined_served_and_judged_as_the_candidates_deser
     for k, w in want.items():
         assert v[k] == pytest.approx(w, rel=1e-9), (k, v[k], w)
     assert "| level 1 |" in md and "tolerance profile: kforge" in md, md
+    # KernelBench's own table: the four level-1 tasks played, two solved (correct at any speed: fast_0).
+    kb = {lv["level"]: lv for lv in run["kernelbench"]}
+    assert kb[1]["played_tasks"] == 4 and kb[1]["fast_p"]["0"] == pytest.approx(2 / kb[1]["problems"]), kb
+    assert "### KernelBench's own metrics per level" in md, md
     # The denominator: what the server held of source kernelbench but did not serve is the stage's
     # rejections (the import skipped nothing), and the report says so.
-    want = [{"source": "kernelbench", "stage": "gpu_stage", "reason": r, "rows": n}
-            for r, n in sorted(collections.Counter(rejected.values()).items())]
+    want = [{"source": "kernelbench", "stage": "gpu_stage", "reason": r, "rows": n, "level": lv}
+            for (r, lv), n in sorted(collections.Counter((r, int(k[4])) for k, r in rejected.items()).items())]
     assert run["environment"]["left_out"] == want, run["environment"]
     assert ("tasks of these sources the server left out: none" in md) == (not want), md
     assert not rejected, rejected  # every imported module baselined and served

@@ -385,3 +385,34 @@ def test_a_model_name_cannot_inject_markdown_into_the_report(tmp_path):
     assert "\n# Injected" not in md and "![img](" not in md and "<script>" not in md
     assert r"\# Injected heading \!\[img\](http://example.com/x.png) \<script\>x\</script\> \| cell \|" in md
     assert all(is_png(out / n) for n in os.listdir(out) if n.endswith(".png"))  # "$x^{$" is no mathtext
+
+
+def test_kernelbench_fast_p_per_level_counts_left_out_problems_as_unsolved(tmp_path):
+    """KernelBench's own table: per level, fast_p over every problem of the level, where the
+    problems the server left out of that level (the import's skips, the GPU stage's rejections) are
+    unsolved; with two seeds a task scores the share of its episodes that pass."""
+    left_out = [{"source": "synth", "stage": "import", "reason": "needs_network", "rows": 20, "level": 4},
+                {"source": "synth", "stage": "import", "reason": "stochastic", "rows": 1, "level": 1},
+                {"source": "synth", "stage": "gpu_stage", "reason": "nondeterministic_gpu", "rows": 2, "level": 1},
+                {"source": "synth", "stage": "gpu_stage", "reason": "eager_failed", "rows": 1, "level": 2}]
+    rows = [row("a", "pass", 2.5, 1.0, level=1), row("b", "pass", 0.7, 0.5, level=1), row("c", "fail", level=1),
+            row("d", "pass", 1.2, 1.0, level=2, seed=0), row("d", "fail", level=2, seed=1), row("e", "cheat", level=2),
+            row("f", "pass", 3.0, 2.0)]  # no level: not in KernelBench's table
+    for r in rows:
+        r["server"]["left_out"] = left_out
+    write_jsonl(tmp_path / "kb.jsonl", rows)
+    doc = write_report([str(tmp_path / "kb.jsonl")], str(tmp_path / "out"), resamples=50)
+    levels = {lv["level"]: lv for lv in doc["runs"][0]["kernelbench"]}
+    assert sorted(levels) == [1, 2], levels  # level 4: nothing judged there, no score
+    one, two = levels[1], levels[2]
+    assert (one["problems"], one["played_tasks"], one["left_out"]) == (6, 3, 3)
+    assert one["fast_p"] == {"0": 2 / 6, "0.5": 2 / 6, "0.8": 1 / 6, "1": 1 / 6, "1.5": 1 / 6, "2": 1 / 6}
+    assert math.isclose(one["geomean_speedup_correct"], math.sqrt(2.5 * 0.7))
+    assert (two["problems"], two["left_out"]) == (3, 1)
+    assert two["fast_p"]["0"] == pytest.approx(0.5 / 3) and two["fast_p"]["1"] == pytest.approx(0.5 / 3)
+    assert two["fast_p"]["1.5"] == 0
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "### KernelBench's own metrics per level" in md
+    assert "| 1 | 6 | 3 | 0.333 | 0.333 | 0.167 | 0.167 | 0.167 | 0.167 | 1.323x |" in md, md
+    # The left-out list names each reason once, summed over the levels it spans.
+    assert "  - synth: 3 rejected by the GPU stage (eager_failed 1, nondeterministic_gpu 2); 21 not imported (needs_network 20, stochastic 1)" in md, md

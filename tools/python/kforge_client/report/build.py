@@ -7,6 +7,7 @@ from typing import Any
 
 from . import compare as C
 from . import metrics as M
+from .kernelbench import kernelbench_levels
 from .rows import GROUPINGS, environment, load_runs
 
 SCHEMA = "kforge.report/1"
@@ -15,15 +16,18 @@ UNREAD_SHOWN = 5  # unread lines named per file in the report
 
 def run_report(run, resamples=M.DEFAULT_B, seed=M.DEFAULT_SEED, eval_yaml=None) -> dict[str, Any]:
     kw = {"resamples": resamples, "seed": seed}
+    env = environment(run, eval_yaml)
     return {
         "name": run.name,
         "models": sorted({str(e["model"]) for e in run.episodes}),
         "episodes": len(run.episodes), "judged": len(run.judged), "unjudged": run.unjudged,
         "errors": len(run.errors), "tasks": len({e["task"] for e in run.episodes}),
         "verdicts": M.verdict_counts(run.judged),
-        "environment": environment(run, eval_yaml),
+        "environment": env,
         "overall": M.episode_metrics(run.judged, **kw),
         "groups": {g: M.grouped(run.judged, g, **kw) for g in GROUPINGS},
+        # KernelBench's fast_p per level over every problem of the level (None: no task has a level)
+        "kernelbench": kernelbench_levels(run, env["left_out"]),
     }
 
 

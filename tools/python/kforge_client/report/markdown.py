@@ -1,9 +1,11 @@
 """report.md: the report's numbers as Markdown tables, the plots linked beside them. Every text
 that comes from the rows or the command line (run, model, task and GPU names, versions, reasons,
 paths) goes through esc(): a name cannot start a heading, a link, an image, HTML or a table cell."""
+import collections
 import re
 
 from . import metrics as M
+from .kernelbench import kernelbench_table
 
 # Markdown's markup characters; an underscore only at a word's edge (inside a name it emphasises
 # nothing, and task names are full of them).
@@ -82,19 +84,25 @@ STAGES = {"import": "not imported", "gpu_stage": "rejected by the GPU stage",
 
 
 def _left_out(left_out):
-    """The tasks of the evaluated sources that the server held but did not serve: no metric counts them."""
+    """The tasks of the evaluated sources that the server held but did not serve: kforge's metrics
+    leave them out; KernelBench's table (kernelbench.py) counts them per level as not solved."""
     if left_out is None:
         return []
     if not left_out:
         return ["- tasks of these sources the server left out: none"]
-    lines = ["- tasks of these sources the server left out (no metric counts them):"]
+    lines = ["- tasks of these sources the server left out (kforge's metrics leave them out; KernelBench's table per "
+             "level, where there is one, counts them as not solved):"]
     by_source = {}
     for x in left_out:
         by_source.setdefault(x["source"], {}).setdefault(x["stage"], []).append(x)
     for source, stages in sorted(by_source.items()):
         parts = []
         for stage, xs in stages.items():
-            reasons = ", ".join(f"{esc(x['reason'])} {x['rows']}" for x in xs if x["reason"])
+            by_reason = collections.Counter()  # one count per reason, whatever the levels it spans
+            for x in xs:
+                if x["reason"]:
+                    by_reason[x["reason"]] += x["rows"]
+            reasons = ", ".join(f"{esc(r)} {n}" for r, n in sorted(by_reason.items()))
             parts.append(f"{sum(x['rows'] for x in xs)} {STAGES.get(stage, esc(stage))}" +
                          (f" ({reasons})" if reasons else ""))
         lines.append(f"  - {esc(source)}: " + "; ".join(parts))
@@ -124,6 +132,7 @@ def _run(rep, bootstrap):
         ci = f"[{_fmt(m['lo'], name in M.GEOMEANS)}, {_fmt(m['hi'], name in M.GEOMEANS)}]" if m["lo"] is not None else "–"
         lines.append(f"| {title} | {_fmt(m['value'], name in M.GEOMEANS)} | {ci} | {m['n']} |")
     lines.append("")
+    lines += kernelbench_table(rep.get("kernelbench"), esc)
     for grouping, groups in rep["groups"].items():
         if not groups:
             continue

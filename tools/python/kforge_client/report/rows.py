@@ -36,7 +36,7 @@ ROW_SPEC = {
     "judge": {"timing_method": TEXT,
               "device": {"name": SCALAR, "driver_api": SCALAR, "cuda": SCALAR, "torch": SCALAR}},
     "server": {"version": TEXT, "gpus": ("list", (str,)),
-               "left_out": ("list", {"source": TEXT, "stage": TEXT, "reason": TEXT, "rows": (int,)})},
+               "left_out": ("list", {"source": TEXT, "stage": TEXT, "reason": TEXT, "rows": (int,), "level": (int, NONE)})},
 }
 REQUIRED = ("task", "seed")
 MAX_DEPTH_ERRORS = (ValueError, RecursionError)  # json: malformed text; nesting too deep for the decoder
@@ -174,6 +174,7 @@ def episode(row) -> dict[str, Any]:
         "speedup_eager_last": _last_speedup(reward, sp_eager),
         "episode_reward": row.get("episode_reward"),
         "groups": {g: group_label(meta, g) for g in GROUPINGS},
+        "level": meta["level"] if isinstance(meta.get("level"), int) and not isinstance(meta.get("level"), bool) else None,
     }
 
 
@@ -232,7 +233,7 @@ def environment(run, eval_yaml=None) -> dict[str, Any]:
             told = True
             for x in server["left_out"]:
                 x = _dict(x)
-                key = (x.get("source"), x.get("stage"), x.get("reason"))
+                key = (x.get("source"), x.get("stage"), x.get("reason"), x.get("level"))
                 left_out[key] = max(left_out.get(key, 0), int(x.get("rows") or 0))
         d = _dict(judge.get("device"))
         if d:
@@ -263,8 +264,10 @@ def environment(run, eval_yaml=None) -> dict[str, Any]:
                               else matching_profile(tolerances, eval_yaml)),
         "compile_baselines": [{"stored_gpu": k[0], "rescale": k[1], "episodes": n} for k, n in baselines.most_common()],
         # What the server held of the evaluated sources but did not serve (None: the rows do not say).
-        "left_out": [{"source": k[0], "stage": k[1], "reason": k[2], "rows": n} for k, n in sorted(
-            left_out.items(), key=lambda kv: tuple(map(str, kv[0]))) if k[0] in sources] if told else None,
+        # `level`: a benchmark's level (KernelBench's), where the server names one.
+        "left_out": [{"source": k[0], "stage": k[1], "reason": k[2], "rows": n, **({"level": k[3]} if k[3] is not None else {})}
+                     for k, n in sorted(left_out.items(), key=lambda kv: tuple(map(str, kv[0]))) if k[0] in sources]
+        if told else None,
     }
 
 
