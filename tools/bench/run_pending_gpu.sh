@@ -88,6 +88,13 @@
 #                     kernels launched from their cubin (SplitLaunchGpu.*); KFORGE_EXTENSION_TESTS a ctest -R regex instead
 #   extbench          issue 28's compile figures (kforge_extension_build_bench, KFORGE_EXTBENCH_REPEATS (3) builds, KFORGE_EXTBENCH_ARGS more options (--no-unsplit)
 #                     each, --jobs 8; JSON in OUTDIR/extension_build_bench.json) and the linkers the host has
+#   kernelbench       issue 29: tools/bench/kernelbench_gpu.sh over the real KernelBench import (.gpu/kb_import and .gpu/kb,
+#                     made here as tools/dataset/SYNTH_GPU.md "KernelBench" says; carry .gpu): the GPU stage, then
+#                     KernelBench's own timing, resumable in KB_KEEP (/tmp/kforge-kb-keep) on a warm host, budget
+#                     KFORGE_KB_BUDGET_S (480); OUTDIR/kb/kernelbench_gpu.tgz and summary.txt
+#   kernelbench_report issue 29: after `kernelbench` finished the stage on this host, tools/bench/kernelbench_report.sh:
+#                     the stage's rows merged, the measured rows served, datasets/kernelbench_candidates replayed
+#                     over every served task, the report with KernelBench's table per level (OUTDIR/kb_report/)
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
 # Each step has a time limit; logs go to OUTDIR, archived into OUTDIR.tgz after every step. A step written
 # STEP:NEED_S runs only while NEED_S seconds of KFORGE_CALL_LIMIT_S are left (for a device call's limit).
@@ -288,6 +295,12 @@ for s in $steps; do
       { command -v ld.lld ld.gold ld.bfd; nproc; } >"$out/extbench_tools.txt" 2>&1
       timeout 400 "$b/tools/kforge_extension_build_bench" --repeats "${KFORGE_EXTBENCH_REPEATS:-3}" --jobs 8 ${KFORGE_EXTBENCH_ARGS:-} \
         --out "$out/extension_build_bench.json" >"$out/extbench.txt" 2>&1 ;;
+    kernelbench)  # issue 29: the GPU stage and KernelBench's timing over the real import (.gpu/kb_import, .gpu/kb)
+      KB_KEEP=${KB_KEEP:-/tmp/kforge-kb-keep} KB_BUDGET_S=${KFORGE_KB_BUDGET_S:-480} timeout 590 bash tools/bench/kernelbench_gpu.sh \
+        "$out/kb" >"$out/kernelbench.txt" 2>&1 ;;
+    kernelbench_report)  # issue 29: the stored candidates replayed over the imported set, into KernelBench's report
+      timeout 400 bash tools/bench/kernelbench_report.sh .gpu/kb_import "${KB_KEEP:-/tmp/kforge-kb-keep}/gpu" "$out/kb_report" \
+        >"$out/kernelbench_report.txt" 2>&1 ;;
     python) { echo "python: $py"; echo "PYTHONPATH: ${PYTHONPATH:-}"; timeout 120 "$py" -c \
                 'import sys, torch; print("version:", sys.version.split()[0]); print("torch:", torch.__version__, torch.version.cuda)'
               } >"$out/python.txt" 2>&1 ;;
