@@ -6,10 +6,12 @@ server's tasks, many episodes at once, into a JSONL file that a rerun resumes.
 
 (or ``python -m kforge_client.evaluate``). ``--replay DIR`` plays stored candidates instead of a
 model (``DIR/TASK/`` holds one candidate's files; kforge_client.adapters.replay_eval), so that a
-set written elsewhere is judged and reported as a model's would be. A server without a GPU lane (its health lists no GPU)
-cannot judge a submission: kforge-evaluate refuses it unless --allow-no-gpu, and then the summary
-says how many episodes nothing could be judged in (their lines carry "no_gpu": true and are played
-again by a run against a server with GPUs).
+set written elsewhere is judged and reported as a model's would be.
+
+A server without a GPU lane (its health lists no GPU) cannot judge a submission: kforge-evaluate
+refuses it unless --allow-no-gpu, and then the summary says how many episodes nothing could be
+judged in (their lines carry "no_gpu": true and are played again by a run against a server with
+GPUs).
 
 One line per episode (task, seed, episode_reward, termination_reason, turns, the final step's
 reward info, seconds) and what the report needs: `server` (its version, GPU lanes and `left_out`,
