@@ -85,12 +85,16 @@ void TaskCatalog::add_dataset(const std::string& path, bool serve_unmeasured, do
     if (imported && imported_source.empty()) imported_source = row.source;
     const RowStatus status = read_status(row.status, file + ": row '" + row.id + "'");
     // A row left out, counted by its stage and reason, and by its level where it is an imported one
-    // (its spec parsed for that: a few dozen rows of a few hundred; -1: no level).
+    // (its spec parsed for that: a few hundred rows at most; -1: no level). A rejected row whose spec
+    // no longer parses is still left out, at no level: it is not served either way.
     auto leave_out = [&](LeftOutStage stage, const std::string& reason) {
       int level = -1;
       if (imported) {
-        const std::optional<int> l = parse_task(row.spec_yaml, file + ":" + row.id).provenance.level;
-        level = l ? *l : -1;
+        try {
+          level = parse_task(row.spec_yaml, file + ":" + row.id).provenance.level.value_or(-1);
+        } catch (const Error&) {
+          level = -1;
+        }
       }
       ++left_out_[{row.source, stage, reason, level}];
     };
