@@ -415,4 +415,5 @@ def test_kernelbench_fast_p_per_level_counts_left_out_problems_as_unsolved(tmp_p
     assert "### KernelBench's own metrics per level" in md
     assert "| 1 | 6 | 3 | 0.333 | 0.333 | 0.167 | 0.167 | 0.167 | 0.167 | 1.323x |" in md, md
     # The left-out list names each reason once, summed over the levels it spans.
-    assert "  - synth: 3 rejected by the GPU stage (eager_failed 1, nondeterministic_gpu 2); 21 not imported (needs_network 20, stochastic 1)" in md, md
+    assert ("  - synth: 3 rejected by the GPU stage (eager_failed 1, nondeterministic_gpu 2); "
+            "21 not imported (needs_network 20, stochastic 1)") in md, md
