@@ -31,13 +31,7 @@ die() { echo "kernelbench_gpu: $*" >&2; exit 2; }
 out=${1:?usage: tools/bench/kernelbench_gpu.sh OUTDIR}
 . tools/python_env.sh && kforge_python "$root" || exit 2
 py=$KFORGE_PYTHON_BIN
-if [ -z "${KFORGE_BIN:-}" ]; then  # this tree's build, else the one .gpu/run.sh makes on a GPU host
-  KFORGE_BIN=$root/build/tools/kforge
-  [ -x "$KFORGE_BIN" ] || [ ! -x "$root/build-gpu/tools/kforge" ] || KFORGE_BIN=$root/build-gpu/tools/kforge
-fi
-export KFORGE_BIN PYTHONUNBUFFERED=1
-deps=${KFORGE_GPU_DEPS:-/opt/project-deps}  # the libraries .gpu/run.sh unpacked (libzmq, ...), as it runs kforge
-[ -d "$deps/usr/lib/x86_64-linux-gnu" ] && export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. tools/bench/kforge_env.sh  # KFORGE_BIN (this tree's build, else build-gpu's) and the GPU host's libraries
 imp=${KB_IMPORT:-.gpu/kb_import}; kb=${KB_CHECKOUT:-.gpu/kb}; resume=${KB_RESUME:-.gpu/kb_out}
 [ -f "$imp/dataset.h5" ] || die "$imp/dataset.h5 is missing (the import: tools/bench/kernelbench_import.py)"
 [ -f "$kb/src/kernelbench/timing.py" ] || die "$kb/src/kernelbench/timing.py is missing (the KernelBench files)"

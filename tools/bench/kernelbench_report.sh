@@ -33,14 +33,8 @@ rows=$2 out=$3 cands=${4:-$root/datasets/kernelbench_candidates}
 [ -d "$cands" ] || die "$cands: no such folder (the stored candidates)"
 . tools/python_env.sh && kforge_python "$root" || exit 2
 py=$KFORGE_PYTHON_BIN
-if [ -z "${KFORGE_BIN:-}" ]; then
-  KFORGE_BIN=$root/build/tools/kforge
-  [ -x "$KFORGE_BIN" ] || [ ! -x "$root/build-gpu/tools/kforge" ] || KFORGE_BIN=$root/build-gpu/tools/kforge
-fi
+. tools/bench/kforge_env.sh  # KFORGE_BIN (this tree's build, else build-gpu's) and the GPU host's libraries
 [ -x "$KFORGE_BIN" ] || die "no kforge at $KFORGE_BIN (set KFORGE_BIN)"
-export KFORGE_BIN PYTHONUNBUFFERED=1
-deps=${KFORGE_GPU_DEPS:-/opt/project-deps}  # the libraries .gpu/run.sh unpacked on a GPU host
-[ -d "$deps/usr/lib/x86_64-linux-gnu" ] && export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
