@@ -36,10 +36,7 @@ def kernelbench_levels(run, left_out) -> list[dict[str, Any]] | None:
         if x.get("level") is not None:
             left[x["level"]] = left.get(x["level"], 0) + x["rows"]
     out = []
-    for level in sorted(set(by_level) | set(left)):
-        tasks = by_level.get(level, {})
-        if not tasks:
-            continue  # nothing judged at this level: no score to give it
+    for level, tasks in sorted(by_level.items()):  # a level with nothing judged has no score to give it
         problems = len(tasks) + left.get(level, 0)
         fast = {}
         for p in KB_FAST_P:
@@ -51,7 +48,7 @@ def kernelbench_levels(run, left_out) -> list[dict[str, Any]] | None:
         out.append({"level": level, "problems": problems, "played_tasks": len(tasks), "left_out": left.get(level, 0),
                     "fast_p": fast, "correct_episodes": len(speedups),
                     "geomean_speedup_correct": math.exp(sum(map(math.log, speedups)) / len(speedups)) if speedups else None})
-    return out or None
+    return out
 
 
 def kernelbench_table(levels, esc) -> list[str]:
