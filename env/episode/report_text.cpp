@@ -97,8 +97,8 @@ void shapes_text(std::ostream& os, const ShapesSection& sh) {
   for (const auto& t : sh.trials) {
     os << "  " << (t.layout.empty() ? "at" : "with " + t.layout + " inputs");
     for (const auto& [k, v] : t.dims) os << " " << k << "=" << v;
-    os << ": " << (t.verdict == Verdict::pass ? "passed" : verdict_name(t.verdict)) << (t.reason.empty() ? "" : " (" + t.reason + ")")
-       << "\n";
+    os << ": " << (t.counted ? "" : "not counted, the harness could not run it: ")
+       << (t.verdict == Verdict::pass ? "passed" : verdict_name(t.verdict)) << (t.reason.empty() ? "" : " (" + t.reason + ")") << "\n";
   }
 }
 

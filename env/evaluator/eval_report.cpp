@@ -93,11 +93,31 @@ AnticheatSection parse_anticheat_section(const Json& j, const std::string& path)
 
 }  // namespace
 
+void ShapesSection::settle() {
+  int counted = 0, passed = 0;
+  for (const auto& t : trials) {
+    counted += t.counted;
+    passed += t.counted && t.verdict == Verdict::pass;
+  }
+  const int uncounted = static_cast<int>(trials.size()) - counted;
+  if (trials.empty()) {
+    status = "not_tested";
+    note = "no other shape or layout applies to this task";
+  } else if (counted == 0) {
+    status = "not_tested";
+    note = "the harness could not run any of its " + std::to_string(uncounted) + " trial(s) on this GPU";
+  } else {
+    status = passed == counted ? "general" : "not_general";
+    if (uncounted > 0) note = std::to_string(uncounted) + " trial(s) the harness could not run on this GPU are not counted";
+  }
+}
+
 Json to_json(const ShapesSection& s) {
   Json trials = Json::array();
   for (const auto& t : s.trials) {
     Json one = {{"dims", t.dims}, {"verdict", verdict_name(t.verdict)}, {"reason", t.reason}, {"wall_ms", t.wall_ms}};
     if (!t.layout.empty()) one["layout"] = t.layout;  // a layout trial; a shape trial has none
+    if (!t.counted) one["counted"] = false;           // the harness could not run it
     trials.push_back(std::move(one));
   }
   return {{"status", s.status}, {"trials", trials}, {"note", s.note}, {"wall_ms", s.wall_ms}};
@@ -128,6 +148,7 @@ ShapesSection parse_shapes_section(const Json& j, const std::string& path) {
     t.verdict = parse_verdict(to.req<std::string>("verdict"));
     t.reason = to.req<std::string>("reason");
     t.wall_ms = to.req<double>("wall_ms");
+    t.counted = to.opt<bool>("counted").value_or(true);
     to.done();
     s.trials.push_back(std::move(t));
   }
@@ -301,14 +322,18 @@ std::string format_report(const EvalReport& r) {
   if (r.shapes) {
     const ShapesSection& sh = *r.shapes;
     int passed = 0;
-    for (const auto& t : sh.trials) passed += t.verdict == Verdict::pass;
-    os << "other shapes: " << sh.status << " (" << passed << " of " << sh.trials.size() << " passed)";
+    int counted = 0;
+    for (const auto& t : sh.trials) {
+      passed += t.counted && t.verdict == Verdict::pass;
+      counted += t.counted;
+    }
+    os << "other shapes: " << sh.status << " (" << passed << " of " << counted << " passed)";
     if (!sh.note.empty()) os << ": " << sh.note;
     os << "\n";
     for (const auto& t : sh.trials) {
       os << "  " << (t.layout.empty() ? "" : t.layout + " inputs ");
       for (const auto& [k, v] : t.dims) os << k << "=" << v << " ";
-      os << verdict_name(t.verdict) << (t.reason.empty() ? "" : ": " + t.reason) << "\n";
+      os << (t.counted ? "" : "not counted, ") << verdict_name(t.verdict) << (t.reason.empty() ? "" : ": " + t.reason) << "\n";
     }
   }
   os << "verdict: " << verdict_name(r.verdict);

@@ -66,6 +66,10 @@ struct ShapeTrial {
   Verdict verdict = Verdict::error;  // pass | fail | cheat | error
   std::string reason;                // not pass: why (the verify reason, the check, the error)
   double wall_ms = 0;
+  // false: the harness, not the candidate, failed to run it (the worker's internal_error, e.g. out
+  // of GPU memory for the inputs at a large shape): it says nothing of the candidate and decides
+  // nothing (ShapesSection::settle).
+  bool counted = true;
 };
 struct ShapesSection {
   // general: it passed at every other shape; not_general: it did not at one (or more);
@@ -75,6 +79,9 @@ struct ShapesSection {
   std::string note;  // not_tested: why; not_general with a plan naming none of the task's dims: that
   double wall_ms = 0;
   bool general() const { return status == "general"; }
+  // status and note from the trials: not_general when a counted trial did not pass, general when
+  // every counted one did, not_tested when none counts (or there is none).
+  void settle();
 };
 
 struct AnticheatSection {

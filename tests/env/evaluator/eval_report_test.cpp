@@ -225,6 +225,52 @@ TEST(EvalReport, TheOtherShapesSectionRoundTripsAndIsReadStrictly) {
   EXPECT_NE(error_of(bad).find("report.shapes.trials[1].verdict is missing"), std::string::npos) << error_of(bad);
 }
 
+// A trial the harness could not run (its inputs out of GPU memory at a large shape) says nothing of
+// the candidate: it neither fails it nor makes it general.
+TEST(EvalReport, AShapeTrialTheHarnessCouldNotRunDecidesNothing) {
+  auto trial = [](Verdict v, bool counted) {
+    ShapeTrial t;
+    t.dims = {{"N", 4093}};
+    t.verdict = v;
+    t.counted = counted;
+    if (!counted) t.reason = "internal_error: libtorch failed: CUDA out of memory";
+    return t;
+  };
+  ShapesSection s;
+  s.trials = {trial(Verdict::pass, true), trial(Verdict::error, false)};
+  s.settle();
+  EXPECT_EQ(s.status, "general") << "the one counted trial passed";
+  EXPECT_NE(s.note.find("1 trial(s) the harness could not run"), std::string::npos) << s.note;
+  s.trials = {trial(Verdict::fail, true), trial(Verdict::error, false)};
+  s.settle();
+  EXPECT_EQ(s.status, "not_general") << "a counted failure still decides";
+  s.trials = {trial(Verdict::error, false), trial(Verdict::error, false)};
+  s.settle();
+  EXPECT_EQ(s.status, "not_tested");
+  EXPECT_NE(s.note.find("could not run any of its 2 trial(s)"), std::string::npos) << s.note;
+  s.trials = {trial(Verdict::error, true)};  // the candidate's own error (a fault) counts
+  s.settle();
+  EXPECT_EQ(s.status, "not_general");
+  s.trials.clear();
+  s.settle();
+  EXPECT_EQ(s.status, "not_tested");
+
+  Json j = full_report();
+  s.trials = {trial(Verdict::pass, true), trial(Verdict::error, false)};
+  s.settle();
+  j["shapes"] = to_json(s);
+  EXPECT_EQ(j["shapes"]["trials"][1]["counted"], false);
+  EXPECT_FALSE(j["shapes"]["trials"][0].contains("counted")) << "a counted trial is written as before";
+  EvalReport r = parse_eval_report(j);
+  ASSERT_TRUE(r.shapes);
+  EXPECT_FALSE(r.shapes->trials[1].counted);
+  EXPECT_TRUE(r.shapes->trials[0].counted);
+  EXPECT_NE(format_report(r).find("other shapes: general (1 of 1 passed)"), std::string::npos) << format_report(r);
+  EXPECT_NE(format_report(r).find("not counted, error: internal_error"), std::string::npos) << format_report(r);
+  j["shapes"]["trials"][1]["counted"] = "no";
+  EXPECT_NE(error_of(j).find("report.shapes.trials[1].counted has the wrong type"), std::string::npos) << error_of(j);
+}
+
 TEST(GpuEvalReply, AnErrorReplyCarriesItsPartialSections) {
   Json j = full_report();
   Json reply = {{"ok", false},
