@@ -191,9 +191,12 @@ void CallBench::prepare(const CallSpec& in) {
   CUstream st = device_.stream;
   c10::InferenceMode inference;
   mark(0);
-  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st);
+  // The inputs are drawn into the reference's harness-owned copies (the candidate never has their
+  // addresses), and copied from there into the call's buffers with their "before" fingerprints in
+  // the same read.
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, ref_args_, st);
   mark(1);
-  apply_variant(task_, spec.variant, spec.variant_seed, s.args);
+  apply_variant(task_, spec.variant, spec.variant_seed, ref_args_);
   mark(2);
   for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
   // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.
@@ -201,7 +204,8 @@ void CallBench::prepare(const CallSpec& in) {
   const int64_t before_words = static_cast<int64_t>(na + ng);
   KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
   for (size_t i = 0; i < na; ++i)
-    if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
+    if (s.args[i].numel() > 0)
+      device_.checker->fingerprint_copy(ptr_of(ref_args_[i]), ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
   for (size_t g = 0; g < ng; ++g)
     device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
   KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
@@ -238,12 +242,8 @@ void CallBench::after_candidate() {
     if (n > 0)
       probes_.back() = at::from_blob(s.workspace[0].data_ptr(), {n}, at::TensorOptions().dtype(at::kLong).device(device_.dev)).clone();
   }
-  // The reference's inputs: the call's inputs as they are after the candidate ran and after their
-  // fingerprints were taken, copied into harness-owned buffers. Unchanged inputs (the "after"
-  // fingerprints equal the "before" ones) are the drawn values; changed ones fail the call.
-  for (size_t i = 0; i < na; ++i)
-    if (ref_args_[i].numel() > 0)
-      KFORGE_CUDA(cudaMemcpyAsync(ref_args_[i].data_ptr(), s.args[i].data_ptr(), bytes_of(s.args[i]), cudaMemcpyDeviceToDevice, st));
+  // The reference reads the drawn values in its own copies (prepare); a candidate that changed the
+  // call's inputs (the "after" fingerprints differ from the "before" ones) fails the call.
   program_.retire(st);
   mark(7);
 }

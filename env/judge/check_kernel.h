@@ -59,11 +59,14 @@ class DeviceChecker {
                CUstream stream);
   // Enqueues the fingerprint of nbytes at data (8-byte aligned) into the word at `out` (zeroed).
   void fingerprint(CUdeviceptr data, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream);
+  // Enqueues the copy of nbytes from src to dst (8-byte aligned, not overlapping) with the fingerprint
+  // of what was copied into the word at `out` (zeroed): one read where fingerprint and copy are two.
+  void fingerprint_copy(CUdeviceptr src, CUdeviceptr dst, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream);
 
  private:
   static unsigned grid_for(const HarnessModule::Loaded& l, int64_t items);
 
-  HarnessModule module_;  // functions: kforge_compare, kforge_fingerprint
+  HarnessModule module_;  // functions: kforge_compare, kforge_fingerprint, kforge_fingerprint_copy
 };
 
 // The kernels' element code compiled for the host, single-threaded (for tests). `cand` and `ref`

@@ -20,6 +20,8 @@
 #                     (evaluator_gpu_tests EvaluatorGpu.SequentialRule*)
 #   shapes            issue 30 on the GPU: a task's other shapes (ShapesGpu.*: a tuned kernel refused at another shape, a general
 #                     one passing, a plan of numbers, the extra trials' cost side by side; OUTDIR/shapes.txt)
+#   ctest_r           the tests whose names match KFORGE_CTEST_R (ctest -R, verbose; built by the build step):
+#                     a change's own GPU tests without the whole suite (OUTDIR/ctest_r.txt, ctest_r.xml)
 #   timing_gpu        the timing stage's GPU tests (reference_gpu_tests TimingGpu.*: a context lost while timing is the
 #                     candidate's runtime_error, not kforge's; OUTDIR/timing_gpu.txt)
 #   history           issue 30's candidate history on the GPU (episode_gpu_tests HistoryGpuTest.*: improve, regress,
@@ -189,6 +191,9 @@ for s in $steps; do
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu|imported_eval_gpu)|CallProbeGpu|PrecisionProbeGpu" \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
+    ctest_r)  # the tests whose names match KFORGE_CTEST_R (built by the build step), e.g. a change's own GPU tests
+      timeout 450 ctest --test-dir "$b" -R "${KFORGE_CTEST_R:?set KFORGE_CTEST_R}" -V --timeout 300 \
+        --output-junit "$out/ctest_r.xml" >"$out/ctest_r.txt" 2>&1 ;;
     new_gpu)
       timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1
       r=$?

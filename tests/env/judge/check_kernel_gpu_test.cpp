@@ -1,7 +1,8 @@
 // The verification's fused kernels on a GPU: for every dtype, a few million elements over many
 // blocks and grid-stride rounds with NaN, infinities, poison and far-off values mixed in, the
-// device's compare() gives exactly the host copy's counts and maxima, and fingerprint() the host
-// copy's value for sizes with and without tail bytes. Skipped (KFORGE_SKIPPED) without a GPU.
+// device's compare() gives exactly the host copy's counts and maxima, and fingerprint() (and
+// fingerprint_copy(), which copies them too) the host copy's value for sizes with and without tail
+// bytes. Skipped (KFORGE_SKIPPED) without a GPU.
 #include "env/judge/check_kernel.h"
 
 #include <cstdio>
@@ -144,6 +145,39 @@ TEST(CheckKernelGpu, FingerprintEqualsTheHostCopy) {
     CUDA_OK(cudaMemcpy(&got, dout, 8, cudaMemcpyDeviceToHost));
     EXPECT_EQ(fingerprint_like_device(buf.data(), nbytes, key), got) << nbytes;
     cudaFree(d);
+    cudaFree(dout);
+  }
+}
+
+// The copy the inputs reach the candidate's buffers by: every byte copied, and the fingerprint of
+// what was copied the host copy's, tails included.
+TEST(CheckKernelGpu, FingerprintCopyCopiesEveryByteAndFingerprintsThem) {
+  SKIP_WITHOUT_GPU();
+  CUDA_OK(cudaSetDevice(0));
+  CUDA_OK(cudaFree(nullptr));
+  DeviceChecker checker(device_arch());
+  std::mt19937_64 rng(8);
+  for (int64_t nbytes : {int64_t{3}, int64_t{8}, int64_t{1001}, int64_t{16'000'005}}) {
+    std::vector<uint8_t> buf(nbytes), back(nbytes + 8);
+    for (auto& b : buf) b = static_cast<uint8_t>(rng());
+    uint64_t key = rng();
+    void *src = nullptr, *dst = nullptr, *dout = nullptr;
+    CUDA_OK(cudaMalloc(&src, nbytes));
+    CUDA_OK(cudaMalloc(&dst, nbytes + 8));
+    CUDA_OK(cudaMalloc(&dout, 8));
+    CUDA_OK(cudaMemcpy(src, buf.data(), nbytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dst, 0xA5, nbytes + 8));
+    CUDA_OK(cudaMemset(dout, 0, 8));
+    checker.fingerprint_copy(reinterpret_cast<CUdeviceptr>(src), reinterpret_cast<CUdeviceptr>(dst), nbytes, key,
+                             reinterpret_cast<CUdeviceptr>(dout), nullptr);
+    uint64_t got = 0;
+    CUDA_OK(cudaMemcpy(&got, dout, 8, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(back.data(), dst, nbytes + 8, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(fingerprint_like_device(buf.data(), nbytes, key), got) << nbytes;
+    EXPECT_EQ(std::memcmp(back.data(), buf.data(), nbytes), 0) << nbytes;
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(back[nbytes + k], 0xA5) << "a byte past the copy was written, at " << nbytes + k;
+    cudaFree(src);
+    cudaFree(dst);
     cudaFree(dout);
   }
 }

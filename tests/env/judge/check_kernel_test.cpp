@@ -3,6 +3,7 @@
 // check_kernel.h states them, checked against plain definitions written here.
 #include "env/judge/check_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -99,6 +100,75 @@ TEST(CheckKernel, Float32FollowsTheRuleWithNanInfAndPoison) {
   expect_same(want, got);
   EXPECT_GT(got.mismatches, 1000u);
   EXPECT_EQ(got.unwritten, 2u);
+}
+
+// The compare divides only where an element's relative error may raise the maximum so far: the
+// maximum must still be exactly the one of dividing at every element, whatever the order (the
+// device's threads see the elements in other orders than the host's loop), with ties, errors a
+// rounding apart, huge and subnormal references.
+TEST(CheckKernel, TheLargestRelativeErrorIsExactInEveryOrder) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> ud(1.f, 2.f);
+  std::vector<std::pair<float, float>> pairs;  // (candidate, reference)
+  for (int i = 0; i < 4000; ++i) {
+    float r = ud(rng) * (i % 7 == 0 ? 1e30f : i % 11 == 0 ? 1e-40f : 1.f);  // 1e-40: a float32 subnormal
+    float c = r;
+    for (int k = 0; k <= i % 4; ++k) c = std::nextafter(c, 2 * c + 1);  // a few ulps up
+    pairs.push_back({c, r});
+    if (i % 5 == 0) pairs.push_back({c, r});    // exact ties
+    if (i % 9 == 0) pairs.push_back({-c, -r});  // the same ratio, negative
+  }
+  auto run = [&](const std::vector<std::pair<float, float>>& v) {
+    const size_t n = v.size();
+    std::vector<uint32_t> cb(n), rb(n);
+    std::vector<double> c(n), r(n);
+    for (size_t i = 0; i < n; ++i) {
+      cb[i] = f2u(v[i].first), rb[i] = f2u(v[i].second);
+      c[i] = v[i].first, r[i] = v[i].second;
+    }
+    CompareStats want = plain_rule(c, r, std::vector<bool>(n, false), true, 0.0, 0.0);
+    CompareStats got = compare_like_device(DType::float32, cb.data(), rb.data(), static_cast<int64_t>(n), 0.0, 0.0, 0);
+    expect_same(want, got);
+    return got.max_rel;
+  };
+  auto ratio = [](const std::pair<float, float>& p) { return std::fabs(double(p.first) - double(p.second)) / std::fabs(double(p.second)); };
+  std::vector<std::pair<float, float>> v = pairs;
+  std::sort(v.begin(), v.end(), [&](auto& a, auto& b) { return ratio(a) < ratio(b); });  // every element a new maximum
+  const double top = run(v);
+  EXPECT_GT(top, 0.0);
+  std::reverse(v.begin(), v.end());  // the maximum first: every later division may be skipped
+  EXPECT_EQ(run(v), top);
+  for (int k = 0; k < 5; ++k) {
+    std::shuffle(v.begin(), v.end(), rng);
+    EXPECT_EQ(run(v), top);
+  }
+  // Relative errors a rounding apart: int64 values near 2^62 (exact doubles, 2^10 apart) whose
+  // errors over references are m / (2^52 + k), neighbours in double; ascending, each one is a new
+  // maximum by about an ulp, which a skip with no margin or too wide a one would miss.
+  std::vector<std::pair<int64_t, int64_t>> close;
+  for (int64_t k = 2000; k >= 0; --k)
+    for (int64_t m : {int64_t{1} << 40, (int64_t{1} << 40) + 1}) {
+      const int64_t r = (int64_t{1} << 62) + k * 1024, c = r + m * 1024;
+      close.push_back({c, r});
+    }
+  auto run64 = [&](const std::vector<std::pair<int64_t, int64_t>>& w) {
+    const size_t n = w.size();
+    std::vector<int64_t> cb(n), rb(n);
+    std::vector<double> c(n), r(n);
+    for (size_t i = 0; i < n; ++i) {
+      cb[i] = w[i].first, rb[i] = w[i].second;
+      c[i] = static_cast<double>(w[i].first), r[i] = static_cast<double>(w[i].second);
+    }
+    CompareStats want = plain_rule(c, r, std::vector<bool>(n, false), false, 0.0, 0.0);
+    CompareStats got = compare_like_device(DType::int64, cb.data(), rb.data(), static_cast<int64_t>(n), 0.0, 0.0, 0);
+    expect_same(want, got);
+    return got.max_rel;
+  };
+  const double top64 = run64(close);
+  std::reverse(close.begin(), close.end());
+  EXPECT_EQ(run64(close), top64);
+  std::shuffle(close.begin(), close.end(), rng);
+  EXPECT_EQ(run64(close), top64);
 }
 
 TEST(CheckKernel, HalfAndBfloat16ValuesDecodeExactly) {
