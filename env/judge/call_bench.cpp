@@ -149,7 +149,8 @@ const char* harness_stage_name(HarnessStage s) {
   return "?";
 }
 
-// Boundaries 0-4 in prepare(), 5-7 in after_candidate(), 8-9 in compare().
+// Boundaries 0-4 in prepare(), 5-7 in after_candidate(), 8-9 in compare(). The reference's copies of
+// the inputs are made in the after-fingerprints' read (5-6): 6-7 holds only the probe's clone.
 void CallBench::mark(int boundary) {
   if (!stage_timing_) return;
   if (boundary == 0) stage_events_.push_back(std::make_unique<CudaEvents>(10));
@@ -191,12 +192,9 @@ void CallBench::prepare(const CallSpec& in) {
   CUstream st = device_.stream;
   c10::InferenceMode inference;
   mark(0);
-  // The inputs are drawn into the reference's harness-owned copies (the candidate never has their
-  // addresses), and copied from there into the call's buffers with their "before" fingerprints in
-  // the same read.
-  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, ref_args_, st);
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st);
   mark(1);
-  apply_variant(task_, spec.variant, spec.variant_seed, ref_args_);
+  apply_variant(task_, spec.variant, spec.variant_seed, s.args);
   mark(2);
   for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
   // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.
@@ -204,8 +202,7 @@ void CallBench::prepare(const CallSpec& in) {
   const int64_t before_words = static_cast<int64_t>(na + ng);
   KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
   for (size_t i = 0; i < na; ++i)
-    if (s.args[i].numel() > 0)
-      device_.checker->fingerprint_copy(ptr_of(ref_args_[i]), ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
+    if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
   for (size_t g = 0; g < ng; ++g)
     device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
   KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
@@ -231,8 +228,14 @@ void CallBench::after_candidate() {
   mark(5);
   // Zeroed only now: whatever the candidate wrote there is gone.
   KFORGE_CUDA(cuda_driver().MemsetD8Async(after, 0, (log_->words_per_call - before_words) * 8, st));
+  // The reference's inputs: the call's inputs as they are after the candidate ran, copied into
+  // harness-owned buffers in the same read that takes their "after" fingerprints. Unchanged inputs
+  // (the "after" fingerprints equal the "before" ones) are the drawn values; changed ones fail the
+  // call. (Copied only now, never before the candidate's call: whatever it wrote anywhere during
+  // its call, the reference reads what this copy wrote after it.)
   for (size_t i = 0; i < na; ++i)
-    if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
+    if (s.args[i].numel() > 0)
+      device_.checker->fingerprint_copy(ptr_of(s.args[i]), ptr_of(ref_args_[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
   for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (na + g), st);
   mark(6);
   c10::InferenceMode inference;
@@ -242,8 +245,6 @@ void CallBench::after_candidate() {
     if (n > 0)
       probes_.back() = at::from_blob(s.workspace[0].data_ptr(), {n}, at::TensorOptions().dtype(at::kLong).device(device_.dev)).clone();
   }
-  // The reference reads the drawn values in its own copies (prepare); a candidate that changed the
-  // call's inputs (the "after" fingerprints differ from the "before" ones) fails the call.
   program_.retire(st);
   mark(7);
 }
