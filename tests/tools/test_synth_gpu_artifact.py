@@ -180,6 +180,35 @@ def test_compare_counts_nonfinite_and_tolerance(tmp_path):
     assert set(s.tolist()) == {-1, 0, 1}
 
 
+def test_compare_and_the_noise_share_hold_across_chunks(monkeypatch):
+    """KernelBench's level 1 tensors (1.6 G elements) are compared chunk by chunk: the verdicts and
+    figures are those of the whole tensor wherever the non-finite values, the mismatch and the
+    largest difference fall (chunks of 3 here)."""
+    from synth_gpu import artifact_check, checks
+    monkeypatch.setattr(artifact_check, "CHUNK", 3)
+    monkeypatch.setattr(checks, "CHUNK", 3)
+    e = torch.arange(1.0, 11.0)
+    e[4] = float("nan")
+    e[7] = float("-inf")
+    a = e.clone()
+    a[9] += 3e-3  # the largest difference, in the last chunk, beyond 1e-4 + 1e-4 * 10
+    reason, d = artifact_check.compare(torch, [e], [a], 1e-4, 1e-4)
+    assert reason == "artifact_mismatch" and d[0]["same_nonfinite"] and d[0]["failing_fraction"] == 0.1, d
+    assert abs(d[0]["max_abs_diff"] - 3e-3) < 1e-5, d
+    a = e.clone()
+    a[7] = float("inf")  # the other infinity, in the middle chunk
+    reason, d = artifact_check.compare(torch, [e], [a], 1e-4, 1e-4)
+    assert reason == "artifact_mismatch" and not d[0]["same_nonfinite"], d
+    # The noise of two runs on the same inputs, as a share of the tolerance.
+    b = e.clone()
+    b[2] += 1e-5  # a tenth of atol + rtol * 3 is 4e-5: within it
+    assert checks.noise_share(torch, e, b, 1e-4, 1e-4) == pytest.approx(1e-5 / (1e-4 + 3e-4), rel=5e-2)
+    b[9] += 1e-4  # 0.09 of the tolerance at 10
+    assert checks.noise_share(torch, e, b, 1e-4, 1e-4) == pytest.approx(1e-4 / 1.1e-3, rel=2e-2)
+    b[4] = 0.0  # a NaN that the second run did not reproduce
+    assert checks.noise_share(torch, e, b, 1e-4, 1e-4) == float("inf")
+
+
 def test_an_older_artifact_with_tf32_convolutions_is_checked_in_float32():
     """An artifact traced with cudnn.allow_tf32 on (the importer before cf02da8) holds allow_tf32 = True in
     its convolutions, nested modules included: the check clears it on load, as kforge's loader does, and
