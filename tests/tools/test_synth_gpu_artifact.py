@@ -209,6 +209,21 @@ def test_compare_and_the_noise_share_hold_across_chunks(monkeypatch):
     assert checks.noise_share(torch, e, b, 1e-4, 1e-4) == float("inf")
 
 
+def test_rows_rejected_before_a_check_changed_are_staged_again_once():
+    """kernelbench_gpu.sh's KB_RESTAGE: the rows an older check rejected for the named reasons are
+    staged again; their new records (written after the date) are not, whatever they say."""
+    from synth_gpu.records import restage_rule
+    old = {"id": "a", "status": "rejected:eager_failed", "date": "2026-12-07T13:09:24Z"}
+    new = dict(old, date="2026-12-07T14:00:00Z")
+    other = dict(old, status="rejected:invariant_to_inputs_gpu")
+    ok = dict(old, status="ok")
+    rule = restage_rule("eager_failed, nondeterministic_gpu@2026-12-07T13:30:00Z")
+    assert rule(old) and not rule(new) and not rule(other) and not rule(ok)
+    assert rule(dict(old, status="rejected:nondeterministic_gpu"))
+    assert restage_rule("eager_failed")(new), "without a date every such row is staged again"
+    assert not restage_rule("")(old) and not restage_rule(None)(old)
+
+
 def test_an_older_artifact_with_tf32_convolutions_is_checked_in_float32():
     """An artifact traced with cudnn.allow_tf32 on (the importer before cf02da8) holds allow_tf32 = True in
     its convolutions, nested modules included: the check clears it on load, as kforge's loader does, and

@@ -20,6 +20,9 @@
 #   KB_KEEP     a folder on the host that outlives the call while the machine stays warm (optional):
 #               the next call starts from it where it holds more rows than KB_RESUME
 #   KB_BUDGET_S seconds for the whole call (default 500: within a 600-s device call with the start-up)
+#   KB_RESTAGE  REASON[,REASON...][@DATE]: stage again the rows a record written before DATE (ISO, UTC)
+#               rejected for one of these reasons, e.g. after a check changed:
+#               KB_RESTAGE="eager_failed,nondeterministic_gpu@2026-12-07T13:30:00Z"
 #   KB_STAGE_ARGS, KB_TIMING_ARGS  more options of either tool (the timing runs with --max-variant-s 0.5:
 #               a task past 5 ms gets fewer than 100 trials, at least 10; KB_TIMING_ARGS="--max-variant-s 0" for all 100)
 #   KFORGE_BIN  the kforge binary (default build/tools/kforge, else build-gpu/tools/kforge, which
@@ -74,12 +77,15 @@ import glob, json, os, sys
 sys.path.insert(0, "tools/dataset")
 import synth_gpu
 import synth_gpu.placement
+import synth_gpu.records
 from synth_gpu.common import read_exported
 step, dataset, work, lists, g = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 _, tasks = read_exported(sys.argv[7]) if len(sys.argv) > 7 else synth_gpu.export_tasks(dataset, "all/1")
 recs = synth_gpu.pick_records(synth_gpu.read_records(os.path.join(work, "gpu")))
+stale = synth_gpu.records.restage_rule(os.environ.get("KB_RESTAGE", ""))  # KB_RESTAGE: rows to stage again
 if step == "stage":
-    left = [t["id"] for t in tasks if t["id"] not in recs or recs[t["id"]].get("graph_hash") != t["graph_hash"]]
+    left = [t["id"] for t in tasks if t["id"] not in recs or recs[t["id"]].get("graph_hash") != t["graph_hash"]
+            or stale(recs[t["id"]])]
 else:  # timing: the tasks the stage kept, not timed yet
     timed = set()
     for p in glob.glob(os.path.join(work, "timing", "kernelbench_timing-*.jsonl")):

@@ -54,3 +54,13 @@ def pick_records(recs):
         by_id[r["id"]] = r
     return by_id
 
+
+def restage_rule(spec):
+    """The records to stage again, from "REASON[,REASON...][@DATE]" (kernelbench_gpu.sh's KB_RESTAGE):
+    a predicate true for a record rejected for one of those reasons and written before DATE (an ISO
+    time; without one, whenever written). An empty spec restages nothing. The date keeps a row's new
+    record, written after DATE, from being staged again and again."""
+    reasons, _, before = (spec or "").partition("@")
+    wanted = {"rejected:" + x.strip() for x in reasons.split(",") if x.strip()}
+    before = before.strip()
+    return lambda r: r.get("status") in wanted and (not before or str(r.get("date", "")) < before)
