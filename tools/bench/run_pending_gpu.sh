@@ -20,6 +20,9 @@
 #                     (evaluator_gpu_tests EvaluatorGpu.SequentialRule*)
 #   shapes            issue 30 on the GPU: a task's other shapes (ShapesGpu.*: a tuned kernel refused at another shape, a general
 #                     one passing, a plan of numbers, the extra trials' cost side by side; OUTDIR/shapes.txt)
+#   overhead_ab       issue 31: kforge_eval_bench overhead of a base tree and this one, alternating on one host
+#                     (tools/bench/overhead_ab.sh; pack the base first: overhead_ab.sh --pack COMMIT; the base
+#                     builds in about a minute; KFORGE_AB_ROUNDS rounds (2); record OUTDIR/ab/overhead_ab.json)
 #   ctest_r           the tests whose names match KFORGE_CTEST_R (ctest -R, verbose; built by the build step):
 #                     a change's own GPU tests without the whole suite (OUTDIR/ctest_r.txt, ctest_r.xml)
 #   timing_gpu        the timing stage's GPU tests (reference_gpu_tests TimingGpu.*: a context lost while timing is the
@@ -191,6 +194,8 @@ for s in $steps; do
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu|imported_eval_gpu)|CallProbeGpu|PrecisionProbeGpu" \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
+    overhead_ab)  # issue 31: the verify overhead of .gpu/ab_base.tgz's tree and this one, alternating on this host
+      timeout 560 bash tools/bench/overhead_ab.sh "$b" "$out/ab" "${KFORGE_AB_ROUNDS:-2}" >"$out/overhead_ab.txt" 2>&1 ;;
     ctest_r)  # the tests whose names match KFORGE_CTEST_R (built by the build step), e.g. a change's own GPU tests
       timeout 450 ctest --test-dir "$b" -R "${KFORGE_CTEST_R:?set KFORGE_CTEST_R}" -V --timeout 300 \
         --output-junit "$out/ctest_r.xml" >"$out/ctest_r.txt" 2>&1 ;;
