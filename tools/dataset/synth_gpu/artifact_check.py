@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from .checks import CHUNK, failing_fraction
+from .checks import CHUNK, failing_fraction, finite_masks
 from .common import InputError, error_line, run_kforge
 from .torch_env import as_outputs
 
@@ -118,8 +118,8 @@ def nonfinite_and_max_diff(torch, e, a):
     same, diff = True, 0.0
     for i in range(0, fe_all.numel(), CHUNK):
         x, y = fe_all[i:i + CHUNK], fa_all[i:i + CHUNK]
-        fx, fy = torch.isfinite(x), torch.isfinite(y)
-        same = same and bool(torch.equal(fx, fy)) and bool(torch.equal(x[~fx].nan_to_num(0), y[~fy].nan_to_num(0)))
+        agree, fx, fy = finite_masks(torch, x, y)
+        same = same and agree
         both = fx & fy
         if bool(both.any()):
             diff = max(diff, float((x[both].double() - y[both].double()).abs().max().item()))
