@@ -204,37 +204,27 @@ extern "C" __global__ void kforge_compare(int dt, const void* cand, const void* 
     if (mr > 0.0) atomicMax(&out[3], kf_d2bits(mr));
   }
 }
-/* Fingerprint: 8-byte words (data 8-byte aligned), then the tail bytes as words of their own. */
-extern "C" __global__ void kforge_fingerprint(const unsigned char* data, kf_u64 nbytes, kf_u64 key, kf_u64* out) {
+/* Fingerprint: 8-byte words (data 8-byte aligned), then the tail bytes as words of their own. With
+   copy_to set (8-byte aligned, not overlapping data) the bytes read are also written there: one read
+   gives a copy and its fingerprint. One kernel for both, so that a fingerprint taken while copying
+   is the same function of the bytes as one taken alone (the before and after fingerprints compare). */
+extern "C" __global__ void kforge_fingerprint(const unsigned char* data, unsigned char* copy_to, kf_u64 nbytes, kf_u64 key,
+                                              kf_u64* out) {
   kf_u64 words = nbytes / 8, acc = 0;
   const kf_u64* w = (const kf_u64*)data;
-  kf_u64 stride = (kf_u64)gridDim.x * blockDim.x;
-  kf_u64 t = (kf_u64)blockIdx.x * blockDim.x + threadIdx.x;
-  for (kf_u64 i = t; i < words; i += stride) acc += kf_fp_term(w[i], i, key);
-  if (t == 0)
-    for (kf_u64 b = words * 8; b < nbytes; ++b) acc += kf_fp_term(data[b], words + (b - words * 8), key);
-  acc = kf_warp_sum(acc);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
-}
-/* Fingerprint while copying: src to dst (both 8-byte aligned, not overlapping) in one read, and the
-   fingerprint of the bytes copied, which equals kforge_fingerprint's of src (or of dst after). */
-extern "C" __global__ void kforge_fingerprint_copy(const unsigned char* src, unsigned char* dst, kf_u64 nbytes, kf_u64 key,
-                                                   kf_u64* out) {
-  kf_u64 words = nbytes / 8, acc = 0;
-  const kf_u64* s = (const kf_u64*)src;
-  kf_u64* d = (kf_u64*)dst;
+  kf_u64* c = (kf_u64*)copy_to;
   kf_u64 stride = (kf_u64)gridDim.x * blockDim.x;
   kf_u64 t = (kf_u64)blockIdx.x * blockDim.x + threadIdx.x;
   for (kf_u64 i = t; i < words; i += stride) {
-    kf_u64 w = s[i];
-    d[i] = w;
-    acc += kf_fp_term(w, i, key);
+    kf_u64 x = w[i];
+    if (c) c[i] = x;
+    acc += kf_fp_term(x, i, key);
   }
   if (t == 0)
     for (kf_u64 b = words * 8; b < nbytes; ++b) {
-      unsigned char c = src[b];
-      dst[b] = c;
-      acc += kf_fp_term(c, words + (b - words * 8), key);
+      unsigned char x = data[b];
+      if (copy_to) copy_to[b] = x;
+      acc += kf_fp_term(x, words + (b - words * 8), key);
     }
   acc = kf_warp_sum(acc);
   if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
@@ -303,7 +293,7 @@ std::vector<char> DeviceChecker::compile(const std::string& arch) {
 }
 
 DeviceChecker::DeviceChecker(const std::string& arch)
-    : module_(compile(arch), arch, "check kernel", {"kforge_compare", "kforge_fingerprint", "kforge_fingerprint_copy"}) {}
+    : module_(compile(arch), arch, "check kernel", {"kforge_compare", "kforge_fingerprint"}) {}
 
 unsigned DeviceChecker::grid_for(const HarnessModule::Loaded& l, int64_t items) {
   constexpr int64_t kBlock = 256;
@@ -328,33 +318,30 @@ void DeviceChecker::compare(DType dtype, CUdeviceptr cand, CUdeviceptr ref, int6
 }
 
 void DeviceChecker::fingerprint(CUdeviceptr data, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream) {
-  KFORGE_CHECK(nbytes >= 0, internal, "check kernel: negative byte count");
   // Whole words need 8-byte alignment; fewer than 8 bytes are read byte by byte (a guard's tail).
   KFORGE_CHECK(data % 8 == 0 || nbytes < 8, internal, "check kernel: fingerprint of a buffer not 8-byte aligned");
-  if (nbytes == 0) return;
-  const HarnessModule::Loaded& l = module_.in_current_context();
-  void* d = reinterpret_cast<void*>(static_cast<uintptr_t>(data));
-  void* o = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
-  unsigned long long nb = static_cast<unsigned long long>(nbytes), k = key;
-  void* args[] = {&d, &nb, &k, &o};
-  cuda_check(cuda_driver().LaunchKernel(l.functions[1], grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
-             module_.what() + ": cuLaunchKernel (fingerprint)");
+  launch_fingerprint(data, 0, nbytes, key, out, stream);
 }
 
 void DeviceChecker::fingerprint_copy(CUdeviceptr src, CUdeviceptr dst, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream) {
-  KFORGE_CHECK(nbytes >= 0, internal, "check kernel: negative byte count");
   KFORGE_CHECK((src % 8 == 0 && dst % 8 == 0) || nbytes < 8, internal, "check kernel: fingerprint copy of a buffer not 8-byte aligned");
   KFORGE_CHECK(src + static_cast<CUdeviceptr>(nbytes) <= dst || dst + static_cast<CUdeviceptr>(nbytes) <= src, internal,
                "check kernel: fingerprint copy between overlapping buffers");
+  launch_fingerprint(src, dst, nbytes, key, out, stream);
+}
+
+void DeviceChecker::launch_fingerprint(CUdeviceptr data, CUdeviceptr copy_to, int64_t nbytes, uint64_t key, CUdeviceptr out,
+                                       CUstream stream) {
+  KFORGE_CHECK(nbytes >= 0, internal, "check kernel: negative byte count");
   if (nbytes == 0) return;
   const HarnessModule::Loaded& l = module_.in_current_context();
-  void* s = reinterpret_cast<void*>(static_cast<uintptr_t>(src));
-  void* d = reinterpret_cast<void*>(static_cast<uintptr_t>(dst));
+  void* d = reinterpret_cast<void*>(static_cast<uintptr_t>(data));
+  void* c = reinterpret_cast<void*>(static_cast<uintptr_t>(copy_to));
   void* o = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
   unsigned long long nb = static_cast<unsigned long long>(nbytes), k = key;
-  void* args[] = {&s, &d, &nb, &k, &o};
-  cuda_check(cuda_driver().LaunchKernel(l.functions[2], grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
-             module_.what() + ": cuLaunchKernel (fingerprint copy)");
+  void* args[] = {&d, &c, &nb, &k, &o};
+  cuda_check(cuda_driver().LaunchKernel(l.functions[1], grid_for(l, nbytes / 8), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+             module_.what() + (copy_to ? ": cuLaunchKernel (fingerprint copy)" : ": cuLaunchKernel (fingerprint)"));
 }
 
 CompareStats compare_like_device(DType dtype, const void* cand, const void* ref, int64_t n, double atol, double rtol,

@@ -65,8 +65,10 @@ class DeviceChecker {
 
  private:
   static unsigned grid_for(const HarnessModule::Loaded& l, int64_t items);
+  // kforge_fingerprint of nbytes at data, copying them to copy_to unless it is 0.
+  void launch_fingerprint(CUdeviceptr data, CUdeviceptr copy_to, int64_t nbytes, uint64_t key, CUdeviceptr out, CUstream stream);
 
-  HarnessModule module_;  // functions: kforge_compare, kforge_fingerprint, kforge_fingerprint_copy
+  HarnessModule module_;  // functions: kforge_compare, kforge_fingerprint (with or without a copy)
 };
 
 // The kernels' element code compiled for the host, single-threaded (for tests). `cand` and `ref`
