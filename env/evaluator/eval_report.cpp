@@ -1,5 +1,6 @@
 #include "env/evaluator/eval_report.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -93,21 +94,25 @@ AnticheatSection parse_anticheat_section(const Json& j, const std::string& path)
 
 }  // namespace
 
+int ShapesSection::counted() const {
+  return static_cast<int>(std::count_if(trials.begin(), trials.end(), [](const ShapeTrial& t) { return t.counted; }));
+}
+
+int ShapesSection::counted_passed() const {
+  return static_cast<int>(
+      std::count_if(trials.begin(), trials.end(), [](const ShapeTrial& t) { return t.counted && t.verdict == Verdict::pass; }));
+}
+
 void ShapesSection::settle() {
-  int counted = 0, passed = 0;
-  for (const auto& t : trials) {
-    counted += t.counted;
-    passed += t.counted && t.verdict == Verdict::pass;
-  }
-  const int uncounted = static_cast<int>(trials.size()) - counted;
+  const int n = counted(), uncounted = static_cast<int>(trials.size()) - n;
   if (trials.empty()) {
     status = "not_tested";
     note = "no other shape or layout applies to this task";
-  } else if (counted == 0) {
+  } else if (n == 0) {
     status = "not_tested";
     note = "the harness could not run any of its " + std::to_string(uncounted) + " trial(s) on this GPU";
   } else {
-    status = passed == counted ? "general" : "not_general";
+    status = counted_passed() == n ? "general" : "not_general";
     if (uncounted > 0) note = std::to_string(uncounted) + " trial(s) the harness could not run on this GPU are not counted";
   }
 }
@@ -321,13 +326,7 @@ std::string format_report(const EvalReport& r) {
   }
   if (r.shapes) {
     const ShapesSection& sh = *r.shapes;
-    int passed = 0;
-    int counted = 0;
-    for (const auto& t : sh.trials) {
-      passed += t.counted && t.verdict == Verdict::pass;
-      counted += t.counted;
-    }
-    os << "other shapes: " << sh.status << " (" << passed << " of " << counted << " passed)";
+    os << "other shapes: " << sh.status << " (" << sh.counted_passed() << " of " << sh.counted() << " passed)";
     if (!sh.note.empty()) os << ": " << sh.note;
     os << "\n";
     for (const auto& t : sh.trials) {

@@ -82,6 +82,9 @@ struct ShapesSection {
   // status and note from the trials: not_general when a counted trial did not pass, general when
   // every counted one did, not_tested when none counts (or there is none).
   void settle();
+  // How many trials count (ShapeTrial::counted), and how many of those passed.
+  int counted() const;
+  int counted_passed() const;
 };
 
 struct AnticheatSection {
