@@ -284,6 +284,26 @@ TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
   for (const auto& l : with_rejected.left_out()) left.emplace_back(left_out_stage_name(l.stage), l.reason, l.rows, l.level);
   const std::vector<std::tuple<std::string, std::string, size_t, std::optional<int>>> want = {{"gpu_stage", "artifact_mismatch", 1, 2}};
   EXPECT_EQ(left, want);
+
+  // A task the pack's own input check refuses is a skipped module named by its module file, so it
+  // is left out at its level too (a task file's path names none).
+  fs::create_directories(dir / "checked" / "tasks");
+  for (const auto& f : fs::directory_iterator(dir / "tasks"))
+    if (f.path().filename() != "kb_bad_sha.yaml") fs::copy_file(f.path(), dir / "checked" / "tasks" / f.path().filename());
+  ImportPack checked = pack_import_dir((dir / "checked").string(), "test", [](const TaskSpec& t, std::string& detail) -> std::string {
+    if (t.id != "kb_l2_linear_relu") return "";
+    detail = "x0 never matters";
+    return "input_matters";
+  });
+  ASSERT_EQ(checked.skipped.size(), 1u);
+  EXPECT_EQ(checked.skipped[0].file, original.provenance.file);
+  EXPECT_EQ(checked.skipped[0].detail, "kb_l2_linear_relu: x0 never matters");
+  TaskCatalog with_check;
+  with_check.add_dataset((dir / "checked").string());
+  left.clear();
+  for (const auto& l : with_check.left_out()) left.emplace_back(left_out_stage_name(l.stage), l.reason, l.rows, l.level);
+  const std::vector<std::tuple<std::string, std::string, size_t, std::optional<int>>> want_checked = {{"import", "input_matters", 1, 2}};
+  EXPECT_EQ(left, want_checked);
   fs::remove_all(dir);
 }
 
