@@ -129,6 +129,45 @@ void read_reference(const YamlNode& ref, TaskSpec& t) {
   ref.check_no_unknown_keys();
 }
 
+// `extra_shapes` (issue 30): each {kind, constants, inputs, outputs}, the inputs one shape per
+// argument of role input and the outputs one per output, each of the rank of the task's own.
+void read_imported_shapes(const YamlNode& list, TaskSpec& t) {
+  if (!list.is_sequence()) list.fail("extra_shapes is a list of {kind, constants, inputs, outputs}");
+  std::vector<const TensorMeta*> ins, outs;
+  for (const auto& a : t.arguments)
+    if (a.decl.role == ArgRole::input) ins.push_back(&a.decl.meta);
+  for (const auto& o : t.outputs) outs.push_back(&o.meta);
+  auto shapes = [](const YamlNode& n, const std::vector<const TensorMeta*>& own, const char* what) {
+    if (!n.is_sequence() || n.size() != own.size())
+      n.fail(std::string("lists one shape per ") + what + " (" + std::to_string(own.size()) + ")");
+    std::vector<Shape> out;
+    for (size_t i = 0; i < own.size(); ++i) {
+      Shape s = read_checked_shape(n[i], std::string(what) + " " + std::to_string(i));
+      if (s.size() != own[i]->shape.size())
+        n[i].fail("has rank " + std::to_string(s.size()) + "; the task's own " + what + " has " + std::to_string(own[i]->shape.size()));
+      out.push_back(std::move(s));
+    }
+    return out;
+  };
+  for (const YamlNode& item : list.items()) {
+    ImportedShape x;
+    x.kind = item.req<std::string>("kind");
+    if (x.kind.empty()) item.at("kind").fail("an extra shape's kind is not empty");
+    YamlNode c = item.at("constants");
+    if (!c.is_map() || c.keys().empty()) c.fail("constants maps the module's size constants to their values here (at least one)");
+    for (const auto& name : c.keys()) {
+      const int64_t v = c.at(name).as<int64_t>();
+      if (v < 1) c.at(name).fail("a size constant is >= 1");
+      x.constants[name] = v;
+    }
+    x.inputs = shapes(item.at("inputs"), ins, "input");
+    x.outputs = shapes(item.at("outputs"), outs, "output");
+    item.check_no_unknown_keys();
+    t.extra_dims.push_back(x.constants);
+    t.imported_shapes.push_back(std::move(x));
+  }
+}
+
 }  // namespace
 
 ReferenceKind read_reference_kind(const YamlNode& ref) {
@@ -163,6 +202,7 @@ void read_imported_body(const YamlNode& root, const YamlNode& ref, TaskSpec& t) 
   read_arguments(root.at("arguments"), t, names);
   read_outputs(root.at("outputs"), t, names);
   read_cost(root.find("cost"), t);
+  if (auto x = root.find("extra_shapes")) read_imported_shapes(*x, t);
   if (auto init = root.find("init_inputs")) {
     if (!init->is_sequence()) init->fail("init_inputs must be a list of bools and numbers (get_init_inputs())");
     for (const YamlNode& v : init->items()) t.init_inputs.push_back(read_init_value(v));
@@ -213,6 +253,22 @@ void emit_imported_body(YAML::Emitter& e, const TaskSpec& t) {
   e << YAML::Key << "outputs" << YAML::Value << YAML::BeginSeq;
   for (const auto& o : t.outputs) emit_output(e, o);
   e << YAML::EndSeq;
+  if (!t.imported_shapes.empty()) {
+    e << YAML::Key << "extra_shapes" << YAML::Value << YAML::BeginSeq;
+    for (const ImportedShape& x : t.imported_shapes) {
+      e << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << x.kind << YAML::Key << "constants" << YAML::Value
+        << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : x.constants) e << YAML::Key << k << YAML::Value << v;
+      e << YAML::EndMap;
+      for (const auto& [key, list] : {std::pair<const char*, const std::vector<Shape>*>{"inputs", &x.inputs}, {"outputs", &x.outputs}}) {
+        e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const Shape& sh : *list) emit_shape(e, sh);
+        e << YAML::EndSeq;
+      }
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
   if (t.init_inputs.empty()) return;
   e << YAML::Key << "init_inputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const InitValue& v : t.init_inputs) std::visit([&](auto x) { e << x; }, v);

@@ -112,7 +112,21 @@ TaskSpec TaskSpec::at_check_dims() const { return check_dims ? with_dims(*check_
 
 TaskSpec TaskSpec::at_extra_dims(size_t i) const {
   KFORGE_CHECK(i < extra_dims.size(), spec, "task " << id << " has " << extra_dims.size() << " extra shapes, not " << i + 1);
-  return with_dims(extra_dims[i]);
+  if (!imported()) return with_dims(extra_dims[i]);
+  KFORGE_CHECK(i < imported_shapes.size(), internal, "task " << id << ": extra_dims without their imported shapes");
+  const ImportedShape& x = imported_shapes[i];
+  TaskSpec t = *this;
+  size_t k = 0;
+  for (auto& a : t.arguments)
+    if (a.decl.role == ArgRole::input) a.decl.meta.shape = x.inputs.at(k++);
+  double bytes = 0;
+  for (const auto& a : t.arguments) bytes += static_cast<double>(tensor_bytes(a.decl.meta.shape, a.decl.meta.dtype));
+  for (size_t o = 0; o < t.outputs.size(); ++o) {
+    t.outputs[o].meta.shape = x.outputs.at(o);
+    bytes += static_cast<double>(tensor_bytes(t.outputs[o].meta.shape, t.outputs[o].meta.dtype));
+  }
+  t.cost = {std::nullopt, bytes};  // the module's FLOP count is its own size's
+  return t;
 }
 
 TaskSpec make_task(std::string id, OpGraph graph, DimEnv dims, DType dtype, uint64_t seed) {

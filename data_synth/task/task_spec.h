@@ -85,6 +85,17 @@ struct TaskCost {
 // or a number. An extension candidate's ModelNew.__init__ receives them in order.
 using InitValue = std::variant<bool, int64_t, double>;
 
+// One other shape of an imported task (issue 30): the module at other values of the size constants
+// only its get_inputs() reads, so its state keeps its shapes and only the inputs and outputs change;
+// the importer checked the artifact against the module's eager forward there. The artifact is the
+// same (TASK_FORMAT.md "Imported tasks", `extra_shapes`).
+struct ImportedShape {
+  std::string kind;            // what the importer made it: odd, batch_one
+  DimEnv constants;            // the constants' values (a tuple's entries as NAME_0, NAME_1, ...)
+  std::vector<Shape> inputs;   // the shapes of the arguments of role input, in order
+  std::vector<Shape> outputs;  // every output's shape, in order
+};
+
 struct TaskSpec {
   static constexpr int kFormatVersion = 1;
 
@@ -96,11 +107,13 @@ struct TaskSpec {
   DType dtype = DType::float32;
   DimEnv dims;                       // graph tasks only
   std::optional<DimEnv> check_dims;  // small dims for CPU consistency checks (graph tasks only)
-  // Other shapes verification also runs the candidate at (issue 30; graph tasks only): each entry
-  // overrides some of `dims`, and the task resolves there (data_synth/synth/extra_shapes.h draws
-  // them: odd sizes, a batch of 1, every dim one smaller). Empty: the task's own shape only.
+  // Other shapes verification also runs the candidate at (issue 30): a graph task's entry overrides
+  // some of `dims`, and the task resolves there (data_synth/synth/extra_shapes.h draws them: odd
+  // sizes, a batch of 1, every dim one smaller); an imported task's is imported_shapes[i].constants.
+  // Empty: the task's own shape only.
   std::vector<DimEnv> extra_dims;
-  OpGraph graph;  // graph tasks only
+  std::vector<ImportedShape> imported_shapes;  // imported tasks: their file's `extra_shapes`
+  OpGraph graph;                               // graph tasks only
   TaskReference reference;
   std::string program;  // imported tasks: the module's Python source, verbatim (render_python returns it)
   // Imported tasks: get_init_inputs() at the module's size when every value is a bool or a number
@@ -124,7 +137,8 @@ struct TaskSpec {
   TaskSpec with_dims(const DimEnv& overrides) const;
   // The same task at its check_dims (or itself when it has none, as imported tasks).
   TaskSpec at_check_dims() const;
-  // The same task at extra_dims[i] (a spec error when i is out of range).
+  // The same task at extra_dims[i] (a spec error when i is out of range); an imported task with its
+  // inputs' and outputs' shapes those of imported_shapes[i] (no FLOP count there).
   TaskSpec at_extra_dims(size_t i) const;
 };
 

@@ -78,12 +78,21 @@ namespace {
 
 // What the reward's text says of the other shapes and layouts a passing candidate is verified at.
 std::string other_shapes_text(const TaskSpec& task, const RewardConfig& reward, bool extension) {
-  if (task.extra_dims.empty() && !extension) return "";
+  // An imported task's other shapes judge extension candidates only (a kernel's plan is in numbers).
+  if (!extension && (task.extra_dims.empty() || task.imported())) return "";
   std::vector<std::string> kinds;
   bool empty = false;
   for (const DimEnv& d : task.extra_dims)
     for (const auto& [k, v] : d) empty = empty || v == 0;
-  if (!task.extra_dims.empty()) {
+  if (!task.extra_dims.empty() && task.imported()) {
+    std::string at;
+    for (const DimEnv& d : task.extra_dims) {
+      std::string one;
+      for (const auto& [k, v] : d) one += (one.empty() ? "" : ", ") + k + " = " + std::to_string(v);
+      at += (at.empty() ? "" : "; ") + one;
+    }
+    kinds.push_back(std::to_string(task.extra_dims.size()) + " other values of the module's size constants (" + at + ")");
+  } else if (!task.extra_dims.empty()) {
     kinds.push_back(std::to_string(task.extra_dims.size()) +
                     " other sizes of the same dimensions (odd sizes, sizes off by one, a batch of 1" +
                     (empty ? std::string(", an empty batch B = 0") : "") + ")");

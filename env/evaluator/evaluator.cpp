@@ -282,6 +282,14 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
     s.note = "verify.extra_shape_trials is 0";
     return s;
   }
+  if (kernel && task.imported()) {
+    // An imported task names no dimensions for a launch plan to be written over (its plans are
+    // numbers): its other shapes are for an extension's forward, which sees the tensors it is given.
+    s.note =
+        "an imported task's launch plan is written in numbers, with no dimension names to follow another shape: its other "
+        "shapes judge extension candidates";
+    return s;
+  }
   auto t0 = Clock::now();
   if (kernel && plan_dim_names(kernel->launch_plan, task.dims).empty()) {
     // Every grid, block and argument is a number: the kernel cannot learn the shape it is given.

@@ -225,6 +225,49 @@ TEST(ImportedTask, DerivingAndResizingRefuseOrDoNothing) {
   EXPECT_THROW(t.with_dims({{"N", 4}}), Error);
 }
 
+// Issue 30: an imported task's other shapes are stated (the importer checked the artifact there):
+// read into extra_dims (the constants) and imported_shapes, written back, and at_extra_dims gives
+// the task with those inputs' and outputs' shapes, the parameters' kept, and no FLOP count.
+TEST(ImportedTask, ExtraShapesAreReadWrittenAndApplied) {
+  const std::string args =
+      "  - {name: x0, role: input, shape: [16, 256], dtype: float32, draw: {dist: normal, mean: 0, std: 1}}\n"
+      "  - {name: fc.weight, role: parameter, shape: [256], dtype: float32, draw: {dist: uniform, low: -0.1, high: 0.1}}\n";
+  const std::string shapes =
+      "extra_shapes:\n"
+      "  - {kind: odd, constants: {batch_size: 9, dim: 255}, inputs: [[9, 255]], outputs: [[9, 255]]}\n"
+      "  - {kind: batch_one, constants: {batch_size: 1}, inputs: [[1, 256]], outputs: [[1, 256]]}\n";
+  TaskSpec t = parse_task(imported_yaml(shapes, sha256_hex(kArtifact), args), "t.yaml");
+  ASSERT_EQ(t.extra_dims.size(), 2u);
+  ASSERT_EQ(t.imported_shapes.size(), 2u);
+  EXPECT_EQ(t.extra_dims[0], (DimEnv{{"batch_size", 9}, {"dim", 255}}));
+  EXPECT_EQ(t.imported_shapes[1].kind, "batch_one");
+  TaskSpec odd = t.at_extra_dims(0);
+  EXPECT_EQ(odd.arguments[0].decl.meta.shape, (Shape{9, 255}));
+  EXPECT_EQ(odd.arguments[1].decl.meta.shape, (Shape{256}));  // the state keeps its shape
+  EXPECT_EQ(odd.outputs[0].meta.shape, (Shape{9, 255}));
+  EXPECT_FALSE(odd.cost.flops.has_value());
+  EXPECT_EQ(odd.cost.min_bytes, 4.0 * (9 * 255 + 256 + 9 * 255));
+  EXPECT_EQ(t.at_extra_dims(1).arguments[0].decl.meta.shape, (Shape{1, 256}));
+  EXPECT_THROW(t.at_extra_dims(2), Error);
+  const std::string text = task_to_yaml(t);
+  TaskSpec back = parse_task(text, "again.yaml");
+  EXPECT_EQ(back.extra_dims, t.extra_dims);
+  EXPECT_EQ(task_to_yaml(back), text);
+  EXPECT_EQ(back.at_extra_dims(0).outputs[0].meta.shape, (Shape{9, 255}));
+  EXPECT_TRUE(parse_task(imported_yaml(), "t.yaml").extra_dims.empty());
+
+  auto bad = [&](const std::string& item) {
+    return error_of(imported_yaml("extra_shapes:\n  - " + item + "\n", sha256_hex(kArtifact), args));
+  };
+  EXPECT_NE(bad("{kind: odd, constants: {b: 9}, inputs: [[9, 255], [3]], outputs: [[9, 255]]}").find("one shape per input (1)"),
+            std::string::npos);
+  EXPECT_NE(bad("{kind: odd, constants: {b: 9}, inputs: [[9, 255, 1]], outputs: [[9, 255]]}").find("rank 3"), std::string::npos);
+  EXPECT_NE(bad("{kind: odd, constants: {b: 0}, inputs: [[9, 255]], outputs: [[9, 255]]}").find(">= 1"), std::string::npos);
+  EXPECT_NE(bad("{kind: odd, constants: {}, inputs: [[9, 255]], outputs: [[9, 255]]}").find("at least one"), std::string::npos);
+  EXPECT_NE(bad("{kind: odd, constants: {b: 9}, inputs: [[9, 255]], outputs: [[9, 255]], dims: {}}").find("dims"), std::string::npos);
+  EXPECT_NE(bad("{kind: odd, constants: {b: 9}, inputs: [[9, 0]], outputs: [[9, 255]]}").find(">= 1"), std::string::npos);
+}
+
 TEST(ImportedTask, RenderPythonIsTheProgramVerbatim) {
   TaskSpec t = parse_task(imported_yaml(), "t.yaml");
   EXPECT_EQ(render_python(t), kProgram);

@@ -95,6 +95,21 @@ TEST(TaskPrompt, HasTheProgramArgumentsOutputsToleranceFormatPageAndTools) {
   EXPECT_EQ(p.find("{{"), std::string::npos) << "every placeholder filled, the comment dropped";
 }
 
+// An imported task's other shapes (issue 30) judge extension candidates only: their prompt names the
+// module's size constants there; a kernel's prompt says nothing of them (its plan is in numbers).
+TEST(TaskPrompt, AnImportedTasksOtherShapesAreNamedToExtensionsAlone) {
+  TaskSpec task = load_task(sample("gelu_scale_residual"));
+  task.reference.kind = ReferenceKind::torchscript;
+  task.program = "class Model: ...\n";
+  task.extra_dims = {{{"batch_size", 1}}, {{"batch_size", 9}, {"dim", 255}}};
+  const std::string ext = render_prompt(task, shipped_env(), RewardConfig{}, CandidateKind::extension);
+  EXPECT_NE(ext.find("verified again at 2 other values of the module's size constants (batch_size = 1; batch_size = 9, dim = 255)"),
+            std::string::npos)
+      << ext;
+  const std::string kernel = render_prompt(task, shipped_env(), RewardConfig{}, CandidateKind::kernel);
+  EXPECT_EQ(kernel.find("verified again at"), std::string::npos) << kernel;
+}
+
 TEST(TaskPrompt, EverySampleTaskRendersWithTheShippedTemplate) {
   EnvConfig env = shipped_env();
   int n = 0;
