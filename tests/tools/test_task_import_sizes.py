@@ -34,7 +34,7 @@ def run_import(*args, out):
     done = [json.loads(line) for line in open(out / "imported.jsonl")]
     notes, tiers = {d["id"]: d["notes"] for d in done}, {d["id"]: d["trace_tier"] for d in done}
     skipped = {os.path.basename(s["file"]): s for s in map(json.loads, open(out / "skipped.jsonl"))}
-    return types.SimpleNamespace(tasks=tasks, notes=notes, tiers=tiers, skipped=skipped, stderr=p.stderr)
+    return types.SimpleNamespace(tasks=tasks, notes=notes, tiers=tiers, skipped=skipped, stderr=p.stderr, out=str(out))
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +48,40 @@ def artifact(t):
 
 
 def test_every_module_is_imported_or_skipped_for_its_reason(sizes):
-    assert set(sizes.tasks) == {"kb_l1_scalar_argument", "kb_l1_matmul_large", "kb_l1_wide_mlp", "kb_l1_frozen_size"}, \
+    assert set(sizes.tasks) == {"kb_l1_scalar_argument", "kb_l1_matmul_large", "kb_l1_wide_mlp", "kb_l1_frozen_size",
+                                "kb_l1_batched_softmax"}, \
         sizes.stderr
     assert {k: s["reason"] for k, s in sizes.skipped.items()} == {"hub_model.py": "needs_network"}
     assert sizes.tiers == {"kb_l1_scalar_argument": "module", "kb_l1_matmul_large": "A", "kb_l1_wide_mlp": "B",
-                           "kb_l1_frozen_size": "M"}
+                           "kb_l1_frozen_size": "M", "kb_l1_batched_softmax": "A"}
+
+
+def test_a_trace_verified_at_two_sizes_gets_other_shapes_each_checked_against_eager(sizes):
+    """Issue 30: tier A's other shapes, an odd one and a batch of one, with the inputs' and outputs'
+    shapes there; a module traced at its own size, at a tier B size or on the meta device gets none.
+    kforge's parser reads them, and the artifact computes the module's function at each."""
+    t = sizes.tasks["kb_l1_batched_softmax"]
+    shapes = {x["kind"]: x for x in t["extra_shapes"]}
+    assert set(shapes) == {"odd", "batch_one"}, t["extra_shapes"]
+    odd, one = shapes["odd"], shapes["batch_one"]
+    b, d = odd["constants"]["batch_size"], odd["constants"]["dim"]
+    assert b % 2 == 1 and d % 2 == 1 and odd["inputs"] == [[b, d]] and odd["outputs"] == [[b, d]]
+    assert one["constants"]["batch_size"] == 1 and one["inputs"] == [[1, one["constants"]["dim"]]]
+    assert one["outputs"] == one["inputs"]
+    assert any(n.startswith("other shapes (extra_shapes, checked against eager): odd at batch_size=") for n in sizes.notes[t["id"]])
+    for x in (odd, one):
+        a = torch.rand(*x["inputs"][0])
+        (got,) = artifact(t)(a)
+        torch.testing.assert_close(got, torch.softmax(a, dim=1) * 2.0)
+    assert [x["kind"] for x in sizes.tasks["kb_l1_matmul_large"]["extra_shapes"]] == ["odd"]  # N alone: no batch constant
+    for tid in ("kb_l1_scalar_argument", "kb_l1_wide_mlp", "kb_l1_frozen_size"):
+        assert "extra_shapes" not in sizes.tasks[tid], tid
+    kforge = os.environ.get("KFORGE_BIN")
+    if kforge:  # the C++ parser reads the file and keeps both shapes
+        p = subprocess.run([kforge, "task", "show", os.path.join(sizes.out, "tasks", "kb_l1_batched_softmax.yaml")],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert "extra_shapes" in p.stdout and "batch_one" in p.stdout, p.stdout[-2000:]
 
 
 def test_a_large_module_states_its_own_size_without_allocating_it(sizes):

@@ -6,7 +6,7 @@ import dataclasses
 
 import torch
 
-from . import artifact, draws, sizing
+from . import artifact, draws, other_shapes, sizing
 from .common import FLOAT_DTYPES, Skip, dtype_name, one_line
 from .cost import CostRun, tensor_bytes
 from .loading import Timeout, custom_cuda_use, cuda_device_use, load_module, network_use, parse, seed_all, time_limit
@@ -41,6 +41,7 @@ class Analysis:
     # size (no values: the GPU stage must validate the artifact there)
     trace_tier: str = "module"
     trace_notes: list = None  # the notes of the trace itself (tracer warnings, device constants)
+    extra_shapes: list = None  # the task's other shapes (other_shapes.py), each checked against eager
 
 
 def describe(tree, item):
@@ -252,7 +253,14 @@ def at_real_size(module, sized, s, analysis, opts, cuda_note):
     if sized.second is not None:
         # tier A scales what get_inputs() alone reads: the model built at S1 is the one S2 would build
         check_second_size(module, sized.second, analysis, opts, cuda_note, s.model if sized.tier != "B" else None)
-    return sizing.at_real_size(analysis, sized, draws.module_bound)
+    if sized.second is not None:  # a trace verified at two sizes: its other shapes, checked the same way
+        analysis.extra_shapes = other_shapes.other_shapes(
+            module, sized, s.model, analysis, opts,
+            lambda m, probe, a, o, model: check_second_size(m, probe, a, o, cuda_note, model))
+    result = sizing.at_real_size(analysis, sized, draws.module_bound)
+    if other_shapes.note(analysis.extra_shapes):
+        result.notes.append(other_shapes.note(analysis.extra_shapes))
+    return result
 
 
 def traced_on_meta(module, sized, s, analysis, refuted, opts, cuda_note):

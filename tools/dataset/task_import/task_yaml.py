@@ -104,6 +104,9 @@ def task_document(tid, fmt, item, analysis, opts):
         "program": Literal(item.source),
         "reference": {"kind": "torchscript", "module_mode": analysis.module_mode, "sha256": sha, "artifact": b64},
     }
+    if analysis.extra_shapes:
+        doc["extra_shapes"] = Block(Flow(kind=x["kind"], constants=Flow(x["constants"]), inputs=x["inputs"], outputs=x["outputs"])
+                                    for x in analysis.extra_shapes)
     if analysis.init_inputs:
         doc["init_inputs"] = list(analysis.init_inputs)
     return doc
