@@ -40,9 +40,11 @@ def table(out, kb):
                for lv in LEVELS if os.path.isdir(os.path.join(kb, lv))}
     skipped = [json.loads(line) for line in open(os.path.join(out, "skipped.jsonl")) if line.strip()]
     imported = [json.loads(line) for line in open(os.path.join(out, "imported.jsonl")) if line.strip()]
-    # a task the pack refused is in skipped.jsonl under its task file (DIR/tasks/<id>.yaml): its module is not imported
-    refused = {os.path.basename(s["file"])[:-5] for s in skipped if s["reason"] in PACK_REASONS}
-    packed_out = {i["file"] for i in imported if i["id"] in refused}
+    # a task the pack refused is in skipped.jsonl under its module's file (before 3d907c7, its task
+    # file DIR/tasks/<id>.yaml): its module is not imported
+    pack = [s for s in skipped if s["reason"] in PACK_REASONS]
+    refused = {os.path.basename(s["file"])[:-5] for s in pack if s["file"].endswith(".yaml")}
+    packed_out = {i["file"] for i in imported if i["id"] in refused} | {s["file"] for s in pack if not s["file"].endswith(".yaml")}
     figures = {"modules_count": sum(len(v) for v in modules.values())}
     by_reason = {}
     for s in skipped:

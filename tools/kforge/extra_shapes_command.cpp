@@ -108,7 +108,7 @@ int add_extra_shapes(const ExtraShapesArgs& a) {
     const std::string origin = a.in + ":" + r.id;
     TaskSpec t = parse_task(r.spec_yaml, origin);
     if (t.imported()) {
-      ++counts.imported;  // its shapes are the module's: no dims to vary
+      ++counts.imported;  // no dims to vary: its other shapes are the importer's (`extra_shapes`), left as they are
     } else {
       std::vector<DimEnv> extra;
       for (ExtraShape& s : draw_extra_shapes(t, cfg, reference_accepts_empty)) {
