@@ -1,7 +1,14 @@
 // Imported tasks (TorchScript references) judged on the GPU end to end: the worker loads the
 // artifact on the device, verifies a correct candidate and fails a wrong one, times against the
 // TorchScript reference, and turns the speed-of-light check off (saying so) for a task that
-// states no FLOP count. Tasks from tests/data_synth/make_imported_tasks.py.
+// states no FLOP count; an imported task's other shapes judge an extension and leave a kernel's
+// plan of numbers not_tested (issue 30). Tasks from tests/data_synth/make_imported_tasks.py.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
 #include <gtest/gtest.h>
 
 #include "env/evaluator/evaluator.h"
@@ -138,4 +145,78 @@ TEST(ImportedTaskGpu, AKernelThatAssumesTheModulesInitialStateFails) {
     Json r = to_json(ev.evaluate(task, batchnorm_candidate(name, y), opt));
     EXPECT_EQ(report_verdict(r), "fail") << name << "\n" << format_report(r);
   }
+}
+
+namespace {
+
+// A KernelBench-style ReLU extension (load_inline) whose element count is `count` (C++ over x).
+std::string relu_extension(const std::string& dir, const std::string& count) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/model_new.py";
+  std::ofstream(path) << "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+                         "cuda_source = r\"\"\"\n#include <torch/extension.h>\n#include <c10/cuda/CUDAStream.h>\n"
+                         "__global__ void relu_kernel(const float* x, float* y, long long n) {\n"
+                         "  long long i = blockIdx.x * 256LL + threadIdx.x;\n"
+                         "  if (i < n) y[i] = fmaxf(x[i], 0.0f);\n}\n"
+                         "torch::Tensor relu_cuda(torch::Tensor x) {\n  x = x.contiguous();\n  auto y = torch::empty_like(x);\n"
+                         "  const long long n = "
+                      << count
+                      << ";\n  if (n == 0) return y;\n"
+                         "  relu_kernel<<<(n + 255) / 256, 256, 0, c10::cuda::getCurrentCUDAStream().stream()>>>(x.data_ptr<float>(), "
+                         "y.data_ptr<float>(), n);\n  return y;\n}\n\"\"\"\n\n"
+                         "ext = load_inline(name='relu_ext', cpp_sources='torch::Tensor relu_cuda(torch::Tensor x);', "
+                         "cuda_sources=cuda_source, functions=['relu_cuda'], verbose=False)\n\n\n"
+                         "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+                         "    def forward(self, x):\n        return ext.relu_cuda(x)\n";
+  return path;
+}
+
+}  // namespace
+
+// Issue 30: an imported task's other shapes (its file's extra_shapes, as the importer writes them)
+// judge an extension. The ReLU that reads its size from its tensor is general; the one tuned to the
+// task's own 16 x 256 (min(4096, numel)) leaves the odd shape's last 239 elements unwritten, so it
+// is not_general though right at the batch of one. A kernel candidate's plan on an imported task is
+// in numbers: its other shapes are not_tested, with the reason.
+TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
+  KFORGE_SKIP_WITHOUT_CUDA();
+  EvalConfig cfg = test_config();
+  cfg.worker.compile_timeout_s = 120;
+  cfg.worker.request_timeout_s = 120;
+  cfg.verify.extra_shape_trials = 1;
+  Evaluator ev(cfg);
+  TaskSpec own = fixture("kb_l1_relu");
+  own.extra_dims = {{{"batch_size", 17}}, {{"batch_size", 1}}};
+  own.imported_shapes = {{"odd", {{"batch_size", 17}}, {{17, 255}}, {{17, 255}}},
+                         {"batch_one", {{"batch_size", 1}}, {{1, 256}}, {{1, 256}}}};
+  const TaskSpec task = parse_task(task_to_yaml(own), "kb_l1_relu_with_shapes.yaml");  // the file's form, read back
+  ASSERT_EQ(task.imported_shapes.size(), 2u);
+  EvalOptions opt;
+  opt.trials = 2;
+  opt.time = false;
+  const std::string dir = (std::filesystem::temp_directory_path() / ("kforge_imported_shapes_" + std::to_string(::getpid()))).string();
+  EvalReport general = ev.evaluate(task, Candidate::load_extension(relu_extension(dir + "/general", "x.numel()")), opt);
+  std::cout << format_report(general);
+  ASSERT_EQ(general.verdict, Verdict::pass) << format_report(general);
+  ASSERT_TRUE(general.shapes);
+  ASSERT_GE(general.shapes->trials.size(), 2u) << format_report(general);
+  EXPECT_EQ(general.shapes->trials[0].dims.at("batch_size"), 17);
+  for (const auto& t : general.shapes->trials) EXPECT_EQ(t.verdict, Verdict::pass) << t.layout << ": " << t.reason;
+  EXPECT_TRUE(general.shapes->general());
+
+  EvalReport tuned =
+      ev.evaluate(task, Candidate::load_extension(relu_extension(dir + "/tuned", "std::min<long long>(4096, x.numel())")), opt);
+  std::cout << format_report(tuned);
+  ASSERT_EQ(tuned.verdict, Verdict::pass) << "right at the task's own shape: " << format_report(tuned);
+  ASSERT_TRUE(tuned.shapes);
+  EXPECT_EQ(tuned.shapes->status, "not_general") << format_report(tuned);
+  ASSERT_GE(tuned.shapes->trials.size(), 2u);
+  EXPECT_NE(tuned.shapes->trials[0].verdict, Verdict::pass) << "239 elements its own never wrote";
+  EXPECT_EQ(tuned.shapes->trials[1].verdict, Verdict::pass) << tuned.shapes->trials[1].reason;
+
+  Json kernel = to_json(ev.evaluate(task, relu_candidate(true), opt));
+  EXPECT_EQ(report_verdict(kernel), "pass") << format_report(kernel);
+  EXPECT_EQ(kernel["shapes"]["status"], "not_tested") << kernel["shapes"].dump();
+  EXPECT_NE(kernel["shapes"]["note"].get<std::string>().find("written in numbers"), std::string::npos) << kernel["shapes"].dump();
+  std::filesystem::remove_all(dir);
 }
