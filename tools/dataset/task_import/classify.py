@@ -253,13 +253,14 @@ def at_real_size(module, sized, s, analysis, opts, cuda_note):
     if sized.second is not None:
         # tier A scales what get_inputs() alone reads: the model built at S1 is the one S2 would build
         check_second_size(module, sized.second, analysis, opts, cuda_note, s.model if sized.tier != "B" else None)
-    if sized.second is not None:  # a trace verified at two sizes: its other shapes, checked the same way
+        # a trace verified at two sizes: its other shapes (issue 30), each checked the same way
         analysis.extra_shapes = other_shapes.other_shapes(
             module, sized, s.model, analysis, opts,
             lambda m, probe, a, o, model: check_second_size(m, probe, a, o, cuda_note, model))
     result = sizing.at_real_size(analysis, sized, draws.module_bound)
-    if other_shapes.note(analysis.extra_shapes):
-        result.notes.append(other_shapes.note(analysis.extra_shapes))
+    shapes_note = other_shapes.note(analysis.extra_shapes)
+    if shapes_note:
+        result.notes.append(shapes_note)
     return result
 
 
