@@ -62,6 +62,7 @@ def written():
     analysis = types.SimpleNamespace(
         artifact=data, flops=None, min_bytes=4 * (16 + 32 + 4 + 8), dtype="float32", module_mode="train",
         init_inputs=[8, 4, 0.5, True],
+        extra_shapes=[{"kind": "odd", "constants": {"batch": 3}, "inputs": [[3, 8]], "outputs": [[3, 4]]}],
         description=None, outputs=[{"name": "y0", "shape": [2, 4], "dtype": "float32"}],
         arguments=[{"name": "x0", "role": "input", "shape": [2, 8], "dtype": "float32",
                     "draw": {"dist": "normal", "mean": 0, "std": 1}},
@@ -102,6 +103,7 @@ def test_kforge_reads_what_the_importer_writes_to_the_same_fields(tmp_path, writ
         assert theirs[key] == ours[key], key
     assert ours["tolerance"] == {"atol": 1e-4, "rtol": 1e-4}  # configs/eval.yaml's default profile, float32
     assert ours["init_inputs"] == [8, 4, 0.5, True]  # bools stay bools, integers integers, through kforge
+    assert theirs["extra_shapes"] == [{"kind": "odd", "constants": {"batch": 3}, "inputs": [[3, 8]], "outputs": [[3, 4]]}]
 
 
 def test_kforge_reads_its_own_full_form_to_the_same_text(tmp_path, written):
@@ -116,6 +118,7 @@ def test_kforge_reads_its_own_full_form_to_the_same_text(tmp_path, written):
     (lambda d: d["reference"].update(sha256="0" * 64), "sha256"),
     (lambda d: d["tolerance"].update(atool=1e-3), "atool"),
     (lambda d: d.update(dtype="float64"), "float64"),
+    (lambda d: d["extra_shapes"][0].update(inputs=[[3, 8, 1]]), "has rank 3"),
 ])
 def test_kforge_refuses_a_changed_file_naming_the_field(tmp_path, written, change, words):
     from task_import import task_yaml
