@@ -282,14 +282,6 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
     s.note = "verify.extra_shape_trials is 0";
     return s;
   }
-  if (kernel && task.imported()) {
-    // An imported task names no dimensions for a launch plan to be written over (its plans are
-    // numbers): its other shapes are for an extension's forward, which sees the tensors it is given.
-    s.note =
-        "an imported task's launch plan is written in numbers, with no dimension names to follow another shape: its other "
-        "shapes judge extension candidates";
-    return s;
-  }
   auto t0 = Clock::now();
   if (kernel && plan_dim_names(kernel->launch_plan, task.dims).empty()) {
     // Every grid, block and argument is a number: the kernel cannot learn the shape it is given.
@@ -412,7 +404,10 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   WorkerReply r = gpu_->call(to_json(req), config_.worker.request_timeout_s);
   add_gpu_stages(report, r, config_.worker.request_timeout_s);
   report.settle_verdict();  // a failed anti-cheat check makes it "cheat"
-  if (!task.extra_dims.empty() || req.extension) report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
+  // An imported task's other shapes judge extensions only: a kernel's plan on it is in numbers, with
+  // no dimension names to follow another shape, so for a kernel such a task has none.
+  const bool other_shapes = req.extension || (!task.extra_dims.empty() && !task.imported());
+  if (other_shapes) report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
   report.wall_ms = ms_since(t0);
   return report;
 }
