@@ -150,7 +150,7 @@ TEST(ImportedTaskGpu, AKernelThatAssumesTheModulesInitialStateFails) {
 namespace {
 
 // A KernelBench-style ReLU extension (load_inline) whose element count is `count` (C++ over x).
-std::string relu_extension(const std::string& dir, const std::string& count) {
+std::string relu_extension(const std::string& dir, const std::string& count, const std::string& name) {
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/model_new.py";
   std::ofstream(path) << "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
@@ -164,7 +164,9 @@ std::string relu_extension(const std::string& dir, const std::string& count) {
                       << ";\n  if (n == 0) return y;\n"
                          "  relu_kernel<<<(n + 255) / 256, 256, 0, c10::cuda::getCurrentCUDAStream().stream()>>>(x.data_ptr<float>(), "
                          "y.data_ptr<float>(), n);\n  return y;\n}\n\"\"\"\n\n"
-                         "ext = load_inline(name='relu_ext', cpp_sources='torch::Tensor relu_cuda(torch::Tensor x);', "
+                         "ext = load_inline(name='"
+                      << name
+                      << "', cpp_sources='torch::Tensor relu_cuda(torch::Tensor x);', "
                          "cuda_sources=cuda_source, functions=['relu_cuda'], verbose=False)\n\n\n"
                          "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
                          "    def forward(self, x):\n        return ext.relu_cuda(x)\n";
@@ -195,7 +197,7 @@ TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
   opt.trials = 2;
   opt.time = false;
   const std::string dir = (std::filesystem::temp_directory_path() / ("kforge_imported_shapes_" + std::to_string(::getpid()))).string();
-  EvalReport general = ev.evaluate(task, Candidate::load_extension(relu_extension(dir + "/general", "x.numel()")), opt);
+  EvalReport general = ev.evaluate(task, Candidate::load_extension(relu_extension(dir + "/general", "x.numel()", "relu_general")), opt);
   std::cout << format_report(general);
   ASSERT_EQ(general.verdict, Verdict::pass) << format_report(general);
   ASSERT_TRUE(general.shapes);
@@ -204,8 +206,8 @@ TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
   for (const auto& t : general.shapes->trials) EXPECT_EQ(t.verdict, Verdict::pass) << t.layout << ": " << t.reason;
   EXPECT_TRUE(general.shapes->general());
 
-  EvalReport tuned =
-      ev.evaluate(task, Candidate::load_extension(relu_extension(dir + "/tuned", "std::min<long long>(4096, x.numel())")), opt);
+  EvalReport tuned = ev.evaluate(
+      task, Candidate::load_extension(relu_extension(dir + "/tuned", "std::min<long long>(4096, x.numel())", "relu_tuned")), opt);
   std::cout << format_report(tuned);
   ASSERT_EQ(tuned.verdict, Verdict::pass) << "right at the task's own shape: " << format_report(tuned);
   ASSERT_TRUE(tuned.shapes);
