@@ -82,13 +82,6 @@ void read_outputs(const YamlNode& outs, TaskSpec& t, std::set<std::string>& name
   }
 }
 
-double footprint(const TaskSpec& t) {
-  double bytes = 0;
-  for (const auto& a : t.arguments) bytes += static_cast<double>(tensor_bytes(a.decl.meta.shape, a.decl.meta.dtype));
-  for (const auto& o : t.outputs) bytes += static_cast<double>(tensor_bytes(o.meta.shape, o.meta.dtype));
-  return bytes;
-}
-
 void read_cost(const std::optional<YamlNode>& cost, TaskSpec& t) {
   t.cost.min_bytes = footprint(t);  // what the contract defines it as, when the file leaves it out
   if (!cost) return;
@@ -169,6 +162,13 @@ void read_imported_shapes(const YamlNode& list, TaskSpec& t) {
 }
 
 }  // namespace
+
+double footprint(const TaskSpec& t) {
+  double bytes = 0;
+  for (const auto& a : t.arguments) bytes += static_cast<double>(tensor_bytes(a.decl.meta.shape, a.decl.meta.dtype));
+  for (const auto& o : t.outputs) bytes += static_cast<double>(tensor_bytes(o.meta.shape, o.meta.dtype));
+  return bytes;
+}
 
 ReferenceKind read_reference_kind(const YamlNode& ref) {
   if (!ref.is_map()) ref.fail("reference is a mapping with a kind (graph, torchscript)");

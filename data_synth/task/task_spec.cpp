@@ -119,13 +119,8 @@ TaskSpec TaskSpec::at_extra_dims(size_t i) const {
   size_t k = 0;
   for (auto& a : t.arguments)
     if (a.decl.role == ArgRole::input) a.decl.meta.shape = x.inputs.at(k++);
-  double bytes = 0;
-  for (const auto& a : t.arguments) bytes += static_cast<double>(tensor_bytes(a.decl.meta.shape, a.decl.meta.dtype));
-  for (size_t o = 0; o < t.outputs.size(); ++o) {
-    t.outputs[o].meta.shape = x.outputs.at(o);
-    bytes += static_cast<double>(tensor_bytes(t.outputs[o].meta.shape, t.outputs[o].meta.dtype));
-  }
-  t.cost = {std::nullopt, bytes};  // the module's FLOP count is its own size's
+  for (size_t o = 0; o < t.outputs.size(); ++o) t.outputs[o].meta.shape = x.outputs.at(o);
+  t.cost = {std::nullopt, task_yaml::footprint(t)};  // the module's FLOP count is its own size's
   return t;
 }
 

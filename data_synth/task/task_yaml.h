@@ -36,6 +36,8 @@ void emit_output(YAML::Emitter& e, const TaskOutput& o);
 // outputs, cost), read from `root` whose `reference` (`ref`, its kind already read: the same node,
 // so that its keys count as read) is torchscript; and written.
 void read_imported_body(const YamlNode& root, const YamlNode& ref, TaskSpec& t);
+// Every argument and output once, in bytes: an imported task's min_bytes where its file states none.
+double footprint(const TaskSpec& t);
 void emit_imported_body(YAML::Emitter& e, const TaskSpec& t);
 
 // `reference:` of a graph task, when written: only `kind: graph`.
