@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include "configs/error.h"
@@ -16,91 +16,53 @@ namespace kforge {
 
 namespace {
 
-// Which of n eligible arguments `scaled` moves under a seed.
-size_t scaled_argument(uint64_t seed, size_t n);
-
 bool eligible(const TaskArgument& a) {
   return dtype_is_float(a.decl.meta.dtype) && (a.draw.dist == DrawDist::normal || a.draw.dist == DrawDist::uniform) &&
          numel(a.decl.meta.shape) > 0;
 }
 
+// Which of n eligible arguments `scaled` moves under a seed.
 size_t scaled_argument(uint64_t seed, size_t n) { return n ? static_cast<size_t>(splitmix64(seed) % n) : 0; }
 // The power of two `scaled` moves it by under a seed: 2^1 to 2^8.
 int scaled_exponent(uint64_t seed) { return 1 + static_cast<int>(splitmix64(seed ^ 0x5ca1edULL) % 8); }
 
 bool needs_two_dims(DrawVariant v) { return v == DrawVariant::row_scaled || v == DrawVariant::channel_scaled; }
 
-at::Generator generator_for(const at::Tensor& t, uint64_t seed) {
-  at::Generator gen = t.is_cuda() ? at::cuda::detail::createCUDAGenerator(t.device().index()) : at::detail::createCPUGenerator();
-  gen.set_current_seed(seed);
-  return gen;
-}
-
-at::Tensor randint_f(int64_t lo, int64_t hi, at::IntArrayRef sizes, at::Generator& gen, const at::Tensor& like) {
-  return at::randint(lo, hi, sizes, gen, like.options().dtype(at::kFloat));
-}
-
 // Typical size of one draw: its std (normal) or width (uniform).
 double spread(const Draw& d) { return d.dist == DrawDist::normal ? std::abs(d.b) : std::abs(d.b - d.a); }
 // Whether values of the draw may be negative (then a move may go either way).
 bool signed_domain(const Draw& d) { return d.dist == DrawDist::normal || d.a < 0; }
 
-void apply_one(DrawVariant v, const Draw& d, at::Tensor& t, uint64_t seed) {
-  at::Generator gen = generator_for(t, seed);
-  const int64_t n = t.numel();
-  switch (v) {
-    case DrawVariant::plain:
-      return;
-    case DrawVariant::scaled:  // apply_variant picks the argument and the exponent
-      return;
-    case DrawVariant::shifted: {
-      if (d.dist == DrawDist::uniform) {
-        t.add_(spread(d));
-      } else {
-        at::Tensor s = randint_f(0, 2, {1}, gen, t) * 2 - 1;
-        t.add_(s * (3.0 * spread(d)));
-      }
-      return;
-    }
-    case DrawVariant::row_scaled: {
-      if (t.dim() < 2) return;
-      int64_t last = t.size(-1), rows = n / std::max<int64_t>(last, 1);
-      at::Tensor k = randint_f(-8, 9, {rows, 1}, gen, t);
-      t.view({rows, last}).mul_(at::exp2(k).to(t.scalar_type()));
-      return;
-    }
-    case DrawVariant::channel_scaled: {
-      if (t.dim() < 2) return;
-      int64_t c = t.size(1), outer = t.size(0), inner = n / std::max<int64_t>(outer * c, 1);
-      at::Tensor k = randint_f(-8, 9, {1, c, 1}, gen, t);
-      t.view({outer, c, inner}).mul_(at::exp2(k).to(t.scalar_type()));
-      return;
-    }
-    case DrawVariant::element_scaled: {
-      at::Tensor k = randint_f(-6, 7, t.sizes(), gen, t);
-      t.mul_(at::exp2(k));
-      return;
-    }
-    case DrawVariant::outliers: {
-      // About 1 element in 256 (at least 16) at uniformly random places: no window, stride or
-      // count marks where they are.
-      // Places drawn twice are kept once: index_add_ on the GPU adds repeated places in no fixed
-      // order, and the harness draws the reference's inputs again bit for bit (call_bench.h).
-      int64_t m = std::min<int64_t>(n, std::max<int64_t>(16, n / 256));
-      at::Tensor idx = std::get<0>(at::_unique(at::randint(0, n, {m}, gen, t.options().dtype(at::kLong)), /*sorted=*/true));
-      at::Tensor s = signed_domain(d) ? randint_f(0, 2, {m}, gen, t) * 2 - 1 : at::ones({m}, t.options().dtype(at::kFloat));
-      // 8 spreads times 2^u, u in [0, 4]: up to 128, beyond any range a shortcut may assume.
-      at::Tensor delta = (s * at::exp2(randint_f(0, 5, {m}, gen, t)) * (8.0 * spread(d))).to(t.scalar_type());
-      t.view({-1}).index_add_(0, idx, delta.narrow(0, 0, idx.size(0)));
-      return;
-    }
-    case DrawVariant::sign_flip: {
-      int64_t last = t.dim() >= 2 ? t.size(-1) : 1, rows = n / std::max<int64_t>(last, 1);
-      at::Tensor s = randint_f(0, 2, {rows, 1}, gen, t) * 2 - 1;
-      t.view({rows, last}).mul_(s.to(t.scalar_type()));
-      return;
-    }
+// The parameters of member `v` for one argument of `shape` drawn by `d`.
+MemberParams member_params(DrawVariant v, const Draw& d, const Shape& shape, uint64_t seed) {
+  MemberParams p{};
+  p.kind = static_cast<int>(v);
+  p.seed = seed;
+  const int64_t n = numel(shape);
+  const int64_t last = shape.size() >= 2 ? std::max<int64_t>(shape.back(), 1) : 1;
+  const int64_t channels = shape.size() >= 2 ? std::max<int64_t>(shape[1], 1) : 1;
+  const int64_t inner = std::max<int64_t>(n / std::max<int64_t>(shape.empty() ? 1 : shape[0] * channels, 1), 1);
+  p.last = static_cast<unsigned long long>(last);
+  p.channels = static_cast<unsigned long long>(channels);
+  p.inner = static_cast<unsigned long long>(inner);
+  p.inv_last = 1.0 / static_cast<double>(last);
+  p.inv_channels = 1.0 / static_cast<double>(channels);
+  p.inv_inner = 1.0 / static_cast<double>(inner);
+  if (v == DrawVariant::scaled) {
+    p.exponent = scaled_exponent(seed);
+  } else if (v == DrawVariant::shifted) {
+    // Uniform draws move up by their width; normal ones by 3 std, up or down as the seed says.
+    const double sign = d.dist == DrawDist::uniform || (splitmix64(seed ^ 0x7368696674ULL) & 1) ? 1.0 : -1.0;
+    p.add = static_cast<float>(d.dist == DrawDist::uniform ? spread(d) : sign * 3.0 * spread(d));
+  } else if (v == DrawVariant::outliers) {
+    // About 1 element in 256 (16 expected at least) at places a hash picks: no window, stride or
+    // count marks where they are. Each moves by 8 spreads times 2^u, u in [0, 4]: up to 128,
+    // beyond any range a shortcut may assume.
+    p.threshold = outlier_threshold(std::min<int64_t>(n, std::max<int64_t>(16, n / 256)), n);
+    p.add = static_cast<float>(8.0 * spread(d));
+    p.signed_domain = signed_domain(d) ? 1 : 0;
   }
+  return p;
 }
 
 }  // namespace
@@ -137,21 +99,46 @@ bool variant_applies(const TaskSpec& task, DrawVariant v) {
   return false;
 }
 
-void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vector<at::Tensor>& args) {
-  if (v == DrawVariant::plain) return;
-  c10::InferenceMode inference;
+std::vector<MemberParams> variant_params(const TaskSpec& task, DrawVariant v, uint64_t seed, const std::vector<Shape>& shapes) {
+  std::vector<MemberParams> out(task.arguments.size(), MemberParams{});
+  if (v == DrawVariant::plain) return out;
   std::vector<size_t> eligible_args;
-  for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
-    if (eligible(task.arguments[i]) && (!needs_two_dims(v) || args[i].dim() >= 2)) eligible_args.push_back(i);
-  if (eligible_args.empty()) return;
+  for (size_t i = 0; i < task.arguments.size() && i < shapes.size(); ++i)
+    if (eligible(task.arguments[i]) && numel(shapes[i]) > 0 && (!needs_two_dims(v) || shapes[i].size() >= 2)) eligible_args.push_back(i);
+  if (eligible_args.empty()) return out;
   // scaled moves one argument against the others (a shortcut that ignores one input, or assumes
   // the inputs' relative scale, leaves the tolerance); the others move every eligible argument.
   if (v == DrawVariant::scaled) {
     const size_t i = eligible_args[scaled_argument(seed, eligible_args.size())];
-    args[i].mul_(std::ldexp(1.0, scaled_exponent(seed)));
-    return;
+    out[i] = member_params(v, task.arguments[i].draw, shapes[i], seed);
+    return out;
   }
-  for (size_t i : eligible_args) apply_one(v, task.arguments[i].draw, args[i], splitmix64(seed ^ splitmix64(i + 1)));
+  for (size_t i : eligible_args) out[i] = member_params(v, task.arguments[i].draw, shapes[i], splitmix64(seed ^ splitmix64(i + 1)));
+  return out;
+}
+
+void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vector<at::Tensor>& args, const DeviceMember& device) {
+  if (v == DrawVariant::plain) return;
+  c10::InferenceMode inference;
+  std::vector<Shape> shapes;
+  for (const auto& a : args) shapes.emplace_back(a.sizes().begin(), a.sizes().end());
+  const std::vector<MemberParams> params = variant_params(task, v, seed, shapes);
+  for (size_t i = 0; i < params.size() && i < args.size(); ++i) {
+    if (params[i].kind == 0) continue;
+    const DType dtype = task.arguments[i].decl.meta.dtype;
+    at::Tensor& t = args[i];
+    KFORGE_CHECK(t.is_contiguous() && t.scalar_type() == to_scalar_type(dtype), internal,
+                 "apply_variant: argument " << task.arguments[i].decl.name << " is not a contiguous " << dtype_name(dtype) << " tensor");
+    if (t.is_cuda() && device) {
+      device(params[i], dtype, t);
+      continue;
+    }
+    at::Tensor host = t.is_cuda() ? t.cpu() : t;
+    void* data = host.data_ptr();
+    at::parallel_for(0, host.numel(), int64_t{1} << 16,
+                     [&](int64_t begin, int64_t end) { apply_member_elements(params[i], dtype, data, begin, end); });
+    if (t.is_cuda()) t.copy_(host);
+  }
 }
 
 namespace {
@@ -203,11 +190,11 @@ double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args
 // float64 on `plain_args`; raises `worst` to the ratio seen; `reason` says why not; `rms`, when
 // given, receives the scale of the member's outputs (reference_ratio).
 bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, DrawVariant v, uint64_t vs, double bound, double& worst,
-              std::string& reason, double* rms = nullptr) {
+              std::string& reason, const DeviceMember& device, double* rms = nullptr) {
   try {
     std::vector<at::Tensor> args;
     for (const auto& a : plain_args) args.push_back(a.clone());
-    apply_variant(task, v, vs, args);
+    apply_variant(task, v, vs, args, device);
     double ratio = reference_ratio(task, args, reason, rms);
     worst = std::max(worst, ratio);
     if (reason.empty() && ratio > bound) {
@@ -226,7 +213,7 @@ bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, D
 }  // namespace
 
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
-                                  int seeds_per_variant) {
+                                  int seeds_per_variant, const DeviceMember& device) {
   TaskConditions out;
   try {
     std::string reason;
@@ -270,7 +257,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
           }
           std::string reason;
           double rms = 0;
-          if (!try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason, &rms)) {
+          if (!try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason, device, &rms)) {
             last_reason = reason;
             continue;
           }
@@ -289,7 +276,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
       tries.push_back(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + k + 1)));
     for (const uint64_t vs : tries) {
       std::string reason;
-      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason))
+      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason, device))
         c.seeds.push_back(vs);
       else
         last_reason = reason;

@@ -15,7 +15,8 @@
 //                   spanning orders of magnitude, so that no subset of rows stands for the rest
 //   channel_scaled  each slice along dimension 1 times its own 2^k, k in [-8, 8]
 //   element_scaled  each element times 2^k, k in [-6, 6]: heavy tails, dynamic range, cancellation
-//   outliers        about 1 element in 256 at uniformly random places moved by 8 to 128 spreads
+//   outliers        each element with probability 1 in 256 (16 expected at least), at places a hash
+//                   of the seed picks, moved by 8 to 128 spreads
 //   sign_flip       each row's sign flipped at random
 // No member is special: the harness checks every call and counts every timed call, and the judged
 // speed of a candidate is its slowest member's (reward/speedup.h), so recognising a member (its
@@ -23,9 +24,11 @@
 // a shortcut nothing unless the shortcut passes on every member.
 //
 // A member is applied in place to the float arguments whose draw is normal or uniform (integer
-// indices, constants and masks are left alone), deterministically from a seed: applying it twice
-// with one seed to the same values gives the same bytes, which is what lets the harness draw the
-// reference's inputs again after the candidate ran (call_bench.h).
+// indices, constants and masks are left alone), deterministically from a seed: every element's new
+// value is a function of its value, its index and hashes of the seed (data_synth/task/draw_member.h,
+// one definition for the host and the device). The GPU worker applies the member in the same pass
+// that draws the values (DeviceDrawer::fill), the conditioning in place on a drawn copy: the same
+// bytes, so the seeds the conditioning approved describe the values the calls get.
 //
 // Not every member suits every task: a float16 GEMM over inputs scaled by 16 may overflow, a
 // logarithm of shifted inputs may leave its domain. condition_variants() decides per task which
@@ -34,11 +37,13 @@
 // no non-finite value the float64 reference does not have. An honest kernel as precise as the
 // reference therefore never fails a variant that is used.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
 
+#include "data_synth/task/draw_member.h"
 #include "data_synth/task/task_spec.h"
 
 namespace kforge {
@@ -53,8 +58,16 @@ const char* variant_name(DrawVariant v);
 
 // True when the variant changes at least one argument of the task.
 bool variant_applies(const TaskSpec& task, DrawVariant v);
-// Applies `v` in place to `args` (the task's argument order, on the device).
-void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vector<at::Tensor>& args);
+// What `v` under `seed` does to each argument (the task's order) of the given shapes, as the
+// element code's parameters (data_synth/task/draw_member.h; kind 0 where it leaves one as drawn).
+std::vector<MemberParams> variant_params(const TaskSpec& task, DrawVariant v, uint64_t seed, const std::vector<Shape>& shapes);
+// Applies a member's parameters in place to a contiguous device tensor: the GPU worker's draw kernel
+// (env/judge/draw_kernel.h, DeviceDrawer::apply_member) on the tensor's stream.
+using DeviceMember = std::function<void(const MemberParams&, DType, at::Tensor&)>;
+// Applies `v` in place to `args` (the task's argument order, contiguous, in the task's dtypes):
+// CPU tensors with the element code on the host; device tensors with `device`, or (without one)
+// through a host copy, slowly but with the same bytes.
+void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vector<at::Tensor>& args, const DeviceMember& device = {});
 
 struct VariantCondition {
   DrawVariant variant = DrawVariant::plain;
@@ -78,7 +91,8 @@ struct TaskConditions {
 // max(margin, plain_ratio) and at most 1: no worse-conditioned than the task's own draws, which
 // honest kernels are held to anyway. Calls then use approved seeds only, so a variant's random
 // parameters (exponents, signs, spike places) are ones the reference was seen to survive.
+// `device` applies the members to device tensors (apply_variant).
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
-                                  int seeds_per_variant = 2);
+                                  int seeds_per_variant = 2, const DeviceMember& device = {});
 
 }  // namespace kforge

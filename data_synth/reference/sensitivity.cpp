@@ -131,7 +131,8 @@ std::string rate_text(double r) {
 // For each ablation kind that does not matter under plain, the first other member under which it
 // moves the answer on every one of `draws` draws (SensitivityOptions::family_diagnosis).
 void diagnose_family(const TaskSpec& task, const std::vector<size_t>& idx, int draws, Runner& run, Rng& rng,
-                     const std::function<std::vector<at::Tensor>(uint64_t)>& draw_args, uint64_t& trial, SensitivityReport& rep) {
+                     const std::function<std::vector<at::Tensor>(uint64_t)>& draw_args, const DeviceMember& on_device, uint64_t& trial,
+                     SensitivityReport& rep) {
   for (size_t k = 0; k < idx.size(); ++k) {
     InputSensitivity& s = rep.inputs[k];
     const std::pair<Kind, std::string*> kinds[] = {{Kind::whole, s.matters_whole ? nullptr : &s.whole_member},
@@ -145,7 +146,7 @@ void diagnose_family(const TaskSpec& task, const std::vector<size_t>& idx, int d
         bool all = true;
         for (int d = 0; d < draws && all; ++d) {
           std::vector<at::Tensor> args = draw_args(trial++);
-          apply_variant(task, v, rng.next(), args);
+          apply_variant(task, v, rng.next(), args, on_device);
           std::vector<at::Tensor> ref = run(args);
           all = all_finite(ref) && moves(ref, run(ablated(task, args, idx[k], kind, rng)), task.tolerance);
         }
@@ -246,7 +247,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
     if (opts.stop_early && !rep.inputs_matter) break;
   }
   uint64_t trial = static_cast<uint64_t>(draws);
-  if (opts.family_diagnosis) diagnose_family(task, idx, draws, run, rng, draw_args, trial, rep);
+  if (opts.family_diagnosis) diagnose_family(task, idx, draws, run, rng, draw_args, opts.member, trial, rep);
   name_the_input_that_does_not_matter(rep, task, idx, draws);
   if (opts.stop_early && !rep.inputs_matter) return rep;
 
@@ -267,7 +268,7 @@ SensitivityReport check_sensitivity(const TaskSpec& task, const at::Device& devi
     bool usable = true;
     for (int k = 0; k < trials && usable; ++k) {
       std::vector<at::Tensor> args = draw_args(trial++);
-      apply_variant(task, v, rng.next(), args);
+      apply_variant(task, v, rng.next(), args, opts.member);
       std::vector<at::Tensor> ref = run(args);
       // A member under which the reference itself is not finite is no member the harness would
       // draw for this task (condition_variants): it does not count.

@@ -43,6 +43,7 @@
 
 #include <ATen/ATen.h>
 
+#include "data_synth/reference/draw_family.h"
 #include "data_synth/task/task_spec.h"
 
 namespace kforge {
@@ -65,6 +66,9 @@ struct SensitivityOptions {
   // copy: seconds per draw at full size; `kforge tasks sensitivity --device cuda` passes the GPU
   // worker's draw kernel, which writes the same bytes on the device).
   std::function<std::vector<at::Tensor>(const TaskSpec&, const DrawKey&)> draw;
+  // How the draw family's members are applied to device tensors (apply_variant's `device`; the
+  // same command passes the draw kernel's member kernel).
+  DeviceMember member;
 };
 
 struct InputSensitivity {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/core/InferenceMode.h>
 #include <cuda_runtime_api.h>
 
@@ -116,10 +117,18 @@ CallBench::~CallBench() = default;
 
 const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[current_]->outputs; }
 
-void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream) {
+void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream,
+                    const std::vector<MemberParams>& members) {
   for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
     if (args[i].numel() > 0)
-      drawer.fill(task.arguments[i].draw, task.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(), ptr_of(args[i]), stream);
+      drawer.fill(task.arguments[i].draw, task.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(), ptr_of(args[i]), stream,
+                  i < members.size() ? members[i] : MemberParams{});
+}
+
+DeviceMember device_member(DeviceDrawer& drawer) {
+  return [&drawer](const MemberParams& m, DType dtype, at::Tensor& t) {
+    drawer.apply_member(m, dtype, t.numel(), ptr_of(t), at::cuda::getCurrentCUDAStream(t.device().index()).stream());
+  };
 }
 
 std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, at::Device dev,
@@ -192,9 +201,12 @@ void CallBench::prepare(const CallSpec& in) {
   CUstream st = device_.stream;
   c10::InferenceMode inference;
   mark(0);
-  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st);
+  // The member is applied in the draw's own pass (draw_kernel.h): the member stage is empty.
+  std::vector<Shape> shapes;
+  for (const auto& a : s.args) shapes.emplace_back(a.sizes().begin(), a.sizes().end());
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st,
+                 variant_params(task_, spec.variant, spec.variant_seed, shapes));
   mark(1);
-  apply_variant(task_, spec.variant, spec.variant_seed, s.args);
   mark(2);
   for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
   // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.

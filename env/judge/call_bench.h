@@ -146,8 +146,13 @@ class CallBench {
 };
 
 // Draws `key`'s values of every argument into `args` (the task's order, on the device) with the
-// device drawer, byte for byte what the CPU draw gives (draw_kernel.h). Asynchronous on `stream`.
-void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream);
+// device drawer, byte for byte what the CPU draw gives (draw_kernel.h), each moved by its entry of
+// `members` (variant_params; none where absent) in the same pass. Asynchronous on `stream`.
+void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream,
+                    const std::vector<MemberParams>& members = {});
+// The draw family's members applied to device tensors by the drawer's member kernel, on the
+// tensor's device's current stream (apply_variant's `device`).
+DeviceMember device_member(DeviceDrawer& drawer);
 // The same into new tensors on `dev`.
 std::vector<at::Tensor> draw_arguments_on_device(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, at::Device dev,
                                                  CUstream stream);

@@ -147,25 +147,43 @@ __device__ __forceinline__ double kf_dmul(double x, double y) { return __dmul_rn
 __device__ __forceinline__ double kf_u2d(unsigned long long x) { return __ull2double_rn(x); }
 __device__ __forceinline__ float kf_d2f(double x) { return __double2float_rn(x); }
 __device__ __forceinline__ float kf_fadd(float x, float y) { return __fadd_rn(x, y); }
+__device__ __forceinline__ float kf_fmul(float x, float y) { return __fmul_rn(x, y); }
+__device__ __forceinline__ unsigned long long kf_d2u_rz(double x) { return __double2ull_rz(x); }
 __device__ __forceinline__ unsigned int kf_f2u(float f) { return __float_as_uint(f); }
 __device__ __forceinline__ float kf_u2f(unsigned int u) { return __uint_as_float(u); }
 )";
 
 // One grid-stride kernel per dtype; each thread writes elements i, i + stride, ... so a warp's
-// stores are contiguous.
+// stores are contiguous. A float kernel applies the draw family's member `m` (kind 0: none) to
+// each value it draws, in the same pass; kforge_member_* apply one in place to values drawn before.
 constexpr const char* kDeviceKernels = R"(
-#define KF_DRAW_KERNEL(DT, T)                                                              \
-  extern "C" __global__ void kforge_draw_##DT(KfDrawParams p, kf_u64 numel, T* out) {      \
-    kf_u64 stride = (kf_u64)gridDim.x * blockDim.x;                                        \
-    for (kf_u64 i = (kf_u64)blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += stride) \
-      out[i] = kf_elem_##DT(p, i);                                                         \
+#define KF_DRAW_KERNEL(DT, T)                                                                           \
+  extern "C" __global__ void kforge_draw_##DT(KfDrawParams p, kforge::MemberParams m, kf_u64 numel, T* out) { \
+    kf_u64 stride = (kf_u64)gridDim.x * blockDim.x;                                                     \
+    for (kf_u64 i = (kf_u64)blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += stride)              \
+      out[i] = KF_MEMBER_##DT(kf_elem_##DT(p, i));                                                      \
   }
+#define KF_MEMBER_KERNEL(DT, T)                                                                         \
+  extern "C" __global__ void kforge_member_##DT(kforge::MemberParams m, kf_u64 numel, T* data) {        \
+    kf_u64 stride = (kf_u64)gridDim.x * blockDim.x;                                                     \
+    for (kf_u64 i = (kf_u64)blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += stride)              \
+      data[i] = kf_member_##DT(m, i, data[i]);                                                          \
+  }
+#define KF_MEMBER_float32(x) (m.kind ? kf_member_float32(m, i, x) : x)
+#define KF_MEMBER_float16(x) (m.kind ? kf_member_float16(m, i, x) : x)
+#define KF_MEMBER_bfloat16(x) (m.kind ? kf_member_bfloat16(m, i, x) : x)
+#define KF_MEMBER_int32(x) x
+#define KF_MEMBER_int64(x) x
+#define KF_MEMBER_boolean(x) x
 KF_DRAW_KERNEL(float32, float)
 KF_DRAW_KERNEL(float16, unsigned short)
 KF_DRAW_KERNEL(bfloat16, unsigned short)
 KF_DRAW_KERNEL(int32, int)
 KF_DRAW_KERNEL(int64, kf_i64)
 KF_DRAW_KERNEL(boolean, unsigned char)
+KF_MEMBER_KERNEL(float32, float)
+KF_MEMBER_KERNEL(float16, unsigned short)
+KF_MEMBER_KERNEL(bfloat16, unsigned short)
 )";
 
 constexpr DType kDTypes[6] = {DType::float32, DType::float16, DType::bfloat16, DType::int32, DType::int64, DType::boolean};
@@ -209,7 +227,9 @@ KfDrawParams make_params(const Draw& d, uint64_t stream_key) {
 
 }  // namespace
 
-std::string DeviceDrawer::source() { return std::string(kDevicePrelude) + kSharedSource + "\n" + kDeviceKernels; }
+std::string DeviceDrawer::source() {
+  return std::string(kDevicePrelude) + kSharedSource + "\n" + member_element_source() + "\n" + kDeviceKernels;
+}
 
 const char* DeviceDrawer::kernel_name(DType dtype) {
   static const char* const names[6] = {"kforge_draw_float32", "kforge_draw_float16", "kforge_draw_bfloat16",
@@ -225,41 +245,76 @@ std::vector<char> DeviceDrawer::compile(const std::string& arch) {
 
 namespace {
 
-// The kernels in dtype_slot order: HarnessModule::Loaded::functions[dtype_slot(t)] writes t.
+// The draw kernels in dtype_slot order (functions[dtype_slot(t)] writes t), then the member
+// kernels of the float dtypes (functions[6 + dtype_slot(t)]).
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
   for (DType t : kDTypes) names.push_back(DeviceDrawer::kernel_name(t));
+  for (const char* t : {"float32", "float16", "bfloat16"}) names.push_back(std::string("kforge_member_") + t);
   return names;
+}
+
+// Enough blocks of 256 threads to fill the GPU several times over; the grid-stride loop covers the rest.
+unsigned grid_for(const HarnessModule::Loaded& l, unsigned long long n) {
+  constexpr unsigned kBlock = 256;
+  unsigned long long blocks_needed = (n + kBlock - 1) / kBlock;
+  unsigned long long max_blocks = static_cast<unsigned long long>(std::max(1, l.sm_count)) * 16;
+  return static_cast<unsigned>(std::min(blocks_needed, max_blocks));
 }
 
 }  // namespace
 
 DeviceDrawer::DeviceDrawer(const std::string& arch) : module_(compile(arch), arch, "draw kernel", kernel_names()) {}
 
-void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out, CUstream cu_stream) {
+void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out, CUstream cu_stream,
+                        const MemberParams& member) {
   draw.validate(dtype);
+  check_member(member, dtype);
   KFORGE_CHECK(numel >= 0, internal, "draw kernel: negative element count " << numel);
   if (numel == 0) return;
   KFORGE_CHECK(out != 0 && out % dtype_size(dtype) == 0, runtime,
                "draw kernel: output address 0x" << std::hex << out << " is null or not aligned for " << dtype_name(dtype));
   const HarnessModule::Loaded& l = module_.in_current_context();
   KfDrawParams p = make_params(draw, stream_key);
+  MemberParams m = member;
   unsigned long long n = static_cast<unsigned long long>(numel);
   void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
-  void* args[] = {&p, &n, &ptr};
-  // Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest.
-  constexpr unsigned kBlock = 256;
-  unsigned long long blocks_needed = (n + kBlock - 1) / kBlock;
-  unsigned long long max_blocks = static_cast<unsigned long long>(std::max(1, l.sm_count)) * 16;
-  unsigned grid = static_cast<unsigned>(std::min(blocks_needed, max_blocks));
-  cuda_check(cuda_driver().LaunchKernel(l.functions[dtype_slot(dtype)], grid, 1, 1, kBlock, 1, 1, 0, cu_stream, args, nullptr),
+  void* args[] = {&p, &m, &n, &ptr};
+  cuda_check(cuda_driver().LaunchKernel(l.functions[dtype_slot(dtype)], grid_for(l, n), 1, 1, 256, 1, 1, 0, cu_stream, args, nullptr),
              module_.what() + ": cuLaunchKernel");
 }
 
-void fill_draw_like_device(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, void* out) {
+void DeviceDrawer::apply_member(const MemberParams& member, DType dtype, int64_t numel, CUdeviceptr data, CUstream cu_stream) {
+  check_member(member, dtype);
+  KFORGE_CHECK(numel >= 0, internal, "member kernel: negative element count " << numel);
+  if (numel == 0 || member.kind == 0) return;
+  KFORGE_CHECK(data != 0 && data % dtype_size(dtype) == 0, runtime,
+               "member kernel: address 0x" << std::hex << data << " is null or not aligned for " << dtype_name(dtype));
+  const HarnessModule::Loaded& l = module_.in_current_context();
+  MemberParams m = member;
+  unsigned long long n = static_cast<unsigned long long>(numel);
+  void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(data));
+  void* args[] = {&m, &n, &ptr};
+  cuda_check(cuda_driver().LaunchKernel(l.functions[6 + dtype_slot(dtype)], grid_for(l, n), 1, 1, 256, 1, 1, 0, cu_stream, args, nullptr),
+             module_.what() + ": cuLaunchKernel (member)");
+}
+
+void DeviceDrawer::check_member(const MemberParams& member, DType dtype) {
+  if (member.kind == 0) return;
+  KFORGE_CHECK(dtype == DType::float32 || dtype == DType::float16 || dtype == DType::bfloat16, internal,
+               "draw kernel: a member on a " << dtype_name(dtype) << " argument (members move float arguments only)");
+  KFORGE_CHECK(member.last >= 1 && member.inner >= 1 && member.channels >= 1, internal, "draw kernel: a member with a size of 0");
+}
+
+void fill_draw_like_device(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, void* out, const MemberParams& member) {
   namespace dc = draw_device_code;
   draw.validate(dtype);
   KFORGE_CHECK(numel >= 0, internal, "draw: negative element count " << numel);
+  if (member.kind != 0) {  // the member's element code after the draw's: what the fused kernel writes
+    fill_draw_like_device(draw, dtype, stream_key, numel, out);
+    apply_member_elements(member, dtype, out, 0, numel);
+    return;
+  }
   KfDrawParams p = make_params(draw, stream_key);
   for (unsigned long long i = 0; i < static_cast<unsigned long long>(numel); ++i) {
     switch (dtype) {

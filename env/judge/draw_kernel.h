@@ -23,6 +23,7 @@
 #include <cuda.h>
 
 #include "data_synth/task/draw.h"
+#include "data_synth/task/draw_member.h"
 #include "env/judge/harness_nvrtc.h"
 
 namespace kforge {
@@ -44,17 +45,24 @@ class DeviceDrawer {
   // elements of dtype at `out` with the bytes fill_draw(draw, dtype, stream_key, numel, .) writes.
   // Asynchronous: synchronise the stream before reading. Validates the draw as fill_draw does
   // (spec error); CUDA failures are runtime errors.
-  void fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out, CUstream cu_stream);
+  // With `member` (kind other than 0) each drawn value is moved by that member of the draw family
+  // in the same pass (data_synth/task/draw_member.h): the bytes apply_member_elements gives after
+  // fill_draw.
+  void fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out, CUstream cu_stream,
+            const MemberParams& member = {});
+  // Enqueues `member` applied in place to numel elements of dtype (a float dtype) at `data`.
+  void apply_member(const MemberParams& member, DType dtype, int64_t numel, CUdeviceptr data, CUstream cu_stream);
 
   const std::string& arch() const { return module_.arch(); }
   size_t cubin_bytes() const { return module_.cubin_bytes(); }
 
  private:
-  HarnessModule module_;  // one kernel per dtype, in dtype_slot order
+  static void check_member(const MemberParams& member, DType dtype);
+  HarnessModule module_;  // one draw kernel per dtype in dtype_slot order, then the float dtypes' member kernels
 };
 
 // The kernel's element code compiled for the host: writes what DeviceDrawer::fill writes, on the
 // CPU, single-threaded. For tests (it must equal fill_draw byte for byte).
-void fill_draw_like_device(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, void* out);
+void fill_draw_like_device(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, void* out, const MemberParams& member = {});
 
 }  // namespace kforge

@@ -89,7 +89,7 @@ const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, con
   {
     // One draw of the task's own distribution (a fresh secret trial), then each variant on it.
     std::vector<at::Tensor> args = draw_arguments_on_device(task, {task.seed, ids.next(), ids.next()}, *drawer, dev, stream());
-    c = condition_variants(task, args, ids.next(), margin);
+    c = condition_variants(task, args, ids.next(), margin, 2, device_member(*drawer));
   }
   // The float64 temporaries go back too: the call bench's one large block comes next.
   c10::cuda::CUDACachingAllocator::emptyCache();

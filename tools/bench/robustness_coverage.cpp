@@ -86,7 +86,7 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
   auto t_task = std::chrono::steady_clock::now();
   TaskConditions tcs;
   try {
-    tcs = condition_variants(task, args, 99, margin);
+    tcs = condition_variants(task, args, 99, margin, 2, device_member(drawer));
   } catch (const std::exception& e) {
     ++cov.failed;
     std::printf("%-22s %-9s ERROR %s\n", r.id.c_str(), r.dtype.c_str(), e.what());

@@ -190,6 +190,7 @@ int run_sensitivity(const SensitivityArgs& a) {
     o.draw = [&drawer, device](const TaskSpec& t, const DrawKey& key) {  // on the stream the reference runs on
       return draw_arguments_on_device(t, key, *drawer, device, at::cuda::getCurrentCUDAStream().stream());
     };
+    o.member = device_member(*drawer);
   }
 
   size_t todo = 0;
