@@ -40,6 +40,19 @@ def test_the_record_is_the_rounds_means_and_their_ratio(tmp_path):
     assert f["rounds_base_count"] == 2 and doc["gpu"] == "NVIDIA H100 80GB HBM3"
 
 
+def test_a_rounds_aa_timing_is_compared_beside_it_under_its_prefix(tmp_path):
+    for side, checks in (("base", 16.0), ("new", 11.0)):
+        (tmp_path / f"overhead_{side}_1.json").write_text(json.dumps(run_record({"verify_harness_gpu_ms_p50": 70.0})))
+        aa = run_record({"timed_checks_ms_per_pair_p50": checks, "aa_spread_pct": 0.1})
+        aa["figures"]["gpu_name"] = "not a number: left out"
+        (tmp_path / f"aa_{side}_1.json").write_text(json.dumps(aa))
+    assert overhead_ab.main(["overhead_ab.py", str(tmp_path), "1"]) == 0
+    f = json.load(open(tmp_path / "overhead_ab.json"))["figures"]
+    assert f["new_over_base_aa_timed_checks_ms_per_pair_p50"] == pytest.approx(11.0 / 16.0)
+    assert f["base_aa_aa_spread_pct"] == pytest.approx(0.1)
+    assert not any("gpu_name" in k for k in f)
+
+
 def test_a_side_without_runs_writes_no_record(tmp_path):
     (tmp_path / "overhead_base_1.json").write_text(json.dumps(run_record({"verify_harness_gpu_ms_p50": 80.0})))
     assert overhead_ab.main(["overhead_ab.py", str(tmp_path), "2"]) == 1

@@ -1,5 +1,5 @@
-"""The record of tools/bench/overhead_ab.sh: `kforge_eval_bench overhead` of a base tree and this one,
-run alternately on one GPU host. Per figure of the bench's records (harness GPU work per verify and
+"""The record of tools/bench/overhead_ab.sh: `kforge_eval_bench overhead` (and `aa`, figures prefixed
+aa_) of a base tree and this one, run alternately on one GPU host. Per figure of the bench's records (harness GPU work per verify and
 its stages, host overhead; p50 and p95 over the requests of a run), the mean over rounds on each
 side, new / base, and the spread between rounds on each side (how far apart the same tree's runs
 were: the noise a ratio must clear).
@@ -52,7 +52,12 @@ def main(argv):
             p = os.path.join(out, f"overhead_{side}_{r}.json")
             if os.path.exists(p):
                 docs[side] = json.load(open(p))
-                sides[side].append(docs[side]["figures"])
+                figures = dict(docs[side]["figures"])
+                # the round's A/A timing beside it (the timed calls' checks), its figures prefixed aa_
+                a = os.path.join(out, f"aa_{side}_{r}.json")
+                if os.path.exists(a):
+                    figures.update({f"aa_{k}": v for k, v in json.load(open(a))["figures"].items() if isinstance(v, (int, float))})
+                sides[side].append(figures)
     if not sides["base"] or not sides["new"]:
         print(f"overhead_ab: no complete pair of runs in {out} (base {len(sides['base'])}, new {len(sides['new'])})", file=sys.stderr)
         return 1
@@ -66,8 +71,8 @@ def main(argv):
     doc = {"gpu": d.get("gpu"), "driver": d.get("driver"), "cuda": d.get("cuda"), "torch": d.get("torch"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "commit": results_doc.commit(),
-           "command": f"tools/bench/overhead_ab.sh BUILD OUTDIR {rounds}: kforge_eval_bench overhead --repeats 2, "
-                      "base and new alternating on one host",
+           "command": f"tools/bench/overhead_ab.sh BUILD OUTDIR {rounds}: kforge_eval_bench overhead --repeats 2 and "
+                      "aa --task softmax_rows (its fused candidate), base and new alternating on one host",
            "figures": figures,
            "details": {"method": "per figure, the mean over rounds of each side's run record; new_over_base is new / base; "
                                  "a side's spread is (max - min) / mean over its rounds"}}

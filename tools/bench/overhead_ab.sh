@@ -14,7 +14,9 @@
 #
 # The base tree is built once per host in /tmp/kforge-ab-base (its .gpu is this tree's, so that
 # .gpu/run.sh configures it alike; kforge-worker, kforge-compile-worker and kforge_eval_bench only,
-# about a minute on 16 cores). OUTDIR gets overhead_{base,new}_R.json and .txt per round and
+# about a minute on 16 cores). Each round also times softmax_rows's fused candidate in
+# KFORGE_AB_AA_RUNS (default 4) A/A requests on each side: the checks around the timed calls.
+# OUTDIR gets overhead_{base,new}_R.json, aa_{base,new}_R.json and their .txt per round and
 # overhead_ab.json, the record: per figure the mean over rounds on each side and new / base.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -53,6 +55,10 @@ for r in $(seq 1 "$rounds"); do
     t0=$(date +%s)
     (cd "$dir" && KFORGE_SOURCE_DIR=$dir timeout 240 "$bin" overhead --repeats 2 --out "$out/overhead_${side}_$r.json") \
       >"$out/overhead_${side}_$r.txt" 2>&1 || echo "overhead_ab: $side round $r failed (see overhead_${side}_$r.txt)"
+    # The timed calls' checks too: softmax_rows's fused candidate timed in KFORGE_AB_AA_RUNS requests (A/A)
+    (cd "$dir" && KFORGE_SOURCE_DIR=$dir timeout 240 "$bin" aa --task softmax_rows --candidate datasets/samples/candidates/softmax_rows/fused \
+      --runs "${KFORGE_AB_AA_RUNS:-4}" --out "$out/aa_${side}_$r.json") >"$out/aa_${side}_$r.txt" 2>&1 ||
+      echo "overhead_ab: $side round $r's A/A failed (see aa_${side}_$r.txt)"
     echo "overhead_ab: $side round $r in $(( $(date +%s) - t0 )) s"
   done
 done
