@@ -118,11 +118,11 @@ CallBench::~CallBench() = default;
 const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[current_]->outputs; }
 
 void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream,
-                    const std::vector<MemberParams>& members) {
+                    const std::vector<MemberParams>& members, const DrawFingerprints& fingerprints) {
   for (size_t i = 0; i < task.arguments.size() && i < args.size(); ++i)
     if (args[i].numel() > 0)
       drawer.fill(task.arguments[i].draw, task.arguments[i].decl.meta.dtype, draw_stream(key, i), args[i].numel(), ptr_of(args[i]), stream,
-                  i < members.size() ? members[i] : MemberParams{});
+                  i < members.size() ? members[i] : MemberParams{}, fingerprints.key, fingerprints.words ? fingerprints.words + 8 * i : 0);
 }
 
 DeviceMember device_member(DeviceDrawer& drawer) {
@@ -201,20 +201,19 @@ void CallBench::prepare(const CallSpec& in) {
   CUstream st = device_.stream;
   c10::InferenceMode inference;
   mark(0);
-  // The member is applied in the draw's own pass (draw_kernel.h): the member stage is empty.
-  std::vector<Shape> shapes;
-  for (const auto& a : s.args) shapes.emplace_back(a.sizes().begin(), a.sizes().end());
-  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st,
-                 variant_params(task_, spec.variant, spec.variant_seed, shapes));
-  mark(1);
-  mark(2);
-  for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
-  // The "before" fingerprints go to the host before the candidate runs: it never sees them on the device.
+  // The "before" fingerprints go to the host before the candidate runs: it never sees them on the
+  // device. The arguments' are taken by the draw as it writes them, and the member is applied in
+  // the same pass (draw_kernel.h): the member stage is empty, the fingerprint stage the guards'.
   const size_t na = s.args.size(), ng = s.guards.size();
   const int64_t before_words = static_cast<int64_t>(na + ng);
   KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
-  for (size_t i = 0; i < na; ++i)
-    if (s.args[i].numel() > 0) device_.checker->fingerprint(ptr_of(s.args[i]), bytes_of(s.args[i]), key_, ptr_of(words_) + 8 * i, st);
+  std::vector<Shape> shapes;
+  for (const auto& a : s.args) shapes.emplace_back(a.sizes().begin(), a.sizes().end());
+  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st,
+                 variant_params(task_, spec.variant, spec.variant_seed, shapes), {key_, ptr_of(words_)});
+  mark(1);
+  mark(2);
+  for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
   for (size_t g = 0; g < ng; ++g)
     device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
   KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));

@@ -16,7 +16,7 @@
 //     from the call's seed: the same bytes, at the cost of a second draw and member transform and
 //     a third fingerprint of every input.)
 //   - every input and parameter, and every guard region, is fingerprinted under the call's key
-//     before and after the candidate; the words holding those fingerprints and the output
+//     before (the inputs by the draw, as it writes them) and after the candidate; the words holding those fingerprints and the output
 //     comparison are zeroed after the candidate ran (it cannot pre-load them) and copied to host
 //     memory before its next call (it cannot rewrite them later).
 #include <array>
@@ -145,11 +145,18 @@ class CallBench {
   uint8_t guard_byte_ = 0;
 };
 
+// Where fill_arguments adds each argument's fingerprint under `key`: the word at words + 8 i for
+// argument i (zeroed by the caller); words 0: none taken.
+struct DrawFingerprints {
+  uint64_t key = 0;
+  CUdeviceptr words = 0;
+};
 // Draws `key`'s values of every argument into `args` (the task's order, on the device) with the
 // device drawer, byte for byte what the CPU draw gives (draw_kernel.h), each moved by its entry of
-// `members` (variant_params; none where absent) in the same pass. Asynchronous on `stream`.
+// `members` (variant_params; none where absent) and fingerprinted (`fingerprints`) in the same
+// pass. Asynchronous on `stream`.
 void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream,
-                    const std::vector<MemberParams>& members = {});
+                    const std::vector<MemberParams>& members = {}, const DrawFingerprints& fingerprints = {});
 // The draw family's members applied to device tensors by the drawer's member kernel, on the
 // tensor's device's current stream (apply_variant's `device`).
 DeviceMember device_member(DeviceDrawer& drawer);

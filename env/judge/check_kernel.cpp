@@ -158,9 +158,23 @@ KFORGE_CHECK_SHARED_CODE(
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
       return z ^ (z >> 31);
-    }
+    })
 
-    KF_FN kf_u64 kf_fp_term(kf_u64 word, kf_u64 index, kf_u64 key) { return kf_mix64((word ^ key) + (index + 1) * 0x9e3779b97f4a7c15ULL); })
+// The fingerprint's term of one word, in a block of its own: the draw kernel's source takes it too
+// (DeviceDrawer fingerprints the values it draws in the same pass, DeviceChecker::fingerprint_term_source).
+#define KFORGE_FINGERPRINT_TERM_CODE(...)             \
+  namespace kforge {                                  \
+  namespace check_device_code {                       \
+  __VA_ARGS__                                         \
+  }                                                   \
+  }                                                   \
+  namespace {                                         \
+  const char kFingerprintTermSource[] = #__VA_ARGS__; \
+  }
+
+KFORGE_FINGERPRINT_TERM_CODE(KF_FN kf_u64 kf_fp_term(kf_u64 word, kf_u64 index, kf_u64 key) {
+  return kf_mix64((word ^ key) + (index + 1) * 0x9e3779b97f4a7c15ULL);
+})
 
 namespace kforge {
 
@@ -331,7 +345,11 @@ uint64_t poison_bits_for_trial(DType dtype, uint64_t trial) {
   return 0;
 }
 
-std::string DeviceChecker::source() { return std::string(kDevicePrelude) + kSharedSource + "\n" + kDeviceKernels; }
+std::string DeviceChecker::source() {
+  return std::string(kDevicePrelude) + kSharedSource + "\n" + kFingerprintTermSource + "\n" + kDeviceKernels;
+}
+
+std::string DeviceChecker::fingerprint_term_source() { return kFingerprintTermSource; }
 
 std::vector<char> DeviceChecker::compile(const std::string& arch) {
   return compile_harness_cubin(source(), "kforge_check.cu", arch, {"--fmad=false", "--ftz=false", "--prec-div=true", "--std=c++17"},

@@ -50,6 +50,9 @@ class DeviceChecker {
 
   static std::string source();
   static std::vector<char> compile(const std::string& arch);
+  // The text of kf_fp_term (word, index, key): one term of the fingerprint's sum, for another
+  // module's source that fingerprints what it writes (it needs kf_u64, KF_FN and kf_mix64).
+  static std::string fingerprint_term_source();
 
   explicit DeviceChecker(const std::string& arch = "sm_90a");
 

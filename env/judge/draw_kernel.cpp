@@ -2,6 +2,7 @@
 
 #include "env/cuda/cuda_check.h"
 #include "env/cuda/cuda_driver.h"
+#include "env/judge/check_kernel.h"
 #include "env/judge/harness_nvrtc.h"
 
 #include <algorithm>
@@ -184,6 +185,40 @@ KF_DRAW_KERNEL(boolean, unsigned char)
 KF_MEMBER_KERNEL(float32, float)
 KF_MEMBER_KERNEL(float16, unsigned short)
 KF_MEMBER_KERNEL(bfloat16, unsigned short)
+/* The draw (and member) with the fingerprint of the bytes written, in the same pass: each thread
+   builds whole 8-byte words (8 / sizeof(T) elements), stores each as one word and adds its term
+   (out 8-byte aligned); the tail bytes past the last whole word are terms of their own, as the
+   check kernel's fingerprint takes them (check_kernel.h). The sum goes to *fp (zeroed). */
+#define KF_DRAW_FP_KERNEL(DT, T)                                                                                    \
+  extern "C" __global__ void kforge_draw_fp_##DT(KfDrawParams p, kforge::MemberParams m, kf_u64 numel, T* out,       \
+                                                 kf_u64 key, kf_u64* fp) {                                          \
+    const kf_u64 k = 8 / sizeof(T), words = numel / k;                                                              \
+    kf_u64 stride = (kf_u64)gridDim.x * blockDim.x, t = (kf_u64)blockIdx.x * blockDim.x + threadIdx.x, acc = 0;     \
+    for (kf_u64 w = t; w < words; w += stride) {                                                                    \
+      union { kf_u64 u; T e[8 / sizeof(T)]; } x;                                                                    \
+      for (kf_u64 j = 0; j < k; ++j) {                                                                              \
+        kf_u64 i = w * k + j;                                                                                       \
+        x.e[j] = KF_MEMBER_##DT(kf_elem_##DT(p, i));                                                                \
+      }                                                                                                             \
+      ((kf_u64*)out)[w] = x.u;                                                                                      \
+      acc += kf_fp_term(x.u, w, key);                                                                               \
+    }                                                                                                               \
+    if (t == 0)                                                                                                     \
+      for (kf_u64 i = words * k; i < numel; ++i) {                                                                  \
+        T v = KF_MEMBER_##DT(kf_elem_##DT(p, i));                                                                   \
+        out[i] = v;                                                                                                 \
+        const unsigned char* b = (const unsigned char*)&v;                                                          \
+        for (kf_u64 j = 0; j < sizeof(T); ++j) acc += kf_fp_term(b[j], words + (i - words * k) * sizeof(T) + j, key); \
+      }                                                                                                             \
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);                                  \
+    if ((threadIdx.x & 31) == 0) atomicAdd(fp, acc);                                                                \
+  }
+KF_DRAW_FP_KERNEL(float32, float)
+KF_DRAW_FP_KERNEL(float16, unsigned short)
+KF_DRAW_FP_KERNEL(bfloat16, unsigned short)
+KF_DRAW_FP_KERNEL(int32, int)
+KF_DRAW_FP_KERNEL(int64, kf_i64)
+KF_DRAW_FP_KERNEL(boolean, unsigned char)
 )";
 
 constexpr DType kDTypes[6] = {DType::float32, DType::float16, DType::bfloat16, DType::int32, DType::int64, DType::boolean};
@@ -228,7 +263,8 @@ KfDrawParams make_params(const Draw& d, uint64_t stream_key) {
 }  // namespace
 
 std::string DeviceDrawer::source() {
-  return std::string(kDevicePrelude) + kSharedSource + "\n" + member_element_source() + "\n" + kDeviceKernels;
+  return std::string(kDevicePrelude) + kSharedSource + "\n" + member_element_source() + "\n" + DeviceChecker::fingerprint_term_source() +
+         "\n" + kDeviceKernels;
 }
 
 const char* DeviceDrawer::kernel_name(DType dtype) {
@@ -245,12 +281,14 @@ std::vector<char> DeviceDrawer::compile(const std::string& arch) {
 
 namespace {
 
-// The draw kernels in dtype_slot order (functions[dtype_slot(t)] writes t), then the member
-// kernels of the float dtypes (functions[6 + dtype_slot(t)]).
+// The draw kernels in dtype_slot order (functions[dtype_slot(t)] writes t), the member kernels of
+// the float dtypes (functions[6 + dtype_slot(t)]), then the fingerprinting draws
+// (functions[9 + dtype_slot(t)]).
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
   for (DType t : kDTypes) names.push_back(DeviceDrawer::kernel_name(t));
   for (const char* t : {"float32", "float16", "bfloat16"}) names.push_back(std::string("kforge_member_") + t);
+  for (DType t : kDTypes) names.push_back(std::string("kforge_draw_fp_") + (DeviceDrawer::kernel_name(t) + std::strlen("kforge_draw_")));
   return names;
 }
 
@@ -267,7 +305,7 @@ unsigned grid_for(const HarnessModule::Loaded& l, unsigned long long n) {
 DeviceDrawer::DeviceDrawer(const std::string& arch) : module_(compile(arch), arch, "draw kernel", kernel_names()) {}
 
 void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out, CUstream cu_stream,
-                        const MemberParams& member) {
+                        const MemberParams& member, uint64_t fp_key, CUdeviceptr fp_out) {
   draw.validate(dtype);
   check_member(member, dtype);
   KFORGE_CHECK(numel >= 0, internal, "draw kernel: negative element count " << numel);
@@ -279,6 +317,16 @@ void DeviceDrawer::fill(const Draw& draw, DType dtype, uint64_t stream_key, int6
   MemberParams m = member;
   unsigned long long n = static_cast<unsigned long long>(numel);
   void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(out));
+  if (fp_out != 0) {
+    KFORGE_CHECK(out % 8 == 0 && fp_out % 8 == 0, internal, "draw kernel: a fingerprinting draw needs 8-byte aligned addresses");
+    unsigned long long key = fp_key, words = n / (8 / dtype_size(dtype));
+    void* fp = reinterpret_cast<void*>(static_cast<uintptr_t>(fp_out));
+    void* args[] = {&p, &m, &n, &ptr, &key, &fp};
+    cuda_check(cuda_driver().LaunchKernel(l.functions[9 + dtype_slot(dtype)], grid_for(l, std::max(words, 1ULL)), 1, 1, 256, 1, 1, 0,
+                                          cu_stream, args, nullptr),
+               module_.what() + ": cuLaunchKernel (fingerprinting draw)");
+    return;
+  }
   void* args[] = {&p, &m, &n, &ptr};
   cuda_check(cuda_driver().LaunchKernel(l.functions[dtype_slot(dtype)], grid_for(l, n), 1, 1, 256, 1, 1, 0, cu_stream, args, nullptr),
              module_.what() + ": cuLaunchKernel");

@@ -48,8 +48,11 @@ class DeviceDrawer {
   // With `member` (kind other than 0) each drawn value is moved by that member of the draw family
   // in the same pass (data_synth/task/draw_member.h): the bytes apply_member_elements gives after
   // fill_draw.
+  // With `fp_out` (8-byte aligned, as `out` must then be) the fingerprint under `fp_key` of the
+  // bytes written is added to the word there in the same pass: the value DeviceChecker::fingerprint
+  // gives for them (check_kernel.h), without reading them again.
   void fill(const Draw& draw, DType dtype, uint64_t stream_key, int64_t numel, CUdeviceptr out, CUstream cu_stream,
-            const MemberParams& member = {});
+            const MemberParams& member = {}, uint64_t fp_key = 0, CUdeviceptr fp_out = 0);
   // Enqueues `member` applied in place to numel elements of dtype (a float dtype) at `data`.
   void apply_member(const MemberParams& member, DType dtype, int64_t numel, CUdeviceptr data, CUstream cu_stream);
 

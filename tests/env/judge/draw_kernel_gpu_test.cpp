@@ -16,6 +16,7 @@
 
 #include "configs/error.h"
 #include "data_synth/task/draw_member.h"
+#include "env/judge/check_kernel.h"
 
 using namespace kforge;
 
@@ -206,6 +207,48 @@ TEST_F(DrawKernelGpu, EveryMemberDrawnInOnePassOrInPlaceMatchesTheHostElementCod
                           Case{"uniform bf16", Draw::uniform(-1, 3), DType::bfloat16}}) {
       expect_same_bytes(drawer, c, 900 + static_cast<uint64_t>(kind), numel, m);
       expect_same_bytes(drawer, c, 900 + static_cast<uint64_t>(kind), numel, m, true);
+    }
+  }
+}
+
+// The fingerprinting draw: the bytes the plain draw (and member) writes, and in the fingerprint word
+// what the check kernel's fingerprint of those bytes gives (fingerprint_like_device), for every
+// dtype, at element counts whose bytes end mid-word (the tail's byte terms) and over many rounds.
+TEST_F(DrawKernelGpu, TheFingerprintingDrawWritesTheSameBytesAndTheirFingerprint) {
+  DeviceDrawer drawer(device_arch());
+  MemberParams row{};
+  row.kind = 3;  // row_scaled over rows of 1001
+  row.seed = 77;
+  row.last = 1001;
+  row.channels = row.inner = 1;
+  row.inv_last = 1.0 / 1001;
+  row.inv_channels = row.inv_inner = 1.0;
+  const Case cases[] = {{"normal f32", Draw::normal(0, 1), DType::float32},     {"normal f16", Draw::normal(0, 1), DType::float16},
+                        {"uniform bf16", Draw::uniform(0, 1), DType::bfloat16}, {"randint i32", Draw::randint(-9, 9), DType::int32},
+                        {"randint i64", Draw::randint(-9, 9), DType::int64},    {"randint bool", Draw::randint(0, 2), DType::boolean}};
+  for (const Case& c : cases) {
+    for (int64_t numel : {int64_t{1}, int64_t{7}, int64_t{3'000'017}}) {
+      const bool member = dtype_is_float(c.dtype) && numel > 1;
+      const size_t bytes = dtype_size(c.dtype) * static_cast<size_t>(numel);
+      void* dev = nullptr;
+      CUDA_OK(cudaMalloc(&dev, bytes));
+      void* fp = nullptr;
+      CUDA_OK(cudaMalloc(&fp, 8));
+      CUDA_OK(cudaMemsetAsync(fp, 0, 8, stream_));
+      const uint64_t key = 0x1234567ULL + static_cast<uint64_t>(numel);
+      drawer.fill(c.draw, c.dtype, 5, numel, reinterpret_cast<CUdeviceptr>(dev), stream_, member ? row : MemberParams{}, key,
+                  reinterpret_cast<CUdeviceptr>(fp));
+      std::vector<uint8_t> got(bytes);
+      uint64_t got_fp = 0;
+      CUDA_OK(cudaMemcpyAsync(got.data(), dev, bytes, cudaMemcpyDeviceToHost, stream_));
+      CUDA_OK(cudaMemcpyAsync(&got_fp, fp, 8, cudaMemcpyDeviceToHost, stream_));
+      CUDA_OK(cudaStreamSynchronize(stream_));
+      CUDA_OK(cudaFree(dev));
+      CUDA_OK(cudaFree(fp));
+      std::vector<uint8_t> want(bytes);
+      fill_draw_like_device(c.draw, c.dtype, 5, numel, want.data(), member ? row : MemberParams{});
+      EXPECT_EQ(-1, first_mismatch(want, got, bytes, dtype_size(c.dtype))) << c.what << " (" << numel << " elements)";
+      EXPECT_EQ(fingerprint_like_device(want.data(), static_cast<int64_t>(bytes), key), got_fp) << c.what << " (" << numel << " elements)";
     }
   }
 }
