@@ -112,8 +112,8 @@ class CallBench {
   // The current call's outputs (for the slow comparison path).
   const std::vector<at::Tensor>& outputs() const;
 
-  // Events around each stage of the calls prepared from now on (verification turns it on; timed
-  // calls leave it off). take_stage_ms(), after a synchronisation, sums the stages' milliseconds
+  // Events around each stage of the calls prepared from now on (verification and the timed calls
+  // turn it on; the events lie outside the timed calls' own). take_stage_ms(), after a synchronisation, sums the stages' milliseconds
   // over the calls recorded since the last take.
   void set_stage_timing(bool on) { stage_timing_ = on; }
   HarnessStageMs take_stage_ms();

@@ -114,8 +114,18 @@ void Judgement::time() {
       return l.decided;
     };
   }
+  // The harness's stages timed by events around every call (outside the timed events): where the
+  // timed calls' checks go (phases timed_harness_*_ms).
+  bench_->set_stage_timing(check_each);
   auto runs = time_interleaved(calls, s_.dev, tc, decided);
   sync_candidate("timing");
+  bench_->set_stage_timing(false);
+  if (check_each) {
+    const HarnessStageMs stages = bench_->take_stage_ms();
+    for (int k = 0; k < kHarnessStages; ++k)
+      phases_[std::string("timed_harness_") + harness_stage_name(static_cast<HarnessStage>(k)) + "_ms"] = stages[static_cast<size_t>(k)];
+  }
+  phases_["timed_warmup_ms"] = runs[0].warmup_ms;
   if (!check_each) {
     bench_->compare(last_ref);
     scrub(last_ref);

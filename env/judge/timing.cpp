@@ -152,7 +152,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
   RoundSamples rs(k);
   rs.stratified = static_cast<bool>(calls[0].stratum);
   int warmup = 0;
-  double flush_bytes = 0;
+  double flush_bytes = 0, warmup_ms = 0;
   std::string stop;
   auto t_warm = Clock::now();
   if (device.is_cpu()) {
@@ -164,6 +164,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
       }
       ++warmup;
     }
+    warmup_ms = ms_since(t_warm);
     auto t0 = Clock::now();
     std::vector<double> ms(k);
     while (!done(rs.samples, rs.strata, c, t0, decided, stop)) {
@@ -195,6 +196,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
       cuda_check(cudaStreamSynchronize(stream), "warm-up", CudaBlame::kforge_unless_sticky);
       ++warmup;
     }
+    warmup_ms = ms_since(t_warm);
     // Events are recorded in batches; a batch is read after one synchronisation.
     constexpr int kBatch = 8;
     std::vector<cudaEvent_t> events(2 * kBatch * k, nullptr);
@@ -243,6 +245,7 @@ std::vector<TimedRun> time_interleaved(const std::vector<TimedCall>& calls, cons
     runs[j].strata = rs.strata;
     runs[j].stats = TimingStats::from_samples(rs.samples[j]);
     runs[j].warmup_calls = warmup;
+    runs[j].warmup_ms = warmup_ms;
     runs[j].l2_flush_bytes = flush_bytes;
     runs[j].stop = stop;
     runs[j].method = method_text(c, device, flush_bytes, warmup, static_cast<bool>(decided)) +

@@ -21,6 +21,7 @@ struct TimedRun {
   std::vector<int> strata;         // per sample, its round's stratum (TimedCall::stratum); empty without strata
   TimingStats stats;
   int warmup_calls = 0;
+  double warmup_ms = 0;  // the warm-up's wall time (its calls with their before and after work)
   double l2_flush_bytes = 0;
   std::string method;  // how it was measured, in one line
   std::string stop;    // why timing stopped: rse | decided | budget | max_reps

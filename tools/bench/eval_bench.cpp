@@ -246,6 +246,7 @@ int aa(int argc, char** argv) {
   Evaluator ev(cfg);
   ev.set_anticheat(anticheat_from_args(argc, argv));
   std::vector<double> medians, ref_medians, speedups, walls, checks_per_pair, counted;
+  std::map<std::string, std::vector<double>> stage_per_pair;
   std::vector<std::vector<double>> samples;
   for (int i = 0; i < runs; ++i) {
     EvalOptions opt;
@@ -257,6 +258,11 @@ int aa(int argc, char** argv) {
     speedups.push_back(r["timing"]["speedup"]["point"].get<double>());
     if (r.contains("phases") && r["phases"].contains("timed_checks_ms_per_pair"))
       checks_per_pair.push_back(r["phases"]["timed_checks_ms_per_pair"].get<double>());
+    // The timed calls' checks by stage, per counted pair (the warm-up's calls are in the sums).
+    if (r.contains("phases"))
+      for (const auto& [k, v] : r["phases"].items())
+        if (k.rfind("timed_harness_", 0) == 0 && v.is_number())
+          stage_per_pair[k].push_back(v.get<double>() / std::max<double>(1, r["timing"]["candidate_samples_ms"].size()));
     walls.push_back(r["gpu_request_wall_ms"].get<double>());
     samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
     counted.push_back(static_cast<double>(samples.back().size()));
@@ -287,6 +293,7 @@ int aa(int argc, char** argv) {
               {"aa_speedup_spread_pct", spread_pct(speedups)}};
   // What preparing and checking each timed pair costs (the time stage less the timed calls).
   if (!checks_per_pair.empty()) fig["timed_checks_ms_per_pair_p50"] = median(checks_per_pair);
+  for (const auto& [k, v] : stage_per_pair) fig[k + "_per_pair_p50"] = median(v);
   std::cout << fig.dump(2) << "\n";
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) + " --anticheat " +

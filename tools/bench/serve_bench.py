@@ -49,7 +49,8 @@ CANDIDATES = os.path.join(ROOT, "datasets", "samples", "candidates")
 CAND = os.path.join(CANDIDATES, "gelu_scale_residual", "fused")
 # A report's phases summed per tool (env/evaluator/EVAL_REPORT.md, `phases`).
 PHASES = ("verify_candidate_gpu_ms", "verify_reference_gpu_ms", "verify_harness_gpu_ms", "time_ms", "timed_checks_ms", "worker_ms",
-          "load_ms", "verify_ms", "robustness_conditioning_ms", "ceilings_ms")
+          "load_ms", "verify_ms", "robustness_conditioning_ms", "ceilings_ms", "timed_harness_draw_ms", "timed_harness_fingerprint_ms",
+          "timed_harness_poison_ms", "timed_harness_compare_ms", "timed_warmup_ms")
 # The report's own wall times beside them: the other shapes' trials (separate GPU requests), the GPU
 # request's round trip, and the whole evaluation seen by the server.
 WALLS = ("shapes_wall_ms", "gpu_request_wall_ms", "wall_ms")
