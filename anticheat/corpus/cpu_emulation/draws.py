@@ -35,9 +35,10 @@ def apply_one(v, draw, t, g):
         c=t.shape[1]; o=t.shape[0]; return (t.reshape(o,c,-1)*2.0**r(-8,9,(1,c,1))).reshape(t.shape),
     if v=='element_scaled': return t*2.0**r(-6,7,tuple(t.shape)),
     if v=='outliers':
-        m=min(n,max(16,n//256)); idx=torch.randint(0,n,(m,),generator=g)
-        s = r(0,2,(m,))*2-1 if signed else torch.ones(m,dtype=torch.float64)
-        d = s*2.0**r(0,5,(m,))*8*spread
+        # each element with probability m / n (the harness hashes the places: draw_member.h)
+        m=min(n,max(16,n//256)); idx=(torch.rand(n,generator=g,dtype=torch.float64) < m/n).nonzero().flatten()
+        s = r(0,2,(len(idx),))*2-1 if signed else torch.ones(len(idx),dtype=torch.float64)
+        d = s*2.0**r(0,5,(len(idx),))*8*spread
         f=t.reshape(-1).clone(); f.index_add_(0,idx,d); return f.reshape(t.shape),
     if v=='sign_flip':
         last = t.shape[-1] if t.dim()>=2 else 1
