@@ -35,19 +35,12 @@ bool signed_domain(const Draw& d) { return d.dist == DrawDist::normal || d.a < 0
 
 // The parameters of member `v` for one argument of `shape` drawn by `d`.
 MemberParams member_params(DrawVariant v, const Draw& d, const Shape& shape, uint64_t seed) {
-  MemberParams p{};
-  p.kind = static_cast<int>(v);
-  p.seed = seed;
   const int64_t n = numel(shape);
   const int64_t last = shape.size() >= 2 ? std::max<int64_t>(shape.back(), 1) : 1;
   const int64_t channels = shape.size() >= 2 ? std::max<int64_t>(shape[1], 1) : 1;
   const int64_t inner = std::max<int64_t>(n / std::max<int64_t>(shape.empty() ? 1 : shape[0] * channels, 1), 1);
-  p.last = static_cast<unsigned long long>(last);
-  p.channels = static_cast<unsigned long long>(channels);
-  p.inner = static_cast<unsigned long long>(inner);
-  p.inv_last = 1.0 / static_cast<double>(last);
-  p.inv_channels = 1.0 / static_cast<double>(channels);
-  p.inv_inner = 1.0 / static_cast<double>(inner);
+  MemberParams p = member_layout(static_cast<int>(v), seed, static_cast<unsigned long long>(last),
+                                 static_cast<unsigned long long>(channels), static_cast<unsigned long long>(inner));
   if (v == DrawVariant::scaled) {
     p.exponent = scaled_exponent(seed);
   } else if (v == DrawVariant::shifted) {

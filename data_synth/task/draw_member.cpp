@@ -133,6 +133,21 @@ void apply_member_elements(const MemberParams& m, DType dtype, void* data, int64
   }
 }
 
+MemberParams member_layout(int kind, unsigned long long seed, unsigned long long last, unsigned long long channels,
+                           unsigned long long inner) {
+  KFORGE_CHECK(last >= 1 && channels >= 1 && inner >= 1, internal, "draw member: a size of 0 in its layout");
+  MemberParams m{};
+  m.kind = kind;
+  m.seed = seed;
+  m.last = last;
+  m.channels = channels;
+  m.inner = inner;
+  m.inv_last = 1.0 / static_cast<double>(last);
+  m.inv_channels = 1.0 / static_cast<double>(channels);
+  m.inv_inner = 1.0 / static_cast<double>(inner);
+  return m;
+}
+
 unsigned long long exact_quotient(unsigned long long n, unsigned long long d) {
   KFORGE_CHECK(d >= 1, internal, "exact_quotient: divisor 0");
   return member_device_code::kf_div(n, d, 1.0 / static_cast<double>(d));

@@ -61,6 +61,11 @@ const char* member_element_source();
 // an internal error.
 void apply_member_elements(const MemberParams& m, DType dtype, void* data, int64_t begin, int64_t end);
 
+// Parameters of member `kind` under `seed` for an argument whose rows are `last` long and whose
+// dimension 1 has `channels` slices of `inner` elements (each at least 1; the inverses set from them).
+MemberParams member_layout(int kind, unsigned long long seed, unsigned long long last, unsigned long long channels,
+                           unsigned long long inner);
+
 // The element code's quotient n / d (a product with 1 / d, then corrected), for tests: it must be
 // the exact one.
 unsigned long long exact_quotient(unsigned long long n, unsigned long long d);

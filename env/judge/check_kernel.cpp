@@ -57,17 +57,19 @@ inline float kf_h2f(unsigned short h) {
 }  // namespace kforge
 
 #define KF_FN inline
-#define KFORGE_CHECK_SHARED_CODE(...)        \
-  namespace kforge {                         \
-  namespace check_device_code {              \
-  __VA_ARGS__                                \
-  }                                          \
-  }                                          \
-  namespace {                                \
-  const char kSharedSource[] = #__VA_ARGS__; \
+// Each block of element code expanded as host C++ and kept as text (NAME) for NVRTC.
+#define KFORGE_CHECK_SHARED_CODE(NAME, ...) \
+  namespace kforge {                        \
+  namespace check_device_code {             \
+  __VA_ARGS__                               \
+  }                                         \
+  }                                         \
+  namespace {                               \
+  const char NAME[] = #__VA_ARGS__;         \
   }
 
 KFORGE_CHECK_SHARED_CODE(
+    kSharedSource,
     /* dtype codes: 0 float32, 1 float16, 2 bfloat16, 3 int32, 4 int64, 5 bool */
     struct KfCompareAcc {
       kf_u64 mismatches;
@@ -162,19 +164,9 @@ KFORGE_CHECK_SHARED_CODE(
 
 // The fingerprint's term of one word, in a block of its own: the draw kernel's source takes it too
 // (DeviceDrawer fingerprints the values it draws in the same pass, DeviceChecker::fingerprint_term_source).
-#define KFORGE_FINGERPRINT_TERM_CODE(...)             \
-  namespace kforge {                                  \
-  namespace check_device_code {                       \
-  __VA_ARGS__                                         \
-  }                                                   \
-  }                                                   \
-  namespace {                                         \
-  const char kFingerprintTermSource[] = #__VA_ARGS__; \
-  }
-
-KFORGE_FINGERPRINT_TERM_CODE(KF_FN kf_u64 kf_fp_term(kf_u64 word, kf_u64 index, kf_u64 key) {
-  return kf_mix64((word ^ key) + (index + 1) * 0x9e3779b97f4a7c15ULL);
-})
+KFORGE_CHECK_SHARED_CODE(
+    kFingerprintTermSource,
+    KF_FN kf_u64 kf_fp_term(kf_u64 word, kf_u64 index, kf_u64 key) { return kf_mix64((word ^ key) + (index + 1) * 0x9e3779b97f4a7c15ULL); })
 
 namespace kforge {
 

@@ -20,16 +20,7 @@ using namespace kforge;
 namespace {
 
 MemberParams params(int kind, unsigned long long last, unsigned long long channels, unsigned long long inner) {
-  MemberParams m{};
-  m.kind = kind;
-  m.seed = 0xabcdef12345ULL + static_cast<unsigned long long>(kind);
-  m.last = last;
-  m.channels = channels;
-  m.inner = inner;
-  m.inv_last = 1.0 / static_cast<double>(last);
-  m.inv_channels = 1.0 / static_cast<double>(channels);
-  m.inv_inner = 1.0 / static_cast<double>(inner);
-  return m;
+  return member_layout(kind, 0xabcdef12345ULL + static_cast<unsigned long long>(kind), last, channels, inner);
 }
 
 std::vector<float> normal(int64_t n, uint64_t stream) {

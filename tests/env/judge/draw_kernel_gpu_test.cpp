@@ -190,15 +190,7 @@ TEST_F(DrawKernelGpu, EveryMemberDrawnInOnePassOrInPlaceMatchesTheHostElementCod
   DeviceDrawer drawer(device_arch());
   const int64_t rows = 61, channels = 97, last = 509, numel = rows * channels * last;
   for (int kind = 1; kind <= 7; ++kind) {
-    MemberParams m{};
-    m.kind = kind;
-    m.seed = 0x5eed0000ULL + static_cast<unsigned long long>(kind);
-    m.last = last;
-    m.channels = channels;
-    m.inner = last;
-    m.inv_last = 1.0 / last;
-    m.inv_channels = 1.0 / channels;
-    m.inv_inner = 1.0 / last;
+    MemberParams m = member_layout(kind, 0x5eed0000ULL + static_cast<unsigned long long>(kind), last, channels, last);
     m.threshold = outlier_threshold(numel / 256, numel);
     m.add = kind == 2 ? -3.0f : 8.0f;
     m.exponent = 7;
@@ -216,13 +208,7 @@ TEST_F(DrawKernelGpu, EveryMemberDrawnInOnePassOrInPlaceMatchesTheHostElementCod
 // dtype, at element counts whose bytes end mid-word (the tail's byte terms) and over many rounds.
 TEST_F(DrawKernelGpu, TheFingerprintingDrawWritesTheSameBytesAndTheirFingerprint) {
   DeviceDrawer drawer(device_arch());
-  MemberParams row{};
-  row.kind = 3;  // row_scaled over rows of 1001
-  row.seed = 77;
-  row.last = 1001;
-  row.channels = row.inner = 1;
-  row.inv_last = 1.0 / 1001;
-  row.inv_channels = row.inv_inner = 1.0;
+  const MemberParams row = member_layout(3, 77, 1001, 1, 1);  // row_scaled over rows of 1001
   const Case cases[] = {{"normal f32", Draw::normal(0, 1), DType::float32},     {"normal f16", Draw::normal(0, 1), DType::float16},
                         {"uniform bf16", Draw::uniform(0, 1), DType::bfloat16}, {"randint i32", Draw::randint(-9, 9), DType::int32},
                         {"randint i64", Draw::randint(-9, 9), DType::int64},    {"randint bool", Draw::randint(0, 2), DType::boolean}};
