@@ -7,13 +7,13 @@
 #include "data_synth/task/draw.h"
 
 // Host versions of the primitives the element code uses, each the device's operation: one IEEE
-// round-to-nearest float operation (this file is compiled with -ffp-contract=off), splitmix64's
-// finaliser, and the draw's own conversions to float16 and bfloat16.
+// round-to-nearest float operation (this file is compiled with -ffp-contract=off), the high word
+// of a 32-bit product, and the draw's own conversions to float16 and bfloat16.
 namespace kforge {
 namespace member_device_code {
 typedef unsigned long long kf_u64;
 typedef unsigned int kf_u32;
-inline kf_u64 kf_mix64(kf_u64 z) { return splitmix64(z - 0x9e3779b97f4a7c15ULL); }
+inline kf_u32 kf_umulhi(kf_u32 a, kf_u32 b) { return static_cast<kf_u32>((static_cast<kf_u64>(a) * b) >> 32); }
 inline float kf_fmul(float x, float y) { return x * y; }
 inline float kf_fadd(float x, float y) { return x + y; }
 inline double kf_u2d(kf_u64 x) { return static_cast<double>(x); }
@@ -51,11 +51,31 @@ KFORGE_MEMBER_SHARED_CODE(
     /* 2^k as a float, k in [-126, 127]. */
     KF_FN float kf_pow2(int k) { return kf_u2f((kf_u32)(127 + k) << 23); }
 
-    KF_FN kf_u64 kf_member_hash(kf_u64 seed, kf_u64 j) { return kf_mix64(seed + (j + 1) * 0x9e3779b97f4a7c15ULL); }
+    /* murmur3's 32-bit finaliser. */
+    KF_FN kf_u32 kf_fmix32(kf_u32 h) {
+      h ^= h >> 16;
+      h *= 0x85ebca6bu;
+      h ^= h >> 13;
+      h *= 0xc2b2ae35u;
+      return h ^ (h >> 16);
+    }
 
-    /* n / d exactly (d >= 1, n < 2^62): the product with inv = 1 / d, corrected to the exact quotient
-       (a device division of 64-bit integers costs more than the draw it serves). */
-    KF_FN kf_u64 kf_div(kf_u64 n, kf_u64 d, double inv) {
+    /* The member's hash of index j under its seed: 32 bits (a member draws no more), j's high word
+       mixed in only where it has one. */
+    KF_FN kf_u32 kf_member_hash(kf_u64 seed, kf_u64 j) {
+      kf_u32 hi = (kf_u32)(j >> 32), s = (kf_u32)(seed >> 32);
+      kf_u32 k = (kf_u32)seed ^ (hi ? kf_fmix32(hi ^ s) : s);
+      return kf_fmix32((kf_u32)j * 0x9e3779b1u + k);
+    }
+
+    /* n / d exactly (d >= 1, n < 2^62): under 2^32 by d's magic number (Granlund and Montgomery,
+       rounded up: shifts = first | second << 8), else the product with inv = 1 / d, corrected to the
+       exact quotient (a device division of 64-bit integers costs more than the draw it serves). */
+    KF_FN kf_u64 kf_quot(kf_u64 n, kf_u64 d, double inv, kf_u32 magic, kf_u32 shifts) {
+      if ((n >> 32) == 0 && magic != 0) {
+        kf_u32 t = kf_umulhi((kf_u32)n, magic);
+        return (t + (((kf_u32)n - t) >> (shifts & 0xffu))) >> (shifts >> 8);
+      }
       kf_u64 q = kf_d2u_rz(kf_dmul(kf_u2d(n), inv));
       while (q * d > n) --q;
       while ((q + 1) * d <= n) ++q;
@@ -75,21 +95,24 @@ KFORGE_MEMBER_SHARED_CODE(
     KF_FN float kf_member(const kforge::MemberParams& p, kf_u64 i, float v) {
       if (p.kind == 1) return kf_fmul(v, kf_pow2(p.exponent));
       if (p.kind == 2) return kf_fadd(v, p.add);
-      if (p.kind == 3) return kf_fmul(v, kf_pow2((int)(kf_member_hash(p.seed, kf_div(i, p.last, p.inv_last)) % 17) - 8));
+      if (p.kind == 3 || p.kind == 7) {
+        kf_u32 h = kf_member_hash(p.seed, kf_quot(i, p.last, p.inv_last, p.magic_last, p.shift_last));
+        if (p.kind == 7) return (h & 1u) ? -v : v;
+        return kf_fmul(v, kf_pow2((int)(h % 17u) - 8));
+      }
       if (p.kind == 4) {
-        kf_u64 slice = kf_div(i, p.inner, p.inv_inner);
-        kf_u64 channel = slice - kf_div(slice, p.channels, p.inv_channels) * p.channels;
-        return kf_fmul(v, kf_pow2((int)(kf_member_hash(p.seed, channel) % 17) - 8));
+        kf_u64 slice = kf_quot(i, p.inner, p.inv_inner, p.magic_inner, p.shift_inner);
+        kf_u64 channel = slice - kf_quot(slice, p.channels, p.inv_channels, p.magic_channels, p.shift_channels) * p.channels;
+        return kf_fmul(v, kf_pow2((int)(kf_member_hash(p.seed, channel) % 17u) - 8));
       }
-      if (p.kind == 5) return kf_fmul(v, kf_pow2((int)(kf_member_hash(p.seed, i) % 13) - 6));
+      if (p.kind == 5) return kf_fmul(v, kf_pow2((int)(kf_member_hash(p.seed, i) % 13u) - 6));
       if (p.kind == 6) {
-        kf_u64 h = kf_member_hash(p.seed, i);
-        if (h >= p.threshold) return v;
-        kf_u64 g = kf_mix64(h ^ 0x6f75746c69657273ULL);
-        float d = kf_fmul(p.add, kf_pow2((int)(g % 5)));
-        return kf_fadd(v, p.signed_domain && ((g >> 32) & 1) ? -d : d);
+        kf_u32 h = kf_member_hash(p.seed, i);
+        if ((kf_u64)h >= p.threshold) return v;
+        kf_u32 g = kf_fmix32(h ^ 0x6f75746cu);
+        float d = kf_fmul(p.add, kf_pow2((int)(g % 5u)));
+        return kf_fadd(v, p.signed_domain && ((g >> 16) & 1u) ? -d : d);
       }
-      if (p.kind == 7) return (kf_member_hash(p.seed, kf_div(i, p.last, p.inv_last)) & 1) ? -v : v;
       return v;
     }
 
@@ -133,6 +156,21 @@ void apply_member_elements(const MemberParams& m, DType dtype, void* data, int64
   }
 }
 
+namespace {
+
+// d's magic number and shifts for 32-bit quotients (Hacker's Delight 10-8, rounded up); magic 0
+// where d needs 64 bits.
+void magic_for(unsigned long long d, unsigned int& magic, unsigned int& shifts) {
+  magic = shifts = 0;
+  if (d >= (1ULL << 32)) return;
+  unsigned l = 0;
+  while ((1ULL << l) < d) ++l;  // ceil(log2 d)
+  magic = static_cast<unsigned int>((((1ULL << l) - d) << 32) / d + 1);
+  shifts = (l < 1 ? l : 1u) | ((l > 0 ? l - 1 : 0u) << 8);
+}
+
+}  // namespace
+
 MemberParams member_layout(int kind, unsigned long long seed, unsigned long long last, unsigned long long channels,
                            unsigned long long inner) {
   KFORGE_CHECK(last >= 1 && channels >= 1 && inner >= 1, internal, "draw member: a size of 0 in its layout");
@@ -145,18 +183,21 @@ MemberParams member_layout(int kind, unsigned long long seed, unsigned long long
   m.inv_last = 1.0 / static_cast<double>(last);
   m.inv_channels = 1.0 / static_cast<double>(channels);
   m.inv_inner = 1.0 / static_cast<double>(inner);
+  magic_for(last, m.magic_last, m.shift_last);
+  magic_for(channels, m.magic_channels, m.shift_channels);
+  magic_for(inner, m.magic_inner, m.shift_inner);
   return m;
 }
 
 unsigned long long exact_quotient(unsigned long long n, unsigned long long d) {
-  KFORGE_CHECK(d >= 1, internal, "exact_quotient: divisor 0");
-  return member_device_code::kf_div(n, d, 1.0 / static_cast<double>(d));
+  const MemberParams m = member_layout(1, 0, d, 1, 1);
+  return member_device_code::kf_quot(n, m.last, m.inv_last, m.magic_last, m.shift_last);
 }
 
 unsigned long long outlier_threshold(int64_t m, int64_t numel) {
   if (numel <= 0 || m <= 0) return 0;
-  if (m >= numel) return ~0ULL;
-  return static_cast<unsigned long long>((static_cast<unsigned __int128>(m) << 64) / static_cast<unsigned __int128>(numel));
+  if (m >= numel) return 1ULL << 32;
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(m) << 32) / static_cast<unsigned __int128>(numel));
 }
 
 }  // namespace kforge

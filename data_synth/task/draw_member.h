@@ -18,7 +18,9 @@
 //   outliers        where hash(i) < threshold (m of numel elements expected): v + s * add * 2^u,
 //                   u = hash'(i) mod 5, s = -1 or 1 (1 unless the domain is signed)
 //   sign_flip       -v where hash(row) is odd
-// where hash(j) = mix64(seed + (j + 1) * golden), splitmix64's finaliser (data_synth/task/draw.h).
+// where hash(j) is 32 bits: murmur3's finaliser of j * golden32 plus the seed's low word (mixed with
+// j's high word where it has one). Quotients by the sizes are exact: by magic numbers where the
+// index is under 2^32, else by a product with the size's inverse, corrected.
 #include <cstdint>
 
 #include "data_synth/task/dtype.h"
@@ -36,10 +38,16 @@ KFORGE_MEMBER_PARAMS_CODE(struct MemberParams {
   unsigned long long last;      /* row_scaled, sign_flip: the row length (the last dimension), at least 1 */
   unsigned long long inner;     /* channel_scaled: elements per slice of dimension 1, at least 1 */
   unsigned long long channels;  /* channel_scaled: the size of dimension 1, at least 1 */
-  unsigned long long threshold; /* outliers: an element moves where its hash is below it */
+  unsigned long long threshold; /* outliers: an element moves where its 32-bit hash is below it (2^32: all) */
   double inv_last;              /* 1 / last, 1 / inner, 1 / channels: the device divides by */
   double inv_inner;             /* multiplying, then corrects the quotient to the exact one */
   double inv_channels;
+  unsigned int magic_last;     /* the three sizes' magic numbers for 32-bit quotients (0: a size of */
+  unsigned int magic_inner;    /* 2^32 or more, divided in 64 bits), and their two shifts (first | */
+  unsigned int magic_channels; /* second << 8) */
+  unsigned int shift_last;
+  unsigned int shift_inner;
+  unsigned int shift_channels;
   float add;         /* shifted: the value added; outliers: 8 spreads */
   int kind;          /* the DrawVariant (0: leaves the argument as drawn) */
   int exponent;      /* scaled: the power of two */
@@ -48,12 +56,12 @@ KFORGE_MEMBER_PARAMS_CODE(struct MemberParams {
 
 namespace kforge {
 
-static_assert(sizeof(MemberParams) == 80, "MemberParams must have the layout NVRTC gives it");
+static_assert(sizeof(MemberParams) == 104, "MemberParams must have the layout NVRTC gives it");
 
 // The element code's text for NVRTC: the parameters' struct, then kf_member_float32,
 // kf_member_float16 and kf_member_bfloat16 (value, index -> value). It uses primitives the draw
-// kernel's source defines before it (kf_mix64, kf_f2u, kf_u2f, kf_fmul, kf_fadd, kf_u2d, kf_dmul,
-// kf_d2u_rz, kf_float_to_half, kf_float_to_bf16; env/judge/draw_kernel.cpp).
+// kernel's source defines before it (kf_f2u, kf_u2f, kf_fmul, kf_fadd, kf_u2d, kf_dmul, kf_d2u_rz,
+// kf_umulhi, kf_float_to_half, kf_float_to_bf16; env/judge/draw_kernel.cpp).
 const char* member_element_source();
 
 // Applies `m` in place to elements [begin, end) of `data` (dtype float32, float16 or bfloat16),
@@ -66,11 +74,11 @@ void apply_member_elements(const MemberParams& m, DType dtype, void* data, int64
 MemberParams member_layout(int kind, unsigned long long seed, unsigned long long last, unsigned long long channels,
                            unsigned long long inner);
 
-// The element code's quotient n / d (a product with 1 / d, then corrected), for tests: it must be
-// the exact one.
+// The element code's quotient n / d (by d's magic number under 2^32, else a product with 1 / d,
+// then corrected), for tests: it must be the exact one.
 unsigned long long exact_quotient(unsigned long long n, unsigned long long d);
 
-// The threshold under which `m` of `numel` elements move (outliers).
+// The threshold under which `m` of `numel` elements move (outliers), in the hash's 32-bit space.
 unsigned long long outlier_threshold(int64_t m, int64_t numel);
 
 }  // namespace kforge

@@ -150,6 +150,7 @@ __device__ __forceinline__ float kf_d2f(double x) { return __double2float_rn(x);
 __device__ __forceinline__ float kf_fadd(float x, float y) { return __fadd_rn(x, y); }
 __device__ __forceinline__ float kf_fmul(float x, float y) { return __fmul_rn(x, y); }
 __device__ __forceinline__ unsigned long long kf_d2u_rz(double x) { return __double2ull_rz(x); }
+__device__ __forceinline__ unsigned int kf_umulhi(unsigned int a, unsigned int b) { return __umulhi(a, b); }
 __device__ __forceinline__ unsigned int kf_f2u(float f) { return __float_as_uint(f); }
 __device__ __forceinline__ float kf_u2f(unsigned int u) { return __uint_as_float(u); }
 )";

@@ -33,13 +33,29 @@ std::vector<float> normal(int64_t n, uint64_t stream) {
 
 TEST(DrawMember, TheQuotientByAProductIsTheExactOne) {
   std::mt19937_64 gen(7);
-  const unsigned long long divisors[] = {1, 2, 3, 7, 509, 1001, 4096, 65537, 1000003, (1ULL << 31) - 1, (1ULL << 40) + 15};
+  const unsigned long long divisors[] = {1,
+                                         2,
+                                         3,
+                                         7,
+                                         509,
+                                         1001,
+                                         4096,
+                                         65537,
+                                         1000003,
+                                         6700417,
+                                         (1ULL << 31) - 1,
+                                         (1ULL << 31) + 11,
+                                         (1ULL << 32) - 1,
+                                         1ULL << 32,
+                                         (1ULL << 40) + 15};
   for (unsigned long long d : divisors) {
-    for (int k = 0; k < 20000; ++k) {
-      // numerators up to 2^52, and the multiples of d and their neighbours, where a product errs
-      const unsigned long long n = k % 2 ? gen() >> 12 : (gen() >> 40) * d + (k % 3) - 1;
+    for (int k = 0; k < 30000; ++k) {
+      // numerators under 2^32 (the magic numbers) and up to 2^52 (the products), and the multiples
+      // of d and their neighbours, where either errs first
+      const unsigned long long n = k % 3 == 0 ? gen() >> 32 : k % 3 == 1 ? gen() >> 12 : (gen() >> 40) * d + (k % 5) - 2;
       ASSERT_EQ(n / d, exact_quotient(n, d)) << n << " / " << d;
     }
+    for (unsigned long long n : {0ULL, d - 1, d, (1ULL << 32) - 1, 1ULL << 32}) ASSERT_EQ(n / d, exact_quotient(n, d)) << n << " / " << d;
   }
 }
 
@@ -137,7 +153,7 @@ TEST(DrawMember, EachMemberMovesElementsAsItsParametersSay) {
     EXPECT_NEAR(static_cast<double>(count), n / 8.0, 5 * std::sqrt(n / 8.0));
     EXPECT_GT(up, 0);
     EXPECT_LT(up, count);
-    EXPECT_EQ(~0ULL, outlier_threshold(16, 10)) << "every element of a tiny argument";
+    EXPECT_EQ(1ULL << 32, outlier_threshold(16, 10)) << "every element of a tiny argument";
     EXPECT_EQ(0ULL, outlier_threshold(0, 10));
   }
 }
