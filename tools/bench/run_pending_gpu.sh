@@ -198,7 +198,13 @@ for s in $steps; do
       timeout 560 bash tools/bench/overhead_ab.sh "$b" "$out/ab" "${KFORGE_AB_ROUNDS:-2}" >"$out/overhead_ab.txt" 2>&1 ;;
     ctest_r)  # the tests whose names match KFORGE_CTEST_R (built by the build step), e.g. a change's own GPU tests
       timeout 450 ctest --test-dir "$b" -R "${KFORGE_CTEST_R:?set KFORGE_CTEST_R}" -V --timeout 300 \
-        --output-junit "$out/ctest_r.xml" >"$out/ctest_r.txt" 2>&1 ;;
+        --output-junit "$out/ctest_r.xml" >"$out/ctest_r.txt" 2>&1
+      r=$?
+      # A crashed test's frames (tests/support/crash_backtrace.cpp), demangled
+      if grep -q KFORGE_BACKTRACE "$out/ctest_r.txt"; then
+        grep -A64 KFORGE_BACKTRACE "$out/ctest_r.txt" | c++filt >"$out/ctest_r_frames.txt" 2>&1
+      fi
+      (exit $r) ;;
     new_gpu)
       timeout 400 ctest --test-dir "$b" -R "EvaluatorGpu.Counter|python.synth_gpu_fused" -V --timeout 300 >"$out/new_gpu.txt" 2>&1
       r=$?

@@ -198,7 +198,7 @@ TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
   opt.time = false;
   const std::string dir = (std::filesystem::temp_directory_path() / ("kforge_imported_shapes_" + std::to_string(::getpid()))).string();
   EvalReport general = ev.evaluate(task, Candidate::load_extension(relu_extension(dir + "/general", "x.numel()", "relu_general")), opt);
-  std::cout << format_report(general);
+  std::cerr << format_report(general);  // unbuffered: kept if the process dies
   ASSERT_EQ(general.verdict, Verdict::pass) << format_report(general);
   ASSERT_TRUE(general.shapes);
   ASSERT_GE(general.shapes->trials.size(), 2u) << format_report(general);
@@ -208,7 +208,7 @@ TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
 
   EvalReport tuned = ev.evaluate(
       task, Candidate::load_extension(relu_extension(dir + "/tuned", "std::min<long long>(4096, x.numel())", "relu_tuned")), opt);
-  std::cout << format_report(tuned);
+  std::cerr << format_report(tuned);
   ASSERT_EQ(tuned.verdict, Verdict::pass) << "right at the task's own shape: " << format_report(tuned);
   ASSERT_TRUE(tuned.shapes);
   EXPECT_EQ(tuned.shapes->status, "not_general") << format_report(tuned);
