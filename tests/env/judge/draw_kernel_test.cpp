@@ -118,8 +118,24 @@ TEST(DrawKernel, SourceDefinesOneKernelPerDtypeAndAsksForExactArithmetic) {
         << DeviceDrawer::kernel_name(t);
   EXPECT_EQ(std::string("kforge_draw_bfloat16"), DeviceDrawer::kernel_name(DType::bfloat16));
   // The device primitives are the correctly rounded intrinsics, never plain operators NVVM may fuse.
-  for (const char* intrinsic : {"__dadd_rn", "__dsub_rn", "__dmul_rn", "__double2float_rn", "__fadd_rn"})
+  for (const char* intrinsic : {"__dadd_rn", "__dsub_rn", "__dmul_rn", "__double2float_rn", "__fadd_rn", "__fmul_rn"})
     EXPECT_NE(std::string::npos, src.find(intrinsic)) << intrinsic;
+}
+
+// Every kernel the drawer launches by name (the draws, the float dtypes' member kernels and the
+// fingerprinting draws) is in the CUBIN NVRTC builds: a name the source lacks would only show when
+// a GPU loads the module.
+TEST(DrawKernel, TheCubinHoldsEveryKernelTheDrawerLaunches) {
+  const std::vector<char> cubin = DeviceDrawer::compile("sm_90a");
+  const std::string bytes(cubin.begin(), cubin.end());
+  std::vector<std::string> names;
+  for (DType t : {DType::float32, DType::float16, DType::bfloat16, DType::int32, DType::int64, DType::boolean}) {
+    names.push_back(DeviceDrawer::kernel_name(t));
+    names.push_back(std::string("kforge_draw_fp_") + (DeviceDrawer::kernel_name(t) + std::strlen("kforge_draw_")));
+  }
+  for (const char* t : {"float32", "float16", "bfloat16"}) names.push_back(std::string("kforge_member_") + t);
+  for (const std::string& name : names) EXPECT_NE(std::string::npos, bytes.find(name + '\0')) << name;
+  EXPECT_EQ(std::string::npos, bytes.find(std::string("kforge_member_int32") + '\0')) << "members move float arguments only";
 }
 
 TEST(DrawKernel, CompileRefusesAVirtualArchitectureAndReportsNvrtcErrors) {
