@@ -9,6 +9,7 @@
 #include "configs/yaml_reader.h"
 #include "data_synth/task/render_python.h"
 #include "env/episode/tool_call.h"
+#include "env/evaluator/evaluator.h"
 
 namespace kforge {
 
@@ -78,8 +79,7 @@ namespace {
 
 // What the reward's text says of the other shapes and layouts a passing candidate is verified at.
 std::string other_shapes_text(const TaskSpec& task, const RewardConfig& reward, bool extension) {
-  // An imported task's other shapes judge extension candidates only (a kernel's plan is in numbers).
-  if (!extension && (task.extra_dims.empty() || task.imported())) return "";
+  if (!judged_at_other_shapes(task, extension)) return "";
   std::vector<std::string> kinds;
   bool empty = false;
   for (const DimEnv& d : task.extra_dims)

@@ -356,6 +356,8 @@ ShapesSection Evaluator::shape_trials(const TaskSpec& task, GpuEvalRequest req, 
   return s;
 }
 
+bool judged_at_other_shapes(const TaskSpec& task, bool extension) { return extension || (!task.extra_dims.empty() && !task.imported()); }
+
 EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, const EvalOptions& opt) {
   auto t0 = Clock::now();
   std::optional<GpuDevice> device;
@@ -404,10 +406,8 @@ EvalReport Evaluator::evaluate(const TaskSpec& task, const Candidate& cand, cons
   WorkerReply r = gpu_->call(to_json(req), config_.worker.request_timeout_s);
   add_gpu_stages(report, r, config_.worker.request_timeout_s);
   report.settle_verdict();  // a failed anti-cheat check makes it "cheat"
-  // An imported task's other shapes judge extensions only: a kernel's plan on it is in numbers, with
-  // no dimension names to follow another shape, so for a kernel such a task has none.
-  const bool other_shapes = req.extension || (!task.extra_dims.empty() && !task.imported());
-  if (other_shapes) report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
+  if (judged_at_other_shapes(task, req.extension.has_value()))
+    report.shapes = shape_trials(task, std::move(req), gpu ? &*gpu : nullptr, report.verdict);
   report.wall_ms = ms_since(t0);
   return report;
 }

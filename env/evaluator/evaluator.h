@@ -23,6 +23,12 @@
 
 namespace kforge {
 
+// Whether a passing candidate is also judged beyond the task's own shape (Evaluator::evaluate's
+// shapes section, and what the prompt says of it): an extension always (its inputs' layouts at
+// least); a kernel where the task has other shapes and is not imported (an imported task's plan is
+// in numbers, with no dimension names to follow another shape).
+bool judged_at_other_shapes(const TaskSpec& task, bool extension);
+
 struct Candidate {
   CandidateKind kind = CandidateKind::kernel;
   std::string dir;
