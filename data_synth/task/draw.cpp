@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -88,27 +87,22 @@ void fill_range(const Draw& d, DType dtype, uint64_t stream, int64_t begin, int6
 }  // namespace
 
 uint16_t float_to_bfloat16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
+  uint32_t u = bit_cast<uint32_t>(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
 
 uint16_t float_to_half_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t absx = x & 0x7fffffffu;
   if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
   if (absx < 0x38800000u) {                                               // below the smallest normal half: subnormal or zero
     // Add 0.5 (as a float) so the FPU rounds the mantissa to the half's subnormal grid.
-    float a;
-    std::memcpy(&a, &absx, 4);
-    float r = a + 0.5f;
-    uint32_t ru;
-    std::memcpy(&ru, &r, 4);
+    float r = bit_cast<float>(absx) + 0.5f;
+    uint32_t ru = bit_cast<uint32_t>(r);
     return static_cast<uint16_t>(sign | (ru - 0x3f000000u));
   }
   uint32_t mant_odd = (absx >> 13) & 1u;

@@ -13,6 +13,7 @@
 // Floating values are computed in double, rounded once to float32, then (for float16/bfloat16)
 // rounded to nearest-even.
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "data_synth/task/dtype.h"
@@ -60,6 +61,16 @@ uint64_t draw_stream(const DrawKey& key, uint64_t argument_index);
 // Writes numel elements of dtype into out (dtype_size(dtype) * numel bytes). Large fills use
 // several threads; the bytes do not depend on how many.
 void fill_draw(const Draw& draw, DType dtype, uint64_t stream, int64_t numel, void* out);
+
+// The bits of a value as another type of the same size (C++20's std::bit_cast): a float's or a
+// double's bits and back, for the conversions below and the host copies of the device element code.
+template <class To, class From>
+To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+  To to;
+  std::memcpy(&to, &from, sizeof to);
+  return to;
+}
 
 // Round-to-nearest-even conversions used by fill_draw (exposed for tests).
 uint16_t float_to_bfloat16_bits(float f);

@@ -1,6 +1,5 @@
 #include "data_synth/task/draw_member.h"
 
-#include <cstring>
 #include <string>
 
 #include "configs/error.h"
@@ -19,16 +18,8 @@ inline float kf_fadd(float x, float y) { return x + y; }
 inline double kf_u2d(kf_u64 x) { return static_cast<double>(x); }
 inline double kf_dmul(double x, double y) { return x * y; }
 inline kf_u64 kf_d2u_rz(double x) { return static_cast<kf_u64>(x); }
-inline kf_u32 kf_f2u(float f) {
-  kf_u32 u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float kf_u2f(kf_u32 u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline kf_u32 kf_f2u(float f) { return bit_cast<uint32_t>(f); }
+inline float kf_u2f(kf_u32 u) { return bit_cast<float>(u); }
 inline unsigned short kf_float_to_half(float f) { return float_to_half_bits(f); }
 inline unsigned short kf_float_to_bf16(float f) { return float_to_bfloat16_bits(f); }
 }  // namespace member_device_code

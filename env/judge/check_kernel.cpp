@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "configs/error.h"
+#include "data_synth/task/draw.h"
 #include "env/cuda/cuda_check.h"
 #include "env/cuda/cuda_driver.h"
 #include "env/judge/harness_nvrtc.h"
@@ -18,21 +19,9 @@ inline double kf_dsub(double x, double y) { return x - y; }
 inline double kf_dmul(double x, double y) { return x * y; }
 inline double kf_ddiv(double x, double y) { return x / y; }
 inline double kf_ll2d(long long x) { return static_cast<double>(x); }
-inline kf_u64 kf_d2bits(double d) {
-  kf_u64 u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-inline double kf_bits2d(kf_u64 u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
-inline float kf_u2f(unsigned int u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline kf_u64 kf_d2bits(double d) { return bit_cast<uint64_t>(d); }
+inline double kf_bits2d(kf_u64 u) { return bit_cast<double>(u); }
+inline float kf_u2f(unsigned int u) { return bit_cast<float>(u); }
 // half -> float is exact; the device uses the cvt instruction, the host decodes the bits.
 inline float kf_h2f(unsigned short h) {
   unsigned int sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
@@ -312,8 +301,8 @@ CompareStats CompareStats::from_words(const uint64_t words[4]) {
   CompareStats s;
   s.mismatches = words[0];
   s.unwritten = words[1];
-  std::memcpy(&s.max_abs, &words[2], 8);
-  std::memcpy(&s.max_rel, &words[3], 8);
+  s.max_abs = bit_cast<double>(words[2]);
+  s.max_rel = bit_cast<double>(words[3]);
   return s;
 }
 

@@ -24,16 +24,8 @@ inline double kf_dmul(double x, double y) { return x * y; }
 inline double kf_u2d(unsigned long long x) { return static_cast<double>(x); }
 inline float kf_d2f(double x) { return static_cast<float>(x); }
 inline float kf_fadd(float x, float y) { return x + y; }
-inline unsigned int kf_f2u(float f) {
-  unsigned int u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float kf_u2f(unsigned int u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline unsigned int kf_f2u(float f) { return bit_cast<uint32_t>(f); }
+inline float kf_u2f(unsigned int u) { return bit_cast<float>(u); }
 }  // namespace draw_device_code
 }  // namespace kforge
 
