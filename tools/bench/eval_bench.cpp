@@ -258,14 +258,14 @@ int aa(int argc, char** argv) {
     speedups.push_back(r["timing"]["speedup"]["point"].get<double>());
     if (r.contains("phases") && r["phases"].contains("timed_checks_ms_per_pair"))
       checks_per_pair.push_back(r["phases"]["timed_checks_ms_per_pair"].get<double>());
+    walls.push_back(r["gpu_request_wall_ms"].get<double>());
+    samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
+    counted.push_back(static_cast<double>(samples.back().size()));
     // The timed calls' checks by stage, per counted pair (the warm-up's calls are in the sums).
     if (r.contains("phases"))
       for (const auto& [k, v] : r["phases"].items())
         if (k.rfind("timed_harness_", 0) == 0 && v.is_number())
-          stage_per_pair[k].push_back(v.get<double>() / std::max<double>(1, r["timing"]["candidate_samples_ms"].size()));
-    walls.push_back(r["gpu_request_wall_ms"].get<double>());
-    samples.push_back(r["timing"]["candidate_samples_ms"].get<std::vector<double>>());
-    counted.push_back(static_cast<double>(samples.back().size()));
+          stage_per_pair[k].push_back(v.get<double>() / std::max(1.0, counted.back()));
     std::printf("run %2d: median %.4f ms (n %d), reference %.4f ms, speedup %.4f\n", i, medians.back(),
                 static_cast<int>(samples.back().size()), ref_medians.back(), speedups.back());
   }
