@@ -67,6 +67,7 @@ TimingConfig TimingConfig::from_yaml(const YamlNode& node, const TimingConfig& d
   c.sequential = node.get<bool>("sequential", c.sequential);
   c.sequential_confidence = node.get<double>("sequential_confidence", c.sequential_confidence);
   c.sequential_growth = node.get<double>("sequential_growth", c.sequential_growth);
+  c.prepare_ahead = node.get<bool>("prepare_ahead", c.prepare_ahead);
   if (c.warmup_count < 0) node.at("warmup_count").fail("must be >= 0");
   if (c.warmup_ms < 0) node.at("warmup_ms").fail("must be >= 0");
   if (c.min_reps < 3) node.at("min_reps").fail("must be >= 3 (a median and a spread need samples)");

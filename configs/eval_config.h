@@ -43,6 +43,11 @@ struct TimingConfig {
   bool sequential = true;
   double sequential_confidence = 0.999;  // a look's interval
   double sequential_growth = 1.5;        // looks at min_reps x growth^k pairs
+  // With fresh inputs per timed call (anticheat verify_timed_calls): the next call's draw, guards
+  // and poison enqueued on a harness stream of their own as soon as the reference's timed call has
+  // ended, beside the current call's compare (env/judge/call_bench.h, prepare_ahead); outside every
+  // timed event either way. Off: each call prepared on the harness stream just before it.
+  bool prepare_ahead = true;
   // Per request, not read from YAML: the speedups (candidate over the reference timed beside it)
   // at which the caller's reward changes (reward/sequential.h, decision_thresholds). Empty: today's rule.
   std::vector<double> decide_at;

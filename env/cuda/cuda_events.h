@@ -22,6 +22,7 @@ class CudaEvents {
 
   void record(int i, cudaStream_t st) { KFORGE_CUDA(cudaEventRecord(e_.at(i), st)); }
   void synchronize(int i) { KFORGE_CUDA(cudaEventSynchronize(e_.at(i))); }
+  cudaEvent_t at(int i) const { return e_.at(i); }
   // Milliseconds between two recorded (and completed) events.
   double ms(int a, int b) const {
     float v = 0;

@@ -4,6 +4,7 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 
 #include "configs/error.h"
@@ -57,6 +58,15 @@ struct CallBench::Log {
   const uint64_t* at(size_t call) const {
     return reinterpret_cast<const uint64_t*>(chunks.at(call / kChunk).data_ptr<int64_t>()) + (call % kChunk) * words_per_call;
   }
+};
+
+// The next call prepared ahead: its identity, its stage events, and the two points that order it
+// (0: where the harness stream was when it was enqueued; 1: its end on the side stream).
+struct CallBench::Ahead {
+  CallSpec asked;
+  Identity id;
+  std::unique_ptr<CudaEvents> stages;
+  CudaEvents sync{2};
 };
 
 CallBench::CallBench(const TaskSpec& task, CandidateProgram& program, const BenchDevice& device, const DynamicCheckConfig& config,
@@ -113,7 +123,13 @@ CallBench::CallBench(const TaskSpec& task, CandidateProgram& program, const Benc
   words_ = at::zeros({log_->words_per_call}, at::TensorOptions().dtype(at::kLong).device(device_.dev));
 }
 
-CallBench::~CallBench() = default;
+CallBench::~CallBench() {
+  // The side stream's work writes into the buffer sets: the harness stream (where their memory goes
+  // back to the caching allocator) waits for it first. No throw here (a lost context fails both).
+  if (ahead_) cudaStreamWaitEvent(device_.stream, ahead_->sync.at(1), 0);
+  ahead_.reset();
+  if (side_) cudaStreamDestroy(side_);
+}
 
 const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[current_]->outputs; }
 
@@ -158,12 +174,11 @@ const char* harness_stage_name(HarnessStage s) {
   return "?";
 }
 
-// Boundaries 0-4 in prepare(), 5-7 in after_candidate(), 8-9 in compare(). The reference's copies of
-// the inputs are made in the after-fingerprints' read (5-6): 6-7 holds only the probe's clone.
+// Boundaries 0-4 in prepare() (on the stream that prepares the call), 5-7 in after_candidate(), 8-9 in
+// compare(). The reference's copies of the inputs are made in the after-fingerprints' read (5-6):
+// 6-7 holds only the probe's clone.
 void CallBench::mark(int boundary) {
-  if (!stage_timing_) return;
-  if (boundary == 0) stage_events_.push_back(std::make_unique<CudaEvents>(10));
-  stage_events_.back()->record(boundary, device_.stream);
+  if (stage_timing_ && current_events_) current_events_->record(boundary, device_.stream);
 }
 
 HarnessStageMs CallBench::take_stage_ms() {
@@ -179,28 +194,45 @@ HarnessStageMs CallBench::take_stage_ms() {
     at(HarnessStage::compare) += ev->ms(8, 9);
   }
   stage_events_.clear();
+  current_events_ = nullptr;
   return ms;
 }
 
-void CallBench::prepare(const CallSpec& in) {
-  CallSpec spec = in;
+CallBench::Identity CallBench::choose(const CallSpec& in) {
+  Identity id;
+  id.spec = in;
   // A call's buffer set is picked at random among those the previous call did not use (only a state
   // trial asks for the previous one): verification and timed calls alike.
-  if (spec.slot < 0 || spec.slot >= static_cast<int>(slots_.size())) {
+  if (id.spec.slot < 0 || id.spec.slot >= static_cast<int>(slots_.size())) {
     const int n = static_cast<int>(slots_.size());
-    spec.slot = specs_.empty() ? static_cast<int>(ids_.next() % n) : static_cast<int>((specs_.back().slot + 1 + ids_.next() % (n - 1)) % n);
+    id.spec.slot =
+        specs_.empty() ? static_cast<int>(ids_.next() % n) : static_cast<int>((specs_.back().slot + 1 + ids_.next() % (n - 1)) % n);
   }
-  specs_.push_back(spec);
-  current_ = spec.slot;
-  key_ = ids_.next();
-  poison_id_ = ids_.next();
+  id.key = ids_.next();
+  id.poison_id = ids_.next();
+  id.guard_byte = static_cast<uint8_t>(ids_.next());
+  return id;
+}
+
+void CallBench::commit(const Identity& id, std::unique_ptr<CudaEvents> events) {
+  specs_.push_back(id.spec);
+  current_ = id.spec.slot;
+  key_ = id.key;
+  poison_id_ = id.poison_id;
   poison_ids_.push_back(poison_id_);
   compared_.push_back({});
-  guard_byte_ = static_cast<uint8_t>(ids_.next());
-  Slot& s = *slots_[current_];
-  CUstream st = device_.stream;
+  guard_byte_ = id.guard_byte;
+  current_events_ = events.get();
+  if (events) stage_events_.push_back(std::move(events));
+}
+
+void CallBench::enqueue_prepare(const Identity& id, size_t index, CUstream st, CudaEvents* events) {
+  Slot& s = *slots_[id.spec.slot];
+  auto rec = [&](int boundary) {
+    if (events) events->record(boundary, st);
+  };
   c10::InferenceMode inference;
-  mark(0);
+  rec(0);
   // The "before" fingerprints go to the host before the candidate runs: it never sees them on the
   // device. The arguments' are taken by the draw as it writes them, and the member is applied in
   // the same pass (draw_kernel.h): the member stage is empty, the fingerprint stage the guards'.
@@ -209,20 +241,62 @@ void CallBench::prepare(const CallSpec& in) {
   KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(words_), 0, before_words * 8, st));
   std::vector<Shape> shapes;
   for (const auto& a : s.args) shapes.emplace_back(a.sizes().begin(), a.sizes().end());
-  fill_arguments(task_, {task_.seed, spec.draw_trial, salt_}, *device_.drawer, s.args, st,
-                 variant_params(task_, spec.variant, spec.variant_seed, shapes), {key_, ptr_of(words_)});
-  mark(1);
-  mark(2);
-  for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, guard_byte_, n, st));
+  fill_arguments(task_, {task_.seed, id.spec.draw_trial, salt_}, *device_.drawer, s.args, st,
+                 variant_params(task_, id.spec.variant, id.spec.variant_seed, shapes), {id.key, ptr_of(words_)});
+  rec(1);
+  rec(2);
+  for (const auto& [p, n] : s.guards) KFORGE_CUDA(cuda_driver().MemsetD8Async(p, id.guard_byte, n, st));
   for (size_t g = 0; g < ng; ++g)
-    device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, ptr_of(words_) + 8 * (na + g), st);
-  KFORGE_CUDA(cudaMemcpyAsync(log_->at(specs_.size() - 1), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
-  mark(3);
-  for (size_t o = 0; o < s.outputs.size(); ++o) poison_output(s.outputs[o], task_.outputs[o].meta.dtype, poison_id_);
+    device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, id.key, ptr_of(words_) + 8 * (na + g), st);
+  KFORGE_CUDA(cudaMemcpyAsync(log_->at(index), words_.data_ptr(), before_words * 8, cudaMemcpyDeviceToHost, st));
+  rec(3);
+  {
+    c10::cuda::CUDAStreamGuard on(at::cuda::getStreamFromExternal(st, device_.dev.index()));  // the poison's fill_ on `st`
+    for (size_t o = 0; o < s.outputs.size(); ++o) poison_output(s.outputs[o], task_.outputs[o].meta.dtype, id.poison_id);
+  }
   for (size_t w = 0; w < s.workspace.size(); ++w)
     KFORGE_CUDA(cuda_driver().MemsetD8Async(ptr_of(s.workspace[w]), 0xFF, bytes_of(s.workspace[w]), st));
+  rec(4);
+}
+
+void CallBench::prepare(const CallSpec& in) {
+  const bool same = ahead_ && ahead_->asked.draw_trial == in.draw_trial && ahead_->asked.variant == in.variant &&
+                    ahead_->asked.variant_seed == in.variant_seed && ahead_->asked.slot == in.slot;
+  if (same) {
+    // Prepared on the side stream already: the harness stream (and so the candidate's call) waits for it.
+    KFORGE_CUDA(cudaStreamWaitEvent(device_.stream, ahead_->sync.at(1), 0));
+    commit(ahead_->id, std::move(ahead_->stages));
+    ahead_.reset();
+  } else {
+    cancel_ahead();
+    const Identity id = choose(in);
+    commit(id, stage_timing_ ? std::make_unique<CudaEvents>(10) : nullptr);
+    enqueue_prepare(id, specs_.size() - 1, device_.stream, current_events_);
+  }
   program_.before_call();
-  mark(4);
+}
+
+void CallBench::prepare_ahead(const CallSpec& spec) {
+  cancel_ahead();
+  if (slots_.size() < 2 || specs_.empty()) return;
+  if (!side_) KFORGE_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  auto a = std::make_unique<Ahead>();
+  a->asked = spec;
+  a->id = choose(spec);  // after specs_.back(), the current call: another buffer set than the one it still reads
+  if (a->id.spec.slot == specs_.back().slot) return;
+  if (stage_timing_) a->stages = std::make_unique<CudaEvents>(10);
+  a->sync.record(0, device_.stream);
+  KFORGE_CUDA(cudaStreamWaitEvent(side_, a->sync.at(0), 0));
+  enqueue_prepare(a->id, specs_.size(), side_, a->stages.get());
+  a->sync.record(1, side_);
+  ahead_ = std::move(a);
+}
+
+void CallBench::cancel_ahead() {
+  if (!ahead_) return;
+  // Whatever the harness stream does next comes after it (the buffer set, the words, the log slot).
+  KFORGE_CUDA(cudaStreamWaitEvent(device_.stream, ahead_->sync.at(1), 0));
+  ahead_.reset();
 }
 
 void CallBench::run_candidate() {

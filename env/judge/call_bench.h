@@ -98,6 +98,15 @@ class CallBench {
   std::vector<at::Tensor> run_reference();     // on the harness-owned inputs
   void compare(std::vector<at::Tensor>& ref);  // outputs against `ref`; the call's words to the host
 
+  // The next call's prepare() enqueued now on the bench's side stream, behind everything enqueued on
+  // the harness stream so far (the current call's candidate and reference calls), so that its draw,
+  // guards and poison run beside what the harness stream does next (the current call's compare):
+  // outside every timed event, into another buffer set than the current call's. prepare() with
+  // the same spec then only makes the harness stream wait for it; prepare() with another spec, or
+  // cancel_ahead(), drops it. Nothing is enqueued with fewer than two buffer sets (address_pool).
+  void prepare_ahead(const CallSpec& spec);
+  void cancel_ahead();
+
   // After a synchronisation: the record of call `i` (0-based, in order of prepare()).
   CallRecord record(size_t i) const;
   size_t calls() const { return specs_.size(); }
@@ -121,6 +130,17 @@ class CallBench {
  private:
   struct Slot;
   struct Log;
+  // What names one call: its spec (slot chosen), fingerprint key, poison and guard pattern.
+  struct Identity {
+    CallSpec spec;
+    uint64_t key = 0, poison_id = 0;
+    uint8_t guard_byte = 0;
+  };
+  struct Ahead;
+  Identity choose(const CallSpec& in);
+  // prepare()'s GPU work for call `index` with identity `id`, on `st`; stage boundaries 0-4 into `events`.
+  void enqueue_prepare(const Identity& id, size_t index, CUstream st, CudaEvents* events);
+  void commit(const Identity& id, std::unique_ptr<CudaEvents> events);
   void mark(int boundary);  // a stage boundary of the current call (stage timing on)
 
   const TaskSpec& task_;
@@ -138,11 +158,14 @@ class CallBench {
   std::vector<std::vector<bool>> compared_;
   bool stage_timing_ = false;
   std::vector<std::unique_ptr<CudaEvents>> stage_events_;  // per call since the last take (stage timing on)
+  CudaEvents* current_events_ = nullptr;                   // the current call's (null: stage timing off when it was prepared)
   int current_ = 0;
   int probe_words_ = 0;
   std::vector<at::Tensor> probes_;  // per call (probe_words_ > 0): device copies of workspace 0's first words
   uint64_t key_ = 0, poison_id_ = 0;
   uint8_t guard_byte_ = 0;
+  CUstream side_ = nullptr;       // prepare_ahead's stream (harness-owned)
+  std::unique_ptr<Ahead> ahead_;  // the next call, prepared ahead
 };
 
 // Where fill_arguments adds each argument's fingerprint under `key`: the word at words + 8 i for

@@ -21,6 +21,7 @@ Json timing_json(const TimingConfig& t) {
           {"sequential", t.sequential},
           {"sequential_confidence", t.sequential_confidence},
           {"sequential_growth", t.sequential_growth},
+          {"prepare_ahead", t.prepare_ahead},
           {"decide_at", t.decide_at}};
 }
 
@@ -38,6 +39,7 @@ TimingConfig timing_from(const Json& j, const std::string& path) {
   t.sequential = o.req<bool>("sequential");
   t.sequential_confidence = o.req<double>("sequential_confidence");
   t.sequential_growth = o.req<double>("sequential_growth");
+  t.prepare_ahead = o.req<bool>("prepare_ahead");
   t.decide_at = o.req<std::vector<double>>("decide_at");
   o.done();
   KFORGE_CHECK(t.min_reps >= 1 && t.max_reps >= t.min_reps, spec, path << ": min_reps and max_reps out of order");

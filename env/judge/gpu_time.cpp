@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "anticheat/task_precision.h"
 #include "configs/error.h"
@@ -84,15 +85,24 @@ void Judgement::time() {
   std::vector<TimedCall> calls(2);
   calls[0].call = [&] { bench_->run_candidate(); };
   calls[1].call = [&] { last_ref = bench_->run_reference(); };
+  std::optional<CallSpec> next;  // the next round's, prepared ahead (tc.prepare_ahead)
   if (check_each) {
     calls[0].before = [&] {
-      CallSpec spec = timed_spec();
+      const CallSpec spec = next ? *next : timed_spec();
+      next.reset();
       drawn = spec.variant;
       bench_->prepare(spec);
     };
     calls[0].stratum = [&] { return static_cast<int>(drawn); };
     calls[0].after = [&] { bench_->after_candidate(); };
     calls[1].after = [&] {
+      // The reference's timed call has ended: the next round's draw, guards and poison go on the
+      // bench's side stream now, beside this round's compare (both outside the timed events). The
+      // last round's is dropped after the loop (cancel_ahead).
+      if (tc.prepare_ahead) {
+        next = timed_spec();
+        bench_->prepare_ahead(*next);
+      }
       bench_->compare(last_ref);
       scrub(last_ref);
     };
@@ -118,6 +128,7 @@ void Judgement::time() {
   // timed calls' checks go (phases timed_harness_*_ms).
   bench_->set_stage_timing(check_each);
   auto runs = time_interleaved(calls, s_.dev, tc, decided);
+  bench_->cancel_ahead();
   sync_candidate("timing");
   bench_->set_stage_timing(false);
   if (check_each) {

@@ -12,7 +12,8 @@
 //       verify_harness_over_kernels = all requests' harness GPU time over their kernels' (issue 31's
 //       goal), and its median and largest over the tasks (_task_p50, _task_max).
 //   kforge_eval_bench aa --task T --candidate DIR --out FILE [--runs 30] [--target-rse X]
-//       [--address-pool N]: the timing noise target and the number of buffer sets, for side-by-side
+//       [--address-pool N] [--prepare-ahead on|off]: the timing noise target, the number of buffer
+//       sets and whether the next timed call is prepared ahead on a side stream, for side-by-side
 //       runs. Every timed call draws from a member of the task's draw family (the slowest member
 //       sets the speedup); --anticheat off times the declared draw alone.
 //   kforge_eval_bench profile --out FILE [--counters on|off] [--metrics A,B,...]
@@ -243,6 +244,10 @@ int aa(int argc, char** argv) {
   EvalConfig cfg;
   // For side-by-side runs: the stopping rule's noise target (configs/eval.yaml's timing.target_rse).
   cfg.timing.target_rse = std::stod(arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)));
+  // The next timed call prepared ahead on a side stream (configs/eval.yaml timing.prepare_ahead).
+  const std::string ahead = arg_value(argc, argv, "--prepare-ahead", "on");
+  KFORGE_CHECK(ahead == "on" || ahead == "off", spec, "--prepare-ahead takes on or off, not '" << ahead << "'");
+  cfg.timing.prepare_ahead = ahead == "on";
   Evaluator ev(cfg);
   ev.set_anticheat(anticheat_from_args(argc, argv));
   std::vector<double> medians, ref_medians, speedups, walls, checks_per_pair, counted;
@@ -298,7 +303,8 @@ int aa(int argc, char** argv) {
   write_result(arg_value(argc, argv, "--out", "eval_aa.json"), ev.gpu_worker().hello()["device"],
                "kforge_eval_bench aa --task " + task_name + " --candidate " + dir + " --runs " + std::to_string(runs) + " --anticheat " +
                    arg_value(argc, argv, "--anticheat", "on") + " --address-pool " + arg_value(argc, argv, "--address-pool", "3") +
-                   " --target-rse " + arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)),
+                   " --target-rse " + arg_value(argc, argv, "--target-rse", std::to_string(cfg.timing.target_rse)) + " --prepare-ahead " +
+                   ahead,
                fig);
   return 0;
 }

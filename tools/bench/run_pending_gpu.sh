@@ -37,6 +37,8 @@
 #                     (OUTDIR/eval_shapes_cost.json)
 #   overhead, aa      kforge_eval_bench overhead (harness GPU time per verify) and A/A on softmax_rows (20 runs)
 #   aa_ab             the A/A with 3 and 2 buffer sets
+#   aa_ahead          issue 31: softmax_rows's A/A with the next timed call prepared ahead off and on,
+#                     alternating twice (KFORGE_AHEAD_RUNS requests each, default 6): checks per pair, spread
 #   aa_rse            the A/A (20 runs) under the former noise target, timing.target_rse 0.005
 #   aa_again, aa_off  the A/A once more (the noise of the A/A itself), and with every dynamic check off
 #   cold_start        tools/bench/cold_start.sh: kforge eval's cold wall time split into its phases
@@ -184,6 +186,12 @@ for s in $steps; do
     aa_ab) for v in 3 2; do
              aa_softmax 100 12 "eval_aa_pool$v.json" --address-pool $v >>"$out/aa_ab.txt" 2>&1
            done ;;
+    aa_ahead)  # issue 31: the next call prepared ahead on a side stream, off and on, alternating in one build
+      for r in 1 2; do
+        for v in off on; do
+          aa_softmax 100 "${KFORGE_AHEAD_RUNS:-6}" "eval_aa_ahead_${v}_$r.json" --prepare-ahead $v >>"$out/aa_ahead.txt" 2>&1
+        done
+      done ;;
     aa_again) aa_softmax 200 20 eval_aa_again.json >"$out/aa_again.txt" 2>&1 ;;
     aa_off) aa_softmax 200 20 eval_aa_off.json --anticheat off >"$out/aa_off.txt" 2>&1 ;;
     aa_rse) aa_softmax 150 20 eval_aa_rse0.005.json --target-rse 0.005 >"$out/aa_rse.txt" 2>&1 ;;
