@@ -30,6 +30,7 @@ GpuEvalRequest sample() {
   TimingConfig t;
   t.max_reps = 77;
   t.l2_flush_factor = 3.0;
+  t.prepare_ahead = false;  // the default is true
   r.time = t;
   r.profile = true;
   r.counters = true;
@@ -72,6 +73,7 @@ TEST(GpuRequest, RoundTripsEveryField) {
   ASSERT_TRUE(b.time.has_value());
   EXPECT_EQ(b.time->max_reps, 77);
   EXPECT_DOUBLE_EQ(b.time->l2_flush_factor, 3.0);
+  EXPECT_FALSE(b.time->prepare_ahead);
   EXPECT_TRUE(b.profile);
   EXPECT_TRUE(b.counters);
   EXPECT_EQ(b.counter_metrics, a.counter_metrics);
