@@ -16,17 +16,12 @@
 
 #include "data_synth/reference/reference.h"
 #include "tests/skip_without_cuda.h"
+#include "tests/support/device_arch.h"
 
 using namespace kforge;
+using kforge::testing::device_arch;
 
 namespace {
-
-std::string device_arch() {
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-  return "sm_" + std::to_string(major) + std::to_string(minor);
-}
 
 TaskSpec sample_task(const std::string& name) {
   const char* root = std::getenv("KFORGE_SOURCE_DIR");

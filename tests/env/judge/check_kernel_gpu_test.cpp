@@ -4,6 +4,7 @@
 // fingerprint_copy(), which copies them too) the host copy's value for sizes with and without tail
 // bytes. Skipped (KFORGE_SKIPPED) without a GPU.
 #include "env/judge/check_kernel.h"
+#include "tests/support/device_arch.h"
 
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 using namespace kforge;
+using kforge::testing::device_arch;
 
 namespace {
 
@@ -32,13 +34,6 @@ namespace {
     cudaError_t e_ = (call);                                               \
     ASSERT_EQ(cudaSuccess, e_) << #call << ": " << cudaGetErrorString(e_); \
   } while (0)
-
-std::string device_arch() {
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-  return "sm_" + std::to_string(major) + std::to_string(minor);
-}
 
 // Random element bits for dtype: mostly values near `base`, some NaN/inf/poison.
 void fill(std::vector<uint8_t>& out, DType dt, int64_t n, std::mt19937_64& rng, const std::vector<uint8_t>* like, uint64_t poison) {

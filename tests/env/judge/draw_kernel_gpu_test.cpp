@@ -17,8 +17,10 @@
 #include "configs/error.h"
 #include "data_synth/task/draw_member.h"
 #include "env/judge/check_kernel.h"
+#include "tests/support/device_arch.h"
 
 using namespace kforge;
+using kforge::testing::device_arch;
 
 namespace {
 
@@ -39,14 +41,6 @@ namespace {
 
 constexpr uint8_t kPoison = 0xab;
 constexpr size_t kGuardBytes = 4096;  // checked untouched past the last element
-
-// The real architecture of device 0 ("sm_90" on an H100/H200).
-std::string device_arch() {
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-  return "sm_" + std::to_string(major) + std::to_string(minor);
-}
 
 struct Case {
   const char* what;

@@ -8,18 +8,12 @@
 #include "env/judge/output_compare.h"
 #include "tests/env/judge/tolerance_edge_cases.h"
 #include "tests/skip_without_cuda.h"
+#include "tests/support/device_arch.h"
 
 using namespace kforge;
 using namespace kforge::testing;
 
 namespace {
-
-std::string device_arch() {
-  int major = 0, minor = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-  return "sm_" + std::to_string(major) + std::to_string(minor);
-}
 
 CUdeviceptr ptr(const at::Tensor& t) { return reinterpret_cast<CUdeviceptr>(t.data_ptr()); }
 
