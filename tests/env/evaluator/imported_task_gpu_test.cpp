@@ -216,8 +216,13 @@ TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
   EXPECT_NE(tuned.shapes->trials[0].verdict, Verdict::pass) << "239 elements its own never wrote";
   EXPECT_EQ(tuned.shapes->trials[1].verdict, Verdict::pass) << tuned.shapes->trials[1].reason;
 
+  // The H100 run of 2026-12-07 died after the two reports above, with a program counter the
+  // unwinder could not walk from (a call through a null or stale pointer): these marks say where.
+  std::cerr << "KFORGE_MARK: the kernel candidate's evaluation\n";
   Json kernel = to_json(ev.evaluate(task, relu_candidate(true), opt));
+  std::cerr << "KFORGE_MARK: the kernel candidate's report\n" << format_report(kernel);
   EXPECT_EQ(report_verdict(kernel), "pass") << format_report(kernel);
   EXPECT_FALSE(kernel.contains("shapes")) << "a kernel's plan of numbers has no other shape to follow: " << kernel["shapes"].dump();
   std::filesystem::remove_all(dir);
+  std::cerr << "KFORGE_MARK: the test's end (the evaluator and its workers stop next)\n";
 }
