@@ -116,7 +116,7 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 gpu_tests="draw_kernel_gpu_tests check_kernel_gpu_tests reference_gpu_tests evaluator_gpu_tests anticheat_audit_gpu_tests
   episode_gpu_tests rollout_server_gpu_tests tolerance_gpu_tests speed_of_light_gpu_tests
-  imported_task_gpu_tests call_probe_gpu_tests precision_probe_gpu_tests"
+  imported_task_gpu_tests call_probe_gpu_tests precision_probe_gpu_tests call_bench_gpu_tests"
 export LD_LIBRARY_PATH=/opt/project-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KFORGE_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 # Python packages the host lacks (pyzmq, msgpack, h5py, PyYAML) come from .gpu/wheels, which
