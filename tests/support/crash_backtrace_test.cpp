@@ -20,5 +20,6 @@ __attribute__((noinline)) void call_through(void (*volatile f)()) { f(); }
 // is 0): the word at the stack pointer, the caller's return address, still names the caller.
 TEST(CrashBacktrace, ACallThroughANullPointerStillNamesItsCaller) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(call_through(nullptr), "program counter 0x0000000000000000(.|\n)*word at the stack pointer 0x[0-9a-f]+\n[^\n]*(call_through|StillNamesItsCaller)");
+  EXPECT_DEATH(call_through(nullptr),
+               "program counter 0x0000000000000000(.|\n)*word at the stack pointer 0x[0-9a-f]+\n[^\n]*(call_through|StillNamesItsCaller)");
 }
