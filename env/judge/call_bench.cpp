@@ -131,7 +131,7 @@ CallBench::~CallBench() {
   if (side_) cudaStreamDestroy(side_);
 }
 
-const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[current_]->outputs; }
+const std::vector<at::Tensor>& CallBench::outputs() const { return slots_[now_.spec.slot]->outputs; }
 
 void fill_arguments(const TaskSpec& task, const DrawKey& key, DeviceDrawer& drawer, std::vector<at::Tensor>& args, CUstream stream,
                     const std::vector<MemberParams>& members, const DrawFingerprints& fingerprints) {
@@ -216,12 +216,9 @@ CallBench::Identity CallBench::choose(const CallSpec& in) {
 
 void CallBench::commit(const Identity& id, std::unique_ptr<CudaEvents> events) {
   specs_.push_back(id.spec);
-  current_ = id.spec.slot;
-  key_ = id.key;
-  poison_id_ = id.poison_id;
-  poison_ids_.push_back(poison_id_);
+  now_ = id;
+  poison_ids_.push_back(id.poison_id);
   compared_.push_back({});
-  guard_byte_ = id.guard_byte;
   current_events_ = events.get();
   if (events) stage_events_.push_back(std::move(events));
 }
@@ -300,12 +297,12 @@ void CallBench::cancel_ahead() {
 }
 
 void CallBench::run_candidate() {
-  const Slot& s = *slots_[current_];
+  const Slot& s = *slots_[now_.spec.slot];
   program_.run({s.buffers, s.args, s.outputs}, device_.stream);
 }
 
 void CallBench::after_candidate() {
-  Slot& s = *slots_[current_];
+  Slot& s = *slots_[now_.spec.slot];
   CUstream st = device_.stream;
   const size_t na = s.args.size(), ng = s.guards.size();
   const int64_t before_words = static_cast<int64_t>(na + ng);
@@ -320,8 +317,8 @@ void CallBench::after_candidate() {
   // its call, the reference reads what this copy wrote after it.)
   for (size_t i = 0; i < na; ++i)
     if (s.args[i].numel() > 0)
-      device_.checker->fingerprint_copy(ptr_of(s.args[i]), ptr_of(ref_args_[i]), bytes_of(s.args[i]), key_, after + 8 * i, st);
-  for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, key_, after + 8 * (na + g), st);
+      device_.checker->fingerprint_copy(ptr_of(s.args[i]), ptr_of(ref_args_[i]), bytes_of(s.args[i]), now_.key, after + 8 * i, st);
+  for (size_t g = 0; g < ng; ++g) device_.checker->fingerprint(s.guards[g].first, s.guards[g].second, now_.key, after + 8 * (na + g), st);
   mark(6);
   c10::InferenceMode inference;
   if (probe_words_ > 0) {
@@ -337,7 +334,7 @@ void CallBench::after_candidate() {
 std::vector<at::Tensor> CallBench::run_reference() { return kforge::run_reference(task_, ref_args_); }
 
 void CallBench::compare(std::vector<at::Tensor>& ref) {
-  Slot& s = *slots_[current_];
+  Slot& s = *slots_[now_.spec.slot];
   CUstream st = device_.stream;
   const size_t na = s.args.size(), ng = s.guards.size();
   const int64_t before_words = static_cast<int64_t>(na + ng);
@@ -349,7 +346,7 @@ void CallBench::compare(std::vector<at::Tensor>& ref) {
     if (ref[o].scalar_type() != to_scalar_type(dt) || ref[o].numel() != s.outputs[o].numel()) continue;
     if (!ref[o].is_contiguous()) ref[o] = ref[o].contiguous();
     device_.checker->compare(dt, ptr_of(s.outputs[o]), ptr_of(ref[o]), s.outputs[o].numel(), tol.atol, tol.rtol,
-                             poison_bits_for_trial(dt, poison_id_), cmp + 8 * DeviceChecker::kCompareWords * o, st);
+                             poison_bits_for_trial(dt, now_.poison_id), cmp + 8 * DeviceChecker::kCompareWords * o, st);
   }
   // Which outputs were compared is the harness's own knowledge: kept host-side.
   for (size_t o = 0; o < s.outputs.size(); ++o)

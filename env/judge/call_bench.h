@@ -159,13 +159,11 @@ class CallBench {
   bool stage_timing_ = false;
   std::vector<std::unique_ptr<CudaEvents>> stage_events_;  // per call since the last take (stage timing on)
   CudaEvents* current_events_ = nullptr;                   // the current call's (null: stage timing off when it was prepared)
-  int current_ = 0;
+  Identity now_{{0, DrawVariant::plain, 0, 0}};            // the current call's (its buffer set: now_.spec.slot; 0 before any)
   int probe_words_ = 0;
   std::vector<at::Tensor> probes_;  // per call (probe_words_ > 0): device copies of workspace 0's first words
-  uint64_t key_ = 0, poison_id_ = 0;
-  uint8_t guard_byte_ = 0;
-  CUstream side_ = nullptr;       // prepare_ahead's stream (harness-owned)
-  std::unique_ptr<Ahead> ahead_;  // the next call, prepared ahead
+  CUstream side_ = nullptr;         // prepare_ahead's stream (harness-owned)
+  std::unique_ptr<Ahead> ahead_;    // the next call, prepared ahead
 };
 
 // Where fill_arguments adds each argument's fingerprint under `key`: the word at words + 8 i for
