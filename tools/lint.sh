@@ -3,6 +3,8 @@
 #   clang-format  every C++ file of kforge's own is laid out as .clang-format says (the candidate
 #                 kernels under anticheat/corpus, datasets/, tools/bench/compile_sources and
 #                 tests/env/extension/candidates are data)
+#   remove_all    no C++ file calls std::filesystem::remove_all: in a process with libtorch it can call a
+#                 null pointer (configs/remove_tree.h says why; remove_tree is the project's way)
 #   ruff          the Python passes `ruff check` (ruff.toml)
 #   clang-tidy    every torch-free translation unit of kforge (not the tests) passes .clang-tidy's checks
 #                 (build/compile_commands.json; the libtorch ones take minutes each to parse and
@@ -25,6 +27,10 @@ if [ $fix = 1 ]; then
 fi
 echo "lint: clang-format on ${#cxx[@]} files"
 clang-format --dry-run --Werror "${cxx[@]}" || { echo "lint: clang-format: run tools/lint.sh --fix" >&2; rc=1; }
+echo "lint: no std::filesystem::remove_all (configs/remove_tree.h)"
+if grep -n -E '(fs|filesystem)::remove_all *\(' "${cxx[@]}" >&2; then
+  echo "lint: use remove_tree (configs/remove_tree.h) instead of the above" >&2; rc=1
+fi
 echo "lint: ruff"
 "$KFORGE_PYTHON_BIN" -m ruff check --quiet . || rc=1
 if [ "${KFORGE_TIDY:-1}" != 0 ]; then

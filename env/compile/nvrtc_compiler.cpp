@@ -19,6 +19,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 #include "configs/sha256.h"
 #include "env/compile/include_guard.h"
 #include "env/process/clock.h"
@@ -109,8 +110,7 @@ void remove_stale_private_dirs(const fs::path& parent) {
     long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
     if (pid <= 0 || pid == static_cast<long>(getpid())) continue;
     if (kill(static_cast<pid_t>(pid), 0) == -1 && errno == ESRCH) {
-      std::error_code rm;
-      fs::remove_all(it->path(), rm);
+      remove_tree(it->path());
     }
   }
 }
@@ -198,8 +198,7 @@ NvrtcCompiler::NvrtcCompiler(CompilerConfig config) : config_(std::move(config))
 }
 
 NvrtcCompiler::~NvrtcCompiler() {
-  std::error_code ec;
-  if (!private_dir_.empty()) fs::remove_all(private_dir_, ec);
+  if (!private_dir_.empty()) remove_tree(private_dir_);
 }
 
 std::string NvrtcCompiler::nvrtc_version() const { return std::to_string(nvrtc_major_) + "." + std::to_string(nvrtc_minor_); }

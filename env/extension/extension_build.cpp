@@ -2,7 +2,6 @@
 // objects and cubins, parallel nvcc and g++ children with a time limit, one link.
 #include "env/extension/extension_build.h"
 
-#include <ftw.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 #include "configs/sha256.h"
 #include "env/extension/build_jobs.h"
 #include "env/extension/nvrtc_cubin.h"
@@ -45,23 +45,11 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-// What the build makes of the file; anything but source and headers is a spec error.
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
-
 std::string tool_version(const std::string& tool) {
   // Identifies the compiler for the caches (a changed compiler is a changed object).
   std::error_code ec;
   return tool + "@" + std::to_string(fs::exists(tool, ec) ? static_cast<long long>(fs::file_size(tool, ec)) : -1);
 }
-
-}  // namespace
-
-void remove_tree(const std::string& p) {
-  std::error_code ec;
-  if (fs::exists(p, ec)) nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-namespace {
 
 // Where the compilers may read: the system's tools and libraries, the toolchain's and torch's
 // folders, kforge's stand-ins; where they may write: the cache (objects, libraries, the work

@@ -117,8 +117,4 @@ ExtensionBuildRequest load_inline_request(const std::string& name, const std::st
 inline constexpr const char* kSplitDeviceFile = "cuda_device.cu";
 inline constexpr const char* kSplitHostFile = "cuda_host.cpp";
 
-// std::filesystem::remove_all, by hand: in a process that has libtorch loaded the call resolves to
-// an entry of libtorch.so's that crashes (seen with torch 2.11.0's wheel).
-void remove_tree(const std::string& path);
-
 }  // namespace kforge

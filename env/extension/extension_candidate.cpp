@@ -14,6 +14,7 @@
 
 #include "configs/checked_file.h"
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 
 namespace fs = std::filesystem;
 

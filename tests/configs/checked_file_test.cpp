@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -24,7 +25,7 @@ class CheckedFile : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("kforge_checked_file_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { remove_tree(dir_); }
   std::string path(const char* name) const { return (dir_ / name).string(); }
   // The io error read_untrusted_file throws, or "" when it read the file.
   static std::string refusal(const std::string& p, int64_t max_bytes) {

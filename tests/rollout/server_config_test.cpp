@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 #include "configs/yaml_reader.h"
 #include "env/episode/env_config.h"
 #include "rollout/server.h"
@@ -80,7 +81,7 @@ TEST(RolloutServerConfig, AMissingPathNamesTheKeyTheFullPathTriedAndTheRule) {
   c.tasks.baselines.clear();
   c.record.path = (dir / "no_such_folder" / "t.h5").string();
   EXPECT_NE(io_error(c).find("record.path: the folder of the trajectory file, " + (dir / "no_such_folder").string()), std::string::npos);
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 TEST(RolloutServerConfig, TheShippedConfigLoads) {

@@ -16,6 +16,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/dataset/import_pack.h"
 #include "env/episode/env_config.h"
@@ -67,7 +68,7 @@ std::string small_dataset() {
     d.rows.push_back(r);
   }
   fs::path dir = fs::temp_directory_path() / ("kforge_catalog_test_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  remove_tree(dir);
   fs::create_directories(dir);
   const std::string h5 = (dir / "dataset.h5").string();
   write_dataset(h5, d);
@@ -102,7 +103,7 @@ TEST(TaskCatalog, SamplesAreSourceSamplesAndListedBesideADatasetOnlyWhenAskedFor
   EXPECT_STREQ(task_source_name(g->source), "samples");
   EXPECT_EQ(task_source_from_name("samples"), TaskSource::samples);
   EXPECT_FALSE(task_source_from_name("sample").has_value());
-  fs::remove_all(fs::path(h5).parent_path());
+  remove_tree(fs::path(h5).parent_path());
 }
 
 TEST(TaskCatalog, TheSamplesAloneAreListedAsTheTasks) {
@@ -158,7 +159,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
     d.rows.push_back(r);
   }
   fs::path dir = fs::path(kforge::testing::temp_path("kforge_catalog_test", "catalog")) / "synth";
-  fs::remove_all(dir);
+  remove_tree(dir);
   fs::create_directories(dir);
   const std::string h5 = (dir / "dataset.h5").string();
   write_dataset(h5, d);
@@ -229,7 +230,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
   std::ofstream((dir / "junk.h5.xz").string()) << "not xz";
   EXPECT_NE(error_of((dir / "junk.h5.xz").string()).find("junk.h5.xz: xz could not decompress it"), std::string::npos)
       << error_of((dir / "junk.h5.xz").string());
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 // Imported tasks (TorchScript references, TASK_FORMAT.md "Imported tasks") packed as a dataset by
@@ -237,7 +238,7 @@ TEST(TaskCatalog, ServesADatasetFileItsXzAndADirectoryHoldingEither) {
 // file byte for byte, and the prompt shows the module's program verbatim.
 TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
   fs::path dir = fs::temp_directory_path() / ("kforge_catalog_imported_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  remove_tree(dir);
   fs::create_directories(dir / "tasks");
   const fs::path fixture = KFORGE_IMPORTED_FIXTURE_DIR;
   for (const auto& f : fs::directory_iterator(fixture / "tasks")) fs::copy_file(f.path(), dir / "tasks" / f.path().filename());
@@ -304,7 +305,7 @@ TEST(TaskCatalog, ServesImportedTasksWithTheirProgramVerbatim) {
   for (const auto& l : with_check.left_out()) left.emplace_back(left_out_stage_name(l.stage), l.reason, l.rows, l.level);
   const std::vector<std::tuple<std::string, std::string, size_t, std::optional<int>>> want_checked = {{"import", "input_matters", 1, 2}};
   EXPECT_EQ(left, want_checked);
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 // `kforge baseline`'s merge for one GPU model (issue 32) overlaid on a served dataset: each ok row
@@ -336,7 +337,7 @@ TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaseline
     write_dataset(file, d);
   };
   fs::path dir = fs::path(kforge::testing::temp_path("kforge_catalog_test", "overlay"));
-  fs::remove_all(dir);
+  remove_tree(dir);
   fs::create_directories(dir / "key");
   const std::string served = (dir / "dataset.h5").string(), merged = (dir / "key" / "dataset.h5").string();
   dataset(served, {{"syn_a", "h_a", "ok", 12.0}, {"syn_b", "h_b", "ok", 20.0}, {"syn_c", "h_c", "ok", 30.0}},
@@ -376,7 +377,7 @@ TEST(TaskCatalog, ABaselineOverlayOfAnotherGpuModelReplacesTheServedRowsBaseline
   EXPECT_DOUBLE_EQ(listed[1]["eager_ms"].get<double>(), 20.0);
   EXPECT_EQ(c.find("syn_b")->baselines.eager_ms, before.eager_ms) << "as the served spec has them";
   EXPECT_EQ(c.find("syn_c")->baselines.gpu, before.gpu);
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 // The server finds its GPU model's merge by the key folder's name, spelt as keys.py spells it (the
@@ -389,7 +390,7 @@ TEST(TaskCatalog, TheMergedBaselinesOfAGpuModelAreFoundByItsKeyFolder) {
                                                                                    {"--", "unknown"}})
     EXPECT_EQ(baseline_key_slug(text), want) << text;
   fs::path dir = fs::path(kforge::testing::temp_path("kforge_catalog_test", "keys"));
-  fs::remove_all(dir);
+  remove_tree(dir);
   auto merged = [&](const std::string& key) {
     fs::create_directories(dir / key);
     std::ofstream(dir / key / "dataset.h5") << "x";
@@ -406,5 +407,5 @@ TEST(TaskCatalog, TheMergedBaselinesOfAGpuModelAreFoundByItsKeyFolder) {
   EXPECT_EQ(merged_baselines_of(dir.string(), "NVIDIA H100 80GB HBM3"), new_torch);
   EXPECT_EQ(merged_baselines_of(dir.string(), "NVIDIA A100-SXM4-80GB"), "");
   EXPECT_EQ(merged_baselines_of((dir / "none").string(), "NVIDIA H200"), "") << "no such folder";
-  fs::remove_all(dir);
+  remove_tree(dir);
 }

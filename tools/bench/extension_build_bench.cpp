@@ -30,6 +30,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 #include "env/extension/extension_build.h"
 #include "tools/bench/bench_result.h"
 
@@ -192,8 +193,7 @@ int main(int argc, char** argv) {
         {"figures", fig},
         {"details", {{"load_inline_split", split_note}}}};  // figures are numbers only (tools/bench/results_doc.py)
     std::ofstream(arg_value(argc, argv, "--out", "extension_build.json")) << doc.dump(2) << "\n";
-    std::error_code ec;
-    fs::remove_all(cache, ec);  // (no libtorch in this process: see remove_tree in extension_build.cpp)
+    remove_tree(cache);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "kforge_extension_build_bench: " << e.what() << "\n";

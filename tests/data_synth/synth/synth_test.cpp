@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 #include "configs/yaml_reader.h"
 #include "data_synth/dataset/dataset_h5.h"
 #include "data_synth/synth/composer.h"
@@ -52,7 +53,7 @@ provenance: {generator: test}
 
 fs::path temp_dir(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("kforge_synth_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
+  remove_tree(p);
   fs::create_directories(p);
   return p;
 }
@@ -301,8 +302,8 @@ TEST(Pipeline, ResumedRunEqualsUninterruptedRun) {
   EXPECT_EQ(sa.drawn, sb.drawn);
   std::set<std::string> hashes;
   for (const auto& k : full) EXPECT_TRUE(hashes.insert(k.hash).second) << "duplicate kept";
-  fs::remove_all(a);
-  fs::remove_all(b);
+  remove_tree(a);
+  remove_tree(b);
 }
 
 TEST(Dataset, Hdf5RoundTripKeepsEveryColumn) {
@@ -376,5 +377,5 @@ TEST(Dataset, Hdf5RoundTripKeepsEveryColumn) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("junk.h5"), std::string::npos);
   }
-  fs::remove_all(dir);
+  remove_tree(dir);
 }

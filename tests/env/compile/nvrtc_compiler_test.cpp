@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 #include "configs/sha256.h"
 #include "env/compile/include_guard.h"
 #include "env/compile/nvrtc_compiler.h"
@@ -33,7 +34,7 @@ NvrtcCompiler& shared_compiler() {
 
 std::string temp_dir(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("kforge-test-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(p);
+  remove_tree(p);
   fs::create_directories(p);
   return p.string();
 }
@@ -306,7 +307,7 @@ TEST(NvrtcCompiler, DiskCacheServesAnotherCompilerInstance) {
   EXPECT_EQ(again.resources.size(), 1u);
   EXPECT_EQ(again.resources[0].registers, first.resources[0].registers);
   EXPECT_EQ(again.log, first.log);
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 TEST(NvrtcCompiler, LongLogsKeepHeadAndTailWithACutMarker) {
@@ -380,7 +381,7 @@ TEST(NvrtcCompiler, PrunesLeastRecentlyUsedPrecompiledHeaders) {
   EXPECT_TRUE(again.ok) << again.log;  // its PCH is gone: NVRTC makes a new one
   EXPECT_EQ(again.pch, "created");
   EXPECT_EQ(files(), 1u);
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 TEST(NvrtcCompiler, PrivatePchDirectoryIsRemovedWithTheCompiler) {

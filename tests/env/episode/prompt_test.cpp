@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 #include "configs/yaml_reader.h"
 #include "env/episode/env_config.h"
 #include "env/episode/observation.h"
@@ -132,7 +133,7 @@ TEST(TaskPrompt, TheWordingComesFromTheTemplateFile) {
   EnvConfig env = EnvConfig::load((dir / "env.yaml").string());
   EXPECT_EQ(env.limits.max_turns, 5);
   EXPECT_EQ(render_prompt(load_task(sample("softmax_rows")), env, RewardConfig{}), "Make softmax_rows fast; float32.");
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 TEST(EnvConfig, ShippedFileLoadsAndMatchesTheDefaults) {

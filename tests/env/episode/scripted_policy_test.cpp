@@ -9,6 +9,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 #include "env/episode/tool_call.h"
 #include "tests/env/episode/episode_fixtures.h"
 
@@ -28,7 +29,7 @@ std::string load_error(const std::string& yaml) {
   } catch (const Error& e) {
     what = e.what();
   }
-  fs::remove_all(dir);
+  remove_tree(dir);
   return what;
 }
 
@@ -76,7 +77,7 @@ TEST(ScriptedPolicy, APolicyNamesTheCandidateKindItPlaysAs) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "policy.yaml") << "task: linear_relu\nkind: triton\nturns:\n  - {call: compile}\n";
   EXPECT_THROW(ScriptedPolicy::load(dir.string()), Error);
-  std::filesystem::remove_all(dir);
+  remove_tree(dir);
 }
 
 TEST(ScriptedPolicy, ALoopingPolicyStartsOver) {

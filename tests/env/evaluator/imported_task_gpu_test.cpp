@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/remove_tree.h"
 #include "env/evaluator/evaluator.h"
 #include "tests/env/evaluator/report_json.h"
 #include "tests/skip_without_cuda.h"
@@ -223,6 +224,6 @@ TEST(ImportedTaskGpu, AnImportedTasksOtherShapesJudgeAnExtension) {
   std::cerr << "KFORGE_MARK: the kernel candidate's report\n" << format_report(kernel);
   EXPECT_EQ(report_verdict(kernel), "pass") << format_report(kernel);
   EXPECT_FALSE(kernel.contains("shapes")) << "a kernel's plan of numbers has no other shape to follow: " << kernel["shapes"].dump();
-  std::filesystem::remove_all(dir);
+  remove_tree(dir);
   std::cerr << "KFORGE_MARK: the test's end (the evaluator and its workers stop next)\n";
 }

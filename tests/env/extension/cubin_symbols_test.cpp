@@ -14,6 +14,7 @@
 
 #include "configs/error.h"
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 #include "env/extension/extension_build.h"
 
 using namespace kforge;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/error.h"
+#include "configs/remove_tree.h"
 #include "configs/yaml_reader.h"
 #include "env/evaluator/evaluator.h"
 #include "tests/env/evaluator/candidates.h"
@@ -103,7 +104,7 @@ TEST(ExtensionCandidate, GlueAndReaderRefusalsAreTypedErrors) {
   EXPECT_THROW(Candidate::load_extension(dir.string()), Error);  // a symbolic link is refused
   fs::remove(dir / "kernels" / "leak.cu");
   EXPECT_EQ(Candidate::load_extension(dir.string()).files.size(), 1u);
-  remove_tree(dir.string());  // not fs::remove_all: libtorch is loaded here (extension_build.h)
+  remove_tree(dir.string());
   EXPECT_THROW(parse_candidate_kind("triton"), Error);
 }
 

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/remove_tree.h"
 #include "env/extension/extension_build.h"
 
 using namespace kforge;
@@ -125,5 +126,5 @@ TEST(NvrtcCubin, TheStandInHeadersDefineWhatTheHostsDo) {
   std::stringstream log;
   log << std::ifstream(dir / "log").rdbuf();
   EXPECT_EQ(rc, 0) << log.str();
-  remove_tree(dir.string());  // (fs::remove_all resolves to libtorch's copy here: extension_build.h)
+  remove_tree(dir.string());
 }

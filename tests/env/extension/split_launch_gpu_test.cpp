@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <kforge_ext.h>
 
+#include "configs/remove_tree.h"
 #include "env/extension/extension_build.h"
 #include "tests/skip_without_cuda.h"
 

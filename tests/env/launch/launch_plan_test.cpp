@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "configs/remove_tree.h"
 #include "tests/test_paths.h"
 
 #include "configs/error.h"
@@ -273,7 +274,7 @@ TEST(LaunchPlan, LoadsAPlanFileAndNamesItByItsFileName) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::io);
   }
-  fs::remove_all(dir);
+  remove_tree(dir);
 }
 
 // The example the policy reads in env/launch/KERNEL_FORMAT.md is a valid plan for softmax_rows.

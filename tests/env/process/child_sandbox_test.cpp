@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "configs/file_reader.h"
+#include "configs/remove_tree.h"
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -29,14 +30,14 @@ class ChildSandboxTest : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() /
             ("kforge-sandbox-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    remove_tree(root_);
     fs::create_directories(root_ / "allowed");
     fs::create_directories(root_ / "writable");
     fs::create_directories(root_ / "outside");
     std::ofstream(root_ / "allowed" / "public.txt") << "public words\n";
     std::ofstream(root_ / "outside" / "secret.txt") << "the held-out answer\n";
   }
-  void TearDown() override { fs::remove_all(root_); }
+  void TearDown() override { remove_tree(root_); }
 
   ChildSandboxSpec spec() const {
     ChildSandboxSpec s;
