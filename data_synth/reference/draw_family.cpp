@@ -1,12 +1,14 @@
 #include "data_synth/reference/draw_family.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <sstream>
 
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/cuda/CUDAFunctions.h>
 
 #include "configs/error.h"
 #include "data_synth/reference/reference.h"
@@ -136,16 +138,45 @@ void apply_variant(const TaskSpec& task, DrawVariant v, uint64_t seed, std::vect
 
 namespace {
 
+// Accumulates a stage's wall time into a ConditioningCost field (the device waited for first); a
+// no-op without one.
+class StageClock {
+ public:
+  explicit StageClock(ConditioningCost* cost) : cost_(cost) { t_ = now(); }
+  void lap(double ConditioningCost::*field, const std::vector<at::Tensor>& on) {
+    if (!cost_) return;
+    if (std::any_of(on.begin(), on.end(), [](const at::Tensor& t) { return t.defined() && t.is_cuda(); })) c10::cuda::device_synchronize();
+    const auto t = now();
+    cost_->*field += std::chrono::duration<double, std::milli>(t - t_).count();
+    t_ = t;
+  }
+
+ private:
+  static std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
+  ConditioningCost* cost_;
+  std::chrono::steady_clock::time_point t_;
+};
+
 // max |r - r64| / (atol + rtol |r64|) over the outputs of the reference on `args` (task dtype) and
 // on the same values in float64; a non-empty reason when the comparison itself is not possible.
 // `rms`, when given, receives the largest root mean square of a float64 output (the outputs' scale).
-double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args, std::string& reason, double* rms = nullptr) {
+double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args, std::string& reason, double* rms = nullptr,
+                       ConditioningCost* cost = nullptr) {
   c10::InferenceMode inference;
+  StageClock clock(cost);
+  if (cost) ++cost->tries;
   std::vector<at::Tensor> args64;
   for (const auto& a : args) args64.push_back(a.is_floating_point() ? a.to(at::kDouble) : a);
   std::vector<at::Tensor> r64 = run_reference(task, args64);
   args64.clear();  // freed before the float32 run: the peak holds one copy of the arguments in float64
+  clock.lap(&ConditioningCost::reference64_ms, r64);
   std::vector<at::Tensor> r = run_reference(task, args);
+  clock.lap(&ConditioningCost::reference_ms, r);
+  struct CompareLap {  // the rest of the function, whichever way it returns
+    StageClock& clock;
+    const std::vector<at::Tensor>& r;
+    ~CompareLap() { clock.lap(&ConditioningCost::compare_ms, r); }
+  } compare_lap{clock, r};
   KFORGE_CHECK(r.size() == r64.size(), internal, "the float64 reference has another number of outputs");
   double worst = 0;
   // Chunk by chunk: KernelBench's level 1 outputs hold 1.6 G elements, whose float64 temporaries
@@ -183,12 +214,14 @@ double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args
 // float64 on `plain_args`; raises `worst` to the ratio seen; `reason` says why not; `rms`, when
 // given, receives the scale of the member's outputs (reference_ratio).
 bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, DrawVariant v, uint64_t vs, double bound, double& worst,
-              std::string& reason, const DeviceMember& device, double* rms = nullptr) {
+              std::string& reason, const DeviceMember& device, double* rms, ConditioningCost* cost) {
   try {
+    StageClock clock(cost);
     std::vector<at::Tensor> args;
     for (const auto& a : plain_args) args.push_back(a.clone());
     apply_variant(task, v, vs, args, device);
-    double ratio = reference_ratio(task, args, reason, rms);
+    clock.lap(&ConditioningCost::prepare_ms, args);
+    double ratio = reference_ratio(task, args, reason, rms, cost);
     worst = std::max(worst, ratio);
     if (reason.empty() && ratio > bound) {
       std::ostringstream os;
@@ -206,11 +239,11 @@ bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, D
 }  // namespace
 
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
-                                  int seeds_per_variant, const DeviceMember& device) {
+                                  int seeds_per_variant, const DeviceMember& device, ConditioningCost* cost) {
   TaskConditions out;
   try {
     std::string reason;
-    out.plain_ratio = reference_ratio(task, plain_args, reason);
+    out.plain_ratio = reference_ratio(task, plain_args, reason, nullptr, cost);
   } catch (const c10::OutOfMemoryError& e) {
     out.unavailable = std::string("no float64 reference of the task's own draw: ") + e.what_without_backtrace();
     return out;
@@ -250,7 +283,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
           }
           std::string reason;
           double rms = 0;
-          if (!try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason, device, &rms)) {
+          if (!try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason, device, &rms, cost)) {
             last_reason = reason;
             continue;
           }
@@ -269,7 +302,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
       tries.push_back(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + k + 1)));
     for (const uint64_t vs : tries) {
       std::string reason;
-      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason, device))
+      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason, device, nullptr, cost))
         c.seeds.push_back(vs);
       else
         last_reason = reason;

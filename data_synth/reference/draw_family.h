@@ -86,13 +86,24 @@ struct TaskConditions {
   std::string unavailable;
 };
 
+// Where a conditioning's wall time goes, for benches (tools/bench/robustness_coverage.cpp): with it
+// the conditioning waits for the device after each stage, so that each stage's time is its own.
+struct ConditioningCost {
+  int tries = 0;              // reference pairs run, the task's own draw included
+  double prepare_ms = 0;      // the arguments copied and the member applied
+  double reference64_ms = 0;  // the arguments in float64 and the reference run on them
+  double reference_ms = 0;    // the reference in the task's dtypes
+  double compare_ms = 0;      // the outputs checked and compared
+};
+
 // Every robust variant that applies to the task, each tried with `seeds_per_variant` seeds on one
 // draw of the task's own distribution (`plain_args`). A seed is approved when its ratio is at most
 // max(margin, plain_ratio) and at most 1: no worse-conditioned than the task's own draws, which
 // honest kernels are held to anyway. Calls then use approved seeds only, so a variant's random
 // parameters (exponents, signs, spike places) are ones the reference was seen to survive.
-// `device` applies the members to device tensors (apply_variant).
+// `device` applies the members to device tensors (apply_variant); `cost`, when given, receives
+// where the time went (ConditioningCost; slower).
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
-                                  int seeds_per_variant = 2, const DeviceMember& device = {});
+                                  int seeds_per_variant = 2, const DeviceMember& device = {}, ConditioningCost* cost = nullptr);
 
 }  // namespace kforge

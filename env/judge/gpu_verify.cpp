@@ -49,7 +49,8 @@ void Judgement::verify() {
   const DynamicCheckConfig& ac = req_.anticheat;
   Json robustness = {{"enabled", ac.robustness_draws}, {"variants", Json::array()}, {"ran", Json::array()}};
   if (ac.robustness_draws) {
-    auto t_cond = std::chrono::steady_clock::now();
+    // Measured by the worker, which conditions the task before the call bench holds its buffers
+    // (robustness_conditioning_ms); here the conditions are the worker's, looked up.
     const TaskConditions& tc = s_.conditions_for(task_, task_key(req_), ac.robustness_margin);
     // Fail closed: without the conditions no robustness call would run, and a candidate that relies
     // on one member's statistics would pass unseen (softmax_rows on an 80 GB H100, 2026-12-05).
@@ -67,7 +68,6 @@ void Judgement::verify() {
                                         {"reason", c.reason}});
       if (c.usable) usable_.push_back(c);
     }
-    phases_["robustness_conditioning_ms"] = ms_since(t_cond);
   }
   std::vector<Planned> calls = plan_verification();
   verify_ = {{"passed", true}, {"trials_run", 0}, {"failed_trial", nullptr}, {"reason", ""}};

@@ -213,8 +213,10 @@ Json GpuWorker::evaluate(const Json& request) {
   const TaskSpec& task = s_->task_for(req);
   // The robustness conditions (once per task in a worker) before the call bench holds its buffers:
   // their float64 reference is the largest allocation a request makes.
+  const auto t_cond = Clock::now();
   if (req.anticheat.robustness_draws) s_->conditions_for(task, task_key(req), req.anticheat.robustness_margin);
   Judgement j(*s_, req, task);
+  j.phases()["robustness_conditioning_ms"] = ms_since(t_cond);
   try {
     j.load();
     j.verify();

@@ -4,12 +4,18 @@
 // margin. Prints one line per task and a summary; writes a results JSON (tools/bench/results/).
 //
 //   kforge_robustness_coverage datasets/synth/dataset.h5.xz [--n 240] [--skip 0] [--budget-s 240] [--json OUT]
+//                              [--split on]
+//
+// --split on: where each task's conditioning time goes (ConditioningCost: the arguments' copies and
+// members, the float64 reference, the reference in the task's dtypes, the comparison; the device
+// waited for after each stage, so the total is a little slower), per task and summed.
 //
 // The sample is drawn across (dtype, first operator) groups in turn, so every dtype and operator
 // family is represented rather than the most common ones. Its order is fixed (one seed), so
 // `--skip K` goes on where a run that measured K tasks stopped: two device calls give one sample.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -43,6 +49,7 @@ struct CoverageArgs {
   std::string path, json_out;
   int n = 240, skip = 0;
   double budget_s = 240;
+  bool split = false;
 };
 
 // The sample: across (first operator, dtype) groups in turn; groups_count gets how many groups.
@@ -76,17 +83,22 @@ struct Coverage {
   std::map<std::string, int> usable_by_variant, applies_by_variant, tasks_by_dtype, covered_by_dtype;
   int done = 0, covered = 0, failed = 0;
   Json rows = Json::array();
+  std::vector<double> ms;   // each task's conditioning
+  ConditioningCost split;   // summed over the tasks (--split on)
+  double eager_ms_sum = 0;  // the tasks' stored eager times, where known
+  int eager_known = 0;
 };
 
 // One task: its variants conditioned on the device and counted; a line printed either way.
-void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device& dev, double margin, Coverage& cov) {
+void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device& dev, double margin, bool split, Coverage& cov) {
   TaskSpec task = parse_task(r.spec_yaml, r.id);
   std::vector<at::Tensor> args =
       draw_arguments_on_device(task, {task.seed, 12345, 678}, drawer, dev, at::cuda::getCurrentCUDAStream().stream());
   auto t_task = std::chrono::steady_clock::now();
   TaskConditions tcs;
+  ConditioningCost cost;
   try {
-    tcs = condition_variants(task, args, 99, margin, 2, device_member(drawer));
+    tcs = condition_variants(task, args, 99, margin, 2, device_member(drawer), split ? &cost : nullptr);
   } catch (const std::exception& e) {
     ++cov.failed;
     std::printf("%-22s %-9s ERROR %s\n", r.id.c_str(), r.dtype.c_str(), e.what());
@@ -112,6 +124,24 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
     ++cov.covered_by_dtype[r.dtype];
   }
   cov.rows.push_back({{"id", r.id}, {"dtype", r.dtype}, {"ops", r.ops}, {"plain_ratio", tcs.plain_ratio}, {"variants", vs}, {"ms", ms}});
+  cov.ms.push_back(ms);
+  if (std::isfinite(r.eager_ms) && r.eager_ms > 0) {
+    cov.rows.back()["eager_ms"] = r.eager_ms;
+    cov.eager_ms_sum += r.eager_ms;
+    ++cov.eager_known;
+  }
+  if (split) {
+    cov.rows.back()["split"] = {{"tries", cost.tries},
+                                {"prepare_ms", cost.prepare_ms},
+                                {"reference64_ms", cost.reference64_ms},
+                                {"reference_ms", cost.reference_ms},
+                                {"compare_ms", cost.compare_ms}};
+    cov.split.tries += cost.tries;
+    cov.split.prepare_ms += cost.prepare_ms;
+    cov.split.reference64_ms += cost.reference64_ms;
+    cov.split.reference_ms += cost.reference_ms;
+    cov.split.compare_ms += cost.compare_ms;
+  }
   std::printf("%-22s %-9s %-40.40s %5.0f ms  %s\n", r.id.c_str(), r.dtype.c_str(), r.ops.c_str(), ms, line.c_str());
   std::fflush(stdout);
   args.clear();
@@ -122,9 +152,35 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
 Json summarize(Coverage& cov, size_t groups_count) {
   std::printf("\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%)\n", cov.done, groups_count,
               cov.failed, cov.covered, cov.done ? 100.0 * cov.covered / cov.done : 0.0);
+  std::vector<double> ms = cov.ms;
+  std::sort(ms.begin(), ms.end());
+  double total = 0;
+  for (double m : ms) total += m;
+  if (!ms.empty())
+    std::printf(
+        "conditioning: %.0f ms p50, %.0f ms mean a task%s\n", ms[ms.size() / 2], total / static_cast<double>(ms.size()),
+        cov.eager_known ? (", against " + std::to_string(cov.eager_ms_sum / cov.eager_known) + " ms of eager reference").c_str() : "");
   Json figures = {{"robustness_tasks_sampled_count", cov.done},
                   {"robustness_tasks_with_usable_draw_pct", cov.done ? 100.0 * cov.covered / cov.done : 0.0},
                   {"robustness_errors_count", cov.failed}};
+  if (!ms.empty()) {
+    figures["conditioning_ms_p50"] = ms[ms.size() / 2];
+    figures["conditioning_ms_mean"] = total / static_cast<double>(ms.size());
+  }
+  if (cov.split.tries > 0) {
+    const ConditioningCost& c = cov.split;
+    const double sum = c.prepare_ms + c.reference64_ms + c.reference_ms + c.compare_ms;
+    std::printf(
+        "  split over %d reference pairs (%.1f a task): arguments and members %.1f %%, float64 reference %.1f %%, "
+        "reference %.1f %%, comparison %.1f %%\n",
+        c.tries, static_cast<double>(c.tries) / std::max(1, cov.done), 100 * c.prepare_ms / sum, 100 * c.reference64_ms / sum,
+        100 * c.reference_ms / sum, 100 * c.compare_ms / sum);
+    figures["conditioning_tries_per_task_mean"] = static_cast<double>(c.tries) / std::max(1, cov.done);
+    figures["conditioning_prepare_pct"] = 100 * c.prepare_ms / sum;
+    figures["conditioning_reference64_pct"] = 100 * c.reference64_ms / sum;
+    figures["conditioning_reference_pct"] = 100 * c.reference_ms / sum;
+    figures["conditioning_compare_pct"] = 100 * c.compare_ms / sum;
+  }
   for (const auto& [v, k] : cov.applies_by_variant) {
     double pct = 100.0 * cov.usable_by_variant[v] / std::max(1, k);
     std::printf("  %-15s usable on %4d of %4d tasks it applies to (%.1f %%)\n", v.c_str(), cov.usable_by_variant[v], k, pct);
@@ -150,7 +206,8 @@ void write_json(const CoverageArgs& a, const at::Device& dev, const cudaDevicePr
               {"torch", di.torch_version},
               {"date", date},
               {"commit", commit ? commit : "unknown"},
-              {"command", "kforge_robustness_coverage " + a.path + " --n " + std::to_string(a.n) + " --skip " + std::to_string(a.skip)},
+              {"command", "kforge_robustness_coverage " + a.path + " --n " + std::to_string(a.n) + " --skip " + std::to_string(a.skip) +
+                              (a.split ? " --split on" : "")},
               {"figures", figures},
               {"tasks", rows}};
   std::ofstream(a.json_out) << doc.dump(1) << "\n";
@@ -160,7 +217,7 @@ void write_json(const CoverageArgs& a, const at::Device& dev, const cudaDevicePr
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s DATASET [--n N] [--skip K] [--budget-s S] [--json OUT]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DATASET [--n N] [--skip K] [--budget-s S] [--json OUT] [--split on]\n", argv[0]);
     return 2;
   }
   CoverageArgs a;
@@ -175,6 +232,8 @@ int main(int argc, char** argv) {
       a.budget_s = std::atof(argv[i + 1]);
     else if (k == "--json")
       a.json_out = argv[i + 1];
+    else if (k == "--split")
+      a.split = std::string(argv[i + 1]) == "on";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -196,7 +255,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     for (const DatasetRow* r : sample) {
       if (ms_since(t0) > a.budget_s * 1e3) break;
-      condition_task(*r, drawer, dev, margin, cov);
+      condition_task(*r, drawer, dev, margin, a.split, cov);
     }
     Json figures = summarize(cov, groups_count);
     if (!a.json_out.empty()) write_json(a, dev, prop, figures, cov.rows);

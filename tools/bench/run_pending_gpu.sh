@@ -45,6 +45,9 @@
 #   coverage          kforge_robustness_coverage on the shipped dataset (robustness draws usable),
 #                     up to 400 tasks in KFORGE_COVERAGE_BUDGET_S (default 330 s; about 1.8 s a task);
 #                     KFORGE_COVERAGE_SKIP=K goes on after the first K tasks of the same sample
+#   conditioning      issue 31: where the robustness conditioning's time goes (once per task in a worker, before its first
+#                     verify): kforge_robustness_coverage --split on over the shipped dataset's sample for
+#                     KFORGE_COND_BUDGET_S (90) s (OUTDIR/conditioning_split.json, conditioning.txt)
 #   new_gpu           the counter tests (EvaluatorGpu.Counter*), the synth GPU stage's fused checks
 #                     kernel (python.synth_gpu_fused), and profile()'s cost with the default counter
 #                     list, 5 metrics in 6 passes since the sixth session (JSON in
@@ -199,6 +202,8 @@ for s in $steps; do
     coverage) timeout 560 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 400 \
                 --skip "${KFORGE_COVERAGE_SKIP:-0}" --budget-s "${KFORGE_COVERAGE_BUDGET_S:-330}" \
                 --json "$out/robustness_coverage.json" >"$out/coverage.txt" 2>&1 ;;
+    conditioning) timeout 200 "$b/tools/kforge_robustness_coverage" datasets/synth/dataset.h5.xz --n 400 \
+                    --budget-s "${KFORGE_COND_BUDGET_S:-90}" --split on --json "$out/conditioning_split.json" >"$out/conditioning.txt" 2>&1 ;;
     gputests) KFORGE_AUDIT_OUT="$out/anticheat_audit.json" timeout 420 ctest --test-dir "$b" -L gpu -V --timeout 300 \
                 -E "python\.(adapters_gpu|verl_adapter_gpu|verifiers_adapter_gpu|report_gpu|imported_eval_gpu)|CallProbeGpu|PrecisionProbeGpu" \
                 --output-junit "$out/gputests.xml" >"$out/gputests.txt" 2>&1 ;;
