@@ -179,46 +179,32 @@ double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args
   } compare_lap{clock, r};
   KFORGE_CHECK(r.size() == r64.size(), internal, "the float64 reference has another number of outputs");
   double worst = 0;
-  // Chunk by chunk: KernelBench's level 1 outputs hold 1.6 G elements, whose float64 temporaries
-  // at once ran an 80 GB H100 out of memory (issue 29, 2026-12-07). The ratio is the same; the
-  // root mean square is summed in another order.
-  constexpr int64_t kChunk = int64_t(1) << 26;
   for (size_t o = 0; o < r.size(); ++o) {
     if (!r[o].is_floating_point()) {
       if (!r[o].equal(r64[o].to(r[o].scalar_type()))) reason = "an integer output differs in float64";
       continue;
     }
-    const at::Tensor rf = r[o].reshape(-1), bf = r64[o].reshape(-1);
-    const int64_t n = rf.numel();
     double sumsq = 0;
-    for (int64_t i = 0; i < n; i += kChunk) {
-      const int64_t len = std::min(kChunk, n - i);
-      at::Tensor a = rf.narrow(0, i, len).to(at::kDouble), b = bf.narrow(0, i, len).to(at::kDouble);
-      if (!at::isfinite(b).all().item<bool>()) {
-        reason = "the float64 reference has non-finite values";
-        return worst;
-      }
-      if (!at::isfinite(a).all().item<bool>()) {
-        reason = "the reference overflows in its dtype";
-        return worst;
-      }
-      worst = std::max(worst, tolerance_ratio(a, b, task.tolerance).max().item<double>());
-      if (rms) sumsq += b.square().sum().item<double>();
+    std::string non_finite;
+    worst = std::max(worst, max_tolerance_ratio(r[o], r64[o], task.tolerance, non_finite, rms ? &sumsq : nullptr));
+    if (!non_finite.empty()) {
+      reason = non_finite;
+      return worst;
     }
+    const int64_t n = r[o].numel();
     if (rms && n > 0) *rms = std::max(*rms, std::sqrt(sumsq / static_cast<double>(n)));
   }
   return worst;
 }
 
 // Whether member `v` under seed `vs` keeps the reference within `bound` of the tolerance against
-// float64 on `plain_args`; raises `worst` to the ratio seen; `reason` says why not; `rms`, when
+// float64 on the task's own draw (made again by `draw_plain`, then moved by the member); raises `worst` to the ratio seen; `reason` says why not; `rms`, when
 // given, receives the scale of the member's outputs (reference_ratio).
-bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, DrawVariant v, uint64_t vs, double bound, double& worst,
+bool try_seed(const TaskSpec& task, const PlainDraw& draw_plain, DrawVariant v, uint64_t vs, double bound, double& worst,
               std::string& reason, const DeviceMember& device, double* rms, ConditioningCost* cost) {
   try {
     StageClock clock(cost);
-    std::vector<at::Tensor> args;
-    for (const auto& a : plain_args) args.push_back(a.clone());
+    std::vector<at::Tensor> args = draw_plain();
     apply_variant(task, v, vs, args, device);
     clock.lap(&ConditioningCost::prepare_ms, args);
     double ratio = reference_ratio(task, args, reason, rms, cost);
@@ -240,10 +226,20 @@ bool try_seed(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, D
 
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
                                   int seeds_per_variant, const DeviceMember& device, ConditioningCost* cost) {
+  const PlainDraw copies = [&plain_args] {
+    std::vector<at::Tensor> args;
+    for (const auto& a : plain_args) args.push_back(a.clone());
+    return args;
+  };
+  return condition_variants(task, copies, seed, margin, seeds_per_variant, device, cost);
+}
+
+TaskConditions condition_variants(const TaskSpec& task, const PlainDraw& draw_plain, uint64_t seed, double margin, int seeds_per_variant,
+                                  const DeviceMember& device, ConditioningCost* cost) {
   TaskConditions out;
   try {
     std::string reason;
-    out.plain_ratio = reference_ratio(task, plain_args, reason, nullptr, cost);
+    out.plain_ratio = reference_ratio(task, draw_plain(), reason, nullptr, cost);
   } catch (const c10::OutOfMemoryError& e) {
     out.unavailable = std::string("no float64 reference of the task's own draw: ") + e.what_without_backtrace();
     return out;
@@ -283,7 +279,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
           }
           std::string reason;
           double rms = 0;
-          if (!try_seed(task, plain_args, v, vs, scaled_bound, c.worst_ratio, reason, device, &rms, cost)) {
+          if (!try_seed(task, draw_plain, v, vs, scaled_bound, c.worst_ratio, reason, device, &rms, cost)) {
             last_reason = reason;
             continue;
           }
@@ -302,7 +298,7 @@ TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Te
       tries.push_back(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(v) * 131 + k + 1)));
     for (const uint64_t vs : tries) {
       std::string reason;
-      if (try_seed(task, plain_args, v, vs, bound, c.worst_ratio, reason, device, nullptr, cost))
+      if (try_seed(task, draw_plain, v, vs, bound, c.worst_ratio, reason, device, nullptr, cost))
         c.seeds.push_back(vs);
       else
         last_reason = reason;

@@ -102,8 +102,16 @@ struct ConditioningCost {
 // honest kernels are held to anyway. Calls then use approved seeds only, so a variant's random
 // parameters (exponents, signs, spike places) are ones the reference was seen to survive.
 // `device` applies the members to device tensors (apply_variant); `cost`, when given, receives
-// where the time went (ConditioningCost; slower).
+// where the time went (ConditioningCost; slower). Every try works on its own copy of `plain_args`.
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
+                                  int seeds_per_variant = 2, const DeviceMember& device = {}, ConditioningCost* cost = nullptr);
+// The same, with the task's own draw made again by `draw_plain` for every try (the same bytes
+// each time) instead of copied: no copy of the arguments is held across the float64 runs, whose
+// peak is then the task's own draw's. On an 80 GB H100, a float16 task whose float64 intermediate
+// took 58 GiB was conditioned on its own draw but ran out of memory on every member while a copy
+// was held (kforge_robustness_coverage, 2026-12-08): the worker then refuses to judge the task.
+using PlainDraw = std::function<std::vector<at::Tensor>()>;
+TaskConditions condition_variants(const TaskSpec& task, const PlainDraw& draw_plain, uint64_t seed, double margin,
                                   int seeds_per_variant = 2, const DeviceMember& device = {}, ConditioningCost* cost = nullptr);
 
 }  // namespace kforge

@@ -12,6 +12,8 @@
 // Each step is one IEEE round-to-nearest double operation (a subtraction, an absolute value, a
 // multiply, an add, a compare), as on the device. Unwritten (poisoned) elements are the compare's
 // business, not the rule's: see output_compare.h.
+#include <string>
+
 #include <ATen/ATen.h>
 
 #include "configs/eval_config.h"
@@ -28,5 +30,17 @@ at::Tensor outside_tolerance(const at::Tensor& out, const at::Tensor& ref, const
 // 1 it is outside, below 1 within; exactly 1 may be either, by the division's rounding). Meant for
 // finite values: callers check finiteness first.
 at::Tensor tolerance_ratio(const at::Tensor& out, const at::Tensor& ref, const Tolerance& tol);
+
+// The largest tolerance_ratio of a float output `out` (any float dtype) against its float64 twin
+// `ref64` (the same computation in float64), over every element: the conditioning's measure of how
+// much of the tolerance the reference itself uses (draw_family.h). Computed in float64 chunk by
+// chunk, in place, with one wait for the device per chunk: a non-finite value on either side makes
+// the chunk's maximum non-finite, and only then are the sides looked at, to say in `reason` which:
+// "the float64 reference has non-finite values" or "the reference overflows in its dtype" (the
+// largest ratio before that chunk is returned). `sumsq`, when given, receives ref64's sum of squares.
+// With atol 0, an element where both are 0 uses none of the tolerance (0/0 counts as 0), and one
+// where ref is 0 and out is not uses an infinite share.
+double max_tolerance_ratio(const at::Tensor& out, const at::Tensor& ref64, const Tolerance& tol, std::string& reason,
+                           double* sumsq = nullptr);
 
 }  // namespace kforge

@@ -87,9 +87,11 @@ const TaskConditions& GpuWorker::State::conditions_for(const TaskSpec& task, con
   c10::cuda::CUDACachingAllocator::emptyCache();
   TaskConditions c;
   {
-    // One draw of the task's own distribution (a fresh secret trial), then each variant on it.
-    std::vector<at::Tensor> args = draw_arguments_on_device(task, {task.seed, ids.next(), ids.next()}, *drawer, dev, stream());
-    c = condition_variants(task, args, ids.next(), margin, 2, device_member(*drawer));
+    // One draw of the task's own distribution (a fresh secret trial), made again for each try of a
+    // variant on it (the same bytes: no copy held across the float64 runs).
+    const DrawKey key{task.seed, ids.next(), ids.next()};
+    const PlainDraw draw = [&] { return draw_arguments_on_device(task, key, *drawer, dev, stream()); };
+    c = condition_variants(task, draw, ids.next(), margin, 2, device_member(*drawer));
   }
   // The float64 temporaries go back too: the call bench's one large block comes next.
   c10::cuda::CUDACachingAllocator::emptyCache();

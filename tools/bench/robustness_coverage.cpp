@@ -92,13 +92,15 @@ struct Coverage {
 // One task: its variants conditioned on the device and counted; a line printed either way.
 void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device& dev, double margin, bool split, Coverage& cov) {
   TaskSpec task = parse_task(r.spec_yaml, r.id);
-  std::vector<at::Tensor> args =
-      draw_arguments_on_device(task, {task.seed, 12345, 678}, drawer, dev, at::cuda::getCurrentCUDAStream().stream());
+  // As the GPU worker conditions (GpuWorker::State::conditions_for): the task's own draw made again for every try.
+  const PlainDraw draw = [&] {
+    return draw_arguments_on_device(task, {task.seed, 12345, 678}, drawer, dev, at::cuda::getCurrentCUDAStream().stream());
+  };
   auto t_task = std::chrono::steady_clock::now();
   TaskConditions tcs;
   ConditioningCost cost;
   try {
-    tcs = condition_variants(task, args, 99, margin, 2, device_member(drawer), split ? &cost : nullptr);
+    tcs = condition_variants(task, draw, 99, margin, 2, device_member(drawer), split ? &cost : nullptr);
   } catch (const std::exception& e) {
     ++cov.failed;
     std::printf("%-22s %-9s ERROR %s\n", r.id.c_str(), r.dtype.c_str(), e.what());
@@ -144,7 +146,6 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
   }
   std::printf("%-22s %-9s %-40.40s %5.0f ms  %s\n", r.id.c_str(), r.dtype.c_str(), r.ops.c_str(), ms, line.c_str());
   std::fflush(stdout);
-  args.clear();
   c10::cuda::CUDACachingAllocator::emptyCache();
 }
 

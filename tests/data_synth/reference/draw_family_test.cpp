@@ -4,6 +4,10 @@
 // variant only where the task-dtype reference stays close to float64.
 #include "data_synth/reference/draw_family.h"
 
+#include <cmath>
+#include <limits>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "data_synth/reference/reference.h"
@@ -280,4 +284,67 @@ TEST(RobustDraws, ScaledStopsAtThePowerWhereTheRelativeToleranceGoverns) {
     }
   }
   EXPECT_GT(stopped_early, 0);
+}
+
+// The conditioning's measure (max_tolerance_ratio, tolerance.h): the largest tolerance_ratio, the
+// same number as the rule's own over random outputs in each float dtype; a non-finite value named by
+// its side, the ratio before its chunk kept; 0/0 under atol 0 counting as none of the tolerance.
+TEST(RobustDraws, TheConditioningsRatioIsTheRulesLargestAndNamesANonFiniteSide) {
+  const Tolerance tol{1e-3, 1e-2};
+  at::manual_seed(5);
+  const at::Tensor ref64 = at::randn({4099}, at::kDouble);
+  for (at::ScalarType dt : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    const at::Tensor out = (ref64 + 1e-3 * at::randn({4099}, at::kDouble)).to(dt);
+    std::string reason;
+    double sumsq = 0;
+    const double m = max_tolerance_ratio(out, ref64, tol, reason, &sumsq);
+    EXPECT_TRUE(reason.empty()) << reason;
+    EXPECT_DOUBLE_EQ(m, tolerance_ratio(out, ref64, tol).max().item<double>()) << dt;
+    EXPECT_NEAR(sumsq, ref64.square().sum().item<double>(), 1e-9 * sumsq);
+  }
+  const at::Tensor out = ref64.to(at::kFloat);
+  at::Tensor overflowed = out.clone();
+  overflowed[77] = std::numeric_limits<float>::infinity();
+  std::string reason;
+  max_tolerance_ratio(overflowed, ref64, tol, reason);
+  EXPECT_EQ(reason, "the reference overflows in its dtype");
+  at::Tensor nan64 = ref64.clone();
+  nan64[3] = std::nan("");
+  reason.clear();
+  max_tolerance_ratio(out, nan64, tol, reason);
+  EXPECT_EQ(reason, "the float64 reference has non-finite values");
+  // atol 0: the zeros both sides agree on use nothing; one output off zero uses an infinite share
+  const at::Tensor zeros = at::zeros({16}, at::kDouble);
+  at::Tensor near = zeros.clone();
+  near[2] = 0.5;
+  at::Tensor off = (near + 1e-3 * near).to(at::kFloat);
+  reason.clear();
+  EXPECT_NEAR(max_tolerance_ratio(off, near, Tolerance{0, 1e-2}, reason), 0.1, 1e-5);
+  EXPECT_TRUE(reason.empty());
+  at::Tensor stray = zeros.to(at::kFloat);
+  stray[5] = 1e-20f;
+  EXPECT_TRUE(std::isinf(max_tolerance_ratio(stray, zeros, Tolerance{0, 1e-2}, reason)));
+}
+
+// The worker conditions on its task's own draw made again for every try (no copy held across the
+// float64 runs): the same conditions as from a held draw, one draw per reference pair.
+TEST(RobustDraws, ConditioningOnADrawMadeAgainDecidesAsOnAHeldOne) {
+  TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
+  const TaskConditions held = condition_variants(t, draw(t, 5), 11, 0.5);
+  int draws = 0;
+  ConditioningCost cost;
+  const PlainDraw again = [&] {
+    ++draws;
+    return draw(t, 5);
+  };
+  const TaskConditions redrawn = condition_variants(t, again, 11, 0.5, 2, {}, &cost);
+  EXPECT_EQ(draws, cost.tries);
+  EXPECT_GT(cost.tries, static_cast<int>(redrawn.variants.size()));
+  EXPECT_DOUBLE_EQ(redrawn.plain_ratio, held.plain_ratio);
+  ASSERT_EQ(redrawn.variants.size(), held.variants.size());
+  for (size_t i = 0; i < held.variants.size(); ++i) {
+    EXPECT_EQ(redrawn.variants[i].usable, held.variants[i].usable) << variant_name(held.variants[i].variant);
+    EXPECT_EQ(redrawn.variants[i].seeds, held.variants[i].seeds) << variant_name(held.variants[i].variant);
+    EXPECT_DOUBLE_EQ(redrawn.variants[i].worst_ratio, held.variants[i].worst_ratio) << variant_name(held.variants[i].variant);
+  }
 }
