@@ -23,7 +23,7 @@
 #   overhead, aa     as above
 #   conditioning     kforge_robustness_coverage on the shipped dataset's first KFORGE_AB_COND_N (20) sample tasks
 #                    (the same tasks on both sides; conditioning_{side}_R.json: each task's time and its conditions)
-#   serve            the load bench over the sample tasks' passing candidates with today's lane settings, 32
+#   serve            the load bench over the sample tasks' passing candidates with today's lane settings, KFORGE_AB_SERVE_EPISODES (32)
 #                    episodes of verify + submit on fresh sources (serve_{side}_R.txt and its record, copied)
 # tools/bench/conditioning_ab.py OUTDIR ROUNDS summarises conditioning and serve.
 set -euo pipefail
@@ -77,7 +77,7 @@ for r in $(seq 1 "$rounds"); do
             echo "overhead_ab: $side round $r's conditioning failed (see conditioning_${side}_$r.txt)" ;;
         serve)
           (cd "$dir" && KFORGE_SOURCE_DIR=$dir timeout 200 "$KFORGE_PYTHON_BIN" tools/bench/serve_bench.py --kforge "${bin%/*}/kforge" --gpu \
-            --pairs samples --episodes 32 --rounds 2 --sequential on --warm on --fresh-sources on --label "ab_${side}_$r" --json) \
+            --pairs samples --episodes "${KFORGE_AB_SERVE_EPISODES:-32}" --rounds 2 --sequential on --warm on --fresh-sources on --label "ab_${side}_$r" --json) \
             >"$out/serve_${side}_$r.txt" 2>&1 || echo "overhead_ab: $side round $r's load bench failed (see serve_${side}_$r.txt)"
           cp "$dir"/tools/bench/results/serve_bench_gpu_*_ab_"${side}_$r".json "$out/" 2>/dev/null || true ;;
         *) echo "overhead_ab: no bench $bench (overhead, aa, conditioning, serve)" >&2; exit 2 ;;
