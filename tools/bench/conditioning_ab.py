@@ -118,8 +118,9 @@ def main(argv):
     doc = {**meta, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "commit": results_doc.commit(),
            "command": f"KFORGE_AB_BENCHES='conditioning serve' tools/bench/overhead_ab.sh BUILD OUTDIR {rounds}: "
-                      "kforge_robustness_coverage on the same sample tasks and serve_bench.py --pairs samples (32 episodes, "
-                      "today's lane settings, fresh sources), base and new alternating on one host",
+                      "kforge_robustness_coverage on the same sample tasks and serve_bench.py --pairs samples "
+                      f"({os.environ.get('KFORGE_AB_SERVE_EPISODES', '32')} episodes, today's lane settings, fresh sources), "
+                      "base and new alternating on one host",
            "figures": figures,
            "details": {"lines": lines + l2}}
     results_doc.write(os.path.join(out, "conditioning_ab.json"), doc, "conditioning_ab")
