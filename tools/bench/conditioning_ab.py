@@ -24,7 +24,7 @@ import results_doc  # noqa: E402
 
 SERVE_FIGURES = ("judged_candidates_per_gpu_hour", "verify_worker_ms_mean", "verify_robustness_conditioning_ms_mean",
                  "verify_verify_ms_mean", "submit_worker_ms_mean", "lane_share_rest_pct", "lane_share_timing_pct",
-                 "lane_share_kernels_pct", "lane_share_harness_gpu_pct", "submit_speedup_median_under_load")
+                 "lane_share_kernels_pct", "lane_share_harness_gpu_pct", "lane_share_conditioning_pct", "submit_speedup_median_under_load")
 
 
 def out_of_memory(row):

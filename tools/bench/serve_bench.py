@@ -266,6 +266,9 @@ def main():
         figures["lane_share_compile_pct"] = compiles["ms"] / lane_ms * 100
         # ... and the other shapes' trials (their own GPU requests, after the verification passed).
         figures["lane_share_other_shapes_pct"] = sum(p["shapes_wall_ms"] for p in phases.values()) / lane_ms * 100
+        # ... and the robustness conditioning, once per task in a worker before its first request (measured
+        # where it runs since 2026-12-08; before, this read about 0).
+        figures["lane_share_conditioning_pct"] = sum(p["robustness_conditioning_ms"] for p in phases.values()) / lane_ms * 100
         if compiles["count"]:
             figures["gpu_step_compile_ms_mean"] = compiles["ms"] / compiles["count"]
             figures["gpu_step_compile_cache_hit_pct"] = compiles["cache_hits"] / compiles["count"] * 100
