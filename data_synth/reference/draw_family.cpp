@@ -198,8 +198,9 @@ double reference_ratio(const TaskSpec& task, const std::vector<at::Tensor>& args
 }
 
 // Whether member `v` under seed `vs` keeps the reference within `bound` of the tolerance against
-// float64 on the task's own draw (made again by `draw_plain`, then moved by the member); raises `worst` to the ratio seen; `reason` says why not; `rms`, when
-// given, receives the scale of the member's outputs (reference_ratio).
+// float64 on the task's own draw (made again by `draw_plain`, then moved by the member); raises
+// `worst` to the ratio seen; `reason` says why not; `rms`, when given, receives the scale of the
+// member's outputs (reference_ratio).
 bool try_seed(const TaskSpec& task, const PlainDraw& draw_plain, DrawVariant v, uint64_t vs, double bound, double& worst,
               std::string& reason, const DeviceMember& device, double* rms, ConditioningCost* cost) {
   try {

@@ -106,10 +106,11 @@ struct ConditioningCost {
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
                                   int seeds_per_variant = 2, const DeviceMember& device = {}, ConditioningCost* cost = nullptr);
 // The same, with the task's own draw made again by `draw_plain` for every try (the same bytes
-// each time) instead of copied: no copy of the arguments is held across the float64 runs, whose
-// peak is then the task's own draw's. On an 80 GB H100, a float16 task whose float64 intermediate
-// took 58 GiB was conditioned on its own draw but ran out of memory on every member while a copy
-// was held (kforge_robustness_coverage, 2026-12-08): the worker then refuses to judge the task.
+// each time) instead of copied: no copy of the arguments is held across the float64 runs, so a
+// try's peak is that of the task's own draw. On an 80 GB H100, 9 of 27 sampled float16 and
+// bfloat16 tasks were conditioned on their own draw but ran out of memory on every member, each
+// try holding a copy beside its float64 run (kforge_robustness_coverage, 2026-12-08); the worker
+// then refuses to judge the task. How many of them this alone saves is not yet measured.
 using PlainDraw = std::function<std::vector<at::Tensor>()>;
 TaskConditions condition_variants(const TaskSpec& task, const PlainDraw& draw_plain, uint64_t seed, double margin,
                                   int seeds_per_variant = 2, const DeviceMember& device = {}, ConditioningCost* cost = nullptr);
