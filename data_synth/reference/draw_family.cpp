@@ -223,6 +223,17 @@ bool try_seed(const TaskSpec& task, const PlainDraw& draw_plain, DrawVariant v, 
   return reason.empty();
 }
 
+bool out_of_memory(const std::string& what) { return what.find("out of memory") != std::string::npos; }
+
+// A variant the device had no memory for is unknown, not unusable: the task's conditions are then
+// unavailable (TaskConditions::unavailable), whatever the later variants would say, so they are not
+// tried (every try has the same footprint). True when `c` made them so.
+bool unknown_for_memory(const VariantCondition& c, TaskConditions& out) {
+  if (c.usable || c.reason.rfind("no float64 reference", 0) != 0 || !out_of_memory(c.reason)) return false;
+  out.unavailable = std::string(variant_name(c.variant)) + ": " + c.reason;
+  return true;
+}
+
 }  // namespace
 
 TaskConditions condition_variants(const TaskSpec& task, const std::vector<at::Tensor>& plain_args, uint64_t seed, double margin,
@@ -244,7 +255,13 @@ TaskConditions condition_variants(const TaskSpec& task, const PlainDraw& draw_pl
   } catch (const c10::OutOfMemoryError& e) {
     out.unavailable = std::string("no float64 reference of the task's own draw: ") + e.what_without_backtrace();
     return out;
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    // The reference's executor wraps libtorch's errors in its own, out-of-memory ones included:
+    // every member's try has the same footprint, so none would fare better.
+    if (out_of_memory(e.what())) {
+      out.unavailable = std::string("no float64 reference of the task's own draw: ") + e.what();
+      return out;
+    }
     out.plain_ratio = 0;  // no float64 reference (an operator without one): every variant says so below
   }
   const double bound = std::min(1.0, std::max(margin, out.plain_ratio));
@@ -292,6 +309,7 @@ TaskConditions condition_variants(const TaskSpec& task, const PlainDraw& draw_pl
       c.usable = !c.seeds.empty();
       if (!c.usable) c.reason = last_reason;
       out.variants.push_back(c);
+      if (unknown_for_memory(c, out)) return out;
       continue;
     }
     std::vector<uint64_t> tries;
@@ -307,11 +325,8 @@ TaskConditions condition_variants(const TaskSpec& task, const PlainDraw& draw_pl
     c.usable = !c.seeds.empty();
     if (!c.usable) c.reason = last_reason;
     out.variants.push_back(c);
+    if (unknown_for_memory(c, out)) return out;
   }
-  for (const auto& c : out.variants)  // a variant the device had no memory for is unknown, not unusable
-    if (!c.usable && c.reason.rfind("no float64 reference", 0) == 0 && c.reason.find("out of memory") != std::string::npos &&
-        out.unavailable.empty())
-      out.unavailable = std::string(variant_name(c.variant)) + ": " + c.reason;
   return out;
 }
 

@@ -82,7 +82,9 @@ struct TaskConditions {
   std::vector<VariantCondition> variants;
   // Non-empty when the harness could not measure a condition (the float64 reference ran out of
   // device memory), as opposed to a reference found ill-conditioned or without a float64 form. The variants
-  // are then unknown, not unusable: a verification must not run without them (fail closed).
+  // are then unknown, not unusable: a verification must not run without them (fail closed). The
+  // variants after the one that ran out are not tried (`variants` ends there): every try has the
+  // task's footprint, and the answer would not change.
   std::string unavailable;
 };
 

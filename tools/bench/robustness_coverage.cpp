@@ -82,6 +82,7 @@ std::vector<const DatasetRow*> draw_sample(const Dataset& ds, int n, size_t& gro
 struct Coverage {
   std::map<std::string, int> usable_by_variant, applies_by_variant, tasks_by_dtype, covered_by_dtype;
   int done = 0, covered = 0, failed = 0;
+  int unavailable = 0;  // tasks whose conditions the device had no memory for (the worker refuses to judge them)
   Json rows = Json::array();
   std::vector<double> ms;   // each task's conditioning
   ConditioningCost split;   // summed over the tasks (--split on)
@@ -126,6 +127,11 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
     ++cov.covered_by_dtype[r.dtype];
   }
   cov.rows.push_back({{"id", r.id}, {"dtype", r.dtype}, {"ops", r.ops}, {"plain_ratio", tcs.plain_ratio}, {"variants", vs}, {"ms", ms}});
+  if (!tcs.unavailable.empty()) {
+    ++cov.unavailable;
+    cov.rows.back()["unavailable"] = tcs.unavailable;
+    line = "UNAVAILABLE (" + tcs.unavailable.substr(0, 60) + ") " + line;
+  }
   cov.ms.push_back(ms);
   if (std::isfinite(r.eager_ms) && r.eager_ms > 0) {
     cov.rows.back()["eager_ms"] = r.eager_ms;
@@ -151,8 +157,10 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
 
 // The summary lines, and the record's figures.
 Json summarize(Coverage& cov, size_t groups_count) {
-  std::printf("\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%)\n", cov.done, groups_count,
-              cov.failed, cov.covered, cov.done ? 100.0 * cov.covered / cov.done : 0.0);
+  std::printf(
+      "\n%d tasks (%zu groups, %d errors): %d with at least one usable robustness draw (%.1f %%); %d unavailable (out of "
+      "device memory: the worker refuses to judge them)\n",
+      cov.done, groups_count, cov.failed, cov.covered, cov.done ? 100.0 * cov.covered / cov.done : 0.0, cov.unavailable);
   std::vector<double> ms = cov.ms;
   std::sort(ms.begin(), ms.end());
   double total = 0;
@@ -163,7 +171,8 @@ Json summarize(Coverage& cov, size_t groups_count) {
         cov.eager_known ? (", against " + std::to_string(cov.eager_ms_sum / cov.eager_known) + " ms of eager reference").c_str() : "");
   Json figures = {{"robustness_tasks_sampled_count", cov.done},
                   {"robustness_tasks_with_usable_draw_pct", cov.done ? 100.0 * cov.covered / cov.done : 0.0},
-                  {"robustness_errors_count", cov.failed}};
+                  {"robustness_errors_count", cov.failed},
+                  {"robustness_unavailable_count", cov.unavailable}};
   if (!ms.empty()) {
     figures["conditioning_ms_p50"] = ms[ms.size() / 2];
     figures["conditioning_ms_mean"] = total / static_cast<double>(ms.size());

@@ -348,3 +348,41 @@ TEST(RobustDraws, ConditioningOnADrawMadeAgainDecidesAsOnAHeldOne) {
     EXPECT_DOUBLE_EQ(redrawn.variants[i].worst_ratio, held.variants[i].worst_ratio) << variant_name(held.variants[i].variant);
   }
 }
+
+// Out of device memory, the conditions are unavailable (fail closed) and nothing more is tried:
+// on the task's own draw (libtorch's error, or the reference executor's wrapping of it), or on the
+// first variant whose every try ran out (every try has the task's footprint).
+TEST(RobustDraws, OutOfMemoryMakesTheConditionsUnavailableWithoutTryingFurther) {
+  TaskSpec t = load_task(task_path("gated_linear")).at_check_dims();
+  int draws = 0;
+  int fail_from = 1;  // the draw that runs out first (1: the task's own)
+  const PlainDraw running_out = [&] {
+    if (++draws >= fail_from) TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate 58.00 GiB");
+    return draw(t, 5);
+  };
+  TaskConditions own = condition_variants(t, running_out, 11, 0.5);
+  EXPECT_EQ(own.unavailable.rfind("no float64 reference of the task's own draw", 0), 0u) << own.unavailable;
+  EXPECT_TRUE(own.variants.empty());
+  EXPECT_EQ(draws, 1);
+
+  const PlainDraw wrapped = [&] {
+    ++draws;
+    KFORGE_FAIL(runtime, "task x, node 'n1' (layer_norm): libtorch failed: CUDA out of memory. Tried to allocate 19.87 GiB");
+    return draw(t, 5);
+  };
+  draws = 0;
+  TaskConditions executor = condition_variants(t, wrapped, 11, 0.5);
+  EXPECT_NE(executor.unavailable.find("out of memory"), std::string::npos) << executor.unavailable;
+  EXPECT_EQ(draws, 1);
+
+  draws = 0;
+  fail_from = 2;  // the task's own draw fits; every member's try runs out
+  ConditioningCost cost;
+  TaskConditions members = condition_variants(t, running_out, 11, 0.5, 2, {}, &cost);
+  ASSERT_EQ(members.variants.size(), 1u) << "the variants after the first that ran out were tried";
+  EXPECT_EQ(members.variants[0].variant, DrawVariant::scaled);
+  EXPECT_FALSE(members.variants[0].usable);
+  EXPECT_EQ(members.unavailable.rfind("scaled: no float64 reference", 0), 0u) << members.unavailable;
+  EXPECT_EQ(cost.tries, 1) << "only the task's own draw reached a reference";
+  EXPECT_GT(draws, 1);
+}
