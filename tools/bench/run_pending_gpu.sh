@@ -106,7 +106,8 @@
 #                     the stage's rows merged, the measured rows served, datasets/kernelbench_candidates replayed
 #                     over every served task, the report with KernelBench's table per level (OUTDIR/kb_report/)
 #   python            the interpreter the steps run and its torch (OUTDIR/python.txt)
-# Each step has a time limit; logs go to OUTDIR, archived into OUTDIR.tgz after every step. A step written
+# Each step has a time limit; logs go to OUTDIR, archived into OUTDIR.tgz after every step (and copied into the
+# device call's $OUT as NAME_steps.tgz where $OUT is set: a call cut at its limit keeps what ran). A step written
 # STEP:NEED_S runs only while NEED_S seconds of KFORGE_CALL_LIMIT_S are left (for a device call's limit).
 # Python is KFORGE_PYTHON_BIN (tools/python_env.sh): the project's venv, or on a GPU host without one the
 # python3 that .gpu/run.sh uses.
@@ -337,6 +338,8 @@ for s in $steps; do
   esac
   rc=$?
   echo "step $s: rc $rc in $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.txt"
-  # the device returns few files: everything in one archive, refreshed after every step
+  # the device returns few files: everything in one archive, refreshed after every step, and copied
+  # into the device call's $OUT (where set) at once, so that a call cut at its limit still returns it
   tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then cp "$out.tgz" "$OUT/$(basename "$out")_steps.tgz"; fi
 done
