@@ -41,13 +41,27 @@ std::vector<at::Tensor> draw_arguments(const TaskSpec& task, const DrawKey& key,
   return args;
 }
 
-std::vector<at::Tensor> run_reference(const TaskSpec& task, const std::vector<at::Tensor>& args) {
+std::vector<size_t> last_uses(const ResolvedGraph& g) {
+  std::vector<size_t> last(g.nodes.size());
+  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+    last[ni] = ni;
+    for (const auto& r : g.nodes[ni].inputs)
+      if (r.is_node) last[static_cast<size_t>(r.index)] = ni;
+  }
+  for (const auto& r : g.outputs)
+    if (r.is_node) last[static_cast<size_t>(r.index)] = g.nodes.size();
+  return last;
+}
+
+std::vector<at::Tensor> run_reference(const TaskSpec& task, const std::vector<at::Tensor>& args, Intermediates intermediates) {
   if (task.imported()) return run_torchscript_reference(task, args);
   const ResolvedGraph& g = task.resolved;
   KFORGE_CHECK(args.size() == g.arguments.size(), internal,
                "task " << task.id << " takes " << g.arguments.size() << " arguments, got " << args.size());
   c10::InferenceMode inference_mode;  // what eager PyTorch under torch.inference_mode() does
   std::vector<at::Tensor> values(g.nodes.size());
+  const std::vector<size_t> last =
+      intermediates == Intermediates::free_after_last_use ? last_uses(g) : std::vector<size_t>(g.nodes.size(), g.nodes.size());
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const ResolvedNode& n = g.nodes[ni];
     std::vector<at::Tensor> in, params;
@@ -59,6 +73,10 @@ std::vector<at::Tensor> run_reference(const TaskSpec& task, const std::vector<at
       KFORGE_FAIL(runtime, "task " << task.id << ", node '" << n.call.id << "' (" << n.call.op->name
                                    << "): libtorch failed: " << e.what_without_backtrace());
     }
+    in.clear();
+    for (const auto& r : n.inputs)  // values this node read for the last time
+      if (r.is_node && last[static_cast<size_t>(r.index)] == ni) values[static_cast<size_t>(r.index)].reset();
+    if (last[ni] == ni) values[ni].reset();  // read by nothing
   }
   std::vector<at::Tensor> out;
   for (const auto& r : g.outputs) out.push_back(values[r.index]);

@@ -100,3 +100,32 @@ TEST(Reference, WrongArgumentCountIsAnInternalError) {
   TaskSpec t = make_op_example_task(op_registry().get("relu"));
   EXPECT_THROW(run_reference(t, {}), Error);
 }
+
+// The conditioning's float64 runs free each intermediate after its last use (Intermediates): the
+// outputs are the same bytes as when every intermediate is kept, on every sample; a value is freed
+// after the last node that reads it, an output is kept, and a value nothing reads goes at once.
+TEST(Reference, FreeingIntermediatesAfterTheirLastUseChangesNoOutput) {
+  apply_reference_precision();
+  int chains = 0;
+  for (const TaskSpec& t : samples_at_check_dims()) {
+    SCOPED_TRACE(t.id);
+    if (t.imported()) continue;
+    const ResolvedGraph& g = t.resolved;
+    const std::vector<size_t> last = last_uses(g);
+    ASSERT_EQ(last.size(), g.nodes.size());
+    for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
+      EXPECT_GE(last[ni], ni);
+      for (size_t later = ni + 1; later < g.nodes.size(); ++later)
+        for (const auto& r : g.nodes[later].inputs)
+          if (r.is_node && static_cast<size_t>(r.index) == ni) EXPECT_GE(last[ni], later) << "freed before a node that reads it";
+    }
+    for (const auto& r : g.outputs)
+      if (r.is_node) EXPECT_EQ(last[static_cast<size_t>(r.index)], g.nodes.size()) << "an output freed";
+    for (size_t ni = 0; ni + 1 < g.nodes.size(); ++ni) chains += last[ni] < g.nodes.size() ? 1 : 0;
+    auto args = draw_arguments(t, {t.seed, 3, 0}, at::kCPU);
+    auto kept = run_reference(t, args), freed = run_reference(t, args, Intermediates::free_after_last_use);
+    ASSERT_EQ(kept.size(), freed.size());
+    for (size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(at::equal(kept[i], freed[i])) << "output " << i;
+  }
+  EXPECT_GT(chains, 0) << "no sample has an intermediate to free";
+}
