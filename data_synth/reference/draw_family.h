@@ -96,6 +96,15 @@ struct ConditioningCost {
   double reference64_ms = 0;  // the arguments in float64 and the reference run on them
   double reference_ms = 0;    // the reference in the task's dtypes
   double compare_ms = 0;      // the outputs checked and compared
+
+  ConditioningCost& operator+=(const ConditioningCost& o) {
+    tries += o.tries;
+    prepare_ms += o.prepare_ms;
+    reference64_ms += o.reference64_ms;
+    reference_ms += o.reference_ms;
+    compare_ms += o.compare_ms;
+    return *this;
+  }
 };
 
 // Every robust variant that applies to the task, each tried with `seeds_per_variant` seeds on one

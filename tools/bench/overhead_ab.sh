@@ -49,6 +49,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 . tools/python_env.sh && kforge_python "$root" || exit 2
 base=/tmp/kforge-ab-base
+benches=${KFORGE_AB_BENCHES:-overhead aa}
 if [ ! -x "$base/build-gpu/tools/kforge_eval_bench" ]; then
   t0=$(date +%s)
   rm -rf "$base" && mkdir -p "$base" && tar xzf .gpu/ab_base.tgz -C "$base"
@@ -62,7 +63,7 @@ for r in $(seq 1 "$rounds"); do
   for side in base new; do
     if [ "$side" = base ]; then dir=$base bin=$base/build-gpu/tools/kforge_eval_bench; else dir=$root bin=$root/$b/tools/kforge_eval_bench; fi
     t0=$(date +%s)
-    for bench in ${KFORGE_AB_BENCHES:-overhead aa}; do
+    for bench in $benches; do
       case $bench in
         overhead)
           (cd "$dir" && KFORGE_SOURCE_DIR=$dir timeout 240 "$bin" overhead --repeats 2 --out "$out/overhead_${side}_$r.json") \
@@ -87,9 +88,9 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 read -r base_commit new_commit < .gpu/ab.commits
-case " ${KFORGE_AB_BENCHES:-overhead aa} " in
+case " $benches " in
   *" overhead "*) KFORGE_COMMIT="$base_commit vs $new_commit" "$KFORGE_PYTHON_BIN" tools/bench/overhead_ab.py "$out" "$rounds" ;;
 esac
-case " ${KFORGE_AB_BENCHES:-overhead aa} " in
+case " $benches " in
   *" conditioning "* | *" serve "*) KFORGE_COMMIT="$base_commit vs $new_commit" "$KFORGE_PYTHON_BIN" tools/bench/conditioning_ab.py "$out" "$rounds" ;;
 esac

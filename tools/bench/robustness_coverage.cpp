@@ -144,11 +144,7 @@ void condition_task(const DatasetRow& r, DeviceDrawer& drawer, const at::Device&
                                 {"reference64_ms", cost.reference64_ms},
                                 {"reference_ms", cost.reference_ms},
                                 {"compare_ms", cost.compare_ms}};
-    cov.split.tries += cost.tries;
-    cov.split.prepare_ms += cost.prepare_ms;
-    cov.split.reference64_ms += cost.reference64_ms;
-    cov.split.reference_ms += cost.reference_ms;
-    cov.split.compare_ms += cost.compare_ms;
+    cov.split += cost;
   }
   std::printf("%-22s %-9s %-40.40s %5.0f ms  %s\n", r.id.c_str(), r.dtype.c_str(), r.ops.c_str(), ms, line.c_str());
   std::fflush(stdout);

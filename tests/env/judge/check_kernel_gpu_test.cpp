@@ -4,7 +4,6 @@
 // fingerprint_copy(), which copies them too) the host copy's value for sizes with and without tail
 // bytes. Skipped (KFORGE_SKIPPED) without a GPU.
 #include "env/judge/check_kernel.h"
-#include "tests/support/device_arch.h"
 
 #include <cstdio>
 #include <cstring>
@@ -14,6 +13,8 @@
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+
+#include "tests/support/device_arch.h"
 
 using namespace kforge;
 using kforge::testing::device_arch;
